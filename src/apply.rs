@@ -1,0 +1,1 @@
+//! Apply: converge the machine to a declaration (see CONTRACT "Apply").

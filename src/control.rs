@@ -1,0 +1,1 @@
+//! The control socket between the command line and the daemon.

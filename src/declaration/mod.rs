@@ -1,0 +1,1 @@
+//! The declaration, version 1: parse, validate, and the validated model.

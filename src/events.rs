@@ -1,0 +1,1 @@
+//! Journal events: names, MESSAGE_IDs, and the logging setup.

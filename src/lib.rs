@@ -1,0 +1,18 @@
+//! mesh-host: the host daemon of one Linux node.
+//!
+//! It converges the machine to a JSON declaration ([`declaration`], [`apply`])
+//! and runs scheduled steps ([`schedule`]) whose maintenance windows always
+//! close. External systems sit behind small interfaces: the container
+//! runtime ([`runtime`]), systemd ([`systemd`]), the on-disk state
+//! ([`store`]) and the clock ([`schedule::clock`]).
+
+pub mod apply;
+pub mod cli;
+pub mod control;
+pub mod cron;
+pub mod declaration;
+pub mod events;
+pub mod runtime;
+pub mod schedule;
+pub mod store;
+pub mod systemd;

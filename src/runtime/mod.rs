@@ -1,0 +1,1 @@
+//! The container runtime behind a small trait; Docker Engine API via bollard.

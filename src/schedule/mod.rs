@@ -1,0 +1,2 @@
+//! Scheduled steps: the scheduler, its clock, one fire, maintenance windows.
+pub mod clock;

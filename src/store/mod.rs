@@ -1,0 +1,1 @@
+//! The state directory: lock, applied state, window records, atomic writes.

@@ -1,0 +1,1 @@
+//! systemd over D-Bus: transient units for step fires, unit resources, notify.
