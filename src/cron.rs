@@ -19,7 +19,9 @@ pub struct CronError(pub String);
 impl CronSchedule {
     /// Parse an expression as Debian cron reads it.
     pub fn parse(expr: &str) -> Result<Self, CronError> {
-        Ok(Self { expr: expr.to_string() })
+        Ok(Self {
+            expr: expr.to_string(),
+        })
     }
 
     /// The expression as written.

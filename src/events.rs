@@ -1,1 +1,244 @@
-//! Journal events: names, MESSAGE_IDs, and the logging setup.
+//! Journal events: their names, fixed `MESSAGE_ID`s, and the logging setup.
+//!
+//! Every significant thing the host does is one [`Event`] kind, logged with
+//! `MESH_EVENT=<name>`, a fixed `MESSAGE_ID` (explained by the catalog in
+//! `units/mesh-host.catalog`) and, where they apply, `MESH_STEP`,
+//! `MESH_CONTAINER`, `MESH_MODULE`, `MESH_EXIT_STATUS`. Log them with the
+//! [`mesh_event!`](crate::mesh_event) macro; the one alert kind,
+//! `will-not-start-again`, goes through [`mesh_alert!`](crate::mesh_alert),
+//! which journald stores at priority 1 (`alert`).
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::filter::{filter_fn, EnvFilter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+/// The target of alert-priority events; only they are mapped to priority 1.
+pub const ALERT_TARGET: &str = "mesh_host::alert";
+
+/// One kind of event the host logs. The names and ids are part of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// An apply ended (successfully or not).
+    ApplyFinished,
+    /// A container was removed and created again because what it is changed.
+    ContainerRecreated,
+    /// A scheduled step's fire began.
+    StepStarted,
+    /// A step's run ended with exit status 0.
+    StepFinished,
+    /// A step's run failed: non-zero exit, timeout, stopped, or could not start.
+    StepFailed,
+    /// A fire was not run because the previous run was still in flight.
+    StepSkipped,
+    /// Fires that fell due while the host could not run them.
+    StepMissed,
+    /// A step has had no successful run in twice its period.
+    StepStale,
+    /// A maintenance window opened: its record is written, holds begin.
+    WindowOpened,
+    /// A maintenance window closed: held containers were started again.
+    WindowClosed,
+    /// A window left open by a daemon that died was taken over.
+    WindowResumed,
+    /// A held container was started by someone else during a window.
+    HoldViolated,
+    /// A held container could not be started again after its window.
+    WillNotStartAgain,
+}
+
+impl Event {
+    /// Every kind, in the order the contract lists them.
+    pub const ALL: [Event; 13] = [
+        Event::ApplyFinished,
+        Event::ContainerRecreated,
+        Event::StepStarted,
+        Event::StepFinished,
+        Event::StepFailed,
+        Event::StepSkipped,
+        Event::StepMissed,
+        Event::StepStale,
+        Event::WindowOpened,
+        Event::WindowClosed,
+        Event::WindowResumed,
+        Event::HoldViolated,
+        Event::WillNotStartAgain,
+    ];
+
+    /// The `MESH_EVENT` value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Event::ApplyFinished => "apply-finished",
+            Event::ContainerRecreated => "container-recreated",
+            Event::StepStarted => "step-started",
+            Event::StepFinished => "step-finished",
+            Event::StepFailed => "step-failed",
+            Event::StepSkipped => "step-skipped",
+            Event::StepMissed => "step-missed",
+            Event::StepStale => "step-stale",
+            Event::WindowOpened => "window-opened",
+            Event::WindowClosed => "window-closed",
+            Event::WindowResumed => "window-resumed",
+            Event::HoldViolated => "hold-violated",
+            Event::WillNotStartAgain => "will-not-start-again",
+        }
+    }
+
+    /// The fixed `MESSAGE_ID` (32 lowercase hex digits, the catalog's form).
+    pub const fn message_id(self) -> &'static str {
+        match self {
+            Event::ApplyFinished => "4b4a01f5f137418b8fc8de509e75fd06",
+            Event::ContainerRecreated => "82aa3ee541d2415093b929279c50205c",
+            Event::StepStarted => "3be78fd74d7c41d39110f83f245ce612",
+            Event::StepFinished => "412fd06eb4a3408991db7bce105809a1",
+            Event::StepFailed => "faf2cba8df5a418bae9d8960f3c437aa",
+            Event::StepSkipped => "7509940986c64d6295a99539bf86671a",
+            Event::StepMissed => "14ac1802a2d846b688e0ecefac922cff",
+            Event::StepStale => "7633cbdf46cf4195b116dd59e53191d2",
+            Event::WindowOpened => "12718482aaaf48408edb95cd2e5079e0",
+            Event::WindowClosed => "b86b1ecf2a6c49a2aad489b45673027a",
+            Event::WindowResumed => "7f1c6aeaa5ac441f8e1afb6dd476a779",
+            Event::HoldViolated => "1b65895ccb3b410fb02e6cf4e2499a67",
+            Event::WillNotStartAgain => "ab50638306cd43f4884b6fefbd280992",
+        }
+    }
+}
+
+/// Log one event: `mesh_event!(LEVEL, Event::Kind, FIELD = value, ..., "message {}", args)`.
+///
+/// LEVEL is a tracing level macro name (`info`, `warn`, `error`). Field
+/// values should be `%`-formatted (Debug values are stored with quotes).
+#[macro_export]
+macro_rules! mesh_event {
+    ($level:ident, $kind:expr, $($rest:tt)+) => {
+        ::tracing::$level!(
+            MESH_EVENT = $kind.name(),
+            MESSAGE_ID = $kind.message_id(),
+            $($rest)+
+        )
+    };
+}
+
+/// Log the `will-not-start-again` alert at journal priority 1:
+/// `mesh_alert!(MESH_CONTAINER = %name, ..., "message")`.
+#[macro_export]
+macro_rules! mesh_alert {
+    ($($rest:tt)+) => {
+        ::tracing::error!(
+            target: "mesh_host::alert",
+            MESH_EVENT = $crate::events::Event::WillNotStartAgain.name(),
+            MESSAGE_ID = $crate::events::Event::WillNotStartAgain.message_id(),
+            $($rest)+
+        )
+    };
+}
+
+/// Where log output goes for this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogSink {
+    /// journald with structured fields (stderr is the journal, or no terminal).
+    Journal,
+    /// journald for the record, plus readable lines on stderr for the operator.
+    JournalAndStderr,
+    /// No journal here: readable lines on stderr only.
+    Stderr,
+}
+
+/// Install the global logger. Events always reach journald when there is
+/// one (an alert from a command run by hand must be findable too); a
+/// readable copy goes to stderr unless stderr already is the journal.
+pub fn init_logging(verbose: bool) -> LogSink {
+    let default = if verbose { "debug" } else { "info" };
+    let env_filter =
+        || EnvFilter::try_from_env("MESH_HOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let stderr_is_journal = std::env::var_os("JOURNAL_STREAM").is_some();
+    let journal = journal_layers();
+    let sink = match (&journal, stderr_is_journal) {
+        (Some(_), true) => LogSink::Journal,
+        (Some(_), false) => LogSink::JournalAndStderr,
+        (None, _) => LogSink::Stderr,
+    };
+    let mut layers: Vec<BoxedLayer> = Vec::new();
+    if sink != LogSink::Journal {
+        layers.push(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_target(false)
+                .without_time()
+                .with_filter(env_filter())
+                .boxed(),
+        );
+    }
+    if let Some((normal, alert)) = journal {
+        layers.push(normal.with_filter(env_filter()).boxed());
+        layers.push(alert);
+    }
+    // A second init (tests) keeps the first logger; that is fine.
+    let _ = tracing_subscriber::registry().with(layers).try_init();
+    sink
+}
+
+type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// Two journald layers: one for everything but alerts with the default
+/// priority mapping, one for the alert target that maps ERROR to `alert`.
+fn journal_layers() -> Option<(BoxedLayer, BoxedLayer)> {
+    let make = || {
+        tracing_journald::layer().ok().map(|l| {
+            l.with_field_prefix(None)
+                .with_syslog_identifier("mesh-host".to_string())
+        })
+    };
+    let normal = make()?
+        .with_filter(filter_fn(|m| m.target() != ALERT_TARGET))
+        .boxed();
+    let mut alert_prio = tracing_journald::PriorityMappings::new();
+    alert_prio.error = tracing_journald::Priority::Alert;
+    let alert = make()?
+        .with_priority_mappings(alert_prio)
+        .with_filter(filter_fn(|m| m.target() == ALERT_TARGET))
+        .boxed();
+    Some((normal, alert))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_and_ids_are_unique_and_well_formed() {
+        let names: HashSet<_> = Event::ALL.iter().map(|e| e.name()).collect();
+        let ids: HashSet<_> = Event::ALL.iter().map(|e| e.message_id()).collect();
+        assert_eq!(names.len(), Event::ALL.len());
+        assert_eq!(ids.len(), Event::ALL.len());
+        for id in ids {
+            assert_eq!(id.len(), 32, "{id}");
+            assert!(id
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)));
+        }
+    }
+
+    #[test]
+    fn catalog_explains_every_event() {
+        let catalog = include_str!("../units/mesh-host.catalog");
+        for e in Event::ALL {
+            let header = format!("-- {}\n", e.message_id());
+            let at = catalog
+                .find(&header)
+                .unwrap_or_else(|| panic!("catalog has no entry for {}", e.name()));
+            let entry = &catalog[at..];
+            let subject = entry.lines().nth(1).unwrap_or_default();
+            assert!(subject.starts_with("Subject: "), "{}: {subject}", e.name());
+            assert!(
+                entry.contains(&format!("MESH_EVENT={}", e.name())),
+                "catalog entry of {} must name its MESH_EVENT",
+                e.name()
+            );
+        }
+    }
+}
