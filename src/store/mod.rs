@@ -1,1 +1,542 @@
-//! The state directory: lock, applied state, window records, atomic writes.
+//! The state directory: the apply lock, the documents the apply engine and the
+//! scheduler keep, and the window records both of them read.
+//!
+//! Layout (default root `/var/lib/mesh-host`, set with `--state-dir`; see also
+//! `docs/state-dir.md`):
+//!
+//! | path | what | written by |
+//! |---|---|---|
+//! | `lock` | empty file; an exclusive `flock(2)` on it is the apply lock | created by whoever locks first |
+//! | `<name>.json` | a typed JSON document of a consumer ([`Store::save`]) | its consumer, under the lock |
+//! | [`APPLIED`]`.json` | what the last apply applied | the apply engine |
+//! | [`CONTAINER_INPUTS`]`.json` | per container, digests of what it was created reading | the apply engine |
+//! | [`STEP_HISTORY`]`.json` | recent runs of scheduled steps | the scheduler |
+//! | `windows/<step>.json` | one [`WindowRecord`] per open window ([`window_file_name`]) | the scheduler, under the lock |
+//! | `.<file>.<pid>.<n>.tmp` | a write in progress ([`write_atomic`]) | anyone writing |
+//!
+//! The root and `windows/` are created mode 0700 and files are written 0600:
+//! the state is root's alone. Every file is replaced atomically (temporary
+//! file in the same directory, fsync, rename, fsync of the directory), so a
+//! reader or a crash sees the old document or the new one, never a torn one.
+//! A leftover temporary file (a crash mid-write) is never read and may be
+//! deleted.
+//!
+//! A file that exists but cannot be understood is an error naming it
+//! ([`StoreError::Corrupt`]), never a silent default: "no window is open"
+//! guessed from a damaged record is how a held container gets started under a
+//! running step.
+//!
+//! The store does not decide who may write what; callers hold the lock
+//! ([`Store::lock`]) around a read-modify-write, as the contract asks of every
+//! apply and of opening a window.
+
+mod atomic;
+mod boot;
+mod digest;
+mod error;
+mod lock;
+mod window;
+
+use std::fs::{self, DirBuilder};
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use atomic::write_atomic;
+pub use boot::{boot_id, process_start_time};
+pub use digest::sha256_file;
+pub use error::StoreError;
+pub use lock::ApplyLock;
+pub use window::{
+    window_file_name, HeldContainer, WindowRecord, WINDOW_MAX_AGE, WINDOW_RECORD_VERSION,
+};
+
+/// The default state directory.
+pub const DEFAULT_ROOT: &str = "/var/lib/mesh-host";
+
+/// Document name for what the last apply applied (`applied.json`).
+pub const APPLIED: &str = "applied";
+
+/// Document name for the digests of what each container was created reading
+/// (`container-inputs.json`).
+pub const CONTAINER_INPUTS: &str = "container-inputs";
+
+/// Document name for the history of scheduled runs (`step-history.json`).
+pub const STEP_HISTORY: &str = "step-history";
+
+/// Name of the lock file under the root.
+const LOCK_FILE: &str = "lock";
+
+/// Name of the directory of window records under the root.
+const WINDOWS_DIR: &str = "windows";
+
+/// Permission bits of every state file: root's alone.
+const FILE_MODE: u32 = 0o600;
+
+/// Permission bits of the directories the store creates.
+const DIR_MODE: u32 = 0o700;
+
+/// A handle on one state directory. Cheap to clone; holds no descriptors
+/// (the lock is taken per call).
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    windows: PathBuf,
+}
+
+impl Store {
+    /// Opens the state directory at `root`, creating it (mode 0700) and its
+    /// `windows` directory if absent. An existing directory keeps its mode
+    /// (systemd's `StateDirectory=` may have set it). Fails, naming the path,
+    /// when either cannot be created or is not a directory.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        let root = root.into();
+        ensure_dir(&root)?;
+        let windows = root.join(WINDOWS_DIR);
+        ensure_dir(&windows)?;
+        Ok(Store { root, windows })
+    }
+
+    /// The state directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The lock file (`<root>/lock`).
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join(LOCK_FILE)
+    }
+
+    /// Takes the apply lock, waiting as long as another process (or another
+    /// handle in this one) holds it. Released when the [`ApplyLock`] is
+    /// dropped, or by the kernel when the process ends.
+    ///
+    /// Blocks the calling thread: async code uses [`Store::lock_async`].
+    pub fn lock(&self) -> Result<ApplyLock, StoreError> {
+        lock::lock(&self.lock_path())
+    }
+
+    /// Takes the apply lock if it is free; `Ok(None)` when it is held.
+    pub fn try_lock(&self) -> Result<Option<ApplyLock>, StoreError> {
+        lock::try_lock(&self.lock_path())
+    }
+
+    /// [`Store::lock`] on Tokio's blocking pool, so waiting for the lock never
+    /// stalls the runtime (the scheduler's loop feeds the watchdog). Must be
+    /// awaited within a Tokio runtime.
+    ///
+    /// If the returned future is dropped while waiting, the lock is still
+    /// taken in the background once free and released at once.
+    pub async fn lock_async(&self) -> Result<ApplyLock, StoreError> {
+        let path = self.lock_path();
+        let wait_path = path.clone();
+        tokio::task::spawn_blocking(move || lock::lock(&wait_path))
+            .await
+            .map_err(|join| StoreError::Lock {
+                path,
+                source: io::Error::other(join),
+            })?
+    }
+
+    /// The path of document `name` (`<root>/<name>.json`).
+    ///
+    /// A name is letters, digits, `-`, `_` and `.`, not starting with `.`
+    /// (those are temporary files): anything else is refused rather than
+    /// escaped, since names come from code, not from input.
+    pub fn document_path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        let invalid = |reason| StoreError::InvalidName {
+            name: name.to_owned(),
+            reason,
+        };
+        if name.is_empty() {
+            return Err(invalid("empty"));
+        }
+        if name.starts_with('.') {
+            return Err(invalid("starts with '.'"));
+        }
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            return Err(invalid(
+                "only letters, digits, '-', '_' and '.' are allowed",
+            ));
+        }
+        if name.len() > 200 {
+            return Err(invalid("longer than 200 bytes"));
+        }
+        Ok(self.root.join(format!("{name}.json")))
+    }
+
+    /// Reads document `name`: `Ok(None)` if it does not exist; an error
+    /// naming the file if it cannot be read or parsed as a `T`.
+    pub fn load<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, StoreError> {
+        let path = self.document_path(name)?;
+        read_json(&path)
+    }
+
+    /// Writes document `name` atomically (pretty JSON, mode 0600).
+    pub fn save<T: Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
+        let path = self.document_path(name)?;
+        write_json(&path, value)
+    }
+
+    /// The path of the window record of `step`.
+    pub fn window_path(&self, step: &str) -> Result<PathBuf, StoreError> {
+        Ok(self.windows.join(window_file_name(step)?))
+    }
+
+    /// The window record of `step`, if one is on disk (whether or not it
+    /// still [holds](WindowRecord::holds)).
+    pub fn window(&self, step: &str) -> Result<Option<WindowRecord>, StoreError> {
+        let path = self.window_path(step)?;
+        let record: Option<WindowRecord> = read_json(&path)?;
+        if let Some(record) = &record {
+            check_record_name(&path, record)?;
+        }
+        Ok(record)
+    }
+
+    /// Every window record on disk, ordered by file name, whether or not it
+    /// still holds. One that cannot be read or parsed, or whose step does not
+    /// match its file name, fails the whole call naming the file: a caller
+    /// must not guess which containers are held.
+    pub fn windows(&self) -> Result<Vec<WindowRecord>, StoreError> {
+        let entries = fs::read_dir(&self.windows)
+            .map_err(|e| StoreError::io("read directory", &self.windows, e))?;
+        let mut paths = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io("read directory", &self.windows, e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            // Temporary files start with '.'; anything else not ending in
+            // .json is not ours to interpret.
+            if name.starts_with('.') || !name.ends_with(".json") {
+                continue;
+            }
+            paths.push(entry.path());
+        }
+        paths.sort();
+        let mut records = Vec::with_capacity(paths.len());
+        for path in paths {
+            // None: closed (removed) between listing and reading.
+            if let Some(record) = read_json::<WindowRecord>(&path)? {
+                check_record_name(&path, &record)?;
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// Writes `record` atomically to `windows/<escaped step id>.json`,
+    /// replacing any record of the same step.
+    pub fn write_window(&self, record: &WindowRecord) -> Result<(), StoreError> {
+        let path = self.window_path(&record.step)?;
+        write_json(&path, record)
+    }
+
+    /// Erases the window record of `step` and makes the erasure durable
+    /// (fsync of `windows/`). A record already gone is not an error.
+    pub fn remove_window(&self, step: &str) -> Result<(), StoreError> {
+        let path = self.window_path(step)?;
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(err) => return Err(StoreError::io("remove", &path, err)),
+        }
+        atomic::fsync_dir(&self.windows)
+            .map_err(|e| StoreError::io("sync directory", &self.windows, e))
+    }
+}
+
+/// Creates `path` as a 0700 directory if absent (missing parents get the
+/// usual modes: only the state directory itself is private); checks that
+/// what is there is a directory.
+fn ensure_dir(path: &Path) -> Result<(), StoreError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| StoreError::io("create directory", parent, e))?;
+    }
+    match DirBuilder::new().mode(DIR_MODE).create(path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(StoreError::io("create directory", path, err)),
+    }
+    let meta = fs::metadata(path).map_err(|e| StoreError::io("inspect", path, e))?;
+    if !meta.is_dir() {
+        return Err(StoreError::io(
+            "use as a directory",
+            path,
+            rustix::io::Errno::NOTDIR.into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads and parses a JSON file; `None` if it does not exist.
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(StoreError::io("read", path, err)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StoreError::Corrupt {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+/// Encodes `value` as pretty JSON and writes it atomically, mode 0600.
+fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| StoreError::Encode {
+        path: path.to_owned(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes, FILE_MODE).map_err(|e| StoreError::io("write", path, e))
+}
+
+/// A record is filed under its own step's name; one that is not (copied or
+/// renamed by hand) is refused rather than attributed to either step.
+fn check_record_name(path: &Path, record: &WindowRecord) -> Result<(), StoreError> {
+    let expected = window_file_name(&record.step)?;
+    if path.file_name() != Some(std::ffi::OsStr::new(&expected)) {
+        return Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            reason: format!("record of step {:?} belongs in {expected}", record.step),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode_of(path: &Path) -> u32 {
+        fs::metadata(path).expect("stat").permissions().mode() & 0o7777
+    }
+
+    fn record(step: &str) -> WindowRecord {
+        WindowRecord {
+            step: step.into(),
+            ..window::tests::sample("boot")
+        }
+    }
+
+    #[test]
+    fn open_creates_private_root_and_windows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("a/b/state");
+        let store = Store::open(&root).expect("open");
+        assert_eq!(store.root(), root);
+        assert_eq!(mode_of(&root), 0o700);
+        assert_eq!(mode_of(&root.join("windows")), 0o700);
+        // Opening again is fine and leaves an existing directory as it is.
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).expect("chmod");
+        Store::open(&root).expect("reopen");
+        assert_eq!(mode_of(&root), 0o755);
+    }
+
+    #[test]
+    fn open_on_a_file_names_the_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("state");
+        fs::write(&file, b"").expect("write");
+        let err = Store::open(&file).expect_err("a file is no state dir");
+        assert!(
+            err.to_string().contains(&file.display().to_string()),
+            "{err}"
+        );
+
+        let below = file.join("deeper");
+        let err = Store::open(&below).expect_err("parent is a file");
+        assert!(
+            err.to_string().contains(&file.display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn documents_round_trip_and_absent_is_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        assert_eq!(
+            store.load::<BTreeMap<String, u32>>(APPLIED).expect("load"),
+            None
+        );
+        let doc = BTreeMap::from([("a".to_string(), 1u32), ("b".to_string(), 2)]);
+        store.save(APPLIED, &doc).expect("save");
+        assert_eq!(store.load(APPLIED).expect("load"), Some(doc));
+        let path = dir.path().join("applied.json");
+        assert_eq!(mode_of(&path), 0o600);
+        assert!(fs::read_to_string(&path).expect("read").ends_with("}\n"));
+    }
+
+    #[test]
+    fn corrupt_document_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let path = dir.path().join("container-inputs.json");
+        for bad in [&b"{\"a\": 1"[..], b"", b"\xff\xfe", b"[1, 2]"] {
+            fs::write(&path, bad).expect("write");
+            let err = store
+                .load::<BTreeMap<String, u32>>(CONTAINER_INPUTS)
+                .expect_err("corrupt, never a silent None");
+            assert!(
+                matches!(&err, StoreError::Corrupt { path: p, .. } if p == &path),
+                "{bad:?}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains(&path.display().to_string()),
+                "{err}"
+            );
+        }
+        // A directory where the document should be: an I/O error, not None.
+        fs::remove_file(&path).expect("rm");
+        fs::create_dir(&path).expect("mkdir");
+        let err = store
+            .load::<BTreeMap<String, u32>>(CONTAINER_INPUTS)
+            .expect_err("unreadable");
+        assert!(matches!(err, StoreError::Io { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_document_names_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        for name in [
+            "",
+            ".hidden",
+            "../escape",
+            "a/b",
+            "sp ace",
+            &"x".repeat(201),
+        ] {
+            let err = store.save(name, &1).expect_err(name);
+            assert!(
+                matches!(err, StoreError::InvalidName { .. }),
+                "{name}: {err:?}"
+            );
+        }
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("ls").count(),
+            1,
+            "only windows/"
+        );
+    }
+
+    #[test]
+    fn unencodable_value_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let bad = BTreeMap::from([((1, 2), "tuple keys are not JSON")]);
+        let err = store.save(STEP_HISTORY, &bad).expect_err("tuple keys");
+        assert!(matches!(err, StoreError::Encode { .. }), "{err:?}");
+        assert!(!dir.path().join("step-history.json").exists());
+    }
+
+    #[test]
+    fn window_records_round_trip_and_remove() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        assert!(store.windows().expect("none").is_empty());
+        let b = record("b-step");
+        let a = record("a.step");
+        store.write_window(&b).expect("write b");
+        store.write_window(&a).expect("write a");
+        assert!(dir.path().join("windows/a.step.json").is_file());
+        assert_eq!(mode_of(&dir.path().join("windows/a.step.json")), 0o600);
+        assert_eq!(store.windows().expect("list"), vec![a.clone(), b.clone()]);
+        assert_eq!(store.window("b-step").expect("one"), Some(b.clone()));
+
+        // Rewriting replaces.
+        let b2 = WindowRecord {
+            held: Vec::new(),
+            ..b.clone()
+        };
+        store.write_window(&b2).expect("rewrite");
+        assert_eq!(store.window("b-step").expect("one"), Some(b2));
+
+        store.remove_window("b-step").expect("remove");
+        store.remove_window("b-step").expect("already gone is fine");
+        assert_eq!(store.windows().expect("list"), vec![a]);
+        assert_eq!(store.window("b-step").expect("none"), None);
+    }
+
+    #[test]
+    fn corrupt_window_record_fails_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        store.write_window(&record("good")).expect("write");
+        let bad = dir.path().join("windows/bad.json");
+        fs::write(&bad, b"{\"record\": 1, \"step\": \"bad\"").expect("write");
+        let err = store.windows().expect_err("one record is corrupt");
+        assert!(
+            matches!(&err, StoreError::Corrupt { path, .. } if path == &bad),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("windows/bad.json"), "{err}");
+    }
+
+    #[test]
+    fn window_record_under_another_name_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        store.write_window(&record("real")).expect("write");
+        fs::copy(
+            dir.path().join("windows/real.json"),
+            dir.path().join("windows/copy.json"),
+        )
+        .expect("copy");
+        let err = store.windows().expect_err("misfiled record");
+        assert!(err.to_string().contains("copy.json"), "{err}");
+        assert!(err.to_string().contains("belongs in real.json"), "{err}");
+    }
+
+    #[test]
+    fn temporary_and_foreign_files_in_windows_are_ignored() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let rec = record("s");
+        store.write_window(&rec).expect("write");
+        let windows = dir.path().join("windows");
+        fs::write(windows.join(".s.json.123.0.tmp"), b"{half").expect("temp");
+        fs::write(windows.join("README"), b"notes").expect("foreign");
+        assert_eq!(store.windows().expect("list"), vec![rec]);
+    }
+
+    #[test]
+    fn odd_step_ids_get_their_own_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        // The longest id accepted must still leave room for the temporary name.
+        let long = "x".repeat(195);
+        let ids = ["..", "a/b", "a%2Fb", long.as_str()];
+        for id in ids {
+            store.write_window(&record(id)).expect(id);
+        }
+        let steps: Vec<String> = store
+            .windows()
+            .expect("list")
+            .into_iter()
+            .map(|r| r.step)
+            .collect();
+        assert_eq!(steps.len(), ids.len());
+        for id in ids {
+            assert!(steps.iter().any(|s| s == id), "{id} in {steps:?}");
+        }
+        // Nothing escaped the windows directory.
+        assert_eq!(fs::read_dir(dir.path()).expect("ls").count(), 1);
+    }
+}

@@ -1,0 +1,259 @@
+//! The apply lock: one `flock(2)` on `<state dir>/lock`, shared by every
+//! process that applies or opens a window on this machine.
+//!
+//! `flock` rather than `fcntl` locks because it belongs to the open file
+//! description: two opens in one process exclude each other too, and closing
+//! an unrelated descriptor of the same file does not drop it. The kernel
+//! releases it when the holder exits, however it exits, so a crashed apply
+//! never leaves the machine locked.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::FlockOperation;
+use rustix::io::Errno;
+
+use super::StoreError;
+
+/// The held apply lock. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct ApplyLock {
+    // Kept only for its descriptor: closing it releases the flock.
+    _file: File,
+    path: PathBuf,
+}
+
+impl ApplyLock {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Opens (creating if needed) the lock file. std opens with `O_CLOEXEC`, so a
+/// child process never inherits the lock and outlives us holding it.
+fn open_lock_file(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| StoreError::Lock {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+/// Takes the lock, waiting for the holder to release it.
+pub(crate) fn lock(path: &Path) -> Result<ApplyLock, StoreError> {
+    let file = open_lock_file(path)?;
+    loop {
+        match rustix::fs::flock(&file, FlockOperation::LockExclusive) {
+            Ok(()) => {
+                return Ok(ApplyLock {
+                    _file: file,
+                    path: path.to_owned(),
+                })
+            }
+            // A signal handler ran while waiting; keep waiting.
+            Err(Errno::INTR) => continue,
+            Err(errno) => {
+                return Err(StoreError::Lock {
+                    path: path.to_owned(),
+                    source: errno.into(),
+                })
+            }
+        }
+    }
+}
+
+/// Takes the lock if it is free; `None` when another holder has it.
+pub(crate) fn try_lock(path: &Path) -> Result<Option<ApplyLock>, StoreError> {
+    let file = open_lock_file(path)?;
+    loop {
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                return Ok(Some(ApplyLock {
+                    _file: file,
+                    path: path.to_owned(),
+                }))
+            }
+            Err(Errno::WOULDBLOCK) => return Ok(None),
+            Err(Errno::INTR) => continue,
+            Err(errno) => {
+                return Err(StoreError::Lock {
+                    path: path.to_owned(),
+                    source: errno.into(),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::Store;
+
+    /// Exit status `flock(1)` is told to use when the lock is taken.
+    const CONFLICT: i32 = 75;
+
+    /// Whether another process (util-linux `flock -n`) can take the lock now.
+    fn other_process_can_lock(path: &std::path::Path) -> bool {
+        let status = Command::new("flock")
+            .args(["-n", "-E", &CONFLICT.to_string()])
+            .arg(path)
+            .arg("true")
+            .status()
+            .expect("run flock(1) from util-linux");
+        match status.code() {
+            Some(0) => true,
+            Some(CONFLICT) => false,
+            other => panic!("flock(1) failed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lock_excludes_another_process_until_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let path = store.lock_path();
+
+        let held = store.lock().expect("lock");
+        assert_eq!(held.path(), path);
+        assert!(
+            !other_process_can_lock(&path),
+            "held: another process must wait"
+        );
+        drop(held);
+        assert!(other_process_can_lock(&path), "released on drop");
+
+        let held = store.try_lock().expect("try_lock").expect("free");
+        assert!(!other_process_can_lock(&path));
+        drop(held);
+        assert!(other_process_can_lock(&path));
+    }
+
+    #[test]
+    fn lock_held_by_another_process_is_waited_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        // The child takes the lock, says so, and holds it until its stdin closes.
+        let mut child = Command::new("flock")
+            .arg(store.lock_path())
+            .args(["sh", "-c", "echo locked; read _"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run flock(1) from util-linux");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read");
+        assert_eq!(line, "locked\n");
+
+        assert!(
+            store.try_lock().expect("try_lock").is_none(),
+            "held elsewhere"
+        );
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let lock = store.lock();
+                tx.send(()).expect("send");
+                lock
+            })
+        };
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "lock() returned while another process held the lock"
+        );
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(b"\n").expect("release");
+        drop(stdin);
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("lock() returns once released");
+        waiter.join().expect("thread").expect("lock");
+        assert!(child.wait().expect("wait").success());
+    }
+
+    #[test]
+    fn handles_in_one_process_exclude_each_other() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let other = Store::open(dir.path()).expect("open again");
+        let held = store.lock().expect("lock");
+        assert!(other.try_lock().expect("try_lock").is_none());
+        assert!(store.try_lock().expect("try_lock").is_none());
+        drop(held);
+        assert!(other.try_lock().expect("try_lock").is_some());
+    }
+
+    #[test]
+    fn lock_error_names_the_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        std::fs::create_dir(store.lock_path()).expect("a directory where the lock goes");
+        let err = store
+            .lock()
+            .expect_err("cannot open a directory for writing");
+        assert!(
+            err.to_string()
+                .contains(&store.lock_path().display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn lock_async_waits_without_blocking_the_runtime() {
+        // #[tokio::test] runs a single-threaded runtime: if waiting for the
+        // lock blocked it, the ticker below could not advance.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let held = store.lock().expect("lock");
+
+        let ticks = Arc::new(AtomicU32::new(0));
+        let ticker = {
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        let waiter = {
+            let store = store.clone();
+            tokio::spawn(async move { store.lock_async().await })
+        };
+
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished(), "the lock is still held");
+        let before = ticks.load(Ordering::SeqCst);
+        assert!(before >= 5, "runtime stalled while waiting: {before} ticks");
+
+        drop(held);
+        let lock = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("lock_async returns once released")
+            .expect("task")
+            .expect("lock");
+        assert!(
+            store.try_lock().expect("try_lock").is_none(),
+            "now held by lock_async"
+        );
+        drop(lock);
+        assert!(store.try_lock().expect("try_lock").is_some());
+        ticker.abort();
+    }
+}

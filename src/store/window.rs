@@ -1,0 +1,342 @@
+//! Window records: the on-disk proof that a maintenance window is open, so
+//! that a daemon that died mid-window is followed by one that closes it, and
+//! every apply on the machine knows which containers to leave alone.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::boot::{boot_id, process_start_time};
+use super::StoreError;
+
+/// A window opened longer ago than this holds nothing (the contract: a window
+/// older than six hours holds nothing), so a record that was never erased
+/// cannot keep a service down for good.
+pub const WINDOW_MAX_AGE: Duration = Duration::from_secs(6 * 60 * 60);
+
+/// The record format version this host writes and reads.
+pub const WINDOW_RECORD_VERSION: u32 = 1;
+
+/// One open maintenance window, as written to `windows/<step>.json` before the
+/// first held container is stopped and erased after the last is started.
+///
+/// JSON (kebab-case, `"record": 1` first); a record of another version is
+/// refused rather than half-understood.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "WireRecord", into = "WireRecord")]
+pub struct WindowRecord {
+    /// The step's resource id.
+    pub step: String,
+    /// The step's module, if the declaration gives one.
+    pub module: Option<String>,
+    /// The due time that fired (or the time of a manual fire).
+    pub fire_time: DateTime<Utc>,
+    /// When the window was opened (just before the first stop).
+    pub opened_at: DateTime<Utc>,
+    /// The boot the window was opened in (see [`boot_id`]).
+    pub boot_id: String,
+    /// The process that opened the window and is expected to close it.
+    pub pid: u32,
+    /// That process's start time (see [`process_start_time`]), so a recycled
+    /// pid is not taken for the owner.
+    pub pid_start_time: u64,
+    /// The runtime name of the step's container.
+    pub step_container: String,
+    /// The containers named by `while-stopped`, in the order they are stopped
+    /// (they are started again in reverse).
+    pub held: Vec<HeldContainer>,
+}
+
+/// A container named by a step's `while-stopped`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct HeldContainer {
+    /// The container's resource id.
+    pub id: String,
+    /// The container's runtime name.
+    pub name: String,
+    /// Whether it was running when the window opened. Only those are held
+    /// (stopped, then started again); one that was already stopped is left
+    /// stopped when the window closes.
+    pub was_running: bool,
+}
+
+impl WindowRecord {
+    /// Whether this window holds its containers at `now` on the boot
+    /// `current_boot`. A window from another boot, or opened more than
+    /// [`WINDOW_MAX_AGE`] before `now`, holds nothing.
+    ///
+    /// The age counts both ways: a record stamped more than six hours in the
+    /// future (the wall clock stepped back) holds nothing either, so a clock
+    /// step cannot stretch a window without bound.
+    pub fn holds(&self, now: DateTime<Utc>, current_boot: &str) -> bool {
+        if self.boot_id != current_boot {
+            return false;
+        }
+        let age = now.signed_duration_since(self.opened_at).abs();
+        age.to_std().is_ok_and(|age| age <= WINDOW_MAX_AGE)
+    }
+
+    /// Runtime names of the containers this window holds: those that were
+    /// running when it opened, in the order they were stopped.
+    pub fn held_names(&self) -> impl Iterator<Item = &str> {
+        self.held
+            .iter()
+            .filter(|c| c.was_running)
+            .map(|c| c.name.as_str())
+    }
+
+    /// Whether the process that opened the window is still alive: same boot,
+    /// and `pid` exists with the recorded start time. False when that cannot
+    /// be confirmed (including when `/proc` cannot be read: the reason is
+    /// logged).
+    pub fn owner_alive(&self) -> bool {
+        let boot = match boot_id() {
+            Ok(boot) => boot,
+            Err(err) => {
+                tracing::warn!(step = %self.step, "cannot tell whether the window owner is alive: {err}");
+                return false;
+            }
+        };
+        if boot != self.boot_id || self.pid == 0 {
+            return false;
+        }
+        match process_start_time(self.pid) {
+            Ok(start) => start == self.pid_start_time,
+            Err(err) if err.is_not_found() => false,
+            Err(err) => {
+                tracing::warn!(step = %self.step, "cannot tell whether the window owner is alive: {err}");
+                false
+            }
+        }
+    }
+}
+
+/// The JSON shape of a [`WindowRecord`], with its version.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct WireRecord {
+    record: u32,
+    step: String,
+    module: Option<String>,
+    fire_time: DateTime<Utc>,
+    opened_at: DateTime<Utc>,
+    boot_id: String,
+    pid: u32,
+    pid_start_time: u64,
+    step_container: String,
+    held: Vec<HeldContainer>,
+}
+
+impl TryFrom<WireRecord> for WindowRecord {
+    type Error = String;
+
+    fn try_from(w: WireRecord) -> Result<Self, String> {
+        if w.record != WINDOW_RECORD_VERSION {
+            return Err(format!(
+                "window record version {} is not understood (this host reads version {WINDOW_RECORD_VERSION})",
+                w.record
+            ));
+        }
+        Ok(WindowRecord {
+            step: w.step,
+            module: w.module,
+            fire_time: w.fire_time,
+            opened_at: w.opened_at,
+            boot_id: w.boot_id,
+            pid: w.pid,
+            pid_start_time: w.pid_start_time,
+            step_container: w.step_container,
+            held: w.held,
+        })
+    }
+}
+
+impl From<WindowRecord> for WireRecord {
+    fn from(r: WindowRecord) -> Self {
+        WireRecord {
+            record: WINDOW_RECORD_VERSION,
+            step: r.step,
+            module: r.module,
+            fire_time: r.fire_time,
+            opened_at: r.opened_at,
+            boot_id: r.boot_id,
+            pid: r.pid,
+            pid_start_time: r.pid_start_time,
+            step_container: r.step_container,
+            held: r.held,
+        }
+    }
+}
+
+/// The file name (without directory) of the record for `step`.
+///
+/// Resource ids are letters, digits, `-`, `_` and `.`; those stay as they
+/// are, except a leading `.` (which would hide the file, or make `.`/`..`).
+/// Any other byte becomes `%XX`, `%` included, so the mapping is one-to-one
+/// and never yields a path separator.
+pub fn window_file_name(step: &str) -> Result<String, StoreError> {
+    if step.is_empty() {
+        return Err(StoreError::InvalidName {
+            name: step.to_owned(),
+            reason: "empty step id",
+        });
+    }
+    let mut out = String::with_capacity(step.len() + 5);
+    for (i, b) in step.bytes().enumerate() {
+        let keep = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
+        if keep {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.push_str(".json");
+    // Well under NAME_MAX (255), leaving room for the temporary file's
+    // longer name during a write.
+    if out.len() > 200 {
+        return Err(StoreError::InvalidName {
+            name: step.to_owned(),
+            reason: "step id too long for a file name",
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    pub(crate) fn sample(boot: &str) -> WindowRecord {
+        WindowRecord {
+            step: "db-backup".into(),
+            module: Some("db".into()),
+            fire_time: Utc
+                .with_ymd_and_hms(2026, 3, 29, 2, 30, 0)
+                .single()
+                .expect("valid"),
+            opened_at: Utc
+                .with_ymd_and_hms(2026, 3, 29, 2, 30, 1)
+                .single()
+                .expect("valid"),
+            boot_id: boot.into(),
+            pid: std::process::id(),
+            pid_start_time: process_start_time(std::process::id()).expect("own start time"),
+            step_container: "mesh-db-backup".into(),
+            held: vec![
+                HeldContainer {
+                    id: "db".into(),
+                    name: "mesh-db".into(),
+                    was_running: true,
+                },
+                HeldContainer {
+                    id: "db-replica".into(),
+                    name: "mesh-db-replica".into(),
+                    was_running: false,
+                },
+                HeldContainer {
+                    id: "cache".into(),
+                    name: "mesh-cache".into(),
+                    was_running: true,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn json_round_trip_with_version() {
+        let rec = sample("b1");
+        let json = serde_json::to_value(&rec).expect("serialize");
+        assert_eq!(json["record"], 1);
+        assert_eq!(json["step-container"], "mesh-db-backup");
+        assert_eq!(json["fire-time"], "2026-03-29T02:30:00Z");
+        assert_eq!(json["held"][1]["was-running"], false);
+        let back: WindowRecord = serde_json::from_value(json).expect("deserialize");
+        assert_eq!(back, rec);
+    }
+
+    #[test]
+    fn other_versions_and_missing_version_are_refused() {
+        let mut json = serde_json::to_value(sample("b1")).expect("serialize");
+        json["record"] = 2.into();
+        let err = serde_json::from_value::<WindowRecord>(json.clone()).expect_err("v2");
+        assert!(
+            err.to_string().contains("version 2 is not understood"),
+            "{err}"
+        );
+        json.as_object_mut().expect("object").remove("record");
+        let err = serde_json::from_value::<WindowRecord>(json).expect_err("no version");
+        assert!(err.to_string().contains("missing field `record`"), "{err}");
+    }
+
+    #[test]
+    fn holds_only_on_this_boot_and_for_six_hours() {
+        let rec = sample("boot-a");
+        let opened = rec.opened_at;
+        let six = chrono::Duration::hours(6);
+        let second = chrono::Duration::seconds(1);
+        assert!(rec.holds(opened, "boot-a"));
+        assert!(rec.holds(opened + chrono::Duration::minutes(5), "boot-a"));
+        assert!(rec.holds(opened + six, "boot-a"));
+        assert!(!rec.holds(opened + six + second, "boot-a"));
+        assert!(!rec.holds(opened + chrono::Duration::days(3), "boot-a"));
+        assert!(!rec.holds(opened, "boot-b"));
+        // Clock stepped back a little: still open; far back: holds nothing.
+        assert!(rec.holds(opened - chrono::Duration::minutes(10), "boot-a"));
+        assert!(!rec.holds(opened - six - second, "boot-a"));
+    }
+
+    #[test]
+    fn held_names_are_the_running_ones_in_stop_order() {
+        let rec = sample("b");
+        assert_eq!(
+            rec.held_names().collect::<Vec<_>>(),
+            vec!["mesh-db", "mesh-cache"]
+        );
+    }
+
+    #[test]
+    fn owner_alive_for_this_process_only() {
+        let boot = boot_id().expect("boot id");
+        let rec = sample(&boot);
+        assert!(rec.owner_alive(), "this process owns it");
+
+        let recycled = WindowRecord {
+            pid_start_time: rec.pid_start_time + 1,
+            ..rec.clone()
+        };
+        assert!(!recycled.owner_alive(), "same pid, other start time");
+
+        let other_boot = WindowRecord {
+            boot_id: "00000000-0000-0000-0000-000000000000".into(),
+            ..rec.clone()
+        };
+        assert!(!other_boot.owner_alive(), "another boot");
+
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("wait");
+        let dead = WindowRecord { pid, ..rec };
+        assert!(!dead.owner_alive(), "reaped pid {pid}");
+    }
+
+    #[test]
+    fn file_names_are_safe_and_one_to_one() {
+        let name = |s: &str| window_file_name(s).expect("valid");
+        assert_eq!(name("db-backup"), "db-backup.json");
+        assert_eq!(name("a.b_c"), "a.b_c.json");
+        assert_eq!(name(".."), "%2E..json");
+        assert_eq!(name("a/b"), "a%2Fb.json");
+        assert_eq!(name("a%2Fb"), "a%252Fb.json");
+        assert_ne!(name("a/b"), name("a%2Fb"));
+        assert_eq!(name("é"), "%C3%A9.json");
+        assert!(matches!(
+            window_file_name(""),
+            Err(StoreError::InvalidName { .. })
+        ));
+        assert!(window_file_name(&"x".repeat(195)).is_ok());
+        assert!(window_file_name(&"x".repeat(196)).is_err());
+    }
+}
