@@ -139,9 +139,15 @@ impl DockerRuntime {
     /// (`container web`), `context` the operation.
     fn error(&self, context: &str, what: &str, err: BollardError) -> RuntimeError {
         match err {
+            // Only "No such container/image" means the object itself is
+            // missing; a 404 naming something else (a network on start) is a
+            // failure of the operation.
             BollardError::DockerResponseServerError {
-                status_code: 404, ..
-            } => RuntimeError::NotFound { what: what.into() },
+                status_code: 404,
+                message,
+            } if message.is_empty() || message.to_ascii_lowercase().contains("no such") => {
+                RuntimeError::NotFound { what: what.into() }
+            }
             BollardError::DockerResponseServerError {
                 status_code: 409,
                 message,
@@ -440,12 +446,14 @@ impl ContainerRuntime for DockerRuntime {
             .await
         {
             Ok(created) => Ok(ContainerId(created.id)),
-            // Create answers 404 only for a missing image.
             Err(BollardError::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Err(RuntimeError::NotFound {
-                what: format!("image {} (for container {name})", spec.image),
-            }),
+                status_code: 404,
+                message,
+            }) if message.to_ascii_lowercase().contains("no such image") => {
+                Err(RuntimeError::NotFound {
+                    what: format!("image {} (for container {name})", spec.image),
+                })
+            }
             Err(err) => Err(self.error(
                 &format!("create container {name}"),
                 &format!("container {name}"),
