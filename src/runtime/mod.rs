@@ -1,1 +1,357 @@
 //! The container runtime behind a small trait; Docker Engine API via bollard.
+//!
+//! Everything the host does with containers goes through
+//! [`ContainerRuntime`], so apply and the scheduler can be tested against the
+//! in-memory [`fake::FakeRuntime`] and the same behaviour against a real
+//! Docker ([`docker::DockerRuntime`], `tests/runtime_docker.rs`).
+//!
+//! The trait speaks in container *names*: the host names every container it
+//! manages, and a name survives a recreate while an id does not.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::pin::Pin;
+
+use futures_util::Stream;
+
+pub mod docker;
+#[cfg(any(test, feature = "fake-runtime"))]
+pub mod fake;
+
+pub use docker::DockerRuntime;
+
+/// Label set to `"true"` on every container the host creates; the host lists,
+/// changes and removes only containers carrying it.
+pub const LABEL_MANAGED: &str = "mesh-host.managed";
+
+/// Label holding the declaration resource id a container was created for.
+pub const LABEL_RESOURCE: &str = "mesh-host.resource";
+
+/// Label holding the declaration module of that resource, when it has one.
+pub const LABEL_MODULE: &str = "mesh-host.module";
+
+/// The value of [`LABEL_MANAGED`] on managed containers.
+pub const MANAGED_VALUE: &str = "true";
+
+/// A container runtime: Docker (or anything speaking its Engine API).
+///
+/// Every method addresses containers by name. Methods that change state
+/// confirm the result by inspecting afterwards, so a caller that got `Ok`
+/// can rely on the state it asked for.
+#[async_trait::async_trait]
+pub trait ContainerRuntime: Send + Sync + fmt::Debug {
+    /// Creates (does not start) a container. The image must be present:
+    /// create never pulls. [`LABEL_MANAGED`] is always set. A name already in
+    /// use is [`RuntimeError::Conflict`]; a missing image is
+    /// [`RuntimeError::NotFound`].
+    async fn create(&self, spec: &ContainerSpec) -> Result<ContainerId, RuntimeError>;
+
+    /// Starts a container and confirms by inspection that it started (it is
+    /// running, or it already ran and exited). Already running is `Ok`.
+    async fn start(&self, name: &str) -> Result<(), RuntimeError>;
+
+    /// Stops a container with its own stop signal and grace period (its
+    /// `StopSignal` / `StopTimeout`, else the runtime's defaults) and confirms
+    /// by inspection that it is not running. Already stopped is `Ok`.
+    async fn stop(&self, name: &str) -> Result<(), RuntimeError>;
+
+    /// Sends SIGKILL (for a run that outlived its stop grace) and waits
+    /// briefly until it is not running. Not running is `Ok`.
+    async fn kill(&self, name: &str) -> Result<(), RuntimeError>;
+
+    /// Removes a container, running or not, with its anonymous volumes.
+    /// Missing is `Ok`.
+    async fn remove(&self, name: &str) -> Result<(), RuntimeError>;
+
+    /// Waits for the current run of a container to end and returns its exit
+    /// code; for a created, never started container, waits for the run that a
+    /// later start begins. A run that already ended returns its code at once,
+    /// so calling this right after [`start`](Self::start) never misses a
+    /// quick exit. A container removed before its exit could be read (e.g.
+    /// auto-remove) is [`RuntimeError::NotFound`].
+    async fn wait_exit(&self, name: &str) -> Result<i64, RuntimeError>;
+
+    /// Inspects a container; `None` when there is none by that name.
+    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError>;
+
+    /// Every container carrying `mesh-host.managed=true`, in any state, read
+    /// with one API call (a no-op apply counts on that cost).
+    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError>;
+
+    /// Whether an image is present locally (a digest reference matches only
+    /// that digest).
+    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
+
+    /// Pulls an image by its reference (`REPO@sha256:...`). A registry answer
+    /// such as 404 or 401 is [`RuntimeError::Registry`] (retrying will not
+    /// help); no answer, a refused connection or a 5xx is
+    /// [`RuntimeError::RegistryUnavailable`] (the caller may retry).
+    async fn pull(&self, image: &str) -> Result<(), RuntimeError>;
+
+    /// The runtime's cgroup driver, which decides what a cgroup parent is.
+    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError>;
+
+    /// Start, die and stop events of the named containers, from the moment of
+    /// this call on (events between the call and the subscription reaching
+    /// the runtime are replayed). An empty `names` gives a stream that never
+    /// yields. The stream ends, or yields an error, when the runtime closes
+    /// the connection; the caller subscribes again.
+    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError>;
+}
+
+/// The stream returned by [`ContainerRuntime::events`].
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<ContainerEvent, RuntimeError>> + Send>>;
+
+/// A container id as the runtime reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContainerId(pub String);
+
+impl fmt::Display for ContainerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Everything needed to create one container.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerSpec {
+    /// Container name (unique on the runtime).
+    pub name: String,
+    /// Image reference, normally pinned by digest.
+    pub image: String,
+    /// Command (arguments after the image's entrypoint); `None` keeps the
+    /// image's own.
+    pub command: Option<Vec<String>>,
+    /// Environment, already merged from env-files by the caller; later
+    /// entries win at the runtime as with `docker run -e`.
+    pub env: Vec<(String, String)>,
+    /// Bind mounts and volumes.
+    pub mounts: Vec<MountSpec>,
+    /// `"host"`, `"none"` or a network name; `None` = the runtime's default.
+    pub network: Option<String>,
+    /// DNS servers for the container.
+    pub dns: Vec<IpAddr>,
+    /// `UID[:GID]` to run as; `None` = the image's user.
+    pub user: Option<String>,
+    /// Labels; [`LABEL_MANAGED`] is added by [`ContainerRuntime::create`].
+    pub labels: BTreeMap<String, String>,
+    /// Restart policy.
+    pub restart: RestartPolicy,
+    /// Cgroup parent: a cgroup path with the cgroupfs driver, a slice name
+    /// (`*.slice`) with the systemd driver.
+    pub cgroup_parent: Option<String>,
+    /// Remove the container when it exits.
+    pub auto_remove: bool,
+}
+
+/// One mount of a [`ContainerSpec`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountSpec {
+    /// An absolute host path (a bind mount) or a volume name.
+    pub source: String,
+    /// Absolute path inside the container.
+    pub target: String,
+    /// Mount read-only.
+    pub read_only: bool,
+}
+
+impl MountSpec {
+    /// Whether this is a bind mount of a host path (else a named volume).
+    pub fn is_bind(&self) -> bool {
+        self.source.starts_with('/')
+    }
+}
+
+/// Restart policy of a container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RestartPolicy {
+    /// Never restarted by the runtime (steps).
+    #[default]
+    No,
+    /// Restarted by the runtime unless stopped on purpose (services).
+    UnlessStopped,
+}
+
+/// What [`ContainerRuntime::inspect`] reports about a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerInfo {
+    /// Full container id.
+    pub id: String,
+    /// Container name, without Docker's leading `/`.
+    pub name: String,
+    /// The image reference the container was created from.
+    pub image: String,
+    /// Whether it is running (or restarting).
+    pub running: bool,
+    /// Runtime status: `created`, `running`, `exited`, `restarting`, ...
+    pub status: String,
+    /// Exit code of the last run, once it has exited (`exited` or `dead`).
+    pub exit_code: Option<i64>,
+    /// When the last run started (RFC 3339), if it ever started.
+    pub started_at: Option<String>,
+    /// When the last run ended (RFC 3339), if it ever ended.
+    pub finished_at: Option<String>,
+    /// The container's labels.
+    pub labels: BTreeMap<String, String>,
+    /// Host PID of its main process while it runs.
+    pub pid: Option<u32>,
+}
+
+/// One entry of [`ContainerRuntime::list_managed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerSummary {
+    /// Full container id.
+    pub id: String,
+    /// Container name, without Docker's leading `/`.
+    pub name: String,
+    /// Whether it is running.
+    pub running: bool,
+    /// The container's labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// How the runtime places containers in cgroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupDriver {
+    /// Plain cgroup paths; a cgroup parent is a path.
+    Cgroupfs,
+    /// Through systemd; a cgroup parent is a slice and each container gets a
+    /// scope of its own.
+    Systemd,
+}
+
+impl fmt::Display for CgroupDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CgroupDriver::Cgroupfs => "cgroupfs",
+            CgroupDriver::Systemd => "systemd",
+        })
+    }
+}
+
+/// A lifecycle event of a container, from [`ContainerRuntime::events`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerEvent {
+    /// Container name.
+    pub name: String,
+    /// What happened.
+    pub kind: ContainerEventKind,
+}
+
+/// The kinds of [`ContainerEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerEventKind {
+    /// The container started (by anyone: the host, an operator, a restart
+    /// policy).
+    Start,
+    /// Its main process ended.
+    Die {
+        /// Exit code, when the runtime reported one.
+        exit_code: Option<i64>,
+    },
+    /// It was stopped through the runtime's stop operation (follows `Die`).
+    Stop,
+}
+
+/// Errors of a [`ContainerRuntime`]; variants are what callers branch on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The runtime's API did not answer (socket missing, connection refused,
+    /// timeout).
+    #[error("container runtime at {endpoint} is unreachable: {reason}")]
+    Unreachable {
+        /// The endpoint tried (socket path or URL).
+        endpoint: String,
+        /// Why.
+        reason: String,
+    },
+    /// A container or image does not exist.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was missing, e.g. `container web`.
+        what: String,
+    },
+    /// The request conflicts with the current state (e.g. a name in use).
+    #[error("conflict on {what}: {reason}")]
+    Conflict {
+        /// What the conflict is about, e.g. `container web`.
+        what: String,
+        /// The runtime's message.
+        reason: String,
+    },
+    /// The registry answered a pull with a refusal (404, 401, 403, ...):
+    /// retrying will not help.
+    #[error("pull of {reference} refused by the registry (status {status}): {reason}")]
+    Registry {
+        /// The image reference pulled.
+        reference: String,
+        /// The HTTP status that best describes the refusal.
+        status: u16,
+        /// The runtime's message.
+        reason: String,
+    },
+    /// The registry did not answer a pull (connection refused, timeout, 5xx):
+    /// the caller may retry.
+    #[error("registry for {reference} unavailable: {reason}")]
+    RegistryUnavailable {
+        /// The image reference pulled.
+        reference: String,
+        /// The runtime's message.
+        reason: String,
+    },
+    /// Any other failure reported by the runtime.
+    #[error("{context}: {reason}")]
+    Api {
+        /// The operation, e.g. `start container web`.
+        context: String,
+        /// The runtime's message.
+        reason: String,
+    },
+}
+
+impl RuntimeError {
+    /// Whether retrying the same call later may succeed (runtime or registry
+    /// did not answer).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            RuntimeError::Unreachable { .. } | RuntimeError::RegistryUnavailable { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_mounts_are_absolute_paths_and_the_rest_volumes() {
+        let mount = |source: &str| MountSpec {
+            source: source.into(),
+            target: "/data".into(),
+            read_only: false,
+        };
+        assert!(mount("/srv/data").is_bind());
+        assert!(!mount("data-volume").is_bind());
+    }
+
+    #[test]
+    fn only_unanswered_calls_are_transient() {
+        let unavailable = RuntimeError::RegistryUnavailable {
+            reference: "r@sha256:00".into(),
+            reason: "connection refused".into(),
+        };
+        let refused = RuntimeError::Registry {
+            reference: "r@sha256:00".into(),
+            status: 404,
+            reason: "manifest unknown".into(),
+        };
+        assert!(unavailable.is_transient());
+        assert!(!refused.is_transient());
+        assert_eq!(
+            refused.to_string(),
+            "pull of r@sha256:00 refused by the registry (status 404): manifest unknown"
+        );
+    }
+}

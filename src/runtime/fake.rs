@@ -1,0 +1,822 @@
+//! A scripted in-memory [`ContainerRuntime`] for unit tests of other modules.
+//!
+//! It keeps containers and images with Docker's rules where callers depend
+//! on them (create does not pull, a name is unique, stop of a stopped
+//! container is `Ok`, remove of a missing one is `Ok`), records every trait
+//! call in order ([`FakeRuntime::calls`]), and can be scripted: failures,
+//! step containers that exit with a code after a delay (tokio time, so tests
+//! with paused time run instantly), slow stops, and changes made behind the
+//! host's back (an operator starting a held container).
+//!
+//! Clones share state: keep one handle for scripting and assertions and hand
+//! another out as `Arc<dyn ContainerRuntime>`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Notify};
+
+use super::{
+    CgroupDriver, ContainerEvent, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime,
+    ContainerSpec, ContainerSummary, EventStream, RuntimeError, LABEL_MANAGED, MANAGED_VALUE,
+};
+
+/// Exit code of a container ended by SIGKILL (128 + 9), as Docker reports it.
+pub const KILLED_EXIT_CODE: i64 = 137;
+
+/// Endpoint named in the fake's [`RuntimeError::Unreachable`].
+pub const FAKE_ENDPOINT: &str = "fake://runtime";
+
+/// One recorded trait call, with the name or image it addressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// [`ContainerRuntime::create`] of that container name.
+    Create(String),
+    /// [`ContainerRuntime::start`].
+    Start(String),
+    /// [`ContainerRuntime::stop`].
+    Stop(String),
+    /// [`ContainerRuntime::kill`].
+    Kill(String),
+    /// [`ContainerRuntime::remove`].
+    Remove(String),
+    /// [`ContainerRuntime::wait_exit`].
+    WaitExit(String),
+    /// [`ContainerRuntime::inspect`].
+    Inspect(String),
+    /// [`ContainerRuntime::list_managed`].
+    ListManaged,
+    /// [`ContainerRuntime::image_present`] of that image.
+    ImagePresent(String),
+    /// [`ContainerRuntime::pull`] of that image.
+    Pull(String),
+    /// [`ContainerRuntime::cgroup_driver`].
+    CgroupDriver,
+    /// [`ContainerRuntime::events`] for those names.
+    Events(Vec<String>),
+}
+
+/// The in-memory runtime. See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct FakeRuntime {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+    /// Woken on every exit and removal, for `wait_exit`.
+    changed: Notify,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Created,
+    Running,
+    Exited,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Created => "created",
+            Status::Running => "running",
+            Status::Exited => "exited",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Container {
+    id: String,
+    spec: ContainerSpec,
+    status: Status,
+    exit_code: Option<i64>,
+    /// Counts starts, so a scripted exit only ends the run it was armed for.
+    run: u64,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+    pid: Option<u32>,
+}
+
+#[derive(Debug)]
+struct PullFailure {
+    error: RuntimeError,
+    /// `None`: every pull fails; `Some(n)`: the next n pulls fail.
+    remaining: Option<usize>,
+}
+
+#[derive(Debug)]
+struct Subscriber {
+    names: Vec<String>,
+    sender: mpsc::UnboundedSender<ContainerEvent>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    containers: BTreeMap<String, Container>,
+    images: BTreeSet<String>,
+    calls: Vec<Call>,
+    /// Every exit code per name, in order; outlives removal so a waiter on
+    /// an auto-remove container still gets its code.
+    exits: HashMap<String, Vec<i64>>,
+    exit_scripts: HashMap<String, (i64, Duration)>,
+    stop_delays: HashMap<String, Duration>,
+    stop_exit_codes: HashMap<String, i64>,
+    fail_start: HashSet<String>,
+    fail_stop: HashSet<String>,
+    fail_create: HashMap<String, RuntimeError>,
+    fail_pull: HashMap<String, PullFailure>,
+    unreachable: bool,
+    driver: Option<CgroupDriver>,
+    subscribers: Vec<Subscriber>,
+    next_id: u64,
+}
+
+impl State {
+    fn emit(&mut self, name: &str, kind: ContainerEventKind) {
+        self.subscribers.retain(|s| {
+            if !s.names.iter().any(|n| n == name) {
+                return !s.sender.is_closed();
+            }
+            s.sender
+                .send(ContainerEvent {
+                    name: name.to_owned(),
+                    kind,
+                })
+                .is_ok()
+        });
+    }
+
+    fn begin_run(&mut self, name: &str) -> Option<u64> {
+        self.next_id += 1;
+        let pid = u32::try_from(10_000 + self.next_id).unwrap_or(u32::MAX);
+        let container = self.containers.get_mut(name)?;
+        container.status = Status::Running;
+        container.exit_code = None;
+        container.run += 1;
+        container.started_at = Some(now());
+        container.finished_at = None;
+        container.pid = Some(pid);
+        let run = container.run;
+        self.emit(name, ContainerEventKind::Start);
+        Some(run)
+    }
+
+    /// Ends the current run of a running container; the caller notifies
+    /// waiters after releasing the lock.
+    fn end_run(&mut self, name: &str, code: i64) {
+        let Some(container) = self.containers.get_mut(name) else {
+            return;
+        };
+        if container.status != Status::Running {
+            return;
+        }
+        container.status = Status::Exited;
+        container.exit_code = Some(code);
+        container.finished_at = Some(now());
+        container.pid = None;
+        let auto_remove = container.spec.auto_remove;
+        self.exits.entry(name.to_owned()).or_default().push(code);
+        self.emit(
+            name,
+            ContainerEventKind::Die {
+                exit_code: Some(code),
+            },
+        );
+        if auto_remove {
+            self.containers.remove(name);
+        }
+    }
+
+    /// Adds a created container; returns its id.
+    fn insert(&mut self, spec: ContainerSpec) -> String {
+        self.next_id += 1;
+        let id = format!("{:064x}", self.next_id);
+        self.containers.insert(
+            spec.name.clone(),
+            Container {
+                id: id.clone(),
+                spec,
+                status: Status::Created,
+                exit_code: None,
+                run: 0,
+                started_at: None,
+                finished_at: None,
+                pid: None,
+            },
+        );
+        id
+    }
+
+    fn check_reachable(&self) -> Result<(), RuntimeError> {
+        if self.unreachable {
+            Err(RuntimeError::Unreachable {
+                endpoint: FAKE_ENDPOINT.into(),
+                reason: "scripted: unreachable".into(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+}
+
+fn not_found(name: &str) -> RuntimeError {
+    RuntimeError::NotFound {
+        what: format!("container {name}"),
+    }
+}
+
+impl FakeRuntime {
+    /// An empty runtime: no containers, no images, cgroupfs driver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A test that panicked while holding the lock has failed already;
+        // keep serving the others.
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Locks, records `call`, and fails when scripted unreachable.
+    fn enter(&self, call: Call) -> Result<MutexGuard<'_, State>, RuntimeError> {
+        let mut state = self.state();
+        state.calls.push(call);
+        state.check_reachable()?;
+        Ok(state)
+    }
+
+    // ---- inspection of what happened ----
+
+    /// Every trait call so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.state().calls.clone()
+    }
+
+    /// Forgets the recorded calls (state and scripts stay).
+    pub fn clear_calls(&self) {
+        self.state().calls.clear();
+    }
+
+    /// The recorded calls other than read-only ones (inspect, list, image
+    /// checks, waits, events): what changed the runtime, in order.
+    pub fn mutations(&self) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Call::Create(_)
+                        | Call::Start(_)
+                        | Call::Stop(_)
+                        | Call::Kill(_)
+                        | Call::Remove(_)
+                        | Call::Pull(_)
+                )
+            })
+            .collect()
+    }
+
+    /// The spec a container was created with (with [`LABEL_MANAGED`] as
+    /// create added it), if it exists.
+    pub fn spec_of(&self, name: &str) -> Option<ContainerSpec> {
+        self.state().containers.get(name).map(|c| c.spec.clone())
+    }
+
+    /// Whether the container exists and runs.
+    pub fn is_running(&self, name: &str) -> bool {
+        self.state()
+            .containers
+            .get(name)
+            .is_some_and(|c| c.status == Status::Running)
+    }
+
+    /// Names of all containers, managed or not.
+    pub fn container_names(&self) -> Vec<String> {
+        self.state().containers.keys().cloned().collect()
+    }
+
+    // ---- seeding ----
+
+    /// Makes an image present.
+    pub fn add_image(&self, image: &str) {
+        self.state().images.insert(image.to_owned());
+    }
+
+    /// Puts a container in place without recording a call and without adding
+    /// [`LABEL_MANAGED`] (so unmanaged containers can be seeded too).
+    pub fn add_container(&self, spec: ContainerSpec, running: bool) {
+        let mut state = self.state();
+        let name = spec.name.clone();
+        state.insert(spec);
+        if running {
+            state.begin_run(&name);
+        }
+    }
+
+    // ---- scripting ----
+
+    /// Every start of `name` fails (with [`RuntimeError::Api`]) until
+    /// [`heal_start`](Self::heal_start).
+    pub fn fail_start(&self, name: &str) {
+        self.state().fail_start.insert(name.to_owned());
+    }
+
+    /// Undoes [`fail_start`](Self::fail_start).
+    pub fn heal_start(&self, name: &str) {
+        self.state().fail_start.remove(name);
+    }
+
+    /// Every stop of `name` fails (with [`RuntimeError::Api`]) and leaves it
+    /// running.
+    pub fn fail_stop(&self, name: &str) {
+        self.state().fail_stop.insert(name.to_owned());
+    }
+
+    /// The next create of `name` fails with `error`.
+    pub fn fail_create(&self, name: &str, error: RuntimeError) {
+        self.state().fail_create.insert(name.to_owned(), error);
+    }
+
+    /// Every pull of `image` fails with `error`.
+    pub fn fail_pull(&self, image: &str, error: RuntimeError) {
+        self.state().fail_pull.insert(
+            image.to_owned(),
+            PullFailure {
+                error,
+                remaining: None,
+            },
+        );
+    }
+
+    /// The next `times` pulls of `image` fail with `error`; later ones work.
+    pub fn fail_pull_times(&self, image: &str, error: RuntimeError, times: usize) {
+        if times == 0 {
+            self.state().fail_pull.remove(image);
+            return;
+        }
+        self.state().fail_pull.insert(
+            image.to_owned(),
+            PullFailure {
+                error,
+                remaining: Some(times),
+            },
+        );
+    }
+
+    /// Every call fails with [`RuntimeError::Unreachable`] while set.
+    pub fn set_unreachable(&self, unreachable: bool) {
+        self.state().unreachable = unreachable;
+    }
+
+    /// The driver [`ContainerRuntime::cgroup_driver`] reports.
+    pub fn set_cgroup_driver(&self, driver: CgroupDriver) {
+        self.state().driver = Some(driver);
+    }
+
+    /// Each run of `name` (a step run to completion) exits with `code`
+    /// `after` it starts; a run already going ends `after` from now. Without
+    /// this a container runs until stopped or killed.
+    pub fn exit_with(&self, name: &str, code: i64, after: Duration) {
+        let run = {
+            let mut state = self.state();
+            state.exit_scripts.insert(name.to_owned(), (code, after));
+            state
+                .containers
+                .get(name)
+                .filter(|c| c.status == Status::Running)
+                .map(|c| c.run)
+        };
+        if let Some(run) = run {
+            self.arm_exit(name, run, code, after);
+        }
+    }
+
+    /// Stops of `name` take `delay` (tokio time) before the container
+    /// exits, like a service with a slow shutdown.
+    pub fn stop_delay(&self, name: &str, delay: Duration) {
+        self.state().stop_delays.insert(name.to_owned(), delay);
+    }
+
+    /// The exit code a stop of `name` produces (default 0: a process that
+    /// handles SIGTERM).
+    pub fn stop_exit_code(&self, name: &str, code: i64) {
+        self.state().stop_exit_codes.insert(name.to_owned(), code);
+    }
+
+    /// Starts `name` behind the host's back (an operator, a restart
+    /// policy): not recorded as a call; emits a start event.
+    pub fn external_start(&self, name: &str) -> bool {
+        let run = {
+            let mut state = self.state();
+            match state.containers.get(name) {
+                Some(c) if c.status != Status::Running => state.begin_run(name),
+                _ => None,
+            }
+        };
+        if let Some(run) = run {
+            self.arm_scripted_exit(name, run);
+        }
+        run.is_some()
+    }
+
+    /// Ends the current run of `name` with `code` behind the host's back
+    /// (a crash): not recorded as a call.
+    pub fn external_exit(&self, name: &str, code: i64) {
+        self.state().end_run(name, code);
+        self.shared.changed.notify_waiters();
+    }
+
+    fn arm_scripted_exit(&self, name: &str, run: u64) {
+        let script = self.state().exit_scripts.get(name).copied();
+        if let Some((code, after)) = script {
+            self.arm_exit(name, run, code, after);
+        }
+    }
+
+    fn arm_exit(&self, name: &str, run: u64, code: i64, after: Duration) {
+        let this = self.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let mut state = this.state();
+            if state.containers.get(&name).is_some_and(|c| c.run == run) {
+                state.end_run(&name, code);
+            }
+            drop(state);
+            this.shared.changed.notify_waiters();
+        });
+    }
+}
+
+#[async_trait::async_trait]
+impl ContainerRuntime for FakeRuntime {
+    async fn create(&self, spec: &ContainerSpec) -> Result<ContainerId, RuntimeError> {
+        let mut state = self.enter(Call::Create(spec.name.clone()))?;
+        if let Some(error) = state.fail_create.remove(&spec.name) {
+            return Err(error);
+        }
+        if state.containers.contains_key(&spec.name) {
+            return Err(RuntimeError::Conflict {
+                what: format!("container {}", spec.name),
+                reason: "name already in use".into(),
+            });
+        }
+        if !state.images.contains(&spec.image) {
+            return Err(RuntimeError::NotFound {
+                what: format!("image {} (for container {})", spec.image, spec.name),
+            });
+        }
+        let mut spec = spec.clone();
+        spec.labels
+            .insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
+        Ok(ContainerId(state.insert(spec)))
+    }
+
+    async fn start(&self, name: &str) -> Result<(), RuntimeError> {
+        let run = {
+            let mut state = self.enter(Call::Start(name.to_owned()))?;
+            let Some(container) = state.containers.get(name) else {
+                return Err(not_found(name));
+            };
+            if container.status == Status::Running {
+                return Ok(());
+            }
+            if state.fail_start.contains(name) {
+                return Err(RuntimeError::Api {
+                    context: format!("start container {name}"),
+                    reason: "scripted start failure".into(),
+                });
+            }
+            state.begin_run(name)
+        };
+        if let Some(run) = run {
+            self.arm_scripted_exit(name, run);
+        }
+        Ok(())
+    }
+
+    async fn stop(&self, name: &str) -> Result<(), RuntimeError> {
+        let delay = {
+            let state = self.enter(Call::Stop(name.to_owned()))?;
+            let Some(container) = state.containers.get(name) else {
+                return Err(not_found(name));
+            };
+            if container.status != Status::Running {
+                return Ok(());
+            }
+            if state.fail_stop.contains(name) {
+                return Err(RuntimeError::Api {
+                    context: format!("stop container {name}"),
+                    reason: "scripted stop failure".into(),
+                });
+            }
+            state.stop_delays.get(name).copied()
+        };
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        {
+            let mut state = self.state();
+            let code = state.stop_exit_codes.get(name).copied().unwrap_or(0);
+            let was_running = state
+                .containers
+                .get(name)
+                .is_some_and(|c| c.status == Status::Running);
+            state.end_run(name, code);
+            if was_running {
+                state.emit(name, ContainerEventKind::Stop);
+            }
+        }
+        self.shared.changed.notify_waiters();
+        Ok(())
+    }
+
+    async fn kill(&self, name: &str) -> Result<(), RuntimeError> {
+        {
+            let mut state = self.enter(Call::Kill(name.to_owned()))?;
+            if !state.containers.contains_key(name) {
+                return Err(not_found(name));
+            }
+            state.end_run(name, KILLED_EXIT_CODE);
+        }
+        self.shared.changed.notify_waiters();
+        Ok(())
+    }
+
+    async fn remove(&self, name: &str) -> Result<(), RuntimeError> {
+        {
+            let mut state = self.enter(Call::Remove(name.to_owned()))?;
+            state.end_run(name, KILLED_EXIT_CODE);
+            state.containers.remove(name);
+        }
+        self.shared.changed.notify_waiters();
+        Ok(())
+    }
+
+    async fn wait_exit(&self, name: &str) -> Result<i64, RuntimeError> {
+        let seen = {
+            let state = self.enter(Call::WaitExit(name.to_owned()))?;
+            let Some(container) = state.containers.get(name) else {
+                return Err(not_found(name));
+            };
+            if container.status == Status::Exited {
+                return Ok(container.exit_code.unwrap_or_default());
+            }
+            state.exits.get(name).map_or(0, Vec::len)
+        };
+        loop {
+            let notified = self.shared.changed.notified();
+            tokio::pin!(notified);
+            // Registered before looking, so an exit between the look and the
+            // await still wakes us.
+            notified.as_mut().enable();
+            {
+                let state = self.state();
+                if let Some(code) = state.exits.get(name).and_then(|e| e.get(seen)) {
+                    return Ok(*code);
+                }
+                if !state.containers.contains_key(name) {
+                    return Err(not_found(name));
+                }
+            }
+            notified.await;
+        }
+    }
+
+    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        let state = self.enter(Call::Inspect(name.to_owned()))?;
+        Ok(state.containers.get(name).map(|c| ContainerInfo {
+            id: c.id.clone(),
+            name: c.spec.name.clone(),
+            image: c.spec.image.clone(),
+            running: c.status == Status::Running,
+            status: c.status.as_str().to_owned(),
+            exit_code: c.exit_code,
+            started_at: c.started_at.clone(),
+            finished_at: c.finished_at.clone(),
+            labels: c.spec.labels.clone(),
+            pid: c.pid,
+        }))
+    }
+
+    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError> {
+        let state = self.enter(Call::ListManaged)?;
+        Ok(state
+            .containers
+            .values()
+            .filter(|c| c.spec.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE))
+            .map(|c| ContainerSummary {
+                id: c.id.clone(),
+                name: c.spec.name.clone(),
+                running: c.status == Status::Running,
+                labels: c.spec.labels.clone(),
+            })
+            .collect())
+    }
+
+    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
+        let state = self.enter(Call::ImagePresent(image.to_owned()))?;
+        Ok(state.images.contains(image))
+    }
+
+    async fn pull(&self, image: &str) -> Result<(), RuntimeError> {
+        let mut state = self.enter(Call::Pull(image.to_owned()))?;
+        if let Some(failure) = state.fail_pull.get_mut(image) {
+            let error = failure.error.clone();
+            let exhausted = match &mut failure.remaining {
+                None => false,
+                Some(n) => {
+                    *n = n.saturating_sub(1);
+                    *n == 0
+                }
+            };
+            if exhausted {
+                state.fail_pull.remove(image);
+            }
+            return Err(error);
+        }
+        state.images.insert(image.to_owned());
+        Ok(())
+    }
+
+    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError> {
+        let state = self.enter(Call::CgroupDriver)?;
+        Ok(state.driver.unwrap_or(CgroupDriver::Cgroupfs))
+    }
+
+    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
+        let mut state = self.enter(Call::Events(names.to_vec()))?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        state.subscribers.push(Subscriber {
+            names: names.to_vec(),
+            sender,
+        });
+        Ok(Box::pin(futures_util::stream::unfold(
+            receiver,
+            |mut receiver| async move { receiver.recv().await.map(|event| (Ok(event), receiver)) },
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    const IMAGE: &str = "registry.test/app@sha256:0000";
+
+    fn spec(name: &str) -> ContainerSpec {
+        ContainerSpec {
+            name: name.into(),
+            image: IMAGE.into(),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn lifecycle_follows_docker_rules_and_is_recorded_in_order() {
+        let fake = FakeRuntime::new();
+        let missing = fake.create(&spec("web")).await.expect_err("no image yet");
+        assert!(
+            matches!(missing, RuntimeError::NotFound { .. }),
+            "{missing:?}"
+        );
+        fake.pull(IMAGE).await.expect("pull");
+        fake.create(&spec("web")).await.expect("create");
+        let conflict = fake.create(&spec("web")).await.expect_err("name taken");
+        assert!(
+            matches!(conflict, RuntimeError::Conflict { .. }),
+            "{conflict:?}"
+        );
+        fake.start("web").await.expect("start");
+        fake.start("web").await.expect("already running is ok");
+        assert!(fake.is_running("web"));
+        fake.stop("web").await.expect("stop");
+        fake.stop("web").await.expect("already stopped is ok");
+        let info = fake.inspect("web").await.expect("inspect").expect("exists");
+        assert_eq!(
+            (info.running, info.status.as_str(), info.exit_code),
+            (false, "exited", Some(0))
+        );
+        assert_eq!(
+            info.labels.get(LABEL_MANAGED).map(String::as_str),
+            Some("true")
+        );
+        fake.remove("web").await.expect("remove");
+        fake.remove("web").await.expect("missing is ok");
+        assert_eq!(fake.inspect("web").await.expect("inspect"), None);
+        assert_eq!(
+            fake.mutations(),
+            vec![
+                Call::Create("web".into()),
+                Call::Pull(IMAGE.into()),
+                Call::Create("web".into()),
+                Call::Create("web".into()),
+                Call::Start("web".into()),
+                Call::Start("web".into()),
+                Call::Stop("web".into()),
+                Call::Stop("web".into()),
+                Call::Remove("web".into()),
+                Call::Remove("web".into()),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn scripted_exit_reaches_a_waiter_before_and_after_the_exit() {
+        let fake = FakeRuntime::new();
+        fake.add_image(IMAGE);
+        fake.create(&spec("step")).await.expect("create");
+        fake.exit_with("step", 3, Duration::from_millis(20));
+        // Waiting on a created container waits for the run a start begins.
+        let waiter = {
+            let fake = fake.clone();
+            tokio::spawn(async move { fake.wait_exit("step").await })
+        };
+        tokio::task::yield_now().await;
+        fake.start("step").await.expect("start");
+        let code = waiter.await.expect("join").expect("wait");
+        assert_eq!(code, 3);
+        // An exit that already happened is returned at once.
+        assert_eq!(fake.wait_exit("step").await.expect("wait"), 3);
+        assert!(!fake.is_running("step"));
+    }
+
+    #[tokio::test]
+    async fn scripted_failures_and_unmanaged_containers() {
+        let fake = FakeRuntime::new();
+        fake.add_image(IMAGE);
+        fake.add_container(spec("theirs"), true);
+        fake.create(&spec("held")).await.expect("create");
+        fake.fail_start("held");
+        let err = fake.start("held").await.expect_err("scripted");
+        assert!(matches!(err, RuntimeError::Api { .. }), "{err:?}");
+        fake.heal_start("held");
+        fake.start("held").await.expect("healed");
+
+        let unavailable = RuntimeError::RegistryUnavailable {
+            reference: "r@sha256:1".into(),
+            reason: "connection refused".into(),
+        };
+        fake.fail_pull_times("r@sha256:1", unavailable.clone(), 2);
+        assert_eq!(fake.pull("r@sha256:1").await, Err(unavailable.clone()));
+        assert_eq!(fake.pull("r@sha256:1").await, Err(unavailable));
+        fake.pull("r@sha256:1").await.expect("third pull works");
+        assert!(fake.image_present("r@sha256:1").await.expect("present"));
+
+        let managed: Vec<String> = fake
+            .list_managed()
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(managed, vec!["held".to_owned()]);
+
+        fake.set_unreachable(true);
+        let err = fake.inspect("held").await.expect_err("unreachable");
+        assert!(err.is_transient(), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn events_report_starts_and_exits_of_the_named_containers_only() {
+        let fake = FakeRuntime::new();
+        fake.add_image(IMAGE);
+        fake.create(&spec("held")).await.expect("create");
+        fake.create(&spec("other")).await.expect("create");
+        let mut events = fake.events(&["held".to_owned()]).await.expect("events");
+        fake.start("other").await.expect("start other");
+        assert!(fake.external_start("held"));
+        fake.kill("held").await.expect("kill");
+        let first = events.next().await.expect("an event").expect("ok");
+        let second = events.next().await.expect("an event").expect("ok");
+        assert_eq!(
+            (first, second),
+            (
+                ContainerEvent {
+                    name: "held".into(),
+                    kind: ContainerEventKind::Start
+                },
+                ContainerEvent {
+                    name: "held".into(),
+                    kind: ContainerEventKind::Die {
+                        exit_code: Some(KILLED_EXIT_CODE)
+                    }
+                }
+            )
+        );
+        // external_start is not a call; kill is.
+        assert!(!fake.calls().contains(&Call::Start("held".into())));
+        assert!(fake.calls().contains(&Call::Kill("held".into())));
+    }
+}

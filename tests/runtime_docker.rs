@@ -1,0 +1,665 @@
+//! `DockerRuntime` against the real Docker of the sandbox node.
+//!
+//! The node (tests/README.md) runs Docker 20.10 on its own /run/docker.sock,
+//! reached from here through `/proc/<node pid>/root`. Every container and
+//! image a test makes has a name unique to that test run and is removed by a
+//! drop guard, pass or fail.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::StreamExt;
+use mesh_host::runtime::{
+    CgroupDriver, ContainerEvent, ContainerEventKind, ContainerRuntime, ContainerSpec,
+    DockerRuntime, RestartPolicy, RuntimeError, LABEL_MANAGED, LABEL_RESOURCE,
+};
+
+const NEEDS_NODE: &str = "needs the sandbox node: run tests/run";
+
+/// A shell loop that exits at once on SIGTERM (a bare `sleep` as PID 1
+/// ignores it and every stop would wait the full grace).
+const SERVE: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+// ---- a small local stand-in for the harness's shared test support ----
+
+/// What the node's env file says about it.
+struct Node {
+    socket: String,
+    busybox: String,
+    registry: String,
+    cgroup_driver: String,
+}
+
+fn node() -> Node {
+    let path = std::env::var("MESH_HOST_NODE")
+        .unwrap_or_else(|_| "/var/lib/mesh-host-test-node/node.env".to_owned());
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("cannot read node env file {path}: {err} ({NEEDS_NODE})"));
+    let vars: BTreeMap<&str, &str> = text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .collect();
+    let var = |key: &str| {
+        vars.get(key)
+            .unwrap_or_else(|| panic!("{key} missing from {path}"))
+            .to_string()
+    };
+    Node {
+        socket: format!("/proc/{}/root/run/docker.sock", var("MESH_NODE_PID")),
+        busybox: var("MESH_NODE_IMAGE_BUSYBOX"),
+        registry: var("MESH_NODE_REGISTRY"),
+        cgroup_driver: var("MESH_NODE_CGROUP_DRIVER"),
+    }
+}
+
+/// A name no other test or run uses.
+fn unique(what: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .subsec_nanos();
+    format!("mesh-rt-{what}-{}-{nanos}", std::process::id())
+}
+
+/// Runs the docker CLI against the node's daemon; returns stdout.
+fn docker_cli(node: &Node, args: &[&str]) -> String {
+    let host = format!("unix://{}", node.socket);
+    let out = Command::new("docker")
+        .arg("-H")
+        .arg(&host)
+        .args(args)
+        .output()
+        .expect("run the docker CLI");
+    assert!(
+        out.status.success(),
+        "docker {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Removes the containers and images a test made, pass or fail.
+struct Cleanup<'a> {
+    node: &'a Node,
+    containers: Vec<String>,
+    images: Vec<String>,
+}
+
+impl<'a> Cleanup<'a> {
+    fn new(node: &'a Node) -> Self {
+        Cleanup {
+            node,
+            containers: Vec::new(),
+            images: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        let host = format!("unix://{}", self.node.socket);
+        for name in &self.containers {
+            let _ = Command::new("docker")
+                .args(["-H", &host, "rm", "-f", name])
+                .output();
+        }
+        for image in &self.images {
+            let _ = Command::new("docker")
+                .args(["-H", &host, "rmi", "-f", image])
+                .output();
+        }
+    }
+}
+
+async fn connect(node: &Node) -> DockerRuntime {
+    DockerRuntime::connect(Some(&node.socket))
+        .await
+        .expect("connect to the node's Docker")
+}
+
+async fn ensure_busybox(runtime: &DockerRuntime, node: &Node) {
+    if !runtime
+        .image_present(&node.busybox)
+        .await
+        .expect("image check")
+    {
+        runtime.pull(&node.busybox).await.expect("pull busybox");
+    }
+}
+
+fn spec(node: &Node, name: &str, script: &str) -> ContainerSpec {
+    ContainerSpec {
+        name: name.to_owned(),
+        image: node.busybox.clone(),
+        command: Some(vec!["sh".into(), "-c".into(), script.into()]),
+        // The node's Docker runs without a bridge.
+        network: Some("none".into()),
+        labels: BTreeMap::from([(LABEL_RESOURCE.to_owned(), name.to_owned())]),
+        ..Default::default()
+    }
+}
+
+/// Polls `inspect` until `done` holds, for at most 20 s.
+async fn inspect_until(
+    runtime: &DockerRuntime,
+    name: &str,
+    done: impl Fn(&mesh_host::runtime::ContainerInfo) -> bool,
+) -> mesh_host::runtime::ContainerInfo {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info = runtime
+            .inspect(name)
+            .await
+            .expect("inspect")
+            .expect("container exists");
+        if done(&info) {
+            return info;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting: {info:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// ---- the tests ----
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn negotiates_the_api_and_reads_the_cgroup_driver() {
+    let node = node();
+    let runtime = connect(&node).await;
+    assert_eq!(runtime.api_version(), "1.41", "node runs Docker 20.10");
+    let expected = match node.cgroup_driver.as_str() {
+        "systemd" => CgroupDriver::Systemd,
+        _ => CgroupDriver::Cgroupfs,
+    };
+    assert_eq!(runtime.cgroup_driver().await.expect("info"), expected);
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn create_start_stop_remove_round_trip() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+    let name = unique("trip");
+    cleanup.containers.push(name.clone());
+
+    let id = runtime
+        .create(&spec(&node, &name, SERVE))
+        .await
+        .expect("create");
+    let info = runtime
+        .inspect(&name)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert_eq!(info.id, id.0);
+    assert_eq!(info.name, name);
+    assert_eq!(info.image, node.busybox);
+    assert_eq!((info.status.as_str(), info.running), ("created", false));
+    assert_eq!(info.started_at, None);
+    assert_eq!(
+        info.labels.get(LABEL_MANAGED).map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(info.labels.get(LABEL_RESOURCE), Some(&name));
+
+    let again = runtime
+        .create(&spec(&node, &name, SERVE))
+        .await
+        .expect_err("name in use");
+    assert!(matches!(again, RuntimeError::Conflict { .. }), "{again:?}");
+
+    runtime.start(&name).await.expect("start");
+    let info = runtime
+        .inspect(&name)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert!(info.running, "{info:?}");
+    assert_eq!(info.status, "running");
+    assert!(info.pid.is_some() && info.started_at.is_some(), "{info:?}");
+    runtime.start(&name).await.expect("already running is Ok");
+
+    let begun = Instant::now();
+    runtime.stop(&name).await.expect("stop");
+    // The TERM trap ends it at once: the stop did not sit out a grace.
+    assert!(
+        begun.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        begun.elapsed()
+    );
+    let info = runtime
+        .inspect(&name)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert!(!info.running);
+    assert_eq!((info.status.as_str(), info.exit_code), ("exited", Some(0)));
+    assert!(info.finished_at.is_some());
+    runtime.stop(&name).await.expect("already stopped is Ok");
+
+    // Started again, then removed while running: remove forces.
+    runtime.start(&name).await.expect("start again");
+    runtime.remove(&name).await.expect("remove");
+    assert_eq!(runtime.inspect(&name).await.expect("inspect"), None);
+    runtime.remove(&name).await.expect("missing is Ok");
+    let err = runtime.start(&name).await.expect_err("gone");
+    assert!(matches!(err, RuntimeError::NotFound { .. }), "{err:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn stop_uses_the_containers_own_signal_and_grace() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+
+    // Ignores SIGTERM (PID 1 without a handler): the stop must kill it after
+    // the container's 2 s grace, not Docker's default 10 s.
+    let stubborn = unique("grace");
+    cleanup.containers.push(stubborn.clone());
+    docker_cli(
+        &node,
+        &[
+            "create",
+            "--name",
+            &stubborn,
+            "--network",
+            "none",
+            "--stop-timeout",
+            "2",
+            &node.busybox,
+            "sh",
+            "-c",
+            "while :; do sleep 1; done",
+        ],
+    );
+    runtime.start(&stubborn).await.expect("start");
+    let begun = Instant::now();
+    runtime.stop(&stubborn).await.expect("stop");
+    let took = begun.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+    let info = runtime
+        .inspect(&stubborn)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert_eq!((info.running, info.exit_code), (false, Some(137)));
+
+    // Its own stop signal: USR1, which it handles by exiting 3.
+    let signalled = unique("signal");
+    cleanup.containers.push(signalled.clone());
+    docker_cli(
+        &node,
+        &[
+            "create",
+            "--name",
+            &signalled,
+            "--network",
+            "none",
+            "--stop-signal",
+            "SIGUSR1",
+            &node.busybox,
+            "sh",
+            "-c",
+            "trap 'exit 3' USR1; while :; do sleep 1; done",
+        ],
+    );
+    runtime.start(&signalled).await.expect("start");
+    let begun = Instant::now();
+    runtime.stop(&signalled).await.expect("stop");
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        begun.elapsed()
+    );
+    let info = runtime
+        .inspect(&signalled)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert_eq!((info.running, info.exit_code), (false, Some(3)));
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn create_without_the_image_is_not_found_and_does_not_pull() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    let name = unique("noimage");
+    cleanup.containers.push(name.clone());
+    let mut missing = spec(&node, &name, "true");
+    missing.image = format!(
+        "{}/mesh-rt-absent@sha256:{}",
+        node.registry,
+        "ab".repeat(32)
+    );
+    let err = runtime.create(&missing).await.expect_err("image absent");
+    assert!(matches!(err, RuntimeError::NotFound { .. }), "{err:?}");
+    assert!(!runtime.image_present(&missing.image).await.expect("check"));
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn wait_exit_returns_zero_and_non_zero_codes_even_after_the_fact() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+
+    // Waiting on a created container waits for the run a start begins.
+    let zero = unique("wait0");
+    cleanup.containers.push(zero.clone());
+    runtime
+        .create(&spec(&node, &zero, "sleep 1; exit 0"))
+        .await
+        .expect("create");
+    let waiter = {
+        let runtime = runtime.clone();
+        let zero = zero.clone();
+        tokio::spawn(async move { runtime.wait_exit(&zero).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    runtime.start(&zero).await.expect("start");
+    let code = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("exit within 20 s")
+        .expect("join")
+        .expect("wait");
+    assert_eq!(code, 0);
+
+    // Non-zero, waited for while running.
+    let seven = unique("wait7");
+    cleanup.containers.push(seven.clone());
+    runtime
+        .create(&spec(&node, &seven, "sleep 1; exit 7"))
+        .await
+        .expect("create");
+    runtime.start(&seven).await.expect("start");
+    assert_eq!(runtime.wait_exit(&seven).await.expect("wait"), 7);
+
+    // Already exited before the call: its code at once.
+    let five = unique("wait5");
+    cleanup.containers.push(five.clone());
+    runtime
+        .create(&spec(&node, &five, "exit 5"))
+        .await
+        .expect("create");
+    runtime
+        .start(&five)
+        .await
+        .expect("a quick exit still counts as started");
+    inspect_until(&runtime, &five, |i| i.status == "exited").await;
+    let begun = Instant::now();
+    assert_eq!(runtime.wait_exit(&five).await.expect("wait"), 5);
+    assert!(begun.elapsed() < Duration::from_secs(2));
+
+    // Killed: 137.
+    let killed = unique("kill");
+    cleanup.containers.push(killed.clone());
+    runtime
+        .create(&spec(&node, &killed, "while :; do sleep 1; done"))
+        .await
+        .expect("create");
+    runtime.start(&killed).await.expect("start");
+    runtime.kill(&killed).await.expect("kill");
+    let info = runtime
+        .inspect(&killed)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert_eq!((info.running, info.exit_code), (false, Some(137)));
+    assert_eq!(runtime.wait_exit(&killed).await.expect("wait"), 137);
+    runtime
+        .kill(&killed)
+        .await
+        .expect("kill of a stopped container is Ok");
+
+    let err = runtime
+        .wait_exit(&unique("nothing"))
+        .await
+        .expect_err("missing");
+    assert!(matches!(err, RuntimeError::NotFound { .. }), "{err:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn pull_by_digest_fetches_an_absent_image() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+
+    // An image no one else has: one layer holding a unique file, pushed to
+    // the node's registry and then dropped locally.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let marker = unique("marker");
+    std::fs::write(dir.path().join("marker"), &marker).expect("write marker");
+    let repo = format!("{}/{}", node.registry, unique("pull"));
+    let tagged = format!("{repo}:t");
+    let tar = Command::new("tar")
+        .arg("-C")
+        .arg(dir.path())
+        .args(["-cf", "-", "."])
+        .output()
+        .expect("tar");
+    assert!(tar.status.success());
+    let host = format!("unix://{}", node.socket);
+    let mut import = Command::new("docker")
+        .args(["-H", &host, "import", "-", &tagged])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("docker import");
+    {
+        use std::io::Write;
+        let mut stdin = import.stdin.take().expect("stdin piped");
+        stdin.write_all(&tar.stdout).expect("feed the tar");
+    }
+    let image_id = String::from_utf8_lossy(&import.wait_with_output().expect("import").stdout)
+        .trim()
+        .to_owned();
+    assert!(image_id.starts_with("sha256:"), "import said {image_id:?}");
+    cleanup.images.push(image_id.clone());
+    docker_cli(&node, &["push", &tagged]);
+    let reference = docker_cli(
+        &node,
+        &[
+            "image",
+            "inspect",
+            "-f",
+            "{{index .RepoDigests 0}}",
+            &tagged,
+        ],
+    );
+    assert!(
+        reference.starts_with(&format!("{repo}@sha256:")),
+        "{reference}"
+    );
+    docker_cli(&node, &["rmi", "-f", &image_id]);
+    assert!(!runtime.image_present(&reference).await.expect("check"));
+
+    runtime.pull(&reference).await.expect("pull by digest");
+    assert!(runtime.image_present(&reference).await.expect("check"));
+    let pulled_id = docker_cli(&node, &["image", "inspect", "-f", "{{.Id}}", &reference]);
+    assert_eq!(pulled_id, image_id, "the same image came back");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn pull_failures_separate_refusals_from_outages() {
+    let node = node();
+    let runtime = connect(&node).await;
+
+    // A repository the registry has, a digest it does not.
+    let (busybox_repo, _) = node.busybox.split_once('@').expect("digest reference");
+    let unknown = format!("{busybox_repo}@sha256:{}", "0".repeat(64));
+    let begun = Instant::now();
+    let err = runtime.pull(&unknown).await.expect_err("unknown digest");
+    assert!(
+        matches!(err, RuntimeError::Registry { status: 404, .. }),
+        "{err:?}"
+    );
+    assert!(begun.elapsed() < Duration::from_secs(10), "failed at once");
+    assert!(!err.is_transient());
+
+    let silent = format!("127.0.0.1:5999/mesh-rt-silent@sha256:{}", "1".repeat(64));
+    let err = runtime.pull(&silent).await.expect_err("nothing listens");
+    assert!(
+        matches!(err, RuntimeError::RegistryUnavailable { .. }),
+        "{err:?}"
+    );
+    assert!(err.is_transient());
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn list_managed_returns_only_labelled_containers() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+
+    let managed = unique("managed");
+    cleanup.containers.push(managed.clone());
+    runtime
+        .create(&spec(&node, &managed, "true"))
+        .await
+        .expect("create");
+    let running = unique("managed-running");
+    cleanup.containers.push(running.clone());
+    runtime
+        .create(&spec(&node, &running, SERVE))
+        .await
+        .expect("create");
+    runtime.start(&running).await.expect("start");
+    let foreign = unique("foreign");
+    cleanup.containers.push(foreign.clone());
+    docker_cli(
+        &node,
+        &[
+            "create",
+            "--name",
+            &foreign,
+            "--network",
+            "none",
+            &node.busybox,
+            "true",
+        ],
+    );
+
+    let list = runtime.list_managed().await.expect("list");
+    let find = |name: &str| list.iter().find(|c| c.name == name);
+    let entry = find(&managed).expect("managed container listed");
+    assert!(!entry.running);
+    assert_eq!(entry.labels.get(LABEL_RESOURCE), Some(&managed));
+    assert!(find(&running).expect("listed").running);
+    assert!(find(&foreign).is_none(), "unlabelled container listed");
+    assert!(list
+        .iter()
+        .all(|c| c.labels.get(LABEL_MANAGED).map(String::as_str) == Some("true")));
+    runtime.stop(&running).await.expect("stop");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn events_report_start_die_and_stop_of_named_containers() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+
+    let watched = unique("watched");
+    let other = unique("other");
+    cleanup.containers.extend([watched.clone(), other.clone()]);
+    for name in [&watched, &other] {
+        runtime
+            .create(&spec(&node, name, SERVE))
+            .await
+            .expect("create");
+    }
+    let mut events = runtime
+        .events(std::slice::from_ref(&watched))
+        .await
+        .expect("subscribe");
+    // Started before the stream is first polled: still reported.
+    runtime.start(&other).await.expect("start other");
+    runtime.start(&watched).await.expect("start watched");
+    runtime.stop(&watched).await.expect("stop watched");
+
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .expect("an event within 20 s")
+            .expect("stream open")
+            .expect("event ok");
+        seen.push(event);
+    }
+    let event = |kind| ContainerEvent {
+        name: watched.clone(),
+        kind,
+    };
+    assert_eq!(
+        seen,
+        vec![
+            event(ContainerEventKind::Start),
+            event(ContainerEventKind::Die { exit_code: Some(0) }),
+            event(ContainerEventKind::Stop),
+        ]
+    );
+    runtime.stop(&other).await.expect("stop other");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn a_start_that_cannot_happen_is_an_error_not_not_found() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+
+    // The real way a held container will not start again: its network went
+    // away while it was stopped.
+    let network = unique("net");
+    docker_cli(&node, &["network", "create", &network]);
+    let name = unique("netless");
+    cleanup.containers.push(name.clone());
+    let mut netless = spec(&node, &name, SERVE);
+    netless.network = Some(network.clone());
+    netless.restart = RestartPolicy::UnlessStopped;
+    let created = runtime.create(&netless).await;
+    docker_cli(&node, &["network", "rm", &network]);
+    created.expect("create");
+    let err = runtime.start(&name).await.expect_err("network is gone");
+    assert!(matches!(err, RuntimeError::Api { .. }), "{err:?}");
+    assert!(err.to_string().contains(&network), "{err}");
+}
+
+#[tokio::test]
+async fn unreachable_endpoints_are_errors_naming_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let not_a_socket = dir.path().join("docker.sock");
+    std::fs::write(&not_a_socket, "").expect("plain file");
+    let not_a_socket = not_a_socket.to_string_lossy().into_owned();
+    for endpoint in [
+        "/nonexistent/docker.sock".to_owned(),
+        format!("unix://{not_a_socket}"),
+        // Nothing listens there (the port the pull test uses as silent).
+        "tcp://127.0.0.1:5999".to_owned(),
+    ] {
+        match DockerRuntime::connect(Some(&endpoint)).await {
+            Err(RuntimeError::Unreachable {
+                endpoint: named, ..
+            }) => assert_eq!(named, endpoint),
+            other => panic!("{endpoint}: expected Unreachable, got {other:?}"),
+        }
+    }
+}
