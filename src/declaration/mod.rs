@@ -1,1 +1,154 @@
 //! The declaration, version 1: parse, validate, and the validated model.
+//!
+//! Bytes go through three stages, so that nothing invalid reaches the engine
+//! and every problem is reported at once (CONTRACT "The declaration"):
+//!
+//! 1. `raw`: the JSON is read (duplicate keys refused) into serde structs
+//!    that mirror the wire format. Every field is a `Field`, which
+//!    records a wrong JSON type instead of failing, and every struct catches
+//!    the keys it does not know; so one bad field never hides the next.
+//! 2. `validate`: walks the raw structs, collects **every** problem, each
+//!    naming the resource (its id, or `resources[N]` when it has no valid
+//!    id) and the field (`mounts[0].readonly`, `while-stopped[1]`).
+//! 3. [`model`]: the validated types the engine consumes. Their value
+//!    fields are newtypes ([`types`]) built only through `TryFrom`, so none
+//!    can hold an invalid value; a [`Declaration`] from [`parse`] also keeps
+//!    the rules between resources (unique ids, what `while-stopped` names).
+//!
+//! [`lint()`] then looks at a valid declaration for things that are legal but
+//! dangerous: warnings, not refusals.
+//!
+//! The model serialises (serde) to a canonical JSON form of the declaration
+//! itself: defaults made explicit, fixed field order, maps sorted. `parse` of
+//! that form gives back an equal model, and the apply engine can hash a
+//! container's serialised form to notice a changed declaration.
+
+mod base64;
+pub mod lint;
+pub mod model;
+mod raw;
+pub mod types;
+mod validate;
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use serde::Serialize;
+
+pub use lint::{lint, Warning};
+pub use model::{
+    Container, Declaration, Directory, File, Mount, MountSource, Network, Resource, ResourceKind,
+    Role, Schedule, Step, Unit, UnitState,
+};
+pub use types::{
+    AbsPath, ContainerName, ImageRef, InvalidValue, Mode, ModuleName, NetworkName, Owner,
+    ResourceId, UnitName, UserSpec, VolumeName,
+};
+
+/// The only declaration version this host reads.
+pub const VERSION: u64 = 1;
+
+/// Parse and validate a declaration.
+///
+/// Never panics, whatever the bytes. A refusal lists every problem found;
+/// input that is not JSON, not an object, or not version 1 is refused with
+/// that one problem, since nothing else in it can be read with confidence.
+pub fn parse(bytes: &[u8]) -> Result<Declaration, Refusal> {
+    let value =
+        raw::read_json(bytes).map_err(|e| Refusal::single(None, format!("not valid JSON: {e}")))?;
+    let Some(object) = value.as_object() else {
+        return Err(Refusal::single(
+            None,
+            format!(
+                "a declaration is a JSON object {{\"declaration\": 1, \"resources\": [...]}}, found {}",
+                raw::kind_of(&value)
+            ),
+        ));
+    };
+    match object.get("declaration") {
+        None => {
+            return Err(Refusal::single(
+                Some("declaration"),
+                format!("missing: expected \"declaration\": {VERSION}"),
+            ))
+        }
+        Some(v) if v.as_u64() == Some(VERSION) => {}
+        Some(v) => {
+            return Err(Refusal::single(
+                Some("declaration"),
+                format!("this host reads declaration version {VERSION} only, found {v}"),
+            ))
+        }
+    }
+    let raw: raw::RawDeclaration = serde_json::from_value(value)
+        // Every field of the raw structs absorbs type errors, so this is not
+        // expected to fail; if it does, say so rather than panic.
+        .map_err(|e| Refusal::single(None, format!("could not read the declaration: {e}")))?;
+    validate::validate(raw).map_err(|problems| Refusal { problems })
+}
+
+/// Why a declaration was refused: every problem found in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The problems, in declaration order: top-level ones first, then each
+    /// resource's in the order of the resources.
+    pub problems: Vec<Problem>,
+}
+
+impl Refusal {
+    fn single(field: Option<&str>, message: String) -> Self {
+        Refusal {
+            problems: vec![Problem {
+                resource: None,
+                field: field.map(str::to_owned),
+                message,
+            }],
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    /// One line per problem, no trailing newline.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, problem) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// One problem in a declaration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The resource: its id, or `resources[N]` when it has no valid id (or
+    /// shares it with an earlier resource); `None` for the top level.
+    pub resource: Option<String>,
+    /// The field, as a path inside the resource (`mounts[0].readonly`,
+    /// `while-stopped[1]`), or inside the top level when `resource` is `None`.
+    pub field: Option<String>,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    /// `resource: field: message`, leaving out what is not known. Ids cannot
+    /// contain `:`, so the line splits unambiguously.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(resource) = &self.resource {
+            write!(f, "{resource}: ")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}

@@ -1,0 +1,100 @@
+//! Warnings: what is legal but likely not what the sender meant.
+//!
+//! A declaration with warnings is still applied (`check` exits 0); each
+//! warning names the resource it is about and the step concerned.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::model::{Declaration, Role, Step};
+
+/// Lint name: a container writes data a holding step reads, yet the step does
+/// not hold it.
+pub const WINDOW_MISSES_WRITER: &str = "window-misses-writer";
+
+/// Lint name: a step holds containers still but has no timeout.
+pub const WINDOW_WITHOUT_TIMEOUT: &str = "window-without-timeout";
+
+/// Something legal but dangerous in a declaration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// Which check found it ([`WINDOW_MISSES_WRITER`], ...).
+    pub lint: &'static str,
+    /// The resource it is about.
+    pub resource: String,
+    /// The scheduled step concerned.
+    pub step: String,
+    /// What is dangerous, in one line.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    /// `resource: message (lint)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({})", self.resource, self.message, self.lint)
+    }
+}
+
+/// Every warning for a valid declaration, in declaration order of the steps.
+pub fn lint(decl: &Declaration) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for step in decl.steps() {
+        if step.schedule.while_stopped.is_empty() {
+            continue;
+        }
+        let step_id = step.resource.id.as_str();
+        if step.container.timeout.is_none() {
+            warnings.push(Warning {
+                lint: WINDOW_WITHOUT_TIMEOUT,
+                resource: step_id.to_owned(),
+                step: step_id.to_owned(),
+                message: format!(
+                    "step {step_id:?} holds containers still but has no timeout: the window is bounded only by the step ending"
+                ),
+            });
+        }
+        missed_writers(decl, step, &mut warnings);
+    }
+    warnings
+}
+
+/// Containers that mount read-write what the step mounts, and that the
+/// step's window does not hold: they write while the step works.
+fn missed_writers(decl: &Declaration, step: Step<'_>, warnings: &mut Vec<Warning>) {
+    let step_id = step.resource.id.as_str();
+    for (resource, container) in decl.containers() {
+        if resource.id == step.resource.id
+            || step.schedule.while_stopped.contains(&resource.id)
+            // A run-once step runs only inside an apply, and no window opens
+            // while an apply is in flight.
+            || container.role == Role::RunOnce
+        {
+            continue;
+        }
+        let overlap = container
+            .mounts
+            .iter()
+            .filter(|m| !m.read_only)
+            .find_map(|m| {
+                step.container
+                    .mounts
+                    .iter()
+                    .find(|s| s.source.overlaps(&m.source))
+                    .map(|s| (m, s))
+            });
+        if let Some((mine, theirs)) = overlap {
+            warnings.push(Warning {
+                lint: WINDOW_MISSES_WRITER,
+                resource: resource.id.to_string(),
+                step: step_id.to_owned(),
+                message: format!(
+                    "mounts {} read-write, and step {step_id:?} mounts {}, but the step's while-stopped does not hold {:?}: a writer the window misses",
+                    mine.source,
+                    theirs.source,
+                    resource.id.as_str()
+                ),
+            });
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! The validated declaration: what the engine consumes.
+//!
+//! Only the validator builds these (their value fields are newtypes checked
+//! on construction). They serialise to the canonical form of the declaration:
+//! the same field names as the wire format, defaults made explicit, a fixed
+//! field order and sorted maps, so the form of an unchanged resource is
+//! byte-for-byte stable and can be hashed.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use super::base64;
+use super::types::{
+    AbsPath, ContainerName, ImageRef, Mode, ModuleName, NetworkName, Owner, ResourceId, UnitName,
+    UserSpec, VolumeName,
+};
+
+/// A valid declaration, resources in declaration order (the order of apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declaration {
+    /// The resources, in order.
+    pub resources: Vec<Resource>,
+}
+
+impl Serialize for Declaration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("declaration", &super::VERSION)?;
+        map.serialize_entry("resources", &self.resources)?;
+        map.end()
+    }
+}
+
+/// A scheduled step, borrowed from a [`Declaration`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step<'a> {
+    /// The step's resource.
+    pub resource: &'a Resource,
+    /// Its container.
+    pub container: &'a Container,
+    /// Its schedule.
+    pub schedule: &'a Schedule,
+}
+
+impl Declaration {
+    /// The resource with this id.
+    pub fn get(&self, id: &str) -> Option<&Resource> {
+        self.resources.iter().find(|r| r.id.as_str() == id)
+    }
+
+    /// The container with this id (service, run-once or scheduled).
+    pub fn container(&self, id: &str) -> Option<&Container> {
+        match &self.get(id)?.kind {
+            ResourceKind::Container(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Every container, in declaration order, with its resource.
+    pub fn containers(&self) -> impl Iterator<Item = (&Resource, &Container)> {
+        self.resources.iter().filter_map(|r| match &r.kind {
+            ResourceKind::Container(c) => Some((r, c)),
+            _ => None,
+        })
+    }
+
+    /// Every scheduled step, in declaration order.
+    pub fn steps(&self) -> impl Iterator<Item = Step<'_>> {
+        self.containers()
+            .filter_map(|(resource, container)| match &container.role {
+                Role::Scheduled(schedule) => Some(Step {
+                    resource,
+                    container,
+                    schedule,
+                }),
+                _ => None,
+            })
+    }
+
+    /// The scheduled step with this id.
+    pub fn step(&self, id: &str) -> Option<Step<'_>> {
+        self.steps().find(|s| s.resource.id.as_str() == id)
+    }
+}
+
+/// One resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resource {
+    /// Unique in the declaration.
+    pub id: ResourceId,
+    /// The module grouping it, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleName>,
+    /// What it is.
+    #[serde(flatten)]
+    pub kind: ResourceKind,
+}
+
+/// What a resource is; serialised with its `type`.
+// A declaration holds tens of resources, not millions: boxing the container
+// would buy nothing and make every match on it clumsier.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ResourceKind {
+    /// A container: a service, a run-once step or a scheduled step.
+    Container(Container),
+    /// A file.
+    File(File),
+    /// A directory.
+    Directory(Directory),
+    /// A systemd unit.
+    Unit(Unit),
+}
+
+/// `type: "container"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Container {
+    /// The runtime's container name, unique in the declaration.
+    pub name: ContainerName,
+    /// Pinned image.
+    pub image: ImageRef,
+    /// Arguments replacing the image's command; never empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Files of environment variables, read at creation.
+    pub env_files: Vec<AbsPath>,
+    /// Bind mounts and volumes; targets distinct.
+    pub mounts: Vec<Mount>,
+    /// The network; the runtime's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+    /// Resolver addresses.
+    pub dns: Vec<IpAddr>,
+    /// The user it runs as; the image's when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserSpec>,
+    /// Service, run-once or scheduled (serialised as the fields that say so).
+    #[serde(flatten)]
+    pub role: Role,
+    /// How long a run-once or scheduled run may take (never on a service).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_seconds"
+    )]
+    pub timeout: Option<Duration>,
+    /// File resources whose change restarts this (service) container.
+    pub restart_on: Vec<ResourceId>,
+}
+
+fn serialize_seconds<S: Serializer>(
+    timeout: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match timeout {
+        Some(d) => serializer.serialize_u64(d.as_secs()),
+        None => serializer.serialize_none(),
+    }
+}
+
+impl Container {
+    /// The schedule, when this is a scheduled step.
+    pub fn schedule(&self) -> Option<&Schedule> {
+        match &self.role {
+            Role::Scheduled(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// What a container is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// Kept running (restart policy `unless-stopped`).
+    Service,
+    /// Run to completion at apply, gating what follows.
+    RunOnce,
+    /// Run to completion on a cron cadence.
+    Scheduled(Schedule),
+}
+
+impl Serialize for Role {
+    /// As the wire fields: nothing for a service, `run-once: true`, or
+    /// `schedule`, `schedule-zone`, `while-stopped`.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Role::Service => {}
+            Role::RunOnce => map.serialize_entry("run-once", &true)?,
+            Role::Scheduled(schedule) => {
+                map.serialize_entry("schedule", schedule.cron.expr())?;
+                if let Some(zone) = schedule.zone {
+                    map.serialize_entry("schedule-zone", zone.name())?;
+                }
+                map.serialize_entry("while-stopped", &schedule.while_stopped)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// When a scheduled step runs and what it holds still.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// The cadence.
+    pub cron: crate::cron::CronSchedule,
+    /// The zone it is read in; the host's local zone when absent.
+    pub zone: Option<chrono_tz::Tz>,
+    /// Service containers of the same module held still while it runs,
+    /// stopped in this order and started again in reverse.
+    pub while_stopped: Vec<ResourceId>,
+}
+
+/// Where a mount comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MountSource {
+    /// A host path (bind mount).
+    Path(AbsPath),
+    /// A named volume.
+    Volume(VolumeName),
+}
+
+impl MountSource {
+    /// Whether the two name the same data, or one lies inside the other.
+    pub fn overlaps(&self, other: &MountSource) -> bool {
+        match (self, other) {
+            (MountSource::Path(a), MountSource::Path(b)) => a.overlaps(b),
+            (MountSource::Volume(a), MountSource::Volume(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for MountSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MountSource::Path(p) => write!(f, "{p}"),
+            MountSource::Volume(v) => write!(f, "volume {v}"),
+        }
+    }
+}
+
+impl Serialize for MountSource {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MountSource::Path(p) => serializer.serialize_str(p),
+            MountSource::Volume(v) => serializer.serialize_str(v),
+        }
+    }
+}
+
+/// One mount of a container.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Mount {
+    /// What is mounted.
+    pub source: MountSource,
+    /// Where, inside the container.
+    pub target: AbsPath,
+    /// Mounted read-only.
+    pub read_only: bool,
+}
+
+/// A container's network.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// The host's network namespace.
+    Host,
+    /// No network.
+    None,
+    /// A network that exists in the runtime.
+    Named(NetworkName),
+}
+
+impl Serialize for Network {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match self {
+            Network::Host => "host",
+            Network::None => "none",
+            Network::Named(name) => name,
+        })
+    }
+}
+
+/// `type: "file"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// Absolute path, not `/`.
+    pub path: AbsPath,
+    /// The bytes to write.
+    pub content: Vec<u8>,
+    /// Permission bits (default `0644`).
+    pub mode: Mode,
+    /// Owner; root's (whoever writes it) when absent.
+    pub owner: Option<Owner>,
+}
+
+impl Serialize for File {
+    /// Content as `content` when it is UTF-8 text, else as `content-base64`.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("path", &self.path)?;
+        match std::str::from_utf8(&self.content) {
+            Ok(text) => map.serialize_entry("content", text)?,
+            Err(_) => map.serialize_entry("content-base64", &base64::encode(&self.content))?,
+        }
+        map.serialize_entry("mode", &self.mode)?;
+        if let Some(owner) = &self.owner {
+            map.serialize_entry("owner", owner)?;
+        }
+        map.end()
+    }
+}
+
+/// `type: "directory"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Directory {
+    /// Absolute path, not `/`.
+    pub path: AbsPath,
+    /// Permission bits (default `0755`).
+    pub mode: Mode,
+    /// Owner; root's when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+}
+
+/// `type: "unit"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unit {
+    /// The unit's name, with its type suffix.
+    pub name: UnitName,
+    /// The unit file.
+    pub content: String,
+    /// Whether it should be running.
+    pub state: UnitState,
+    /// Enabled at boot; left as it is when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+/// The state a unit is kept in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitState {
+    /// Running, or for a oneshot without RemainAfterExit, ran successfully.
+    #[default]
+    Started,
+    /// Not running.
+    Stopped,
+}

@@ -1,0 +1,317 @@
+//! The wire format: serde structs mirroring the JSON of a declaration.
+//!
+//! Serde alone stops at the first problem, and the contract wants all of
+//! them. So each field is a [`Field`], which keeps a value of the wrong JSON
+//! type as a recorded error rather than failing the whole struct, and each
+//! struct gathers the keys it does not know in `unknown` (in place of
+//! `deny_unknown_fields`, which would stop at the first) for the validator to
+//! refuse one by one, with their paths.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+/// Read bytes as JSON, refusing an object that repeats a key: serde_json
+/// would keep the last silently, and the sender may have meant the first.
+/// The error carries line and column.
+pub fn read_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice::<StrictValue>(bytes).map(|v| v.0)
+}
+
+/// A JSON value whose objects have no repeated keys.
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // JSON cannot spell a non-finite number, so `from_f64` succeeds;
+        // `Null` is only a fallback that cannot be reached.
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            let StrictValue(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// The JSON kind of a value, as an operator reads it.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// One field of a raw struct: absent, read, or present with the wrong type.
+///
+/// Deserialising a `Field` never fails, so a bad field is reported by the
+/// validator next to every other problem instead of ending the parse.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Field<T> {
+    /// The key was not there.
+    #[default]
+    Absent,
+    /// The key was there and its value read as `T`.
+    Present(T),
+    /// The key was there but its value is not a `T`.
+    Invalid {
+        /// The value as sent.
+        value: Value,
+        /// Why it could not be read, in the words of an operator.
+        error: String,
+    },
+}
+
+impl<T> Field<T> {
+    /// Whether the key was left out. A present but invalid field is not
+    /// absent: checks that depend on presence see it as present.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Field::Absent)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Ok(match T::deserialize(&value) {
+            Ok(v) => Field::Present(v),
+            Err(e) => Field::Invalid {
+                error: plain_words(&e.to_string()),
+                value,
+            },
+        })
+    }
+}
+
+/// Serde speaks of maps, sequences and unit values; a JSON sender thinks of
+/// objects, arrays and null.
+fn plain_words(message: &str) -> String {
+    message
+        .replace("invalid type: map", "invalid type: object")
+        .replace("invalid type: sequence", "invalid type: array")
+        .replace("invalid type: unit value", "invalid type: null")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected a map", "expected an object")
+}
+
+/// A list whose items are each read on their own.
+pub type List<T> = Field<Vec<Field<T>>>;
+
+/// The whole declaration.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a declaration object")]
+pub struct RawDeclaration {
+    /// The version; [`super::parse`] checks it before anything else.
+    pub declaration: Field<Value>,
+    /// The resources, in order.
+    pub resources: List<RawResource>,
+    /// Keys this version does not know.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One resource, by its `type`.
+// Short-lived and few; boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum RawResource {
+    /// `type: "container"`.
+    Container(RawContainer),
+    /// `type: "file"`.
+    File(RawFile),
+    /// `type: "directory"`.
+    Directory(RawDirectory),
+    /// `type: "unit"`.
+    Unit(RawUnit),
+}
+
+/// The type names a resource may have, for messages.
+pub const RESOURCE_TYPES: [&str; 4] = ["container", "file", "directory", "unit"];
+
+impl RawResource {
+    /// The `id` field, whatever the type.
+    pub fn id(&self) -> &Field<String> {
+        match self {
+            RawResource::Container(r) => &r.id,
+            RawResource::File(r) => &r.id,
+            RawResource::Directory(r) => &r.id,
+            RawResource::Unit(r) => &r.id,
+        }
+    }
+}
+
+/// `type: "container"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a container object")]
+pub struct RawContainer {
+    /// Unique id.
+    pub id: Field<String>,
+    /// Module grouping resources.
+    pub module: Field<String>,
+    /// The runtime's container name.
+    pub name: Field<String>,
+    /// `REPO[:TAG]@sha256:<hex>`.
+    pub image: Field<String>,
+    /// Arguments replacing the image's command.
+    pub command: List<String>,
+    /// Environment variables.
+    pub env: Field<BTreeMap<String, Field<String>>>,
+    /// Files of environment variables.
+    pub env_files: List<String>,
+    /// Bind mounts and volumes.
+    pub mounts: List<RawMount>,
+    /// `host`, `none` or a network name.
+    pub network: Field<String>,
+    /// Resolver addresses.
+    pub dns: List<String>,
+    /// `UID[:GID]`.
+    pub user: Field<String>,
+    /// A step run to completion at apply.
+    pub run_once: Field<bool>,
+    /// Five-field cron expression.
+    pub schedule: Field<String>,
+    /// IANA zone of `schedule`.
+    pub schedule_zone: Field<String>,
+    /// Containers held still while the step runs.
+    pub while_stopped: List<String>,
+    /// Seconds a step may run.
+    pub timeout: Field<Value>,
+    /// File ids whose change restarts this container.
+    pub restart_on: List<String>,
+    /// Keys a container does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of `mounts`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a mount object")]
+pub struct RawMount {
+    /// Absolute host path or volume name.
+    pub source: Field<String>,
+    /// Absolute path in the container.
+    pub target: Field<String>,
+    /// Mounted read-only (default false).
+    pub read_only: Field<bool>,
+    /// Keys a mount does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "file"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a file object")]
+pub struct RawFile {
+    /// Unique id.
+    pub id: Field<String>,
+    /// Module grouping resources.
+    pub module: Field<String>,
+    /// Absolute path.
+    pub path: Field<String>,
+    /// Content as UTF-8 text.
+    pub content: Field<String>,
+    /// Content as base64.
+    pub content_base64: Field<String>,
+    /// Octal mode string.
+    pub mode: Field<Value>,
+    /// `UID:GID`.
+    pub owner: Field<String>,
+    /// Keys a file does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "directory"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a directory object")]
+pub struct RawDirectory {
+    /// Unique id.
+    pub id: Field<String>,
+    /// Module grouping resources.
+    pub module: Field<String>,
+    /// Absolute path.
+    pub path: Field<String>,
+    /// Octal mode string.
+    pub mode: Field<Value>,
+    /// `UID:GID`.
+    pub owner: Field<String>,
+    /// Keys a directory does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "unit"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a unit object")]
+pub struct RawUnit {
+    /// Unique id.
+    pub id: Field<String>,
+    /// Module grouping resources.
+    pub module: Field<String>,
+    /// Unit name with its type suffix.
+    pub name: Field<String>,
+    /// The unit file.
+    pub content: Field<String>,
+    /// `started` or `stopped`.
+    pub state: Field<String>,
+    /// Enabled at boot.
+    pub enabled: Field<bool>,
+    /// Keys a unit does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
