@@ -780,7 +780,6 @@ fn schedule_is_judged_by_the_cron_engine() {
 /// Needs the real cron engine: on this branch `src/cron.rs` is a stub that
 /// accepts anything.
 #[test]
-#[ignore = "needs the real cron engine in src/cron.rs (the stub accepts anything)"]
 fn bad_cron_expressions_are_refused_at_schedule() {
     for expr in [
         "61 * * * *",

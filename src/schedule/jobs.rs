@@ -141,6 +141,7 @@ impl JobTable {
         }
         report.dropped = self.jobs.keys().cloned().collect();
         self.jobs = next;
+        self.last_now = Some(now);
         (report, missed)
     }
 

@@ -1,0 +1,116 @@
+//! `mesh-host check FILE`: validate a declaration, changing nothing.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::output::print_json;
+use super::{EXIT_OK, EXIT_REFUSED};
+use crate::declaration::{self, Declaration, ResourceKind, Role};
+
+#[derive(Debug, Serialize)]
+struct CheckResult<'a> {
+    file: String,
+    accepted: bool,
+    summary: Option<String>,
+    problems: Vec<&'a declaration::Problem>,
+    warnings: Vec<declaration::Warning>,
+}
+
+/// Read the declaration file, or standard input for `-`.
+pub fn read_input(file: &Path) -> std::io::Result<Vec<u8>> {
+    if file == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf)?;
+        Ok(buf)
+    } else {
+        std::fs::read(file)
+    }
+}
+
+/// Run the command.
+pub fn run(file: &Path, json: bool) -> u8 {
+    let shown = file.display().to_string();
+    let bytes = match read_input(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("mesh-host: cannot read {shown}: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    match declaration::parse(&bytes) {
+        Ok(decl) => {
+            let warnings = declaration::lint(&decl);
+            let summary = summarize(&decl);
+            if json {
+                print_json(&CheckResult {
+                    file: shown,
+                    accepted: true,
+                    summary: Some(summary),
+                    problems: Vec::new(),
+                    warnings,
+                });
+            } else {
+                println!("{shown}: accepted: {summary}");
+                for w in &warnings {
+                    println!("warning: {w}");
+                }
+            }
+            EXIT_OK
+        }
+        Err(refusal) => {
+            if json {
+                print_json(&CheckResult {
+                    file: shown,
+                    accepted: false,
+                    summary: None,
+                    problems: refusal.problems.iter().collect(),
+                    warnings: Vec::new(),
+                });
+            } else {
+                println!("{shown}: refused, {} problem(s):", refusal.problems.len());
+                for p in &refusal.problems {
+                    println!("  {p}");
+                }
+            }
+            EXIT_REFUSED
+        }
+    }
+}
+
+/// "5 resources: 2 containers, 1 scheduled step, 1 file, 1 directory".
+pub fn summarize(decl: &Declaration) -> String {
+    let (mut services, mut run_once, mut steps, mut files, mut dirs, mut units) =
+        (0, 0, 0, 0, 0, 0);
+    for r in &decl.resources {
+        match &r.kind {
+            ResourceKind::Container(c) => match c.role {
+                Role::Service => services += 1,
+                Role::RunOnce => run_once += 1,
+                Role::Scheduled(_) => steps += 1,
+            },
+            ResourceKind::File(_) => files += 1,
+            ResourceKind::Directory(_) => dirs += 1,
+            ResourceKind::Unit(_) => units += 1,
+        }
+    }
+    let parts: Vec<String> = [
+        (services, "service container", "service containers"),
+        (run_once, "run-once step", "run-once steps"),
+        (steps, "scheduled step", "scheduled steps"),
+        (files, "file", "files"),
+        (dirs, "directory", "directories"),
+        (units, "unit", "units"),
+    ]
+    .iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| format!("{n} {}", if *n == 1 { one } else { many }))
+    .collect();
+    format!(
+        "{} resource(s){}{}",
+        decl.resources.len(),
+        if parts.is_empty() { "" } else { ": " },
+        parts.join(", ")
+    )
+}

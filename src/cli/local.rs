@@ -1,0 +1,171 @@
+//! Commands that work in this process (`--local`): the same lock, window
+//! records and fire path as the daemon, for nodes where no daemon runs.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::output::print_json;
+use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
+use crate::declaration::{self, Declaration};
+use crate::runtime::{ContainerRuntime, DockerRuntime};
+use crate::schedule::clock::SystemClock;
+use crate::schedule::fire::{describe, FireReport, Firer};
+use crate::schedule::step;
+use crate::schedule::window::{Owner, Resumed, Windows};
+use crate::store::Store;
+use crate::systemd::units::NoUnits;
+
+/// What a local command works with.
+#[derive(Debug)]
+pub struct LocalHost {
+    /// The container runtime.
+    pub runtime: Arc<dyn ContainerRuntime>,
+    /// The window engine.
+    pub windows: Windows,
+}
+
+impl LocalHost {
+    /// Open the state directory and connect to the runtime.
+    pub async fn open(cli: &Cli) -> Result<LocalHost, String> {
+        let store = Store::open(&cli.state_dir).map_err(|e| e.to_string())?;
+        let runtime: Arc<dyn ContainerRuntime> = Arc::new(
+            DockerRuntime::connect(cli.docker_host.as_deref())
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        let owner = Owner::current().map_err(|e| e.to_string())?;
+        let windows = Windows::new(store.clone(), runtime.clone(), Arc::new(SystemClock), owner);
+        Ok(LocalHost { runtime, windows })
+    }
+
+    /// Close windows whose owner died (see [`Windows::resume`]).
+    pub async fn resume_windows(&self) -> Result<Vec<Resumed>, String> {
+        self.windows.resume().await.map_err(|e| e.to_string())
+    }
+}
+
+/// Run an async command body on a fresh tokio runtime.
+pub fn block_on<F: std::future::Future<Output = u8>>(fut: F) -> u8 {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(fut),
+        Err(e) => {
+            eprintln!("mesh-host: cannot start the async runtime: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// The declaration a local command works from.
+pub fn load_declaration(cli: &Cli) -> Result<Declaration, (u8, String)> {
+    let bytes = std::fs::read(&cli.declaration).map_err(|e| {
+        (
+            EXIT_REFUSED,
+            format!("cannot read {}: {e}", cli.declaration.display()),
+        )
+    })?;
+    declaration::parse(&bytes).map_err(|r| {
+        (
+            EXIT_REFUSED,
+            format!("{} is refused:\n{r}", cli.declaration.display()),
+        )
+    })
+}
+
+/// A watch that turns true on SIGINT or SIGTERM.
+pub fn shutdown_on_signal() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// `mesh-host run STEP --local`.
+pub fn run_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
+    block_on(async {
+        let decl = match load_declaration(cli) {
+            Ok(d) => d,
+            Err((code, msg)) => {
+                eprintln!("mesh-host: {msg}");
+                return code;
+            }
+        };
+        let step = match step::find(&decl, step_id) {
+            Ok(s) => s,
+            Err(msg) => {
+                eprintln!("mesh-host: {msg}");
+                return EXIT_REFUSED;
+            }
+        };
+        let host = match LocalHost::open(cli).await {
+            Ok(h) => h,
+            Err(msg) => {
+                eprintln!("mesh-host: {msg}");
+                return EXIT_FAILED;
+            }
+        };
+        if let Err(msg) = host.resume_windows().await {
+            eprintln!("mesh-host: cannot read window records: {msg}");
+            return EXIT_FAILED;
+        }
+        let image = &step.def.spec.image;
+        match host.runtime.image_present(image).await {
+            Ok(true) => {}
+            Ok(false) => {
+                if let Err(e) = host.runtime.pull(image).await {
+                    eprintln!("mesh-host: cannot pull {image}: {e}");
+                    return EXIT_FAILED;
+                }
+            }
+            Err(e) => {
+                eprintln!("mesh-host: {e}");
+                return EXIT_FAILED;
+            }
+        }
+        let firer = Firer::new(
+            host.runtime.clone(),
+            host.windows.clone(),
+            Arc::new(NoUnits),
+            shutdown_on_signal(),
+        );
+        let report = firer.fire(&step.def, chrono::Utc::now()).await;
+        print_report(&report, json);
+        if report.ok() {
+            EXIT_OK
+        } else {
+            EXIT_FAILED
+        }
+    })
+}
+
+/// Print a fire's report.
+pub fn print_report(report: &FireReport, json: bool) {
+    if json {
+        print_json(report);
+        return;
+    }
+    println!("{}: {}", report.step, describe(&report.outcome));
+    if let Some(unit) = &report.unit {
+        println!("  unit: {unit}");
+    }
+    println!("  took: {:.1}s", report.duration_secs);
+    if !report.started_again.is_empty() {
+        println!("  started again: {}", report.started_again.join(", "));
+    }
+    for name in &report.not_started {
+        println!("  {name}: WILL NOT START AGAIN");
+    }
+}

@@ -1,0 +1,218 @@
+//! The command line: `mesh-host <command>`.
+//!
+//! Exit codes (CONTRACT "Command line"): 0 ok, 1 failed, 2 refused or misused.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+mod check;
+mod cron;
+mod generate;
+mod local;
+mod output;
+
+/// Exit code: the command did what was asked.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the command ran and failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: the input was refused or the command misused.
+pub const EXIT_REFUSED: u8 = 2;
+
+/// mesh-host converges this node to a declaration (containers, files,
+/// directories, systemd units) and runs scheduled steps, holding the
+/// containers a step names still while it runs and always starting them again.
+#[derive(Debug, Parser)]
+#[command(name = "mesh-host", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The state directory: the apply lock, what was applied, window records.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        default_value = "/var/lib/mesh-host",
+        env = "MESH_HOST_STATE_DIR"
+    )]
+    pub state_dir: PathBuf,
+
+    /// The container runtime's API endpoint (unix:///path or tcp://host:port).
+    /// Default: $DOCKER_HOST, else the local Docker socket.
+    #[arg(long, global = true, value_name = "URL")]
+    pub docker_host: Option<String>,
+
+    /// The declaration file the daemon applies at start and on reload.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        default_value = "/etc/mesh-host/declaration.json"
+    )]
+    pub declaration: PathBuf,
+
+    /// More detail in the log.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a declaration without touching the machine. Exits 0 with a
+    /// one-line summary (and warnings for legal but dangerous things), or 2
+    /// listing every problem, each naming the resource and field.
+    Check {
+        /// The declaration file (`-` for standard input).
+        file: PathBuf,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the next fire times of a cron expression, as Debian cron would
+    /// run it, one per line in RFC 3339 with the zone's offset (like
+    /// `systemd-analyze calendar --iterations`). Exits 2 with the reason when
+    /// the expression is invalid.
+    Cron {
+        /// A five-field expression (minute hour day-of-month month
+        /// day-of-week) or a macro such as @daily; quote it.
+        expr: String,
+        /// Start after this time (RFC 3339); default: now.
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+        /// How many fire times to print.
+        #[arg(long, default_value_t = 5)]
+        count: usize,
+        /// IANA time zone to evaluate in; default: the host's.
+        #[arg(long, value_name = "TZ")]
+        zone: Option<String>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a declaration: converge the machine to it and report one line
+    /// per resource. Containers an open maintenance window holds are left
+    /// alone (`held-still`).
+    Apply {
+        /// The declaration file.
+        file: PathBuf,
+        /// Work in this process (taking the same lock and honouring the same
+        /// window records) instead of asking the daemon.
+        #[arg(long)]
+        local: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what was last applied, the scheduled steps and open windows.
+    Status {
+        /// Read the state directly instead of asking the daemon.
+        #[arg(long)]
+        local: bool,
+        /// Print the status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fire a scheduled step now, through the same path as its schedule
+    /// (window, record, no stacking), wait for it and print its outcome.
+    /// Exits 0 only when the step succeeded and every container it held
+    /// runs again.
+    Run {
+        /// The step's resource id.
+        step: String,
+        /// Fire it in this process instead of asking the daemon.
+        #[arg(long)]
+        local: bool,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what a fire of a step would do (the containers it would hold,
+    /// their state, stop and start order, conflicts) without doing it.
+    Plan {
+        /// The step's resource id.
+        step: String,
+        /// Work in this process instead of asking the daemon.
+        #[arg(long)]
+        local: bool,
+        /// Print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run as the node's service (systemd Type=notify).
+    Daemon {
+        /// Seconds between two reconciliations of the declaration file.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        reconcile_interval: u64,
+    },
+    /// Write the man page and shell completions into a directory.
+    #[command(hide = true)]
+    Generate {
+        /// Where to write them.
+        dir: PathBuf,
+    },
+}
+
+/// Parse the command line and run the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    crate::events::init_logging(cli.verbose);
+    ExitCode::from(dispatch(cli))
+}
+
+/// Run one parsed command; returns the exit code.
+pub fn dispatch(cli: Cli) -> u8 {
+    match cli.command {
+        Command::Check { ref file, json } => check::run(file, json),
+        Command::Cron {
+            ref expr,
+            ref from,
+            count,
+            ref zone,
+            json,
+        } => cron::run(expr, from.as_deref(), count, zone.as_deref(), json),
+        Command::Generate { ref dir } => generate::run(dir),
+        Command::Run {
+            ref step,
+            local: true,
+            json,
+        } => local::run_step(&cli, step, json),
+        Command::Run { .. }
+        | Command::Plan { .. }
+        | Command::Apply { .. }
+        | Command::Status { .. }
+        | Command::Daemon { .. } => {
+            eprintln!("mesh-host: this command is not available in this build yet");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// The clap command, for man pages and completions.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_parse_after_the_command() {
+        let cli =
+            Cli::try_parse_from(["mesh-host", "run", "gc", "--local", "--state-dir", "/tmp/s"])
+                .expect("parses");
+        assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
+        assert!(
+            matches!(cli.command, Command::Run { ref step, local: true, json: false } if step == "gc")
+        );
+    }
+}

@@ -1,0 +1,391 @@
+//! One fire of a scheduled step: open its window, run its container to
+//! completion inside a transient unit, close the window whatever happened.
+//!
+//! The step body runs on a task of its own so that a panic in it is caught
+//! and the window still closes; closing runs on another task of its own
+//! (see [`Windows::close`]) so that nothing the caller does can cut it short.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::events::Event;
+use crate::mesh_event;
+use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::schedule::window::{CloseReport, OpenError, WindowPlan, Windows};
+use crate::systemd::units::{StepUnit, StepUnits};
+
+/// Everything a fire needs to know of a step, derived from the declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepDef {
+    /// The step's resource id.
+    pub id: String,
+    /// Its module.
+    pub module: Option<String>,
+    /// The container to run (its cgroup parent is set per fire).
+    pub spec: ContainerSpec,
+    /// Seconds the run may take before it is stopped.
+    pub timeout: Option<Duration>,
+    /// `(resource id, runtime name)` of the containers held still, in stop order.
+    pub holds: Vec<(String, String)>,
+}
+
+/// How the step's run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum RunOutcome {
+    /// Exited 0.
+    Succeeded,
+    /// Exited non-zero (137 when `systemctl stop` on its unit killed it).
+    Exited {
+        /// The exit status.
+        status: i64,
+    },
+    /// Outlived its timeout and was stopped.
+    TimedOut {
+        /// The exit status after the stop.
+        status: Option<i64>,
+    },
+    /// Stopped because the host is shutting down.
+    Interrupted {
+        /// The exit status after the stop.
+        status: Option<i64>,
+    },
+    /// Could not run at all.
+    Error {
+        /// Why.
+        reason: String,
+    },
+    /// Not run: the previous run is in flight, or another window holds one
+    /// of its containers.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl RunOutcome {
+    /// The exit status, when the container ran and exited.
+    pub fn exit_status(&self) -> Option<i64> {
+        match self {
+            RunOutcome::Succeeded => Some(0),
+            RunOutcome::Exited { status } => Some(*status),
+            RunOutcome::TimedOut { status } | RunOutcome::Interrupted { status } => *status,
+            RunOutcome::Error { .. } | RunOutcome::Skipped { .. } => None,
+        }
+    }
+}
+
+/// What one fire did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FireReport {
+    /// The step.
+    pub step: String,
+    /// The due time (or the moment of a manual fire).
+    pub due: DateTime<Utc>,
+    /// How the run ended.
+    pub outcome: RunOutcome,
+    /// The transient unit the run was placed in, if any.
+    pub unit: Option<String>,
+    /// How long the run took.
+    pub duration_secs: f64,
+    /// Held containers started again.
+    pub started_again: Vec<String>,
+    /// Held containers that would not start (alerted).
+    pub not_started: Vec<String>,
+}
+
+impl FireReport {
+    /// The step succeeded and every held container runs again.
+    pub fn ok(&self) -> bool {
+        self.outcome == RunOutcome::Succeeded && self.not_started.is_empty()
+    }
+}
+
+/// Fires steps: the one path shared by the scheduler and `mesh-host run`.
+#[derive(Debug, Clone)]
+pub struct Firer {
+    runtime: Arc<dyn ContainerRuntime>,
+    windows: Windows,
+    units: Arc<dyn StepUnits>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Firer {
+    /// A firer; `shutdown` turning true stops a running step (its window
+    /// still closes).
+    pub fn new(
+        runtime: Arc<dyn ContainerRuntime>,
+        windows: Windows,
+        units: Arc<dyn StepUnits>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Firer {
+            runtime,
+            windows,
+            units,
+            shutdown,
+        }
+    }
+
+    /// The window engine.
+    pub fn windows(&self) -> &Windows {
+        &self.windows
+    }
+
+    /// Fire `step` for `due`, wait for it, and report.
+    pub async fn fire(&self, step: &StepDef, due: DateTime<Utc>) -> FireReport {
+        let started = Instant::now();
+        let mut report = FireReport {
+            step: step.id.clone(),
+            due,
+            outcome: RunOutcome::Succeeded,
+            unit: None,
+            duration_secs: 0.0,
+            started_again: Vec::new(),
+            not_started: Vec::new(),
+        };
+        mesh_event!(
+            info,
+            Event::StepStarted,
+            MESH_STEP = %step.id,
+            MESH_CONTAINER = %step.spec.name,
+            "step {} started (due {})",
+            step.id,
+            due.to_rfc3339()
+        );
+        let mut window = None;
+        if !step.holds.is_empty() {
+            let plan = WindowPlan {
+                step: step.id.clone(),
+                module: step.module.clone(),
+                fire_time: due,
+                step_container: step.spec.name.clone(),
+                holds: step.holds.clone(),
+            };
+            match self.windows.open(&plan).await {
+                Ok(w) => window = Some(w),
+                Err(OpenError::Busy { other, container }) => {
+                    report.outcome = RunOutcome::Skipped {
+                        reason: format!("the window of {other} holds {container}"),
+                    };
+                    return self.finish(step, report, started);
+                }
+                Err(OpenError::Stop {
+                    container,
+                    source,
+                    closed,
+                }) => {
+                    absorb(&mut report, &closed);
+                    report.outcome = RunOutcome::Error {
+                        reason: format!("held container {container} would not stop: {source}"),
+                    };
+                    return self.finish(step, report, started);
+                }
+                Err(e) => {
+                    report.outcome = RunOutcome::Error {
+                        reason: format!("window not opened, nothing stopped: {e}"),
+                    };
+                    return self.finish(step, report, started);
+                }
+            }
+        }
+        // The body on a task of its own: a panic in it is caught here.
+        let body = {
+            let (runtime, units, shutdown, step, due) = (
+                self.runtime.clone(),
+                self.units.clone(),
+                self.shutdown.clone(),
+                step.clone(),
+                due,
+            );
+            tokio::spawn(async move { run_step(&*runtime, &*units, shutdown, &step, due).await })
+        };
+        match body.await {
+            Ok((outcome, unit)) => {
+                report.outcome = outcome;
+                report.unit = unit;
+            }
+            Err(e) => {
+                report.outcome = RunOutcome::Error {
+                    reason: format!("the step's run panicked: {e}"),
+                }
+            }
+        }
+        if let Some(mut w) = window {
+            let closed = self.windows.close(&mut w).await;
+            absorb(&mut report, &closed);
+        }
+        self.finish(step, report, started)
+    }
+
+    fn finish(&self, step: &StepDef, mut report: FireReport, started: Instant) -> FireReport {
+        report.duration_secs = started.elapsed().as_secs_f64();
+        let status = report
+            .outcome
+            .exit_status()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        match &report.outcome {
+            RunOutcome::Succeeded => mesh_event!(
+                info,
+                Event::StepFinished,
+                MESH_STEP = %step.id,
+                MESH_EXIT_STATUS = %status,
+                "step {} finished in {:.1}s",
+                step.id,
+                report.duration_secs
+            ),
+            RunOutcome::Skipped { reason } => mesh_event!(
+                warn,
+                Event::StepSkipped,
+                MESH_STEP = %step.id,
+                "step {} skipped its fire due {}: {reason}",
+                step.id,
+                report.due.to_rfc3339()
+            ),
+            other => mesh_event!(
+                warn,
+                Event::StepFailed,
+                MESH_STEP = %step.id,
+                MESH_EXIT_STATUS = %status,
+                "step {} failed after {:.1}s: {}",
+                step.id,
+                report.duration_secs,
+                describe(other)
+            ),
+        }
+        report
+    }
+}
+
+fn absorb(report: &mut FireReport, closed: &CloseReport) {
+    report.started_again.extend(closed.started.iter().cloned());
+    report
+        .not_started
+        .extend(closed.lost.iter().map(|(n, _)| n.clone()));
+}
+
+/// A one-line description of an outcome.
+pub fn describe(outcome: &RunOutcome) -> String {
+    match outcome {
+        RunOutcome::Succeeded => "succeeded".into(),
+        RunOutcome::Exited { status } => format!("exited with status {status}"),
+        RunOutcome::TimedOut { status } => format!(
+            "exceeded its timeout and was stopped (status {})",
+            status.map_or("unknown".into(), |s| s.to_string())
+        ),
+        RunOutcome::Interrupted { .. } => "stopped because mesh-host is shutting down".into(),
+        RunOutcome::Error { reason } => reason.clone(),
+        RunOutcome::Skipped { reason } => format!("skipped: {reason}"),
+    }
+}
+
+/// Run the step's container to completion. Returns the outcome and the
+/// transient unit it ran in.
+async fn run_step(
+    runtime: &dyn ContainerRuntime,
+    units: &dyn StepUnits,
+    mut shutdown: watch::Receiver<bool>,
+    step: &StepDef,
+    due: DateTime<Utc>,
+) -> (RunOutcome, Option<String>) {
+    let name = &step.spec.name;
+    // A leftover of an earlier run is removed first; a running one means a
+    // run is in flight elsewhere, and runs never stack.
+    match runtime.inspect(name).await {
+        Ok(Some(info)) if info.running => {
+            return (
+                RunOutcome::Skipped {
+                    reason: format!("its container {name} is still running"),
+                },
+                None,
+            )
+        }
+        Ok(Some(_)) => {
+            if let Err(e) = runtime.remove(name).await {
+                return (
+                    error(format!("cannot remove the previous run's container: {e}")),
+                    None,
+                );
+            }
+        }
+        Ok(None) => {}
+        Err(e) => return (error(format!("cannot inspect {name}: {e}")), None),
+    }
+    let mut unit: Option<StepUnit> = match units.begin(&step.id, step.module.as_deref(), due).await
+    {
+        Ok(u) => u,
+        Err(e) => {
+            return (
+                error(format!("cannot create the step's transient unit: {e}")),
+                None,
+            )
+        }
+    };
+    let unit_name = unit.as_ref().map(|u| u.name.clone());
+    let mut spec = step.spec.clone();
+    spec.cgroup_parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
+    if let Err(e) = runtime.create(&spec).await {
+        units.end(unit).await;
+        return (error(format!("cannot create {name}: {e}")), unit_name);
+    }
+    if let Err(e) = runtime.start(name).await {
+        units.end(unit).await;
+        return (error(format!("cannot start {name}: {e}")), unit_name);
+    }
+    units.started(&mut unit).await;
+    let outcome = wait_run(runtime, &mut shutdown, name, step.timeout).await;
+    units.end(unit).await;
+    (outcome, unit_name)
+}
+
+async fn wait_run(
+    runtime: &dyn ContainerRuntime,
+    shutdown: &mut watch::Receiver<bool>,
+    name: &str,
+    timeout: Option<Duration>,
+) -> RunOutcome {
+    let deadline = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stopping = async {
+        // Resolves when shutdown turns true (or its sender is gone).
+        let _ = shutdown.wait_for(|s| *s).await;
+    };
+    tokio::select! {
+        exit = runtime.wait_exit(name) => match exit {
+            Ok(0) => RunOutcome::Succeeded,
+            Ok(status) => RunOutcome::Exited { status },
+            Err(e) => error(format!("lost track of {name}: {e}")),
+        },
+        () = deadline => RunOutcome::TimedOut { status: stop_run(runtime, name).await },
+        () = stopping => RunOutcome::Interrupted { status: stop_run(runtime, name).await },
+    }
+}
+
+/// Stop a run (its stop grace, then a kill) and read its exit status.
+async fn stop_run(runtime: &dyn ContainerRuntime, name: &str) -> Option<i64> {
+    if let Err(e) = runtime.stop(name).await {
+        tracing::warn!("cannot stop {name}: {e}; killing it");
+        if let Err(e) = runtime.kill(name).await {
+            tracing::error!("cannot kill {name}: {e}");
+        }
+    }
+    match runtime.inspect(name).await {
+        Ok(Some(info)) => info.exit_code,
+        _ => None,
+    }
+}
+
+fn error(reason: String) -> RunOutcome {
+    RunOutcome::Error { reason }
+}

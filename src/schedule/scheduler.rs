@@ -1,0 +1,365 @@
+//! The scheduler: one task that owns the job table, fires due steps on
+//! tasks of their own, and answers its inbox (re-sync, run now, status).
+//!
+//! Its loop never sleeps longer than [`TICK`], so a wall-clock step is
+//! noticed within seconds and the watchdog, fed from this loop and nowhere
+//! else, stops being fed if the loop wedges. A long step never starves it:
+//! steps run on their own tasks.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::events::Event;
+use crate::mesh_event;
+use crate::schedule::clock::Clock;
+use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome, StepDef};
+use crate::schedule::jobs::{Decision, JobTable, StepTiming, SyncReport};
+use crate::store::Store;
+
+/// The longest the loop sleeps between two looks at the clock.
+pub const TICK: Duration = Duration::from_secs(1);
+
+/// The store document holding each step's history.
+const HISTORY_DOC: &str = crate::store::STEP_HISTORY;
+
+/// A scheduled step as the scheduler holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduledStep {
+    /// What a fire runs.
+    pub def: StepDef,
+    /// When it is due.
+    pub timing: StepTiming,
+}
+
+/// What the host remembers of a step across restarts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct StepHistory {
+    /// The last due time handled (fired or skipped).
+    pub last_due: Option<DateTime<Utc>>,
+    /// When the last run ended.
+    pub last_run: Option<DateTime<Utc>>,
+    /// How it ended, in words.
+    pub last_outcome: Option<String>,
+    /// Its exit status, if it exited.
+    pub last_exit_status: Option<i64>,
+    /// When a run last succeeded.
+    pub last_success: Option<DateTime<Utc>>,
+}
+
+/// One step in a status answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct StepStatus {
+    /// The step's id.
+    pub step: String,
+    /// Its cron expression.
+    pub schedule: String,
+    /// Its zone.
+    pub zone: String,
+    /// The next due time.
+    pub next_fire: Option<DateTime<Utc>>,
+    /// Whether a run is in flight.
+    pub running: bool,
+    /// What the host remembers of it.
+    #[serde(flatten)]
+    pub history: StepHistory,
+}
+
+/// Messages the scheduler answers.
+#[derive(Debug)]
+pub enum Command {
+    /// Replace the scheduled steps (after an apply).
+    Sync {
+        /// The steps now declared.
+        steps: Vec<ScheduledStep>,
+        /// How the table changed.
+        reply: oneshot::Sender<SyncReport>,
+    },
+    /// Fire a step now, through the same path as a due fire.
+    RunNow {
+        /// The step's id.
+        step: String,
+        /// The fire's report, or why it could not be fired.
+        reply: oneshot::Sender<Result<FireReport, String>>,
+    },
+    /// Report every step's state.
+    Status {
+        /// The answer.
+        reply: oneshot::Sender<Vec<StepStatus>>,
+    },
+}
+
+/// A handle to send the scheduler commands.
+#[derive(Debug, Clone)]
+pub struct SchedulerHandle {
+    inbox: mpsc::Sender<Command>,
+}
+
+impl SchedulerHandle {
+    /// Replace the scheduled steps.
+    pub async fn sync(&self, steps: Vec<ScheduledStep>) -> Option<SyncReport> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox.send(Command::Sync { steps, reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Fire a step now and wait for its report.
+    pub async fn run_now(&self, step: &str) -> Result<FireReport, String> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox
+            .send(Command::RunNow {
+                step: step.to_string(),
+                reply,
+            })
+            .await
+            .map_err(|_| "the scheduler has stopped".to_string())?;
+        rx.await
+            .map_err(|_| "the scheduler stopped before the run ended".to_string())?
+    }
+
+    /// Every step's state.
+    pub async fn status(&self) -> Option<Vec<StepStatus>> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox.send(Command::Status { reply }).await.ok()?;
+        rx.await.ok()
+    }
+}
+
+/// The scheduler task's state.
+pub struct Scheduler {
+    table: JobTable,
+    steps: BTreeMap<String, ScheduledStep>,
+    history: BTreeMap<String, StepHistory>,
+    firer: Firer,
+    clock: Arc<dyn Clock>,
+    store: Store,
+    inbox: mpsc::Receiver<Command>,
+    running: JoinSet<(String, FireReport)>,
+    waiting: BTreeMap<String, Vec<oneshot::Sender<Result<FireReport, String>>>>,
+    on_tick: Box<dyn FnMut() + Send>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("steps", &self.steps.keys().collect::<Vec<_>>())
+            .field("running", &self.running.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// A scheduler and its handle. `on_tick` is called on every turn of
+    /// the loop (at least every [`TICK`]): the watchdog is fed from it.
+    pub fn new(
+        firer: Firer,
+        clock: Arc<dyn Clock>,
+        store: Store,
+        on_tick: Box<dyn FnMut() + Send>,
+    ) -> (Scheduler, SchedulerHandle) {
+        let (tx, inbox) = mpsc::channel(64);
+        let history = match store.load::<BTreeMap<String, StepHistory>>(HISTORY_DOC) {
+            Ok(h) => h.unwrap_or_default(),
+            Err(e) => {
+                tracing::error!("step history unreadable, starting without it: {e}");
+                BTreeMap::new()
+            }
+        };
+        let scheduler = Scheduler {
+            table: JobTable::new(),
+            steps: BTreeMap::new(),
+            history,
+            firer,
+            clock,
+            store,
+            inbox,
+            running: JoinSet::new(),
+            waiting: BTreeMap::new(),
+            on_tick,
+        };
+        (scheduler, SchedulerHandle { inbox: tx })
+    }
+
+    /// Run until `shutdown` turns true, then wait for in-flight fires (they
+    /// stop their steps and close their windows) and return.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let now = self.clock.now();
+            let decisions = self.table.due(now);
+            for d in decisions {
+                self.decide(d, now);
+            }
+            (self.on_tick)();
+            let sleep = self
+                .table
+                .next_wake()
+                .and_then(|next| (next - now).to_std().ok())
+                .map_or(TICK, |d| d.min(TICK));
+            tokio::select! {
+                cmd = self.inbox.recv() => match cmd {
+                    Some(cmd) => self.command(cmd),
+                    None => break,
+                },
+                Some(done) = self.running.join_next() => self.finished(done),
+                () = tokio::time::sleep(sleep) => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+        }
+        // Fires in flight see the shutdown too: they stop their step and
+        // close their window. Wait for them, feeding the watchdog meanwhile.
+        loop {
+            tokio::select! {
+                done = self.running.join_next() => match done {
+                    Some(done) => self.finished(done),
+                    None => break,
+                },
+                () = tokio::time::sleep(TICK) => (self.on_tick)(),
+            }
+        }
+    }
+
+    fn decide(&mut self, decision: Decision, now: DateTime<Utc>) {
+        match decision {
+            Decision::Fire { step, due } => {
+                self.record_due(&step, due);
+                self.spawn_fire(&step, due);
+            }
+            Decision::Skip { step, due } => {
+                self.record_due(&step, due);
+                mesh_event!(
+                    warn,
+                    Event::StepSkipped,
+                    MESH_STEP = %step,
+                    "step {step} skipped its fire due {}: the previous run is still in flight",
+                    due.to_rfc3339()
+                );
+            }
+            Decision::Missed {
+                step,
+                count,
+                at_least,
+                first,
+                last,
+            } => {
+                mesh_event!(
+                    warn,
+                    Event::StepMissed,
+                    MESH_STEP = %step,
+                    "step {step} missed {}{count} fire(s) from {} to {} (noticed at {}); they are not run late",
+                    if at_least { "at least " } else { "" },
+                    first.to_rfc3339(),
+                    last.to_rfc3339(),
+                    now.to_rfc3339()
+                );
+            }
+        }
+    }
+
+    fn record_due(&mut self, step: &str, due: DateTime<Utc>) {
+        self.history.entry(step.to_string()).or_default().last_due = Some(due);
+        self.save_history();
+    }
+
+    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>) {
+        let Some(def) = self.steps.get(step).map(|s| s.def.clone()) else {
+            return;
+        };
+        self.table.set_in_flight(step, true);
+        let firer = self.firer.clone();
+        let id = step.to_string();
+        self.running.spawn(async move {
+            let report = firer.fire(&def, due).await;
+            (id, report)
+        });
+    }
+
+    fn command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Sync { steps, reply } => {
+                let now = self.clock.now();
+                let timings = steps.iter().map(|s| s.timing.clone()).collect();
+                let history: BTreeMap<String, DateTime<Utc>> = self
+                    .history
+                    .iter()
+                    .filter_map(|(k, h)| h.last_due.map(|d| (k.clone(), d)))
+                    .collect();
+                let (report, missed) = self.table.sync(timings, &history, now);
+                self.steps = steps.into_iter().map(|s| (s.def.id.clone(), s)).collect();
+                for d in missed {
+                    self.decide(d, now);
+                }
+                let _ = reply.send(report);
+            }
+            Command::RunNow { step, reply } => {
+                if !self.steps.contains_key(&step) {
+                    let _ = reply.send(Err(format!("no scheduled step {step} is declared")));
+                } else if self.table.in_flight(&step) {
+                    let _ = reply.send(Err(format!(
+                        "step {step} is already running; runs never stack"
+                    )));
+                } else {
+                    let now = self.clock.now();
+                    self.spawn_fire(&step, now);
+                    self.waiting.entry(step).or_default().push(reply);
+                }
+            }
+            Command::Status { reply } => {
+                let _ = reply.send(self.status());
+            }
+        }
+    }
+
+    fn finished(&mut self, done: Result<(String, FireReport), tokio::task::JoinError>) {
+        let (step, report) = match done {
+            Ok(done) => done,
+            Err(e) => {
+                // A fire task can only end like this by a panic outside the
+                // step body; the window's own task still closed it.
+                tracing::error!("a fire task failed: {e}");
+                return;
+            }
+        };
+        self.table.set_in_flight(&step, false);
+        let now = self.clock.now();
+        let h = self.history.entry(step.clone()).or_default();
+        if !matches!(report.outcome, RunOutcome::Skipped { .. }) {
+            h.last_run = Some(now);
+            h.last_outcome = Some(describe(&report.outcome));
+            h.last_exit_status = report.outcome.exit_status();
+            if report.outcome == RunOutcome::Succeeded {
+                h.last_success = Some(now);
+            }
+        }
+        self.save_history();
+        for reply in self.waiting.remove(&step).unwrap_or_default() {
+            let _ = reply.send(Ok(report.clone()));
+        }
+    }
+
+    fn save_history(&self) {
+        if let Err(e) = self.store.save(HISTORY_DOC, &self.history) {
+            tracing::error!("cannot save step history: {e}");
+        }
+    }
+
+    fn status(&self) -> Vec<StepStatus> {
+        self.steps
+            .values()
+            .map(|s| StepStatus {
+                step: s.def.id.clone(),
+                schedule: s.timing.cron.expr().to_string(),
+                zone: s.timing.zone.name().to_string(),
+                next_fire: self.table.next_due(&s.def.id),
+                running: self.table.in_flight(&s.def.id),
+                history: self.history.get(&s.def.id).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+}

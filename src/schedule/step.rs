@@ -1,0 +1,72 @@
+//! Scheduled steps as the scheduler and `run` see them, derived from a
+//! declaration.
+
+use sha2::{Digest, Sha256};
+
+use crate::apply::spec;
+use crate::cron::local_zone;
+use crate::declaration::{Declaration, Step};
+use crate::schedule::fire::StepDef;
+use crate::schedule::jobs::StepTiming;
+use crate::schedule::scheduler::ScheduledStep;
+
+/// Every scheduled step of `decl`, ready for the scheduler. A step whose
+/// container cannot be made ready (an unreadable env-file) is reported and
+/// left out; installing a schedule never fails an apply.
+pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<spec::SpecError>) {
+    let mut steps = Vec::new();
+    let mut errors = Vec::new();
+    for step in decl.steps() {
+        match scheduled_step(decl, &step) {
+            Ok(s) => steps.push(s),
+            Err(e) => errors.push(e),
+        }
+    }
+    (steps, errors)
+}
+
+/// The step `id` of `decl`.
+pub fn find(decl: &Declaration, id: &str) -> Result<ScheduledStep, String> {
+    let step = decl
+        .step(id)
+        .ok_or_else(|| format!("no scheduled step {id} is declared"))?;
+    scheduled_step(decl, &step).map_err(|e| e.to_string())
+}
+
+fn scheduled_step(decl: &Declaration, step: &Step<'_>) -> Result<ScheduledStep, spec::SpecError> {
+    let built = spec::build(decl, step.resource, step.container)?;
+    let holds = step
+        .schedule
+        .while_stopped
+        .iter()
+        .filter_map(|id| {
+            decl.container(id.as_str())
+                .map(|c| (id.to_string(), c.name.to_string()))
+        })
+        .collect();
+    // Anything about the step changing re-arms it: its resource as declared
+    // and what its container reads.
+    let mut hasher = Sha256::new();
+    hasher.update(serde_json::to_vec(step.resource).unwrap_or_default());
+    hasher.update(built.identity.as_bytes());
+    let fingerprint = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(ScheduledStep {
+        def: StepDef {
+            id: step.resource.id.to_string(),
+            module: step.resource.module.as_ref().map(|m| m.to_string()),
+            spec: built.spec,
+            timeout: step.container.timeout,
+            holds,
+        },
+        timing: StepTiming {
+            id: step.resource.id.to_string(),
+            cron: step.schedule.cron.clone(),
+            zone: step.schedule.zone.unwrap_or_else(local_zone),
+            fingerprint,
+        },
+    })
+}

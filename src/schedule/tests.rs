@@ -1,0 +1,375 @@
+//! Ordering and timing of fires and windows, against the scripted runtime
+//! and a fake clock. The same behaviours are tested on a real Docker in
+//! `tests/windows_docker.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::runtime::fake::{Call, FakeRuntime};
+use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::schedule::clock::FakeClock;
+use crate::schedule::fire::{FireReport, Firer, RunOutcome, StepDef};
+use crate::schedule::window::{Owner, Resumed, Windows};
+use crate::store::{HeldContainer, Store, WindowRecord};
+use crate::systemd::units::NoUnits;
+
+struct Rig {
+    fake: FakeRuntime,
+    store: Store,
+    firer: Firer,
+    shutdown: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-06-01T03:00:00Z")
+        .expect("test time")
+        .to_utc()
+}
+
+fn rig(services: &[(&str, bool)]) -> Rig {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("state")).expect("store");
+    let fake = FakeRuntime::new();
+    fake.add_image("img@sha256:00");
+    for (name, running) in services {
+        fake.add_container(spec(name), *running);
+    }
+    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
+    let windows = Windows::new(
+        store.clone(),
+        runtime.clone(),
+        Arc::new(FakeClock::new(t0())),
+        Owner::current().expect("owner"),
+    );
+    let (shutdown, rx) = watch::channel(false);
+    let firer = Firer::new(runtime, windows, Arc::new(NoUnits), rx);
+    fake.clear_calls();
+    Rig {
+        fake,
+        store,
+        firer,
+        shutdown,
+        _dir: dir,
+    }
+}
+
+fn spec(name: &str) -> ContainerSpec {
+    ContainerSpec {
+        name: name.into(),
+        image: "img@sha256:00".into(),
+        ..ContainerSpec::default()
+    }
+}
+
+fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
+    StepDef {
+        id: id.into(),
+        module: Some("m".into()),
+        spec: spec(&format!("{id}-run")),
+        timeout: timeout.map(Duration::from_secs),
+        holds: holds
+            .iter()
+            .map(|h| (h.to_string(), h.to_string()))
+            .collect(),
+    }
+}
+
+/// Starts, stops and creates, in order, leaving out reads.
+fn moves(fake: &FakeRuntime) -> Vec<Call> {
+    fake.calls()
+        .into_iter()
+        .filter(|c| {
+            matches!(
+                c,
+                Call::Start(_) | Call::Stop(_) | Call::Create(_) | Call::Kill(_)
+            )
+        })
+        .collect()
+}
+
+fn s(n: &str) -> String {
+    n.to_string()
+}
+
+#[tokio::test(start_paused = true)]
+async fn stops_in_order_runs_then_starts_in_reverse() {
+    let r = rig(&[("db", true), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    let def = step("gc", &["db", "app"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    // Mid-run: the record is on disk and both services are down.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let records = r.store.windows().expect("records");
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].held_names().collect::<Vec<_>>(),
+        vec!["db", "app"]
+    );
+    assert!(!r.fake.is_running("db") && !r.fake.is_running("app"));
+    let report = fire.await.expect("fire task");
+    assert_eq!(report.outcome, RunOutcome::Succeeded);
+    assert!(report.ok());
+    assert_eq!(
+        moves(&r.fake),
+        vec![
+            Call::Stop(s("db")),
+            Call::Stop(s("app")),
+            Call::Create(s("gc-run")),
+            Call::Start(s("gc-run")),
+            Call::Start(s("app")),
+            Call::Start(s("db")),
+        ]
+    );
+    assert_eq!(report.started_again, vec!["app", "db"]);
+    assert!(
+        r.store.windows().expect("records").is_empty(),
+        "record erased"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_step_still_closes_the_window() {
+    let r = rig(&[("registry", true)]);
+    r.fake.exit_with("gc-run", 1, Duration::from_secs(3));
+    let report = r.firer.fire(&step("gc", &["registry"], None), t0()).await;
+    assert_eq!(report.outcome, RunOutcome::Exited { status: 1 });
+    assert!(!report.ok());
+    assert!(r.fake.is_running("registry"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn step_over_its_timeout_is_stopped_and_the_window_closes() {
+    let r = rig(&[("registry", true)]);
+    // No exit script: the step runs until stopped.
+    let report = r
+        .firer
+        .fire(&step("gc", &["registry"], Some(60)), t0())
+        .await;
+    assert!(
+        matches!(report.outcome, RunOutcome::TimedOut { .. }),
+        "{:?}",
+        report.outcome
+    );
+    assert!(report.duration_secs >= 60.0);
+    assert!(r.fake.calls().contains(&Call::Stop(s("gc-run"))));
+    assert!(!r.fake.is_running("gc-run"));
+    assert!(r.fake.is_running("registry"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_that_fails_is_reported_and_the_others_still_start() {
+    let r = rig(&[("db", true), ("app", true), ("web", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    r.fake.fail_start("app");
+    let report = r
+        .firer
+        .fire(&step("gc", &["db", "app", "web"], None), t0())
+        .await;
+    assert_eq!(report.outcome, RunOutcome::Succeeded);
+    assert!(!report.ok(), "a held container left down fails the fire");
+    assert_eq!(report.not_started, vec!["app"]);
+    assert_eq!(report.started_again, vec!["web", "db"]);
+    assert!(r.fake.is_running("db") && r.fake.is_running("web"));
+    assert!(!r.fake.is_running("app"));
+    // The record is erased all the same: the alert is the way out, and the
+    // next apply converges the container.
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_container_already_stopped_stays_stopped() {
+    let r = rig(&[("db", false), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let report = r.firer.fire(&step("gc", &["db", "app"], None), t0()).await;
+    assert!(report.ok());
+    assert!(!r.fake.is_running("db"));
+    assert!(r.fake.is_running("app"));
+    assert!(!moves(&r.fake).contains(&Call::Stop(s("db"))));
+    assert!(!moves(&r.fake).contains(&Call::Start(s("db"))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn windows_over_the_same_container_never_overlap() {
+    let r = rig(&[("registry", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(60));
+    r.fake.exit_with("scan-run", 0, Duration::from_secs(1));
+    let firer = r.firer.clone();
+    let first =
+        tokio::spawn(async move { firer.fire(&step("gc", &["registry"], None), t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let second = r.firer.fire(&step("scan", &["registry"], None), t0()).await;
+    match &second.outcome {
+        RunOutcome::Skipped { reason } => assert!(
+            reason.contains("gc") && reason.contains("registry"),
+            "{reason}"
+        ),
+        other => panic!("expected a skip, got {other:?}"),
+    }
+    assert!(
+        !r.fake.calls().contains(&Call::Create(s("scan-run"))),
+        "the second step never ran"
+    );
+    assert!(
+        !r.fake.is_running("registry"),
+        "still held by the first window"
+    );
+    let first = first.await.expect("first fire");
+    assert!(first.ok());
+    assert!(r.fake.is_running("registry"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_container_started_by_someone_else_is_stopped_again() {
+    let r = rig(&[("registry", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    let firer = r.firer.clone();
+    let fire =
+        tokio::spawn(async move { firer.fire(&step("gc", &["registry"], None), t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(r.fake.external_start("registry"), "the operator starts it");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !r.fake.is_running("registry"),
+        "the window stopped it again"
+    );
+    let stops = r
+        .fake
+        .calls()
+        .iter()
+        .filter(|c| **c == Call::Stop(s("registry")))
+        .count();
+    assert_eq!(stops, 2);
+    assert!(fire.await.expect("fire").ok());
+    assert!(r.fake.is_running("registry"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_stops_the_step_and_closes_the_window() {
+    let r = rig(&[("registry", true)]);
+    let firer = r.firer.clone();
+    let fire =
+        tokio::spawn(async move { firer.fire(&step("gc", &["registry"], None), t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    r.shutdown.send(true).expect("send");
+    let report: FireReport = fire.await.expect("fire");
+    assert!(matches!(report.outcome, RunOutcome::Interrupted { .. }));
+    assert!(r.fake.is_running("registry"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_record_no_stop() {
+    let r = rig(&[("registry", true)]);
+    // The windows directory is replaced by a file: the record cannot be written.
+    let windows_dir = r.store.root().join("windows");
+    std::fs::remove_dir_all(&windows_dir).expect("rm");
+    std::fs::write(&windows_dir, b"not a directory").expect("write");
+    let report = r.firer.fire(&step("gc", &["registry"], None), t0()).await;
+    match &report.outcome {
+        RunOutcome::Error { reason } => assert!(reason.contains("nothing stopped"), "{reason}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(r.fake.is_running("registry"));
+    assert!(!r.fake.calls().contains(&Call::Stop(s("registry"))));
+    assert!(!r.fake.calls().contains(&Call::Create(s("gc-run"))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_still_going_is_never_stacked() {
+    let r = rig(&[]);
+    r.fake.add_container(spec("gc-run"), true);
+    let report = r.firer.fire(&step("gc", &[], None), t0()).await;
+    assert!(
+        matches!(report.outcome, RunOutcome::Skipped { .. }),
+        "{:?}",
+        report.outcome
+    );
+    assert!(!r.fake.calls().contains(&Call::Create(s("gc-run"))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leftover_exited_container_is_removed_first() {
+    let r = rig(&[]);
+    r.fake.add_container(spec("gc-run"), false);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let report = r.firer.fire(&step("gc", &[], None), t0()).await;
+    assert!(report.ok(), "{:?}", report.outcome);
+    let calls = r.fake.calls();
+    let removed = calls.iter().position(|c| *c == Call::Remove(s("gc-run")));
+    let created = calls.iter().position(|c| *c == Call::Create(s("gc-run")));
+    assert!(removed.is_some() && removed < created, "{calls:?}");
+}
+
+/// Write a record whose owner is gone (this pid, another start time).
+fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>) {
+    let owner = Owner::current().expect("owner");
+    let record = WindowRecord {
+        step: "gc".into(),
+        module: None,
+        fire_time: opened,
+        opened_at: opened,
+        boot_id: boot.to_string(),
+        pid: owner.pid,
+        // Not this process: a start time it never had.
+        pid_start_time: owner.pid_start_time + 12345,
+        step_container: "gc-run".into(),
+        held: vec![HeldContainer {
+            id: "registry".into(),
+            name: "registry".into(),
+            was_running: true,
+        }],
+    };
+    r.store.write_window(&record).expect("write record");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_left_by_a_dead_daemon_waits_for_the_step_then_closes() {
+    let r = rig(&[("registry", false), ("gc-run", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(20));
+    let boot = crate::store::boot_id().expect("boot id");
+    dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5));
+    let resumed = r.firer.windows().resume().await.expect("resume");
+    match &resumed[..] {
+        [Resumed::Closed {
+            step,
+            waited_exit,
+            report,
+        }] => {
+            assert_eq!(step, "gc");
+            assert_eq!(*waited_exit, Some(0), "the step was waited for");
+            assert_eq!(report.started, vec!["registry"]);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // The step finished before the registry started; nothing ran twice.
+    let calls = moves(&r.fake);
+    assert_eq!(calls, vec![Call::Start(s("registry"))]);
+    assert!(r.fake.is_running("registry"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_record_from_another_boot_or_too_old_holds_nothing() {
+    for (boot, age_hours) in [("00000000-0000-0000-0000-000000000000", 1), ("", 7)] {
+        let r = rig(&[("registry", false)]);
+        let boot = if boot.is_empty() {
+            crate::store::boot_id().expect("boot")
+        } else {
+            boot.to_string()
+        };
+        dead_record(&r, &boot, t0() - chrono::TimeDelta::hours(age_hours));
+        let resumed = r.firer.windows().resume().await.expect("resume");
+        assert!(
+            matches!(&resumed[..], [Resumed::Stale { .. }]),
+            "{resumed:?}"
+        );
+        assert!(r.fake.is_running("registry"));
+        assert!(r.store.windows().expect("records").is_empty());
+    }
+}

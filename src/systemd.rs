@@ -1,1 +1,0 @@
-//! systemd over D-Bus: transient units for step fires, unit resources, notify.

@@ -1,0 +1,2 @@
+//! systemd: transient units for step fires, unit resources, readiness.
+pub mod units;

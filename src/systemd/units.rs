@@ -1,0 +1,311 @@
+//! Transient units that hold a step's container processes.
+//!
+//! Each fire gets a unit of its own so that `systemctl status` shows the
+//! step's processes and `systemctl stop` ends the run. The unit is made
+//! before the container is created, and its cgroup becomes the container's
+//! cgroup parent.
+
+use chrono::{DateTime, Utc};
+
+/// A transient unit made for one fire.
+#[derive(Debug)]
+pub struct StepUnit {
+    /// The unit's name (`mesh-host-step-<id>-<time>.scope`, or a slice).
+    pub name: String,
+    /// What the container's cgroup parent must be for its processes to land
+    /// in the unit: a cgroup path (cgroupfs driver) or a slice (systemd driver).
+    pub cgroup_parent: String,
+    /// Whatever the implementation must keep alive until the container runs.
+    pub keeper: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// Makes the transient unit of each fire.
+#[async_trait::async_trait]
+pub trait StepUnits: Send + Sync + std::fmt::Debug {
+    /// Make the unit for a fire of `step`; `None` when this host places
+    /// steps in no unit.
+    async fn begin(
+        &self,
+        step: &str,
+        module: Option<&str>,
+        fire_time: DateTime<Utc>,
+    ) -> Result<Option<StepUnit>, String>;
+
+    /// The container is running inside the unit.
+    async fn started(&self, unit: &mut Option<StepUnit>);
+
+    /// The run is over (or never started).
+    async fn end(&self, unit: Option<StepUnit>);
+}
+
+/// No transient units: the step container runs where the runtime puts it.
+/// For nodes without systemd, and unit tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoUnits;
+
+#[async_trait::async_trait]
+impl StepUnits for NoUnits {
+    async fn begin(
+        &self,
+        _step: &str,
+        _module: Option<&str>,
+        _fire_time: DateTime<Utc>,
+    ) -> Result<Option<StepUnit>, String> {
+        Ok(None)
+    }
+
+    async fn started(&self, _unit: &mut Option<StepUnit>) {}
+
+    async fn end(&self, _unit: Option<StepUnit>) {}
+}
+
+/// The slice every step unit is placed in.
+pub const STEPS_SLICE: &str = "mesh-host.slice";
+
+/// How long systemd may take to start a transient unit.
+const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Escape a string as `systemd-escape` does for a unit name component:
+/// ASCII letters, digits, `:`, `_` and `.` (not leading) are kept, `/`
+/// becomes `-`, everything else `\xNN`.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            b'/' => out.push('-'),
+            b'.' if i == 0 => out.push_str("\\x2e"),
+            b if b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'.') => {
+                out.push(b as char)
+            }
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+/// The scope of one fire (cgroupfs driver):
+/// `mesh-host-step-<escaped id>-<UTC time>.scope`.
+pub fn scope_name(step: &str, fire_time: DateTime<Utc>) -> String {
+    format!(
+        "mesh-host-step-{}-{}.scope",
+        escape(step),
+        fire_time.format("%Y%m%dT%H%M%SZ")
+    )
+}
+
+/// The slice of a step (systemd driver), directly under `mesh-host.slice`:
+/// a dash in a slice name is a level of hierarchy, so the id is escaped.
+pub fn step_slice_name(step: &str) -> String {
+    format!("mesh-host-{}.slice", escape(&format!("step-{step}")))
+}
+
+/// Transient units made through systemd's D-Bus API.
+#[derive(Debug, Clone)]
+pub struct SystemdUnits {
+    conn: zbus::Connection,
+    driver: crate::runtime::CgroupDriver,
+}
+
+impl SystemdUnits {
+    /// Connect to the system bus; `driver` is the container runtime's cgroup
+    /// driver, which decides whether a fire gets a scope or a slice.
+    pub async fn connect(driver: crate::runtime::CgroupDriver) -> Result<Self, String> {
+        let conn = zbus::Connection::system()
+            .await
+            .map_err(|e| format!("cannot reach systemd on the system bus: {e}"))?;
+        Ok(SystemdUnits { conn, driver })
+    }
+
+    async fn manager(&self) -> Result<zbus_systemd::systemd1::ManagerProxy<'static>, String> {
+        zbus_systemd::systemd1::ManagerProxy::new(&self.conn)
+            .await
+            .map_err(|e| format!("systemd manager: {e}"))
+    }
+
+    /// Start a transient unit and wait until its start job is done.
+    async fn start_transient(
+        &self,
+        name: &str,
+        props: Vec<(String, zbus::OwnedVariant)>,
+    ) -> Result<(), String> {
+        use futures_util::StreamExt;
+        let manager = self.manager().await?;
+        // Subscribe, then listen, then start: no JobRemoved can be missed.
+        manager
+            .subscribe()
+            .await
+            .map_err(|e| format!("systemd Subscribe: {e}"))?;
+        let mut removed = manager
+            .receive_job_removed()
+            .await
+            .map_err(|e| format!("systemd JobRemoved: {e}"))?;
+        let job = manager
+            .start_transient_unit(name.to_string(), "fail".to_string(), props, Vec::new())
+            .await
+            .map_err(|e| format!("StartTransientUnit {name}: {e}"))?;
+        let wait = async {
+            while let Some(signal) = removed.next().await {
+                let Ok(args) = signal.args() else { continue };
+                if args.job.as_str() == job.as_str() {
+                    return if args.result == "done" {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "starting {name} ended with {} (see journalctl -u {name})",
+                            args.result
+                        ))
+                    };
+                }
+            }
+            Err(format!("lost systemd's signals while starting {name}"))
+        };
+        tokio::time::timeout(START_TIMEOUT, wait)
+            .await
+            .map_err(|_| format!("systemd did not start {name} in {START_TIMEOUT:?}"))?
+    }
+
+    async fn control_group(&self, name: &str) -> Result<String, String> {
+        let manager = self.manager().await?;
+        let path = manager
+            .get_unit(name.to_string())
+            .await
+            .map_err(|e| format!("GetUnit {name}: {e}"))?;
+        let scope = zbus_systemd::systemd1::ScopeProxy::builder(&self.conn)
+            .path(path)
+            .build()
+            .await
+            .map_err(|e| format!("{name}: {e}"))?;
+        scope
+            .control_group()
+            .await
+            .map_err(|e| format!("{name} ControlGroup: {e}"))
+    }
+}
+
+fn variant<'a, T: Into<zbus::Variant<'a>>>(value: T) -> Result<zbus::OwnedVariant, String> {
+    zbus::OwnedVariant::try_from(value.into()).map_err(|e| format!("D-Bus value: {e}"))
+}
+
+fn description(step: &str, module: Option<&str>) -> String {
+    match module {
+        Some(m) => format!("mesh-host step {step} of module {m}"),
+        None => format!("mesh-host step {step}"),
+    }
+}
+
+#[async_trait::async_trait]
+impl StepUnits for SystemdUnits {
+    async fn begin(
+        &self,
+        step: &str,
+        module: Option<&str>,
+        fire_time: DateTime<Utc>,
+    ) -> Result<Option<StepUnit>, String> {
+        match self.driver {
+            crate::runtime::CgroupDriver::Cgroupfs => {
+                // A scope needs a process at birth: a keeper holds it until
+                // the container's processes are in; then the keeper goes.
+                let mut keeper = tokio::process::Command::new("sleep");
+                keeper
+                    .arg("infinity")
+                    .env_remove("NOTIFY_SOCKET")
+                    .env_remove("WATCHDOG_PID")
+                    .env_remove("WATCHDOG_USEC")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .kill_on_drop(true);
+                let child = keeper
+                    .spawn()
+                    .map_err(|e| format!("cannot start the scope's keeper process: {e}"))?;
+                let pid = child
+                    .id()
+                    .ok_or_else(|| "the scope's keeper exited at once".to_string())?;
+                let name = scope_name(step, fire_time);
+                let props = vec![
+                    (
+                        "Description".to_string(),
+                        variant(description(step, module))?,
+                    ),
+                    ("Slice".to_string(), variant(STEPS_SLICE)?),
+                    ("Delegate".to_string(), variant(true)?),
+                    ("CollectMode".to_string(), variant("inactive-or-failed")?),
+                    ("PIDs".to_string(), variant(vec![pid])?),
+                ];
+                self.start_transient(&name, props).await?;
+                let cgroup = self.control_group(&name).await?;
+                Ok(Some(StepUnit {
+                    name,
+                    cgroup_parent: cgroup,
+                    keeper: Some(Box::new(child)),
+                }))
+            }
+            crate::runtime::CgroupDriver::Systemd => {
+                // Docker makes its own scope per container inside the
+                // slice named as cgroup parent; the slice is the step's.
+                let name = step_slice_name(step);
+                let props = vec![(
+                    "Description".to_string(),
+                    variant(description(step, module))?,
+                )];
+                match self.start_transient(&name, props).await {
+                    Ok(()) => {}
+                    // A slice from an earlier fire stays: it is reused.
+                    Err(e) if e.contains("UnitExists") || e.contains("already exists") => {}
+                    Err(e) => return Err(e),
+                }
+                Ok(Some(StepUnit {
+                    name: name.clone(),
+                    cgroup_parent: name,
+                    keeper: None,
+                }))
+            }
+        }
+    }
+
+    async fn started(&self, unit: &mut Option<StepUnit>) {
+        // The container's processes hold the scope now; the keeper goes, so
+        // the scope ends when the run does.
+        if let Some(unit) = unit {
+            drop_keeper(unit).await;
+        }
+    }
+
+    async fn end(&self, unit: Option<StepUnit>) {
+        if let Some(mut unit) = unit {
+            drop_keeper(&mut unit).await;
+        }
+    }
+}
+
+async fn drop_keeper(unit: &mut StepUnit) {
+    if let Some(keeper) = unit.keeper.take() {
+        if let Ok(mut child) = keeper.downcast::<tokio::process::Child>() {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_like_systemd_escape() {
+        assert_eq!(escape("garbage-collect"), "garbage\\x2dcollect");
+        assert_eq!(escape("a_b.c"), "a_b.c");
+        assert_eq!(escape(".hidden"), "\\x2ehidden");
+        assert_eq!(escape("a b/c"), "a\\x20b-c");
+    }
+
+    #[test]
+    fn unit_names() {
+        let t = DateTime::parse_from_rfc3339("2026-06-01T03:00:00Z")
+            .expect("time")
+            .to_utc();
+        assert_eq!(
+            scope_name("garbage-collect", t),
+            "mesh-host-step-garbage\\x2dcollect-20260601T030000Z.scope"
+        );
+        assert_eq!(step_slice_name("gc"), "mesh-host-step\\x2dgc.slice");
+    }
+}

@@ -1,0 +1,460 @@
+//! Maintenance windows on the sandbox node's real Docker: every behaviour of
+//! CONTRACT "Scheduled steps and windows" that `mesh-host run --local`
+//! drives, checked through Docker itself (its event stream and inspect)
+//! and the node's journal, never through mesh-host's own output alone.
+
+mod support;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use support::{quote, unique_name, wait_for, Node};
+
+/// A busybox service that stops at once on SIGTERM.
+const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+/// One test's world: a directory on the node, names, the binary.
+struct World {
+    node: Node,
+    dir: PathBuf,
+    bin: String,
+    prefix: String,
+    cleanup: Vec<String>,
+}
+
+impl World {
+    fn new(tag: &str) -> World {
+        let node = Node::from_env();
+        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
+        let prefix = unique_name(tag);
+        let dir = node.state_dir().join("tests").join(&prefix);
+        std::fs::create_dir_all(&dir).expect("test dir");
+        World {
+            node,
+            dir,
+            bin,
+            prefix,
+            cleanup: Vec::new(),
+        }
+    }
+
+    /// A container name unique to this test (removed at the end).
+    fn name(&mut self, what: &str) -> String {
+        let n = format!("{}-{what}", self.prefix);
+        self.cleanup.push(n.clone());
+        n
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.dir.join(rel).display().to_string()
+    }
+
+    fn busybox(&self) -> String {
+        self.node.image("busybox")
+    }
+
+    /// `docker run -d` a busybox service with a TERM trap.
+    fn service(&self, name: &str, extra: &[&str]) {
+        let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
+        args.extend_from_slice(extra);
+        let image = self.busybox();
+        args.extend_from_slice(&[&image, "sh", "-c", SERVICE_CMD]);
+        self.node.docker_ok(&args);
+    }
+
+    fn write_declaration(&self, resources: Value) -> String {
+        let path = self.path("declaration.json");
+        let decl = json!({"declaration": 1, "resources": resources});
+        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json")).expect("write declaration");
+        path
+    }
+
+    fn mesh_args(&self, args: &[&str]) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend([
+            "--state-dir".to_string(),
+            self.path("state"),
+            "--declaration".to_string(),
+            self.path("declaration.json"),
+        ]);
+        all
+    }
+
+    /// Run mesh-host inside the node and wait for it.
+    fn mesh(&self, args: &[&str]) -> Output {
+        let out = self
+            .node
+            .command(&self.bin, &self.mesh_args(args))
+            .output()
+            .expect("run mesh-host");
+        eprintln!(
+            "mesh-host {args:?} -> {:?}\n--- stdout\n{}--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Start mesh-host inside the node without waiting.
+    fn mesh_spawn(&self, args: &[&str]) -> Child {
+        self.node
+            .command(&self.bin, &self.mesh_args(args))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mesh-host")
+    }
+
+    fn running(&self, name: &str) -> bool {
+        self.inspect(name, "{{.State.Running}}") == "true"
+    }
+
+    fn inspect(&self, name: &str, format: &str) -> String {
+        self.node
+            .docker_ok(&["inspect", "-f", format, name])
+            .trim()
+            .to_string()
+    }
+
+    /// Docker's own record of what happened to `names` since `since`:
+    /// `(name, action)` in order.
+    fn events(&self, since: u64, names: &[&str]) -> Vec<(String, String)> {
+        let until = now_secs() + 1;
+        let mut args = vec![
+            "events".to_string(),
+            "--since".to_string(),
+            since.to_string(),
+            "--until".to_string(),
+            until.to_string(),
+            "--filter".to_string(),
+            "type=container".to_string(),
+            "--format".to_string(),
+            "{{.Actor.Attributes.name}} {{.Action}}".to_string(),
+        ];
+        for n in names {
+            args.push("--filter".into());
+            args.push(format!("container={n}"));
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.node
+            .docker_ok(&refs)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .filter(|(_, a)| matches!(a.as_str(), "start" | "die" | "stop" | "create" | "kill"))
+            .collect()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if !self.cleanup.is_empty() {
+            let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
+            let _ = self.node.sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn position(events: &[(String, String)], name: &str, action: &str) -> usize {
+    events
+        .iter()
+        .position(|(n, a)| n == name && a == action)
+        .unwrap_or_else(|| panic!("Docker saw no {action} of {name}: {events:?}"))
+}
+
+fn last_position(events: &[(String, String)], name: &str, action: &str) -> usize {
+    events
+        .iter()
+        .rposition(|(n, a)| n == name && a == action)
+        .unwrap_or_else(|| panic!("Docker saw no {action} of {name}: {events:?}"))
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn step_json(id: &str, name: &str, image: &str, script: &str, holds: &[&str], timeout: Option<u64>) -> Value {
+    let mut v = json!({
+        "id": id, "type": "container", "module": "m", "name": name, "image": image,
+        "command": ["sh", "-c", script], "network": "none",
+        "schedule": "0 3 * * *", "while-stopped": holds,
+    });
+    if let Some(t) = timeout {
+        v["timeout"] = json!(t);
+    }
+    v
+}
+
+fn service_json(id: &str, name: &str, image: &str) -> Value {
+    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
+           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
+}
+
+fn free_port() -> u16 {
+    // The node shares this machine's network namespace.
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
+    let mut w = World::new("gcwin");
+    let reg = w.name("registry");
+    let gc = w.name("gc");
+    let registry_image = w.node.image("registry");
+    let port = free_port();
+    let storage = w.path("storage");
+    let config = w.path("config.yml");
+    std::fs::create_dir_all(&storage).expect("storage");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /var/lib/registry\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n"
+        ),
+    )
+    .expect("config");
+    let mounts = json!([
+        {"source": storage, "target": "/var/lib/registry", "read-only": false},
+        {"source": config, "target": "/etc/docker/registry/config.yml", "read-only": true}
+    ]);
+    w.node.docker_ok(&["pull", &registry_image]);
+    w.node.docker_ok(&[
+        "run", "-d", "--name", &reg, "--network", "host", "--restart", "unless-stopped",
+        "-v", &format!("{storage}:/var/lib/registry"),
+        "-v", &format!("{config}:/etc/docker/registry/config.yml:ro"),
+        &registry_image, "serve", "/etc/docker/registry/config.yml",
+    ]);
+    // Give the held registry something to collect: one pushed image.
+    let pushed = format!("127.0.0.1:{port}/{}/busybox:1", w.prefix);
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.node.docker_ok(&["tag", &w.busybox(), &pushed]);
+    wait_for("the held registry to accept a push", Duration::from_secs(20), || {
+        w.node.docker(&["push", &pushed]).status.success().then_some(())
+    });
+    w.write_declaration(json!([
+        {"id": "registry", "type": "container", "module": "registry", "name": reg,
+         "image": registry_image, "command": ["serve", "/etc/docker/registry/config.yml"],
+         "network": "host", "mounts": mounts},
+        {"id": "garbage-collect", "type": "container", "module": "registry", "name": gc,
+         "image": registry_image, "command": ["garbage-collect", "/etc/docker/registry/config.yml"],
+         "network": "none", "mounts": mounts, "schedule": "0 3 * * *",
+         "while-stopped": ["registry"], "timeout": 300}
+    ]));
+    let since = now_secs();
+    let out = w.mesh(&["run", "garbage-collect", "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let events = w.events(since, &[&reg, &gc]);
+    // Docker's order: the registry stopped, then the step ran and ended,
+    // then the registry started again.
+    let reg_down = position(&events, &reg, "die");
+    let gc_start = position(&events, &gc, "start");
+    let gc_end = position(&events, &gc, "die");
+    let reg_up = last_position(&events, &reg, "start");
+    assert!(reg_down < gc_start && gc_start < gc_end && gc_end < reg_up, "{events:?}");
+    assert_eq!(events.iter().filter(|(n, a)| n == &gc && a == "start").count(), 1);
+    assert_eq!(w.inspect(&gc, "{{.State.ExitCode}}"), "0");
+    assert!(w.running(&reg));
+    let logs = w.node.sh_ok(&format!("docker logs {} 2>&1", quote(&gc)));
+    assert!(logs.contains("blobs marked"), "garbage-collect did its work: {logs}");
+    // The registry serves what it held after the window, storage intact.
+    w.node.docker_ok(&["rmi", &pushed]);
+    wait_for("the registry to serve again", Duration::from_secs(20), || {
+        w.node.docker(&["pull", &pushed]).status.success().then_some(())
+    });
+    assert!(std::fs::read_dir(&w.dir).is_ok());
+    let records = std::fs::read_dir(w.dir.join("state/windows")).expect("windows dir").count();
+    assert_eq!(records, 0, "the window record is erased");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_that_exits_1_fails_and_the_service_runs_again() {
+    let mut w = World::new("exit1");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.service(&svc, &[]);
+    w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("fails", &step, &img, "echo failing; exit 1", &["svc"], Some(60)),
+    ]));
+    let since = now_secs();
+    let out = w.mesh(&["run", "fails", "--local"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("exited with status 1"), "{}", stdout(&out));
+    assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "1");
+    let events = w.events(since, &[&svc, &step]);
+    assert!(position(&events, &svc, "die") < position(&events, &step, "start"), "{events:?}");
+    assert!(position(&events, &step, "die") < last_position(&events, &svc, "start"), "{events:?}");
+    assert!(w.running(&svc));
+    let failed = w.node.journal(&["-t", "mesh-host", "MESH_EVENT=step-failed", &format!("MESH_STEP=fails"), "-o", "cat"]);
+    assert!(failed.contains("exited with status 1"), "{failed}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
+    let mut w = World::new("timeout");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.service(&svc, &[]);
+    w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("slow", &step, &img, SERVICE_CMD, &["svc"], Some(3)),
+    ]));
+    let started = std::time::Instant::now();
+    let out = w.mesh(&["run", "slow", "--local"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("exceeded its timeout"), "{}", stdout(&out));
+    assert!(started.elapsed() < Duration::from_secs(60), "the run was cut at its timeout");
+    assert_eq!(w.inspect(&step, "{{.State.Running}}"), "false");
+    assert!(w.running(&svc));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
+    let mut w = World::new("nostart");
+    let a = w.name("a");
+    let b = w.name("b");
+    let step = w.name("step");
+    let net = format!("{}-net", w.prefix);
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.node.docker_ok(&["network", "create", &net]);
+    let _net_gone = w.node.on_drop(format!("docker network rm {} >/dev/null 2>&1 || true", quote(&net)));
+    w.service(&a, &[]);
+    // b lives on a network the test removes while b is held: its start fails.
+    let image = w.busybox();
+    w.node.docker_ok(&["run", "-d", "--name", &b, "--network", &net, &image, "sh", "-c", SERVICE_CMD]);
+    w.write_declaration(json!([
+        service_json("a", &a, &img),
+        service_json("b", &b, &img),
+        step_json("hold", &step, &img, "sleep 4", &["a", "b"], Some(60)),
+    ]));
+    let child = w.mesh_spawn(&["run", "hold", "--local"]);
+    wait_for("b to be held", Duration::from_secs(30), || (!w.running(&b)).then_some(()));
+    w.node.docker_ok(&["network", "rm", &net]);
+    let out = child.wait_with_output().expect("mesh-host run");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(&format!("{b}: WILL NOT START AGAIN")), "{}", stdout(&out));
+    assert!(w.running(&a), "the other held container was still started");
+    assert!(!w.running(&b));
+    let alert = w.node.journal(&[
+        "-t", "mesh-host", "MESH_EVENT=will-not-start-again", &format!("MESH_CONTAINER={b}"), "-o", "json",
+    ]);
+    let entry: Value = serde_json::from_str(alert.lines().last().unwrap_or("{}")).expect("journal json");
+    assert_eq!(entry["PRIORITY"], "1", "{entry}");
+    assert!(entry["MESSAGE"].as_str().unwrap_or("").contains("WILL NOT START AGAIN"), "{entry}");
+    assert_eq!(entry["MESSAGE_ID"], "ab50638306cd43f4884b6fefbd280992");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_container_already_stopped_before_the_window_stays_stopped() {
+    let mut w = World::new("stopped");
+    let up = w.name("up");
+    let down = w.name("down");
+    let step = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.service(&up, &[]);
+    w.service(&down, &[]);
+    w.node.docker_ok(&["stop", &down]);
+    let down_finished = w.inspect(&down, "{{.State.FinishedAt}}");
+    w.write_declaration(json!([
+        service_json("up", &up, &img),
+        service_json("down", &down, &img),
+        step_json("s", &step, &img, "true", &["down", "up"], Some(60)),
+    ]));
+    let since = now_secs();
+    let out = w.mesh(&["run", "s", "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(w.running(&up));
+    assert!(!w.running(&down));
+    assert_eq!(w.inspect(&down, "{{.State.FinishedAt}}"), down_finished, "never started");
+    let events = w.events(since, &[&down]);
+    assert!(events.is_empty(), "Docker saw nothing happen to it: {events:?}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_started_by_someone_else_is_stopped_again() {
+    let mut w = World::new("violate");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.service(&svc, &[]);
+    w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("s", &step, &img, "sleep 8", &["svc"], Some(60)),
+    ]));
+    let child = w.mesh_spawn(&["run", "s", "--local"]);
+    wait_for("svc to be held", Duration::from_secs(30), || (!w.running(&svc)).then_some(()));
+    wait_for("the step to run", Duration::from_secs(30), || {
+        (w.node.docker(&["inspect", "-f", "{{.State.Running}}", &step]).stdout.starts_with(b"true")).then_some(())
+    });
+    w.node.docker_ok(&["start", &svc]);
+    wait_for("the window to stop svc again", Duration::from_secs(10), || (!w.running(&svc)).then_some(()));
+    let out = child.wait_with_output().expect("mesh-host run");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(w.running(&svc));
+    let violated = w.node.journal(&["-t", "mesh-host", "MESH_EVENT=hold-violated", &format!("MESH_CONTAINER={svc}"), "-o", "cat"]);
+    assert!(violated.contains("stopping it again"), "{violated}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
+    let mut w = World::new("killed");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let other = w.name("other");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.service(&svc, &[]);
+    w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("gc", &step, &img, "sleep 6; echo done", &["svc"], Some(120)),
+        step_json("other", &other, &img, "true", &[], Some(60)),
+    ]));
+    let since = now_secs();
+    let mut child = w.mesh_spawn(&["run", "gc", "--local"]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        (w.node.docker(&["inspect", "-f", "{{.State.Running}}", &step]).stdout.starts_with(b"true")).then_some(())
+    });
+    // SIGKILL the window's owner: nothing of it gets to close the window.
+    let state = w.path("state");
+    w.node.sh_ok(&format!("pkill -KILL -f -- {}", quote(&format!("run gc --local --state-dir {state}"))));
+    let _ = child.wait();
+    assert!(!w.running(&svc), "the window stays shut while its owner is dead");
+    // The next mesh-host on this state directory resumes the window first.
+    let out = w.mesh(&["run", "other", "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(w.running(&svc));
+    assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "0", "the step finished");
+    let events = w.events(since, &[&svc, &step]);
+    assert_eq!(events.iter().filter(|(n, a)| n == &step && a == "start").count(), 1, "{events:?}");
+    assert!(position(&events, &step, "die") < last_position(&events, &svc, "start"), "{events:?}");
+    let resumed = w.node.journal(&["-t", "mesh-host", "MESH_EVENT=window-resumed", "MESH_STEP=gc", "-o", "cat", "--since", "-5min"]);
+    assert!(resumed.contains("resuming the window of gc"), "{resumed}");
+}
