@@ -8,12 +8,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 driver=$(requested_cgroup_driver)
 
-# Units the node must not run. Masks go to the node's own /run (prepared before
-# systemd starts), so the machine's /etc is left as it is.
-write_units() {
-	local units=$NODE_UNITS_DIR unit link
-	rm -rf "$units"
-	mkdir -p "$units/docker.service.d"
+# The node's configuration goes to its own /run (staged here, copied there
+# before systemd starts), so the machine's /etc is left as it is: masks of the
+# units the node must not run, Docker's drop-in, a volatile journal.
+stage_run() {
+	local units=$NODE_RUN_DIR/systemd/system unit link
+	rm -rf "$NODE_RUN_DIR"
+	mkdir -p "$units/docker.service.d" "$NODE_RUN_DIR/systemd/journald.conf.d"
 	mask() { ln -sfn /dev/null "$units/$1"; }
 
 	# Everything enabled on the real filesystem starts at boot. Other
@@ -59,20 +60,25 @@ write_units() {
 ExecStart=
 ExecStart=/usr/sbin/dockerd -H fd:// --data-root=$NODE_DOCKER_ROOT --iptables=false --bridge=none$extra
 EOF
+	cat >"$NODE_RUN_DIR/systemd/journald.conf.d/10-mesh-node.conf" <<EOF
+# Written by tests/node/boot.sh. The journal of a node lives in its own /run
+# and ends with it, instead of piling up in the machine's /var/log/journal.
+[Journal]
+Storage=volatile
+EOF
 }
 
 # Shell run as the new namespace's first process, before systemd. It gives the
 # node a /tmp of its own (boot-time tmpfiles empties /tmp, which must not be
-# the machine's), a /run of its own holding the masks and drop-ins, and a /dev
+# the machine's), a /run of its own holding the staged configuration, and a /dev
 # of its own (systemd and journald would otherwise put /dev/log, /dev/initctl
 # and their console output on the machine's), whose console is the boot log.
 read -r -d '' init_script <<'EOF' || true
 set -e
-units=$1 console_log=$2
+staged_run=$1 console_log=$2
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
-mkdir -p /run/systemd/system
-cp -a "$units"/. /run/systemd/system/
+cp -a "$staged_run"/. /run/
 mount -t tmpfs -o mode=755,nosuid tmpfs /dev
 for spec in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
 	name=${spec%%:*} majmin=${spec#*:}
@@ -98,7 +104,7 @@ boot() {
 	# shellcheck disable=SC2094 # the log is only an argument and the output
 	setsid unshare --pid --fork --mount --mount-proc --propagation private \
 		env -i container=unshare PATH="$NODE_PATH" \
-		/bin/sh -c "$init_script" mesh-node-init "$NODE_UNITS_DIR" "$NODE_BOOT_LOG" \
+		/bin/sh -c "$init_script" mesh-node-init "$NODE_RUN_DIR" "$NODE_BOOT_LOG" \
 		</dev/null >>"$NODE_BOOT_LOG" 2>&1 9>&- &
 	unshare_pid=$!
 
@@ -156,7 +162,7 @@ wait_docker() {
 	[[ $got == "$driver" ]] || die "Docker's cgroup driver is '$got', asked for '$driver'"
 }
 
-write_units
+stage_run
 boot
 wait_running
 log "systemd is running"

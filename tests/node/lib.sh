@@ -8,7 +8,8 @@ MESH_NODE_STATE=${MESH_NODE_STATE:-/var/lib/mesh-host-test-node}
 NODE_ENV_FILE=$MESH_NODE_STATE/node.env
 NODE_PID_FILE=$MESH_NODE_STATE/pid
 NODE_BOOT_LOG=$MESH_NODE_STATE/boot.log
-NODE_UNITS_DIR=$MESH_NODE_STATE/units
+# Staged content of the node's own /run, copied there before systemd starts.
+NODE_RUN_DIR=$MESH_NODE_STATE/run
 NODE_BIN_DIR=$MESH_NODE_STATE/bin
 NODE_DOCKER_ROOT=$MESH_NODE_STATE/docker
 NODE_BUILD_DIR=$MESH_NODE_STATE/build
