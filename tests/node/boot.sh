@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Boots the node: Debian's systemd as PID 1 of a private PID and mount
+# namespace, on the machine's own filesystem and network, with Docker started
+# by it. The caller holds the node lock and has made sure no node runs.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+driver=$(requested_cgroup_driver)
+
+# The node's configuration goes to its own /run (staged here, copied there
+# before systemd starts), so the machine's /etc is left as it is: masks of the
+# units the node must not run, Docker's drop-in, a volatile journal.
+stage_run() {
+	local units=$NODE_RUN_DIR/systemd/system unit link
+	rm -rf "$NODE_RUN_DIR"
+	mkdir -p "$units/docker.service.d" "$NODE_RUN_DIR/systemd/journald.conf.d"
+	mask() { ln -sfn /dev/null "$units/$1"; }
+
+	# Everything enabled on the real filesystem starts at boot. Other
+	# packages on the machine (a database, a web server) would then bind
+	# the machine's loopback ports or touch its state: the node runs only
+	# systemd's own units and Docker.
+	for link in /etc/systemd/system/*.wants/* /etc/systemd/system/*.requires/*; do
+		[[ -e $link || -L $link ]] || continue
+		unit=${link##*/}
+		case $unit in
+		docker.service | docker.socket | *.target) ;;
+		*) mask "$unit" ;;
+		esac
+	done
+	for unit in \
+		getty@.service serial-getty@.service autovt@.service \
+		console-getty.service container-getty@.service getty-static.service \
+		systemd-sysctl.service systemd-modules-load.service \
+		systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
+		systemd-tmpfiles-clean.timer \
+		apt-daily.service apt-daily.timer \
+		apt-daily-upgrade.service apt-daily-upgrade.timer \
+		postgresql.service postgresql@.service \
+		docker-registry.service containerd.service; do
+		# The ttys and the console are the machine's: no login prompt
+		# there. The kernel's sysctls, modules and binfmt handlers are
+		# the machine's too. /var/tmp cleaning and apt runs would act on
+		# the machine's files (and race tests/run's apt-get). dockerd
+		# runs its own containerd, with its state under the node's.
+		mask "$unit"
+	done
+
+	local extra=""
+	if [[ $driver == systemd ]]; then
+		extra=" --exec-opt native.cgroupdriver=systemd"
+	fi
+	cat >"$units/docker.service.d/10-mesh-node.conf" <<EOF
+# Written by tests/node/boot.sh for this boot of the sandbox node.
+[Service]
+# The node has no network plumbing of its own: no bridge, no iptables.
+# Containers use --network none or --network host. Docker's data lives in
+# the node state directory so that \`node down\` leaves nothing behind.
+ExecStart=
+ExecStart=/usr/sbin/dockerd -H fd:// --data-root=$NODE_DOCKER_ROOT --iptables=false --bridge=none$extra
+EOF
+	cat >"$NODE_RUN_DIR/systemd/journald.conf.d/10-mesh-node.conf" <<EOF
+# Written by tests/node/boot.sh. The journal of a node lives in its own /run
+# and ends with it, instead of piling up in the machine's /var/log/journal.
+[Journal]
+Storage=volatile
+EOF
+}
+
+# Shell run as the new namespace's first process, before systemd. It gives the
+# node a /tmp of its own (boot-time tmpfiles empties /tmp, which must not be
+# the machine's), a /run of its own holding the staged configuration, and a /dev
+# of its own (systemd and journald would otherwise put /dev/log, /dev/initctl
+# and their console output on the machine's), whose console is the boot log.
+read -r -d '' init_script <<'EOF' || true
+set -e
+staged_run=$1 console_log=$2
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
+cp -a "$staged_run"/. /run/
+mount -t tmpfs -o mode=755,nosuid tmpfs /dev
+for spec in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+	name=${spec%%:*} majmin=${spec#*:}
+	mknod -m 666 "/dev/$name" c "${majmin%:*}" "${majmin#*:}"
+done
+mkdir /dev/pts /dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts /dev/pts
+ln -s pts/ptmx /dev/ptmx
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
+: >/dev/console
+mount --bind "$console_log" /dev/console
+exec /lib/systemd/systemd --system
+EOF
+
+boot() {
+	local unshare_pid child="" deadline
+	mkdir -p "$MESH_NODE_STATE" "$NODE_BIN_DIR" "$NODE_DOCKER_ROOT"
+	: >"$NODE_BOOT_LOG"
+	# shellcheck disable=SC2094 # the log is only an argument and the output
+	setsid unshare --pid --fork --mount --mount-proc --propagation private \
+		env -i container=unshare PATH="$NODE_PATH" \
+		/bin/sh -c "$init_script" mesh-node-init "$NODE_RUN_DIR" "$NODE_BOOT_LOG" \
+		</dev/null >>"$NODE_BOOT_LOG" 2>&1 9>&- &
+	unshare_pid=$!
+
+	# unshare forks the namespace's first process: that child becomes
+	# systemd once the init script execs it.
+	deadline=$((SECONDS + 20))
+	while ((SECONDS < deadline)); do
+		child=$(cat "/proc/$unshare_pid/task/$unshare_pid/children" 2>/dev/null || true)
+		child=${child%% *}
+		if [[ -n $child && $(cat "/proc/$child/comm" 2>/dev/null) == systemd ]]; then
+			break
+		fi
+		kill -0 "$unshare_pid" 2>/dev/null || break
+		child=""
+		sleep 0.1
+	done
+	if [[ -z $child ]]; then
+		tail -n 30 "$NODE_BOOT_LOG" >&2 || true
+		die "systemd did not start (boot log: $NODE_BOOT_LOG)"
+	fi
+	printf '%s %s\n' "$child" "$(proc_start_time "$child")" >"$NODE_PID_FILE"
+	log "systemd is PID $child on the machine"
+}
+
+wait_running() {
+	local state="" deadline=$((SECONDS + 120))
+	while ((SECONDS < deadline)); do
+		node_pid >/dev/null || {
+			tail -n 30 "$NODE_BOOT_LOG" >&2 || true
+			die "systemd exited during boot (boot log: $NODE_BOOT_LOG)"
+		}
+		state=$(in_node systemctl is-system-running 2>/dev/null) || true
+		case $state in
+		running) return 0 ;;
+		degraded) break ;;
+		esac
+		sleep 0.3
+	done
+	log "systemd says '${state:-nothing}' instead of running; failed units:"
+	in_node systemctl --failed --no-pager >&2 || true
+	local unit
+	for unit in $(in_node systemctl --failed --plain --no-legend 2>/dev/null | awk '{print $1}'); do
+		in_node journalctl -b --no-pager -n 15 -u "$unit" >&2 || true
+	done
+	die "the node is not running cleanly; mask what cannot work here in tests/node/boot.sh"
+}
+
+wait_docker() {
+	if ! wait_until 60 in_node docker info; then
+		in_node journalctl -b --no-pager -n 40 -u docker.service >&2 || true
+		die "Docker did not answer inside the node"
+	fi
+	local got
+	got=$(in_node docker info -f '{{.CgroupDriver}}')
+	[[ $got == "$driver" ]] || die "Docker's cgroup driver is '$got', asked for '$driver'"
+}
+
+stage_run
+boot
+wait_running
+log "systemd is running"
+wait_docker
+log "Docker answers (cgroup driver $driver)"

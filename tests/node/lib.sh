@@ -1,0 +1,107 @@
+# Shared definitions of the sandbox node harness; sourced by tests/node/*.
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are used by the scripts sourcing this
+
+# Node state lives on the real filesystem: the node has /tmp and /run of its
+# own, so nothing under those on the machine would be visible inside it.
+MESH_NODE_STATE=${MESH_NODE_STATE:-/var/lib/mesh-host-test-node}
+NODE_ENV_FILE=$MESH_NODE_STATE/node.env
+NODE_PID_FILE=$MESH_NODE_STATE/pid
+NODE_BOOT_LOG=$MESH_NODE_STATE/boot.log
+# Staged content of the node's own /run, copied there before systemd starts.
+NODE_RUN_DIR=$MESH_NODE_STATE/run
+NODE_BIN_DIR=$MESH_NODE_STATE/bin
+NODE_DOCKER_ROOT=$MESH_NODE_STATE/docker
+NODE_BUILD_DIR=$MESH_NODE_STATE/build
+# The lock sits beside the state directory, which `down` empties.
+NODE_LOCK_FILE=${MESH_NODE_STATE}.lock
+
+NODE_REGISTRY_ADDR=127.0.0.1:5000
+NODE_REGISTRY_CONTAINER=mesh-node-registry
+NODE_REGISTRY_CONFIG=/etc/docker/registry/config.yml
+NODE_REGISTRY_LOCAL_IMAGE=mesh-node/registry:local
+
+# Inside the node only Debian's tools are wanted: the machine may carry other
+# builds (a newer docker client in /usr/local/bin) that do not match the node.
+NODE_PATH=/usr/sbin:/usr/bin:/sbin:/bin
+
+log() { printf 'node: %s\n' "$*" >&2; }
+die() {
+	printf 'node: error: %s\n' "$*" >&2
+	exit 1
+}
+
+# Prints the PID (as the machine sees it) of the node's systemd if it runs,
+# else fails. A stale pid file (node gone, PID reused) does not count.
+node_pid() {
+	local pid start
+	[[ -r $NODE_PID_FILE ]] || return 1
+	read -r pid start <"$NODE_PID_FILE" || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ -d /proc/$pid ]] || return 1
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == systemd ]] || return 1
+	[[ $(proc_start_time "$pid") == "$start" ]] || return 1
+	# PID 1 of another PID namespace, never the machine's own.
+	[[ $(readlink "/proc/$pid/ns/pid") != $(readlink /proc/self/ns/pid) ]] || return 1
+	printf '%s\n' "$pid"
+}
+
+# Start time of a process in clock ticks since boot (field 22 of stat): with
+# the PID it identifies one process for good.
+proc_start_time() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# The command name (field 2) may hold spaces: cut after its ')'.
+	stat=${stat##*) }
+	# shellcheck disable=SC2086
+	set -- $stat
+	printf '%s\n' "${20}"
+}
+
+# Runs a command inside the node (its PID and mount namespaces) with a clean
+# environment. Standard input, output and error pass through.
+in_node() {
+	local pid
+	pid=$(node_pid) || die "no node is running (start one with tests/node/node up)"
+	nsenter -t "$pid" -p -m --wd=/ -- \
+		env -i PATH="$NODE_PATH" HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" "$@"
+}
+
+# Polls a command until it succeeds or the deadline (seconds) passes.
+wait_until() {
+	local timeout=$1
+	shift
+	local deadline=$((SECONDS + timeout))
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# The cgroup driver asked for, validated.
+requested_cgroup_driver() {
+	local driver=${MESH_NODE_CGROUP_DRIVER:-cgroupfs}
+	case $driver in
+	cgroupfs | systemd) printf '%s\n' "$driver" ;;
+	*) die "MESH_NODE_CGROUP_DRIVER must be cgroupfs or systemd, not '$driver'" ;;
+	esac
+}
+
+# Reads one KEY=value line of the node env file.
+env_value() {
+	[[ -r $NODE_ENV_FILE ]] || return 1
+	sed -n "s/^$1=//p" "$NODE_ENV_FILE" | head -n1
+}
+
+# True when the running node answers as a ready node: systemd running,
+# Docker answering, the registry serving, the env file written.
+node_healthy() {
+	local state
+	node_pid >/dev/null || return 1
+	[[ -r $NODE_ENV_FILE ]] || return 1
+	[[ $(env_value MESH_NODE_PID) == "$(node_pid)" ]] || return 1
+	state=$(in_node systemctl is-system-running 2>/dev/null) || true
+	[[ $state == running ]] || return 1
+	in_node docker info >/dev/null 2>&1 || return 1
+	curl -fsS --max-time 5 "http://$NODE_REGISTRY_ADDR/v2/" >/dev/null 2>&1 || return 1
+}

@@ -1,0 +1,270 @@
+//! The sandbox node is what the node tests take it for: systemd running as
+//! PID 1, Docker answering with the cgroup driver asked for, digest-pinned
+//! images pulled from the loopback registry, and a delegated transient scope
+//! that can hold a container.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{quote, unique_name, unique_slice_name, wait_for, CgroupDriver, Node};
+
+/// What a container running `sh -c` of this prints: a marker, then the
+/// variant file that only `busybox-alt` has.
+const PROBE_SCRIPT: &str = "echo mesh-node-ok; cat /etc/mesh-node-variant 2>/dev/null || echo base";
+
+/// A long-running container command that exits at once on `docker stop`.
+const IDLE_SCRIPT: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn systemd_is_pid_1_and_running() {
+    let node = Node::from_env();
+    assert_eq!(node.sh_ok("cat /proc/1/comm").trim(), "systemd");
+    assert_eq!(node.sh_ok("systemctl is-system-running").trim(), "running");
+    let version = node.sh_ok("systemctl --version");
+    assert!(
+        version.starts_with("systemd 252"),
+        "unexpected systemd: {version}"
+    );
+    // The node's /tmp is its own: a file made there is not on the machine.
+    let name = unique_name("tmp-probe");
+    node.sh_ok(&format!("touch /tmp/{name}"));
+    assert!(!std::path::Path::new("/tmp").join(&name).exists());
+    node.sh_ok(&format!("rm /tmp/{name}"));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn docker_answers_with_the_expected_cgroup_driver() {
+    let node = Node::from_env();
+    let info = node.docker_ok(&[
+        "info",
+        "-f",
+        "{{.CgroupDriver}} {{.DockerRootDir}} {{.ServerVersion}}",
+    ]);
+    let fields: Vec<&str> = info.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "docker info said {info:?}");
+    assert_eq!(fields[0], node.cgroup_driver().as_str());
+    assert_eq!(fields[1], node.var("MESH_NODE_DOCKER_ROOT"));
+    assert!(!fields[2].is_empty());
+    assert_eq!(
+        node.unit_property("docker.service", "ActiveState"),
+        "active"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn pinned_images_are_pulled_from_the_loopback_registry_and_run() {
+    let node = Node::from_env();
+    for (image, variant) in [("busybox", "base"), ("busybox-alt", "alt")] {
+        let reference = node.image(image);
+        assert!(
+            reference.starts_with(&format!("{}/{image}@sha256:", node.registry())),
+            "{image} is not pinned to the loopback registry: {reference}"
+        );
+        let name = unique_name("boot-pull");
+        let _rm = node.on_drop(format!("docker rm -f {name}"));
+        // --pull always: the registry is asked for the digest whatever the
+        // local store holds (another test may have pulled it already).
+        node.docker_ok(&[
+            "run",
+            "--pull",
+            "always",
+            "--name",
+            &name,
+            "--network",
+            "none",
+            &reference,
+            "sh",
+            "-c",
+            PROBE_SCRIPT,
+        ]);
+        let state = node.docker_ok(&[
+            "inspect",
+            "-f",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            &name,
+        ]);
+        assert_eq!(state.trim(), "exited 0", "{image}");
+        let logs = node.docker_ok(&["logs", &name]);
+        assert_eq!(logs, format!("mesh-node-ok\n{variant}\n"), "{image}");
+        let digests = node.docker_ok(&[
+            "image",
+            "inspect",
+            "-f",
+            "{{range .RepoDigests}}{{println .}}{{end}}",
+            &reference,
+        ]);
+        assert!(
+            digests.lines().any(|d| d == reference),
+            "{reference} not among {digests:?}"
+        );
+    }
+    assert_ne!(node.image("busybox"), node.image("busybox-alt"));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn registry_image_runs_garbage_collect() {
+    let node = Node::from_env();
+    let registry = node.var("MESH_NODE_REGISTRY_CONTAINER");
+    let config = node.var("MESH_NODE_REGISTRY_CONFIG");
+    // The live registry's storage holds every pushed repository.
+    let out = node.docker_ok(&[
+        "exec",
+        registry,
+        "/usr/bin/docker-registry",
+        "garbage-collect",
+        "--dry-run",
+        config,
+    ]);
+    for repo in ["busybox", "busybox-alt", "registry"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("{repo}: marking manifest"))),
+            "{repo} not marked by garbage-collect: {out}"
+        );
+    }
+    // The pinned registry image is itself usable: its entrypoint is the
+    // registry binary.
+    let version = node.docker_ok(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        &node.image("registry"),
+        "--version",
+    ]);
+    assert!(version.contains("registry"), "{version}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn delegated_transient_scope_holds_a_container() {
+    let node = Node::from_env();
+    let scope = format!("{}.scope", unique_name("boot-scope"));
+    let container = unique_name("boot-held");
+    let _stop = node.on_drop(format!("systemctl stop {scope} || true"));
+    let _rm = node.on_drop(format!("docker rm -f {container}"));
+
+    // A transient scope with Delegate=yes, as the daemon makes for a step,
+    // here through systemd-run (which stays in the scope as its first
+    // process; output detached so the call returns).
+    node.sh_ok(&format!(
+        "systemd-run --scope -p Delegate=yes --unit={scope} --quiet sh -c {} \
+         </dev/null >/dev/null 2>&1 &",
+        quote(IDLE_SCRIPT)
+    ));
+    wait_for("the scope to be active", Duration::from_secs(30), || {
+        (node.unit_property(&scope, "ActiveState") == "active").then_some(())
+    });
+    assert_eq!(node.unit_property(&scope, "Delegate"), "yes");
+    let control_group = node.unit_property(&scope, "ControlGroup");
+    assert_eq!(control_group, format!("/system.slice/{scope}"));
+
+    // cgroupfs takes the scope's cgroup as parent; the systemd driver takes
+    // a slice only, in which Docker makes a scope of its own.
+    let (parent, unit) = match node.cgroup_driver() {
+        CgroupDriver::Cgroupfs => (control_group.clone(), scope.clone()),
+        CgroupDriver::Systemd => {
+            let slice = unique_slice_name("boothold");
+            (slice.clone(), slice)
+        }
+    };
+    // Declared after the container's guard: dropped before it, hence the
+    // container's removal is ordered first by waiting in the script.
+    let _slice = (unit != scope).then(|| {
+        node.on_drop(format!(
+            "docker rm -f {container} >/dev/null 2>&1; systemctl stop {unit} || true"
+        ))
+    });
+    node.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &container,
+        "--network",
+        "none",
+        "--cgroup-parent",
+        &parent,
+        &node.image("busybox"),
+        "sh",
+        "-c",
+        IDLE_SCRIPT,
+    ]);
+    let pid = node
+        .docker_ok(&["inspect", "-f", "{{.State.Pid}}", &container])
+        .trim()
+        .to_string();
+    assert!(pid.parse::<u32>().is_ok_and(|p| p > 0), "pid {pid:?}");
+
+    // systemd accounts the container's process to the unit.
+    let status = node.sh_ok(&format!("systemctl status --no-pager --lines=0 {unit}"));
+    assert!(
+        status.lines().any(|l| l
+            .split_whitespace()
+            .any(|w| w.trim_start_matches(['├', '└', '─']) == pid)),
+        "container PID {pid} not listed by systemctl status {unit}:\n{status}"
+    );
+    let cgroups = node.sh_ok(&format!("cat /proc/{pid}/cgroup"));
+    let systemd_path = cgroups
+        .lines()
+        .find_map(|l| l.split_once(":name=systemd:").map(|(_, path)| path))
+        .unwrap_or_else(|| panic!("no name=systemd cgroup for {pid}: {cgroups}"));
+    let unit_cgroup = node.unit_property(&unit, "ControlGroup");
+    assert!(
+        systemd_path.starts_with(&format!("{unit_cgroup}/")),
+        "container cgroup {systemd_path} is not under {unit_cgroup}"
+    );
+
+    // The journal saw the scope start.
+    wait_for(
+        "the scope's start in the journal",
+        Duration::from_secs(10),
+        || {
+            node.journal(&["-b", "-u", &scope, "-o", "cat"])
+                .contains(&format!("Started {scope}"))
+                .then_some(())
+        },
+    );
+
+    if node.cgroup_driver() == CgroupDriver::Cgroupfs {
+        // Stopping the scope ends everything in it, the container included.
+        node.sh_ok(&format!("systemctl stop {scope}"));
+        wait_for(
+            "the held container to stop",
+            Duration::from_secs(30),
+            || {
+                let running = node.docker_ok(&["inspect", "-f", "{{.State.Running}}", &container]);
+                (running.trim() == "false").then_some(())
+            },
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn installed_binaries_are_visible_inside() {
+    let node = Node::from_env();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let name = unique_name("probe-bin");
+    let host_path = dir.path().join(&name);
+    std::fs::write(&host_path, "#!/bin/sh\necho \"installed $1\"\n").expect("write the probe");
+    // The machine's /tmp is not the node's.
+    let seen = node.sh(&format!("test -e {}", quote(&host_path.to_string_lossy())));
+    assert!(
+        !seen.status.success(),
+        "{} visible inside",
+        host_path.display()
+    );
+
+    let inside = node.install_bin(&host_path);
+    let _rm = node.on_drop(format!("rm -f {}", quote(&inside)));
+    assert!(inside.starts_with(node.var("MESH_NODE_BIN_DIR")));
+    assert_eq!(
+        node.sh_ok(&format!("{} ok", quote(&inside))),
+        "installed ok\n"
+    );
+}

@@ -1,0 +1,399 @@
+//! Helpers for integration tests against the sandbox node (`tests/node/node`):
+//! a real systemd 252 and Docker booted in private PID and mount namespaces of
+//! this machine. Use as `mod support;` from a file under `tests/`.
+//!
+//! A node test is `#[ignore = "needs the sandbox node: run tests/run"]` and
+//! starts with [`Node::from_env`], which panics when no node is there: a node
+//! test must never pass without one. `tests/run` boots the node and sets
+//! `MESH_HOST_NODE`; see `tests/README.md`.
+
+// Each test file uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Environment variable naming the node env file written by `node up`.
+pub const NODE_ENV_VAR: &str = "MESH_HOST_NODE";
+
+/// How often [`wait_for`] probes.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Docker's cgroup driver on the node, chosen at `node up`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupDriver {
+    /// `cgroupfs`: a container's cgroup parent is a cgroup path such as a
+    /// scope's `ControlGroup` (`/system.slice/NAME.scope`).
+    Cgroupfs,
+    /// `systemd`: a container's cgroup parent must be a slice name
+    /// (`NAME.slice`); Docker makes its own `docker-<id>.scope` inside.
+    Systemd,
+}
+
+impl CgroupDriver {
+    /// The name Docker gives the driver (`docker info -f '{{.CgroupDriver}}'`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CgroupDriver::Cgroupfs => "cgroupfs",
+            CgroupDriver::Systemd => "systemd",
+        }
+    }
+}
+
+impl fmt::Display for CgroupDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A running sandbox node, as described by its env file.
+#[derive(Debug, Clone)]
+pub struct Node {
+    env_file: PathBuf,
+    vars: HashMap<String, String>,
+    pid: u32,
+}
+
+impl Node {
+    /// The node named by `MESH_HOST_NODE`.
+    ///
+    /// # Panics
+    ///
+    /// When the variable is unset, the env file is unreadable or malformed,
+    /// or the node's systemd is no longer running.
+    pub fn from_env() -> Node {
+        let Some(env_file) = std::env::var_os(NODE_ENV_VAR) else {
+            panic!(
+                "{NODE_ENV_VAR} is not set: this test needs the sandbox node. Run tests/run, \
+                 or boot one with `tests/node/node up` and export the {NODE_ENV_VAR}=... it prints"
+            );
+        };
+        Node::from_file(Path::new(&env_file))
+    }
+
+    /// The node described by the env file at `env_file`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Node::from_env`].
+    pub fn from_file(env_file: &Path) -> Node {
+        let text = fs::read_to_string(env_file).unwrap_or_else(|e| {
+            panic!(
+                "cannot read the node env file {} ({e}): is the node up? (tests/node/node up)",
+                env_file.display()
+            )
+        });
+        let vars = parse_env_file(&text)
+            .unwrap_or_else(|e| panic!("malformed node env file {}: {e}", env_file.display()));
+        let pid_text = vars
+            .get("MESH_NODE_PID")
+            .unwrap_or_else(|| panic!("node env file {} has no MESH_NODE_PID", env_file.display()));
+        let pid: u32 = pid_text.parse().unwrap_or_else(|_| {
+            panic!(
+                "node env file {}: MESH_NODE_PID={pid_text:?} is not a PID",
+                env_file.display()
+            )
+        });
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        assert_eq!(
+            comm.trim(),
+            "systemd",
+            "the node of {} (systemd, PID {pid}) is not running: boot it again with \
+             tests/node/node up",
+            env_file.display()
+        );
+        Node {
+            env_file: env_file.to_path_buf(),
+            vars,
+            pid,
+        }
+    }
+
+    /// PID of the node's systemd as this machine sees it.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// A value of the node env file.
+    ///
+    /// # Panics
+    ///
+    /// When the env file has no such key.
+    pub fn var(&self, key: &str) -> &str {
+        self.vars.get(key).map(String::as_str).unwrap_or_else(|| {
+            panic!(
+                "node env file {} has no {key}: boot the node again with tests/node/node up",
+                self.env_file.display()
+            )
+        })
+    }
+
+    /// The node state directory, on the machine's real filesystem and at the
+    /// same path inside the node.
+    pub fn state_dir(&self) -> PathBuf {
+        PathBuf::from(self.var("MESH_NODE_STATE"))
+    }
+
+    /// The loopback registry's address (`127.0.0.1:5000`).
+    pub fn registry(&self) -> &str {
+        self.var("MESH_NODE_REGISTRY")
+    }
+
+    /// Docker's cgroup driver on this node.
+    ///
+    /// # Panics
+    ///
+    /// When the env file names another driver.
+    pub fn cgroup_driver(&self) -> CgroupDriver {
+        match self.var("MESH_NODE_CGROUP_DRIVER") {
+            "cgroupfs" => CgroupDriver::Cgroupfs,
+            "systemd" => CgroupDriver::Systemd,
+            other => panic!("unknown cgroup driver {other:?} in the node env file"),
+        }
+    }
+
+    /// The digest-pinned reference of a test image served by the node's
+    /// registry: `busybox`, `busybox-alt` (the same with one more file,
+    /// `/etc/mesh-node-variant`, so another digest) or `registry` (the
+    /// distribution registry; entrypoint the registry binary).
+    ///
+    /// The busybox images are not in Docker's local store after boot: the
+    /// first use pulls them.
+    pub fn image(&self, name: &str) -> String {
+        let key = format!(
+            "MESH_NODE_IMAGE_{}",
+            name.to_ascii_uppercase().replace('-', "_")
+        );
+        self.var(&key).to_string()
+    }
+
+    /// A command run inside the node (its PID and mount namespaces) with a
+    /// clean environment and `/` as working directory; standard input is
+    /// empty unless the caller sets it.
+    pub fn command<S: AsRef<str>>(&self, program: &str, args: &[S]) -> Command {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg("-t")
+            .arg(self.pid.to_string())
+            .args(["-p", "-m", "--wd=/", "--", "env", "-i"])
+            .arg(format!("PATH={}", self.var("MESH_NODE_PATH")))
+            .args(["HOME=/root", "LANG=C.UTF-8", program])
+            .args(args.iter().map(AsRef::as_ref))
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `sh -c SCRIPT` inside the node and returns what it did.
+    ///
+    /// # Panics
+    ///
+    /// When `nsenter` itself cannot be started.
+    pub fn sh(&self, script: &str) -> Output {
+        run(self.command("sh", &["-c", script]), script)
+    }
+
+    /// Runs `sh -c SCRIPT` inside the node and returns its standard output.
+    ///
+    /// # Panics
+    ///
+    /// When the script fails, with its output and errors.
+    pub fn sh_ok(&self, script: &str) -> String {
+        ok(self.sh(script), script)
+    }
+
+    /// Runs Debian's `docker` client inside the node.
+    ///
+    /// # Panics
+    ///
+    /// When `nsenter` itself cannot be started.
+    pub fn docker(&self, args: &[&str]) -> Output {
+        run(
+            self.command("docker", args),
+            &format!("docker {}", args.join(" ")),
+        )
+    }
+
+    /// Runs `docker ARGS` inside the node and returns its standard output.
+    ///
+    /// # Panics
+    ///
+    /// When the command fails, with its output and errors.
+    pub fn docker_ok(&self, args: &[&str]) -> String {
+        let what = format!("docker {}", args.join(" "));
+        ok(self.docker(args), &what)
+    }
+
+    /// `journalctl --no-pager ARGS` inside the node: its standard output.
+    ///
+    /// # Panics
+    ///
+    /// When journalctl fails.
+    pub fn journal(&self, args: &[&str]) -> String {
+        let mut all = vec!["--no-pager"];
+        all.extend_from_slice(args);
+        let what = format!("journalctl {}", all.join(" "));
+        ok(run(self.command("journalctl", &all), &what), &what)
+    }
+
+    /// One property of a unit (`systemctl show -P PROPERTY UNIT`).
+    ///
+    /// # Panics
+    ///
+    /// When systemctl fails.
+    pub fn unit_property(&self, unit: &str, property: &str) -> String {
+        let args = ["show", "-P", property, unit];
+        let what = format!("systemctl {}", args.join(" "));
+        ok(run(self.command("systemctl", &args), &what), &what)
+            .trim()
+            .to_string()
+    }
+
+    /// Copies a file of this machine (a test binary, a script) into the node
+    /// state directory, where the node sees it at the same path, and returns
+    /// that path. Files under this machine's /tmp are not visible inside the
+    /// node, which has a /tmp of its own.
+    ///
+    /// # Panics
+    ///
+    /// When the file cannot be copied.
+    pub fn install_bin(&self, host_path: impl AsRef<Path>) -> String {
+        let src = host_path.as_ref();
+        let name = src
+            .file_name()
+            .unwrap_or_else(|| panic!("install_bin: {} names no file", src.display()));
+        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR"));
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        let dest = dir.join(name);
+        // Copy then rename: a running copy of the old file keeps its inode
+        // (no "text file busy") and nobody sees half a file.
+        let tmp = dir.join(format!(
+            ".{}.{}",
+            name.to_string_lossy(),
+            unique_name("install")
+        ));
+        fs::copy(src, &tmp)
+            .unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", src.display(), tmp.display()));
+        set_executable(&tmp);
+        fs::rename(&tmp, &dest).unwrap_or_else(|e| {
+            panic!("cannot rename {} to {}: {e}", tmp.display(), dest.display())
+        });
+        dest.to_string_lossy().into_owned()
+    }
+
+    /// A guard that runs `script` inside the node when dropped, test failed
+    /// or not: removal of what a test made (`docker rm -f NAME`, `systemctl
+    /// stop UNIT`), so tests sharing one node leave nothing behind.
+    pub fn on_drop(&self, script: impl Into<String>) -> Cleanup {
+        Cleanup {
+            node: self.clone(),
+            script: script.into(),
+        }
+    }
+}
+
+/// Runs a script inside the node when dropped; see [`Node::on_drop`].
+#[derive(Debug)]
+#[must_use = "the script runs when the guard is dropped"]
+pub struct Cleanup {
+    node: Node,
+    script: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        // Never panic in drop (it may run while unwinding): report instead.
+        let out = self.node.sh(&self.script);
+        if !out.status.success() {
+            eprintln!(
+                "cleanup `{}` failed: {}",
+                self.script,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// A name no other test on this machine uses at the same time, for
+/// containers, units and files: `PREFIX-PID-N-NANOS`, made of letters, digits
+/// and dashes (valid for Docker and for systemd; note that in a slice name
+/// each dash is a level of hierarchy, so slices want [`unique_slice_name`]).
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
+}
+
+/// A unique slice unit name without dashes (`PREFIX_PID_N_NANOS.slice`), so
+/// systemd makes it directly under `-.slice`.
+pub fn unique_slice_name(prefix: &str) -> String {
+    format!("{}.slice", unique_name(prefix).replace('-', "_"))
+}
+
+/// Polls `probe` until it returns `Some`, and returns that value.
+///
+/// # Panics
+///
+/// When `timeout` passes first, naming `what` was awaited.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        if start.elapsed() >= timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// `s` quoted for `sh`.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Parses `KEY=value` lines (blank lines and `#` comments skipped).
+fn parse_env_file(text: &str) -> Result<HashMap<String, String>, String> {
+    let mut vars = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: no '=' in {line:?}", i + 1))?;
+        vars.insert(key.to_string(), value.to_string());
+    }
+    Ok(vars)
+}
+
+fn run(mut cmd: Command, what: &str) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run `{what}` in the node through nsenter: {e}"))
+}
+
+fn ok(out: Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "`{what}` failed in the node ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn set_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("cannot make {} executable: {e}", path.display()));
+}
