@@ -68,7 +68,8 @@ impl World {
     fn write_declaration(&self, resources: Value) -> String {
         let path = self.path("declaration.json");
         let decl = json!({"declaration": 1, "resources": resources});
-        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json")).expect("write declaration");
+        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json"))
+            .expect("write declaration");
         path
     }
 
@@ -122,14 +123,14 @@ impl World {
 
     /// Docker's own record of what happened to `names` since `since`:
     /// `(name, action)` in order.
-    fn events(&self, since: u64, names: &[&str]) -> Vec<(String, String)> {
-        let until = now_secs() + 1;
+    fn events(&self, since: String, names: &[&str]) -> Vec<(String, String)> {
+        let until = now_secs();
         let mut args = vec![
             "events".to_string(),
             "--since".to_string(),
-            since.to_string(),
+            since,
             "--until".to_string(),
-            until.to_string(),
+            until,
             "--filter".to_string(),
             "type=container".to_string(),
             "--format".to_string(),
@@ -154,17 +155,20 @@ impl Drop for World {
     fn drop(&mut self) {
         if !self.cleanup.is_empty() {
             let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
-            let _ = self.node.sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+            let _ = self
+                .node
+                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
+/// Now, as Docker's `--since` reads it (seconds with nanoseconds).
+fn now_secs() -> String {
+    let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .unwrap_or_default();
+    format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
 }
 
 fn position(events: &[(String, String)], name: &str, action: &str) -> usize {
@@ -185,7 +189,14 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn step_json(id: &str, name: &str, image: &str, script: &str, holds: &[&str], timeout: Option<u64>) -> Value {
+fn step_json(
+    id: &str,
+    name: &str,
+    image: &str,
+    script: &str,
+    holds: &[&str],
+    timeout: Option<u64>,
+) -> Value {
     let mut v = json!({
         "id": id, "type": "container", "module": "m", "name": name, "image": image,
         "command": ["sh", "-c", script], "network": "none",
@@ -234,18 +245,37 @@ fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
     ]);
     w.node.docker_ok(&["pull", &registry_image]);
     w.node.docker_ok(&[
-        "run", "-d", "--name", &reg, "--network", "host", "--restart", "unless-stopped",
-        "-v", &format!("{storage}:/var/lib/registry"),
-        "-v", &format!("{config}:/etc/docker/registry/config.yml:ro"),
-        &registry_image, "serve", "/etc/docker/registry/config.yml",
+        "run",
+        "-d",
+        "--name",
+        &reg,
+        "--network",
+        "host",
+        "--restart",
+        "unless-stopped",
+        "-v",
+        &format!("{storage}:/var/lib/registry"),
+        "-v",
+        &format!("{config}:/etc/docker/registry/config.yml:ro"),
+        &registry_image,
+        "serve",
+        "/etc/docker/registry/config.yml",
     ]);
     // Give the held registry something to collect: one pushed image.
     let pushed = format!("127.0.0.1:{port}/{}/busybox:1", w.prefix);
     w.node.docker_ok(&["pull", &w.busybox()]);
     w.node.docker_ok(&["tag", &w.busybox(), &pushed]);
-    wait_for("the held registry to accept a push", Duration::from_secs(20), || {
-        w.node.docker(&["push", &pushed]).status.success().then_some(())
-    });
+    wait_for(
+        "the held registry to accept a push",
+        Duration::from_secs(20),
+        || {
+            w.node
+                .docker(&["push", &pushed])
+                .status
+                .success()
+                .then_some(())
+        },
+    );
     w.write_declaration(json!([
         {"id": "registry", "type": "container", "module": "registry", "name": reg,
          "image": registry_image, "command": ["serve", "/etc/docker/registry/config.yml"],
@@ -265,19 +295,41 @@ fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
     let gc_start = position(&events, &gc, "start");
     let gc_end = position(&events, &gc, "die");
     let reg_up = last_position(&events, &reg, "start");
-    assert!(reg_down < gc_start && gc_start < gc_end && gc_end < reg_up, "{events:?}");
-    assert_eq!(events.iter().filter(|(n, a)| n == &gc && a == "start").count(), 1);
+    assert!(
+        reg_down < gc_start && gc_start < gc_end && gc_end < reg_up,
+        "{events:?}"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(n, a)| n == &gc && a == "start")
+            .count(),
+        1
+    );
     assert_eq!(w.inspect(&gc, "{{.State.ExitCode}}"), "0");
     assert!(w.running(&reg));
     let logs = w.node.sh_ok(&format!("docker logs {} 2>&1", quote(&gc)));
-    assert!(logs.contains("blobs marked"), "garbage-collect did its work: {logs}");
+    assert!(
+        logs.contains("blobs marked"),
+        "garbage-collect did its work: {logs}"
+    );
     // The registry serves what it held after the window, storage intact.
     w.node.docker_ok(&["rmi", &pushed]);
-    wait_for("the registry to serve again", Duration::from_secs(20), || {
-        w.node.docker(&["pull", &pushed]).status.success().then_some(())
-    });
+    wait_for(
+        "the registry to serve again",
+        Duration::from_secs(20),
+        || {
+            w.node
+                .docker(&["pull", &pushed])
+                .status
+                .success()
+                .then_some(())
+        },
+    );
     assert!(std::fs::read_dir(&w.dir).is_ok());
-    let records = std::fs::read_dir(w.dir.join("state/windows")).expect("windows dir").count();
+    let records = std::fs::read_dir(w.dir.join("state/windows"))
+        .expect("windows dir")
+        .count();
     assert_eq!(records, 0, "the window record is erased");
 }
 
@@ -292,18 +344,42 @@ fn a_step_that_exits_1_fails_and_the_service_runs_again() {
     w.service(&svc, &[]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
-        step_json("fails", &step, &img, "echo failing; exit 1", &["svc"], Some(60)),
+        step_json(
+            "fails",
+            &step,
+            &img,
+            "echo failing; exit 1",
+            &["svc"],
+            Some(60)
+        ),
     ]));
     let since = now_secs();
     let out = w.mesh(&["run", "fails", "--local"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("exited with status 1"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("exited with status 1"),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "1");
     let events = w.events(since, &[&svc, &step]);
-    assert!(position(&events, &svc, "die") < position(&events, &step, "start"), "{events:?}");
-    assert!(position(&events, &step, "die") < last_position(&events, &svc, "start"), "{events:?}");
+    assert!(
+        position(&events, &svc, "die") < position(&events, &step, "start"),
+        "{events:?}"
+    );
+    assert!(
+        position(&events, &step, "die") < last_position(&events, &svc, "start"),
+        "{events:?}"
+    );
     assert!(w.running(&svc));
-    let failed = w.node.journal(&["-t", "mesh-host", "MESH_EVENT=step-failed", &format!("MESH_STEP=fails"), "-o", "cat"]);
+    let failed = w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=step-failed",
+        "MESH_STEP=fails",
+        "-o",
+        "cat",
+    ]);
     assert!(failed.contains("exited with status 1"), "{failed}");
 }
 
@@ -323,8 +399,15 @@ fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
     let started = std::time::Instant::now();
     let out = w.mesh(&["run", "slow", "--local"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("exceeded its timeout"), "{}", stdout(&out));
-    assert!(started.elapsed() < Duration::from_secs(60), "the run was cut at its timeout");
+    assert!(
+        stdout(&out).contains("exceeded its timeout"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the run was cut at its timeout"
+    );
     assert_eq!(w.inspect(&step, "{{.State.Running}}"), "false");
     assert!(w.running(&svc));
 }
@@ -340,30 +423,62 @@ fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
     w.node.docker_ok(&["network", "create", &net]);
-    let _net_gone = w.node.on_drop(format!("docker network rm {} >/dev/null 2>&1 || true", quote(&net)));
+    let _net_gone = w.node.on_drop(format!(
+        "docker network rm {} >/dev/null 2>&1 || true",
+        quote(&net)
+    ));
     w.service(&a, &[]);
     // b lives on a network the test removes while b is held: its start fails.
     let image = w.busybox();
-    w.node.docker_ok(&["run", "-d", "--name", &b, "--network", &net, &image, "sh", "-c", SERVICE_CMD]);
+    w.node.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &b,
+        "--network",
+        &net,
+        &image,
+        "sh",
+        "-c",
+        SERVICE_CMD,
+    ]);
     w.write_declaration(json!([
         service_json("a", &a, &img),
         service_json("b", &b, &img),
         step_json("hold", &step, &img, "sleep 4", &["a", "b"], Some(60)),
     ]));
     let child = w.mesh_spawn(&["run", "hold", "--local"]);
-    wait_for("b to be held", Duration::from_secs(30), || (!w.running(&b)).then_some(()));
+    wait_for("b to be held", Duration::from_secs(30), || {
+        (!w.running(&b)).then_some(())
+    });
     w.node.docker_ok(&["network", "rm", &net]);
     let out = child.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(stdout(&out).contains(&format!("{b}: WILL NOT START AGAIN")), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("{b}: WILL NOT START AGAIN")),
+        "{}",
+        stdout(&out)
+    );
     assert!(w.running(&a), "the other held container was still started");
     assert!(!w.running(&b));
     let alert = w.node.journal(&[
-        "-t", "mesh-host", "MESH_EVENT=will-not-start-again", &format!("MESH_CONTAINER={b}"), "-o", "json",
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=will-not-start-again",
+        &format!("MESH_CONTAINER={b}"),
+        "-o",
+        "json",
     ]);
-    let entry: Value = serde_json::from_str(alert.lines().last().unwrap_or("{}")).expect("journal json");
+    let entry: Value =
+        serde_json::from_str(alert.lines().last().unwrap_or("{}")).expect("journal json");
     assert_eq!(entry["PRIORITY"], "1", "{entry}");
-    assert!(entry["MESSAGE"].as_str().unwrap_or("").contains("WILL NOT START AGAIN"), "{entry}");
+    assert!(
+        entry["MESSAGE"]
+            .as_str()
+            .unwrap_or("")
+            .contains("WILL NOT START AGAIN"),
+        "{entry}"
+    );
     assert_eq!(entry["MESSAGE_ID"], "ab50638306cd43f4884b6fefbd280992");
 }
 
@@ -390,9 +505,16 @@ fn a_container_already_stopped_before_the_window_stays_stopped() {
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&up));
     assert!(!w.running(&down));
-    assert_eq!(w.inspect(&down, "{{.State.FinishedAt}}"), down_finished, "never started");
+    assert_eq!(
+        w.inspect(&down, "{{.State.FinishedAt}}"),
+        down_finished,
+        "never started"
+    );
     let events = w.events(since, &[&down]);
-    assert!(events.is_empty(), "Docker saw nothing happen to it: {events:?}");
+    assert!(
+        events.is_empty(),
+        "Docker saw nothing happen to it: {events:?}"
+    );
 }
 
 #[test]
@@ -409,16 +531,33 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
         step_json("s", &step, &img, "sleep 8", &["svc"], Some(60)),
     ]));
     let child = w.mesh_spawn(&["run", "s", "--local"]);
-    wait_for("svc to be held", Duration::from_secs(30), || (!w.running(&svc)).then_some(()));
+    wait_for("svc to be held", Duration::from_secs(30), || {
+        (!w.running(&svc)).then_some(())
+    });
     wait_for("the step to run", Duration::from_secs(30), || {
-        (w.node.docker(&["inspect", "-f", "{{.State.Running}}", &step]).stdout.starts_with(b"true")).then_some(())
+        (w.node
+            .docker(&["inspect", "-f", "{{.State.Running}}", &step])
+            .stdout
+            .starts_with(b"true"))
+        .then_some(())
     });
     w.node.docker_ok(&["start", &svc]);
-    wait_for("the window to stop svc again", Duration::from_secs(10), || (!w.running(&svc)).then_some(()));
+    wait_for(
+        "the window to stop svc again",
+        Duration::from_secs(10),
+        || (!w.running(&svc)).then_some(()),
+    );
     let out = child.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.running(&svc));
-    let violated = w.node.journal(&["-t", "mesh-host", "MESH_EVENT=hold-violated", &format!("MESH_CONTAINER={svc}"), "-o", "cat"]);
+    let violated = w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=hold-violated",
+        &format!("MESH_CONTAINER={svc}"),
+        "-o",
+        "cat",
+    ]);
     assert!(violated.contains("stopping it again"), "{violated}");
 }
 
@@ -440,21 +579,54 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     let since = now_secs();
     let mut child = w.mesh_spawn(&["run", "gc", "--local"]);
     wait_for("the step to run", Duration::from_secs(30), || {
-        (w.node.docker(&["inspect", "-f", "{{.State.Running}}", &step]).stdout.starts_with(b"true")).then_some(())
+        (w.node
+            .docker(&["inspect", "-f", "{{.State.Running}}", &step])
+            .stdout
+            .starts_with(b"true"))
+        .then_some(())
     });
     // SIGKILL the window's owner: nothing of it gets to close the window.
     let state = w.path("state");
-    w.node.sh_ok(&format!("pkill -KILL -f -- {}", quote(&format!("run gc --local --state-dir {state}"))));
+    w.node.sh_ok(&format!(
+        "pkill -KILL -f -- {}",
+        quote(&format!("[r]un gc --local --state-dir {state}"))
+    ));
     let _ = child.wait();
-    assert!(!w.running(&svc), "the window stays shut while its owner is dead");
+    assert!(
+        !w.running(&svc),
+        "the window stays shut while its owner is dead"
+    );
     // The next mesh-host on this state directory resumes the window first.
     let out = w.mesh(&["run", "other", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc));
-    assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "0", "the step finished");
+    assert_eq!(
+        w.inspect(&step, "{{.State.ExitCode}}"),
+        "0",
+        "the step finished"
+    );
     let events = w.events(since, &[&svc, &step]);
-    assert_eq!(events.iter().filter(|(n, a)| n == &step && a == "start").count(), 1, "{events:?}");
-    assert!(position(&events, &step, "die") < last_position(&events, &svc, "start"), "{events:?}");
-    let resumed = w.node.journal(&["-t", "mesh-host", "MESH_EVENT=window-resumed", "MESH_STEP=gc", "-o", "cat", "--since", "-5min"]);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(n, a)| n == &step && a == "start")
+            .count(),
+        1,
+        "{events:?}"
+    );
+    assert!(
+        position(&events, &step, "die") < last_position(&events, &svc, "start"),
+        "{events:?}"
+    );
+    let resumed = w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=window-resumed",
+        "MESH_STEP=gc",
+        "-o",
+        "cat",
+        "--since",
+        "-5min",
+    ]);
     assert!(resumed.contains("resuming the window of gc"), "{resumed}");
 }
