@@ -1,2 +1,3 @@
 //! systemd: transient units for step fires, unit resources, readiness.
+pub mod unit_files;
 pub mod units;
