@@ -47,12 +47,13 @@ impl Run<'_> {
         let (existing, renamed) = match &self.listing {
             Ok(listing) => {
                 let existing = listing.get(name).cloned();
-                // The same resource under the name it had before.
+                // The same resource under the name this state gave it before.
                 let renamed = existing.is_none().then(|| {
                     listing
                         .values()
                         .find(|s| {
-                            label(s, LABEL_RESOURCE) == Some(id)
+                            self.known.contains(&s.name)
+                                && label(s, LABEL_RESOURCE) == Some(id)
                                 && label(s, LABEL_ROLE) == Some("service")
                                 && self
                                     .decl

@@ -16,6 +16,11 @@
 //! | unit | what the unit manager reports |
 //! | no longer declared | `removed` (after the declared ones) |
 //!
+//! Removal touches only managed containers this state directory declared
+//! before (recorded in [`AppliedState::containers`]): it removes what it
+//! created and no longer declares, nothing else — not a container without
+//! the managed label, nor one another state directory manages.
+//!
 //! A container held by a live window is `held-still`: not recreated, not
 //! started, not removed; the first apply after the window converges it.
 //! Decisions come from the one listing (labels and running state), so a
@@ -468,6 +473,11 @@ struct Run<'a> {
     listing: Result<BTreeMap<String, ContainerSummary>, String>,
     /// Managed containers already dealt with under another name (renamed).
     consumed: BTreeSet<String>,
+    /// Containers this state directory declared before and has not
+    /// removed: the only ones a removal may touch.
+    known: BTreeSet<String>,
+    /// Containers removed by this apply.
+    removed: BTreeSet<String>,
     /// File resources created or updated by this apply: id → path.
     changed_files: BTreeMap<String, String>,
     /// Files the host wrote: path → SHA-256.
@@ -530,6 +540,11 @@ impl<'a> Run<'a> {
             .as_ref()
             .map(|p| p.units.iter().cloned().collect())
             .unwrap_or_default();
+        let mut known: BTreeSet<String> = previous
+            .as_ref()
+            .map(|p| p.containers.iter().cloned().collect())
+            .unwrap_or_default();
+        known.extend(inputs.keys().cloned());
         let puller = pull::Puller::new(
             applier.runtime.clone(),
             applier.windows.clone(),
@@ -544,6 +559,8 @@ impl<'a> Run<'a> {
             held,
             listing,
             consumed: BTreeSet::new(),
+            known,
+            removed: BTreeSet::new(),
             changed_files: BTreeMap::new(),
             written_files,
             written_units,
@@ -763,6 +780,11 @@ impl<'a> Run<'a> {
             error = Some(format!("cannot record what containers read: {e}"));
         }
         let finished_at = Utc::now();
+        let mut known = std::mem::take(&mut self.known);
+        known.extend(self.decl.containers().map(|(_, c)| c.name.to_string()));
+        for gone in self.removed.iter().chain(self.consumed.iter()) {
+            known.remove(gone);
+        }
         let applied = AppliedState {
             format: state::APPLIED_FORMAT,
             declaration: serde_json::to_value(self.decl).unwrap_or_default(),
@@ -772,6 +794,7 @@ impl<'a> Run<'a> {
             lines: self.lines.clone(),
             files: std::mem::take(&mut self.written_files),
             units: self.written_units.iter().cloned().collect(),
+            containers: known.into_iter().collect(),
         };
         if let Err(e) = self.applier.store.save(APPLIED, &applied) {
             error = Some(format!("cannot record what was applied: {e}"));

@@ -97,8 +97,11 @@ impl Run<'_> {
         }
     }
 
-    /// Remove the managed containers no longer declared (after the declared
-    /// resources). Held containers and open windows' step containers stay.
+    /// Remove the managed containers this state directory declared before
+    /// and no longer declares (after the declared resources). Held
+    /// containers and open windows' step containers stay; managed
+    /// containers this state never declared (another state directory's)
+    /// are not ours to remove.
     pub(super) async fn remove_containers(&mut self) {
         let listing = match &self.listing {
             Ok(listing) => listing.clone(),
@@ -115,7 +118,10 @@ impl Run<'_> {
             .map(|(_, c)| c.name.as_str())
             .collect();
         for (name, summary) in &listing {
-            if declared.contains(name.as_str()) || self.consumed.contains(name) {
+            if declared.contains(name.as_str())
+                || self.consumed.contains(name)
+                || !self.known.contains(name)
+            {
                 continue;
             }
             let id = summary
@@ -134,6 +140,7 @@ impl Run<'_> {
             match self.runtime().remove(name).await {
                 Ok(()) => {
                     self.inputs.remove(name);
+                    self.removed.insert(name.clone());
                     self.push(
                         &id,
                         Action::Removed,

@@ -48,6 +48,12 @@ pub struct AppliedState {
     /// Unit files the host wrote and has not removed since, by unit name.
     #[serde(default)]
     pub units: Vec<String>,
+    /// Names of the containers this state directory has declared and not
+    /// removed since: the only managed containers an apply removes when
+    /// they are no longer declared (another state directory's, or one
+    /// made before this state existed, are left alone).
+    #[serde(default)]
+    pub containers: Vec<String>,
 }
 
 /// What one container was created from (`container-inputs.json`, by name).
@@ -167,6 +173,7 @@ mod tests {
             }],
             files: BTreeMap::from([("/etc/x".to_string(), "ab".to_string())]),
             units: vec!["a.service".into()],
+            containers: vec!["web".into()],
         };
         let mut value = serde_json::to_value(&state).expect("serialize");
         assert_eq!(value["lines"][0]["action"], "held-still");

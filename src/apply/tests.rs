@@ -402,8 +402,7 @@ async fn a_stale_window_record_holds_nothing() {
 async fn a_failing_run_once_halts_the_apply_and_what_came_before_stays() {
     let r = Rig::new();
     r.fake.add_image(&img(1));
-    r.fake
-        .add_container(managed("undeclared", "gone", &img(1)), true);
+    r.apply(json!([service("undeclared", &img(1))])).await;
     r.fake.exit_with("migrate", 3, Duration::from_millis(10));
     let report = r
         .apply(json!([
@@ -509,24 +508,28 @@ async fn a_run_once_over_its_timeout_is_stopped_and_halts() {
 async fn undeclared_managed_containers_are_removed_and_foreign_ones_never_touched() {
     let r = Rig::new();
     r.fake.add_image(&img(1));
+    let first = r
+        .apply(json!([
+            service("web", &img(1)),
+            service("old-svc", &img(1))
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+    // Without the managed label: never touched, even under a declared name.
+    for name in ["theirs", "clash"] {
+        r.fake.add_container(
+            ContainerSpec {
+                name: name.into(),
+                image: img(1),
+                ..ContainerSpec::default()
+            },
+            true,
+        );
+    }
+    // Managed, but by another state directory: not this host's to remove.
     r.fake
-        .add_container(managed("leftover", "old-svc", &img(1)), true);
-    r.fake.add_container(
-        ContainerSpec {
-            name: "theirs".into(),
-            image: img(1),
-            ..ContainerSpec::default()
-        },
-        true,
-    );
-    r.fake.add_container(
-        ContainerSpec {
-            name: "clash".into(),
-            image: img(1),
-            ..ContainerSpec::default()
-        },
-        true,
-    );
+        .add_container(managed("stranger", "web", &img(1)), true);
+    r.fake.clear_calls();
     let report = r
         .apply(json!([service("web", &img(1)), service("clash", &img(1))]))
         .await;
@@ -534,7 +537,7 @@ async fn undeclared_managed_containers_are_removed_and_foreign_ones_never_touche
     assert_eq!(
         actions(&report),
         pairs(&[
-            ("web", "created"),
+            ("web", "unchanged"),
             ("clash", "failed"),
             ("old-svc", "removed")
         ])
@@ -545,14 +548,26 @@ async fn undeclared_managed_containers_are_removed_and_foreign_ones_never_touche
     );
     assert_eq!(
         reason(&report, "old-svc"),
-        "container leftover is no longer declared"
+        "container old-svc is no longer declared"
     );
     let names = r.fake.container_names();
-    assert!(names.contains(&"theirs".to_string()) && names.contains(&"clash".to_string()));
-    assert!(!names.contains(&"leftover".to_string()));
-    assert!(r.fake.is_running("theirs") && r.fake.is_running("clash"));
-    assert_eq!(r.count(&Call::Remove("theirs".into())), 0);
-    assert_eq!(r.count(&Call::Remove("clash".into())), 0);
+    for kept in ["theirs", "clash", "stranger", "web"] {
+        assert!(r.fake.is_running(kept), "{kept} is left running: {names:?}");
+    }
+    assert!(!names.contains(&"old-svc".to_string()));
+    assert_eq!(
+        r.fake.mutations(),
+        vec![Call::Create("clash".into()), Call::Remove("old-svc".into())]
+    );
+    let applied: super::AppliedState = r
+        .store
+        .load(crate::store::APPLIED)
+        .expect("load")
+        .expect("saved");
+    assert_eq!(
+        applied.containers,
+        vec!["clash".to_string(), "web".to_string()]
+    );
 }
 
 #[tokio::test]
