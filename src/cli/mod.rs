@@ -7,11 +7,13 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod apply;
 mod check;
 mod cron;
 mod generate;
 mod local;
 mod output;
+mod status;
 
 /// Exit code: the command did what was asked.
 pub const EXIT_OK: u8 = 0;
@@ -180,6 +182,12 @@ pub fn dispatch(cli: Cli) -> u8 {
             local: true,
             json,
         } => local::run_step(&cli, step, json),
+        Command::Apply {
+            ref file,
+            local: true,
+            json,
+        } => apply::run_local(&cli, file, json),
+        Command::Status { local: true, json } => status::run_local(&cli, json),
         Command::Run { .. }
         | Command::Plan { .. }
         | Command::Apply { .. }

@@ -1,0 +1,183 @@
+//! Run-once steps, run to completion at their place in the declaration, and
+//! the removal of managed containers no longer declared.
+//!
+//! A run-once step gates what follows it: when it cannot run, exits
+//! non-zero or outlives its `timeout`, the apply halts there, fails, and
+//! says which step and its exit status. What was applied before it stays
+//! applied. Its container is kept after the run (for `docker logs`) and
+//! removed before the next run.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::declaration::{Container, Resource};
+use crate::runtime::{ContainerRuntime, LABEL_RESOURCE};
+
+use super::spec;
+use super::{Action, Halt, Run};
+
+impl Run<'_> {
+    /// Run a run-once step; `Some` when the apply must halt here (the
+    /// caller fills in how much was left).
+    pub(super) async fn run_once(&mut self, res: &Resource, c: &Container) -> Option<Halt> {
+        let id = res.id.as_str();
+        let name = c.name.as_str();
+        if let Some(why) = self.held.get(name).cloned() {
+            self.push(id, Action::HeldStill, Some(why));
+            return None;
+        }
+        match self.run_to_completion(res, c).await {
+            Ok(took) => {
+                let reason = format!("exit status 0 in {:.1}s", took.as_secs_f64());
+                self.push(id, Action::Ran, Some(reason));
+                None
+            }
+            Err((exit_status, reason)) => {
+                self.push(id, Action::Failed, Some(reason.clone()));
+                Some(Halt {
+                    id: id.to_string(),
+                    exit_status,
+                    reason,
+                    not_applied: 0,
+                })
+            }
+        }
+    }
+
+    /// Remove a leftover, create, start, wait (within the timeout). `Err`
+    /// holds the exit status (when it ran) and the reason.
+    async fn run_to_completion(
+        &mut self,
+        res: &Resource,
+        c: &Container,
+    ) -> Result<Duration, (Option<i64>, String)> {
+        let name = c.name.as_str();
+        let fail = |reason: String| (None, reason);
+        let built = spec::build(self.decl, res, c).map_err(|e| fail(e.reason))?;
+        let leftover = match &self.listing {
+            Ok(listing) => listing.contains_key(name),
+            Err(e) => return Err(fail(format!("cannot list the managed containers: {e}"))),
+        };
+        self.puller
+            .ensure(&built.spec.image)
+            .await
+            .map_err(|e| fail(format!("image: {e}")))?;
+        if leftover {
+            self.runtime()
+                .remove(name)
+                .await
+                .map_err(|e| fail(format!("cannot remove the previous run's container: {e}")))?;
+        }
+        let began = Instant::now();
+        self.create_and_start(&built.spec)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let runtime = self.applier.runtime.clone();
+        let waited = match c.timeout {
+            Some(limit) => tokio::time::timeout(limit, runtime.wait_exit(name))
+                .await
+                .ok(),
+            None => Some(runtime.wait_exit(name).await),
+        };
+        match waited {
+            Some(Ok(0)) => Ok(began.elapsed()),
+            Some(Ok(status)) => Err((Some(status), format!("exit status {status}"))),
+            Some(Err(e)) => Err(fail(format!("lost track of {name}: {e}"))),
+            None => {
+                let limit = c.timeout.unwrap_or_default().as_secs();
+                let status = stop_run(&*runtime, name).await;
+                let shown = status.map_or("unknown".to_string(), |s| s.to_string());
+                Err((
+                    status,
+                    format!("timed out after {limit}s and was stopped (exit status {shown})"),
+                ))
+            }
+        }
+    }
+
+    /// Remove the managed containers this state directory declared before
+    /// and no longer declares (after the declared resources). Held
+    /// containers and open windows' step containers stay; managed
+    /// containers this state never declared (another state directory's)
+    /// are not ours to remove.
+    pub(super) async fn remove_containers(&mut self) {
+        let listing = match &self.listing {
+            Ok(listing) => listing.clone(),
+            Err(e) => {
+                self.warnings.push(format!(
+                    "cannot list the managed containers, so none was removed: {e}"
+                ));
+                return;
+            }
+        };
+        let declared: BTreeSet<&str> = self
+            .decl
+            .containers()
+            .map(|(_, c)| c.name.as_str())
+            .collect();
+        for (name, summary) in &listing {
+            if declared.contains(name.as_str())
+                || self.consumed.contains(name)
+                || !self.known.contains(name)
+            {
+                continue;
+            }
+            let id = summary
+                .labels
+                .get(LABEL_RESOURCE)
+                .cloned()
+                .unwrap_or_else(|| name.clone());
+            if let Some(why) = self.held.get(name).cloned() {
+                self.push(
+                    &id,
+                    Action::HeldStill,
+                    Some(format!("{name} is no longer declared but {why}")),
+                );
+                continue;
+            }
+            match self.runtime().remove(name).await {
+                Ok(()) => {
+                    self.inputs.remove(name);
+                    self.removed.insert(name.clone());
+                    self.push(
+                        &id,
+                        Action::Removed,
+                        Some(format!("container {name} is no longer declared")),
+                    );
+                }
+                Err(e) => self.push(
+                    &id,
+                    Action::Failed,
+                    Some(format!("cannot remove {name}: {e}")),
+                ),
+            }
+        }
+        // Records of containers that are gone and not declared.
+        let undeclared: Vec<String> = self
+            .inputs
+            .keys()
+            .filter(|n| !declared.contains(n.as_str()) && !listing.contains_key(*n))
+            .cloned()
+            .collect();
+        for name in undeclared {
+            self.inputs.remove(&name);
+        }
+    }
+}
+
+/// Stop a run over its timeout (its stop grace, then a kill) and read its
+/// exit status.
+async fn stop_run(runtime: &dyn ContainerRuntime, name: &str) -> Option<i64> {
+    if let Err(e) = runtime.stop(name).await {
+        tracing::warn!("cannot stop {name}: {e}; killing it");
+        if let Err(e) = runtime.kill(name).await {
+            tracing::error!("cannot kill {name}: {e}");
+        }
+    }
+    match runtime.inspect(name).await {
+        Ok(Some(info)) => info.exit_code,
+        _ => None,
+    }
+}

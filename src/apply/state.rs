@@ -1,0 +1,185 @@
+//! The documents the apply engine keeps in the state directory.
+//!
+//! - [`APPLIED`](crate::store::APPLIED) (`applied.json`): what the last apply
+//!   applied ([`AppliedState`]): the canonical declaration, when, whether it
+//!   succeeded, its report lines, the files and unit files the host wrote.
+//! - [`CONTAINER_INPUTS`](crate::store::CONTAINER_INPUTS)
+//!   (`container-inputs.json`): per container name, what it was created
+//!   from ([`ContainerInputs`]), so a recreate can say which file or field
+//!   changed.
+//!
+//! Both are read before an apply changes anything; one that does not parse
+//! fails the apply (the store names the file) instead of being taken as
+//! empty.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::spec::BuiltContainer;
+use super::{Halt, ReportLine};
+
+/// The format of [`AppliedState`] this host writes.
+pub const APPLIED_FORMAT: u32 = 1;
+
+/// What the last apply applied (`applied.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AppliedState {
+    /// Format of this document ([`APPLIED_FORMAT`]).
+    pub format: u32,
+    /// The declaration, in its canonical JSON form.
+    pub declaration: Value,
+    /// When the apply ended.
+    pub applied_at: DateTime<Utc>,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// The run-once step it halted at, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<Halt>,
+    /// Its report lines.
+    pub lines: Vec<ReportLine>,
+    /// Every file the host wrote (or found as declared): path → SHA-256 of
+    /// its content.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Unit files the host wrote and has not removed since, by unit name.
+    #[serde(default)]
+    pub units: Vec<String>,
+    /// Names of the containers this state directory has declared and not
+    /// removed since: the only managed containers an apply removes when
+    /// they are no longer declared (another state directory's, or one
+    /// made before this state existed, are left alone).
+    #[serde(default)]
+    pub containers: Vec<String>,
+}
+
+/// What one container was created from (`container-inputs.json`, by name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ContainerInputs {
+    /// The resource id it was created for.
+    pub resource: String,
+    /// Its identity digest (also its `mesh-host.identity` label).
+    pub identity: String,
+    /// Its runtime-relevant declared fields.
+    pub fields: BTreeMap<String, Value>,
+    /// Each file it read at creation and that file's SHA-256 (`null`:
+    /// absent).
+    pub reads: BTreeMap<String, Option<String>>,
+}
+
+impl ContainerInputs {
+    /// The inputs of a container built for resource `resource`.
+    pub fn of(resource: &str, built: &BuiltContainer) -> Self {
+        ContainerInputs {
+            resource: resource.to_string(),
+            identity: built.identity.clone(),
+            fields: built.fields.clone(),
+            reads: built.reads.clone(),
+        }
+    }
+
+    /// What differs between these (recorded) inputs and `new`, for a
+    /// report: files first (`/etc/app/env changed`), then fields
+    /// (`image changed`).
+    pub fn changes_to(&self, new: &BuiltContainer) -> Vec<String> {
+        let mut out = Vec::new();
+        for (path, digest) in &new.reads {
+            match self.reads.get(path) {
+                Some(old) if old == digest => {}
+                Some(_) => out.push(format!("{path} changed")),
+                None => out.push(format!("{path} is now read")),
+            }
+        }
+        for path in self.reads.keys() {
+            if !new.reads.contains_key(path) {
+                out.push(format!("{path} is no longer read"));
+            }
+        }
+        for (field, value) in &new.fields {
+            if self.fields.get(field) != Some(value) {
+                out.push(format!("{field} changed"));
+            }
+        }
+        for field in self.fields.keys() {
+            if !new.fields.contains_key(field) {
+                out.push(format!("{field} changed"));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn built(fields: &[(&str, Value)], reads: &[(&str, Option<&str>)]) -> BuiltContainer {
+        let fields: BTreeMap<String, Value> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let reads: BTreeMap<String, Option<String>> = reads
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect();
+        BuiltContainer {
+            spec: Default::default(),
+            identity: super::super::spec::identity_of(&fields, &reads),
+            fields,
+            reads,
+        }
+    }
+
+    #[test]
+    fn changes_name_files_first_then_fields() {
+        let old = built(
+            &[("image", json!("a@sha256:1")), ("command", json!(["x"]))],
+            &[("/etc/app/env", Some("aa")), ("/etc/gone", Some("cc"))],
+        );
+        let new = built(
+            &[("image", json!("a@sha256:2")), ("command", json!(["x"]))],
+            &[("/etc/app/env", Some("bb")), ("/etc/new", None)],
+        );
+        let recorded = ContainerInputs::of("web", &old);
+        assert_eq!(
+            recorded.changes_to(&new),
+            vec![
+                "/etc/app/env changed",
+                "/etc/new is now read",
+                "/etc/gone is no longer read",
+                "image changed"
+            ]
+        );
+        assert!(recorded.changes_to(&old).is_empty());
+    }
+
+    #[test]
+    fn applied_state_round_trips_and_refuses_unknown_fields() {
+        let state = AppliedState {
+            format: APPLIED_FORMAT,
+            declaration: json!({"declaration": 1, "resources": []}),
+            applied_at: Utc::now(),
+            ok: true,
+            halted: None,
+            lines: vec![ReportLine {
+                id: "web".into(),
+                action: super::super::Action::HeldStill,
+                reason: Some("held".into()),
+            }],
+            files: BTreeMap::from([("/etc/x".to_string(), "ab".to_string())]),
+            units: vec!["a.service".into()],
+            containers: vec!["web".into()],
+        };
+        let mut value = serde_json::to_value(&state).expect("serialize");
+        assert_eq!(value["lines"][0]["action"], "held-still");
+        let back: AppliedState = serde_json::from_value(value.clone()).expect("deserialize");
+        assert_eq!(back, state);
+        value["surprise"] = json!(1);
+        assert!(serde_json::from_value::<AppliedState>(value).is_err());
+    }
+}

@@ -1,0 +1,878 @@
+//! The decisions of apply, against the scripted runtime, a temporary state
+//! directory and files under a temporary root. The same behaviours are
+//! tested on a real Docker in `tests/apply_docker.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::{json, Value};
+
+use super::units::FakeUnits;
+use super::{Applier, ApplyReport, PullPolicy};
+use crate::declaration::{self, Declaration};
+use crate::runtime::fake::{Call, FakeRuntime};
+use crate::runtime::{
+    ContainerRuntime, ContainerSpec, RuntimeError, LABEL_MANAGED, LABEL_RESOURCE,
+};
+use crate::schedule::clock::FakeClock;
+use crate::schedule::window::{Owner, Windows};
+use crate::store::{HeldContainer, Store, WindowRecord};
+
+fn img(n: u8) -> String {
+    format!("registry.test/app@sha256:{}", format!("{n:02x}").repeat(32))
+}
+
+struct Rig {
+    dir: tempfile::TempDir,
+    fake: FakeRuntime,
+    store: Store,
+    windows: Windows,
+    clock: Arc<FakeClock>,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("state")).expect("store");
+        let fake = FakeRuntime::new();
+        let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
+        let clock = Arc::new(FakeClock::new(Utc::now()));
+        let windows = Windows::new(
+            store.clone(),
+            runtime,
+            clock.clone(),
+            Owner::current().expect("owner"),
+        );
+        Rig {
+            dir,
+            fake,
+            store,
+            windows,
+            clock,
+        }
+    }
+
+    fn applier(&self) -> Applier {
+        Applier::new(
+            self.store.clone(),
+            Arc::new(self.fake.clone()),
+            self.windows.clone(),
+        )
+    }
+
+    /// A path under the test's root.
+    fn path(&self, rel: &str) -> String {
+        self.dir.path().join("root").join(rel).display().to_string()
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).expect("read")
+    }
+
+    async fn apply(&self, resources: Value) -> ApplyReport {
+        self.applier().apply(&decl(resources)).await
+    }
+
+    /// A window record of `step`, opened now, holding `held` (running).
+    fn open_window(&self, step: &str, held: &[&str]) {
+        use crate::schedule::clock::Clock;
+        let owner = Owner::current().expect("owner");
+        self.store
+            .write_window(&WindowRecord {
+                step: step.into(),
+                module: None,
+                fire_time: self.clock.now(),
+                opened_at: self.clock.now(),
+                boot_id: owner.boot_id,
+                pid: owner.pid,
+                pid_start_time: owner.pid_start_time,
+                step_container: format!("{step}-run"),
+                held: held
+                    .iter()
+                    .map(|n| HeldContainer {
+                        id: n.to_string(),
+                        name: n.to_string(),
+                        was_running: true,
+                    })
+                    .collect(),
+            })
+            .expect("write window record");
+    }
+
+    fn count(&self, want: &Call) -> usize {
+        self.fake.calls().iter().filter(|c| *c == want).count()
+    }
+
+    fn inspects(&self) -> usize {
+        self.fake
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Inspect(_)))
+            .count()
+    }
+}
+
+fn decl(resources: Value) -> Declaration {
+    let bytes =
+        serde_json::to_vec(&json!({"declaration": 1, "resources": resources})).expect("json");
+    declaration::parse(&bytes).unwrap_or_else(|r| panic!("test declaration refused:\n{r}"))
+}
+
+fn file(id: &str, path: &str, content: &str) -> Value {
+    json!({"id": id, "type": "file", "path": path, "content": content, "mode": "0600"})
+}
+
+fn service(id: &str, image: &str) -> Value {
+    json!({"id": id, "type": "container", "name": id, "image": image, "network": "none"})
+}
+
+fn run_once(id: &str, image: &str, timeout: Option<u64>) -> Value {
+    let mut v = json!({"id": id, "type": "container", "name": id, "image": image,
+                       "network": "none", "run-once": true});
+    if let Some(t) = timeout {
+        v["timeout"] = json!(t);
+    }
+    v
+}
+
+fn step(id: &str, image: &str, holds: &[&str]) -> Value {
+    json!({"id": id, "type": "container", "name": format!("{id}-run"), "image": image,
+           "network": "none", "schedule": "0 3 * * *", "while-stopped": holds, "timeout": 60})
+}
+
+fn actions(report: &ApplyReport) -> Vec<(String, String)> {
+    report
+        .lines
+        .iter()
+        .map(|l| (l.id.clone(), l.action.to_string()))
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+fn reason<'r>(report: &'r ApplyReport, id: &str) -> &'r str {
+    report
+        .line(id)
+        .and_then(|l| l.reason.as_deref())
+        .unwrap_or_else(|| panic!("no reason on the line of {id}: {report}"))
+}
+
+/// A managed container as an earlier host made it (labels only).
+fn managed(name: &str, resource: &str, image: &str) -> ContainerSpec {
+    ContainerSpec {
+        name: name.into(),
+        image: image.into(),
+        labels: BTreeMap::from([
+            (LABEL_MANAGED.to_string(), "true".to_string()),
+            (LABEL_RESOURCE.to_string(), resource.to_string()),
+        ]),
+        ..ContainerSpec::default()
+    }
+}
+
+fn with_env_file(mut svc: Value, path: &str) -> Value {
+    svc["env-files"] = json!([path]);
+    svc
+}
+
+#[tokio::test]
+async fn first_apply_creates_and_a_second_is_a_no_op_costing_one_listing() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let env = r.path("etc/app/env");
+    let resources = json!([
+        {"id": "data", "type": "directory", "path": r.path("srv/data"), "mode": "0750"},
+        file("env", &env, "A=1\n"),
+        with_env_file(service("web", &img(1)), &env),
+        step("gc", &img(2), &[]),
+    ]);
+    let first = r.apply(resources.clone()).await;
+    assert!(first.ok, "{first}");
+    assert_eq!(
+        actions(&first),
+        pairs(&[
+            ("data", "created"),
+            ("env", "created"),
+            ("web", "created"),
+            ("gc", "installed"),
+        ])
+    );
+    assert_eq!(reason(&first, "gc"), "image pulled");
+    assert!(r.fake.is_running("web"));
+    assert_eq!(r.read("etc/app/env"), "A=1\n");
+    let spec = r.fake.spec_of("web").expect("created");
+    assert_eq!(spec.env, vec![("A".to_string(), "1".to_string())]);
+    assert_eq!(spec.restart, crate::runtime::RestartPolicy::UnlessStopped);
+    assert!(
+        r.fake.spec_of("gc-run").is_none(),
+        "a scheduled step is never run at apply"
+    );
+    assert_eq!(first.steps.len(), 1);
+    assert_eq!(first.steps[0].def.id, "gc");
+
+    r.fake.clear_calls();
+    let second = r.apply(resources).await;
+    assert!(second.ok, "{second}");
+    assert_eq!(
+        actions(&second),
+        pairs(&[
+            ("data", "unchanged"),
+            ("env", "unchanged"),
+            ("web", "unchanged"),
+            ("gc", "installed"),
+        ])
+    );
+    assert_eq!(r.fake.mutations(), Vec::<Call>::new());
+    assert_eq!(r.count(&Call::ListManaged), 1);
+    assert_eq!(r.inspects(), 0);
+}
+
+#[tokio::test]
+async fn a_changed_env_file_recreates_naming_the_file_and_fields_are_named_too() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_image(&img(2));
+    let env = r.path("etc/app/env");
+    let first = r
+        .apply(json!([
+            file("env", &env, "A=1\n"),
+            with_env_file(service("web", &img(1)), &env)
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+
+    r.fake.clear_calls();
+    let changed = r
+        .apply(json!([
+            file("env", &env, "A=2\n"),
+            with_env_file(service("web", &img(1)), &env)
+        ]))
+        .await;
+    assert_eq!(
+        actions(&changed),
+        pairs(&[("env", "updated"), ("web", "recreated")])
+    );
+    assert_eq!(reason(&changed, "web"), format!("{env} changed"));
+    assert_eq!(
+        changed.lines[1].to_string(),
+        format!("web recreated: {env} changed")
+    );
+    assert_eq!(
+        r.fake.mutations(),
+        vec![
+            Call::Remove("web".into()),
+            Call::Create("web".into()),
+            Call::Start("web".into())
+        ]
+    );
+    assert_eq!(r.fake.spec_of("web").expect("web").env[0].1, "2");
+
+    let mut other = with_env_file(service("web", &img(2)), &env);
+    other["command"] = json!(["serve", "--fast"]);
+    let fields = r.apply(json!([file("env", &env, "A=2\n"), other])).await;
+    assert_eq!(reason(&fields, "web"), "command changed, image changed");
+}
+
+#[tokio::test]
+async fn older_record_format_stopped_and_restart_on() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    // Made by an older host: no identity label.
+    r.fake.add_container(managed("web", "web", &img(1)), true);
+    let report = r.apply(json!([service("web", &img(1))])).await;
+    assert_eq!(
+        report.lines[0].to_string(),
+        "web recreated: made by an older record format"
+    );
+
+    // Stopped by someone, not held: started again.
+    r.fake.stop("web").await.expect("stop");
+    r.fake.clear_calls();
+    let report = r.apply(json!([service("web", &img(1))])).await;
+    assert_eq!(report.lines[0].to_string(), "web started: was not running");
+    assert_eq!(r.fake.mutations(), vec![Call::Start("web".into())]);
+
+    // A file it restarts on changes: stop + start, not recreated.
+    let conf = r.path("etc/web.conf");
+    let mut web = service("web", &img(1));
+    web["restart-on"] = json!(["conf"]);
+    r.apply(json!([file("conf", &conf, "a"), web.clone()]))
+        .await;
+    r.fake.clear_calls();
+    let report = r
+        .apply(json!([file("conf", &conf, "b"), web.clone()]))
+        .await;
+    assert_eq!(
+        report.lines[1].to_string(),
+        format!("web started: restart-on: {conf} changed")
+    );
+    assert_eq!(
+        r.fake.mutations(),
+        vec![Call::Stop("web".into()), Call::Start("web".into())]
+    );
+    r.fake.clear_calls();
+    let report = r.apply(json!([file("conf", &conf, "b"), web])).await;
+    assert_eq!(
+        actions(&report),
+        pairs(&[("conf", "unchanged"), ("web", "unchanged")])
+    );
+    assert!(r.fake.mutations().is_empty());
+}
+
+#[tokio::test]
+async fn a_held_container_is_left_alone_and_converged_after_the_window() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_image(&img(2));
+    let first = r
+        .apply(json!([
+            service("registry", &img(1)),
+            service("old", &img(1)),
+            step("gc", &img(1), &["registry"])
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+    // The window of gc holds registry (stopped) and old.
+    r.fake.stop("registry").await.expect("stop");
+    r.fake.stop("old").await.expect("stop");
+    r.open_window("gc", &["registry", "old"]);
+    r.fake.clear_calls();
+    let during = r
+        .apply(json!([
+            service("registry", &img(2)),
+            step("gc", &img(1), &["registry"])
+        ]))
+        .await;
+    assert!(during.ok, "{during}");
+    assert_eq!(
+        actions(&during),
+        pairs(&[
+            ("registry", "held-still"),
+            ("gc", "installed"),
+            ("old", "held-still")
+        ])
+    );
+    assert!(reason(&during, "registry").starts_with("held by the window of gc"));
+    assert!(r.fake.mutations().is_empty(), "{:?}", r.fake.mutations());
+    assert_eq!(during.windows.len(), 1);
+    assert_eq!(during.windows[0].step, "gc");
+    assert_eq!(during.windows[0].held, vec!["registry", "old"]);
+    assert!(during.to_string().contains("window gc open since"));
+
+    // The window closes (record erased); the next apply converges.
+    r.store.remove_window("gc").expect("close");
+    let after = r
+        .apply(json!([
+            service("registry", &img(2)),
+            step("gc", &img(1), &["registry"])
+        ]))
+        .await;
+    assert_eq!(
+        actions(&after),
+        pairs(&[
+            ("registry", "recreated"),
+            ("gc", "installed"),
+            ("old", "removed")
+        ])
+    );
+    assert_eq!(reason(&after, "registry"), "image changed");
+    assert!(r.fake.is_running("registry"));
+}
+
+#[tokio::test]
+async fn a_stale_window_record_holds_nothing() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.apply(json!([service("web", &img(1))])).await;
+    r.fake.stop("web").await.expect("stop");
+    r.open_window("gc", &["web"]);
+    r.clock.jump(chrono::Duration::hours(7));
+    let report = r.apply(json!([service("web", &img(1))])).await;
+    assert_eq!(report.lines[0].to_string(), "web started: was not running");
+    assert!(report.windows.is_empty());
+}
+
+#[tokio::test]
+async fn a_failing_run_once_halts_the_apply_and_what_came_before_stays() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.apply(json!([service("undeclared", &img(1))])).await;
+    r.fake.exit_with("migrate", 3, Duration::from_millis(10));
+    let report = r
+        .apply(json!([
+            file("env", &r.path("env"), "x"),
+            service("db", &img(1)),
+            run_once("migrate", &img(1), Some(60)),
+            service("app", &img(1)),
+        ]))
+        .await;
+    assert!(!report.ok);
+    assert_eq!(
+        actions(&report),
+        pairs(&[("env", "created"), ("db", "created"), ("migrate", "failed")])
+    );
+    assert_eq!(reason(&report, "migrate"), "exit status 3");
+    let halt = report.halted.as_ref().expect("halted");
+    assert_eq!(
+        (halt.id.as_str(), halt.exit_status, halt.not_applied),
+        ("migrate", Some(3), 1)
+    );
+    assert!(
+        report
+            .summary()
+            .contains("halted at migrate (exit status 3)"),
+        "{}",
+        report.summary()
+    );
+    assert!(
+        r.fake.spec_of("app").is_none(),
+        "nothing after it is applied"
+    );
+    assert!(r.fake.is_running("db"), "what came before stays");
+    assert!(r.fake.is_running("undeclared"), "no removals after a halt");
+    let applied: super::AppliedState = r
+        .store
+        .load(crate::store::APPLIED)
+        .expect("load")
+        .expect("saved");
+    assert!(!applied.ok);
+    assert_eq!(
+        applied.halted.as_ref().map(|h| h.id.as_str()),
+        Some("migrate")
+    );
+}
+
+#[tokio::test]
+async fn a_run_once_runs_every_apply_replacing_its_last_container() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.exit_with("migrate", 0, Duration::from_millis(10));
+    let resources = json!([
+        run_once("migrate", &img(1), Some(60)),
+        service("app", &img(1))
+    ]);
+    let first = r.apply(resources.clone()).await;
+    assert_eq!(
+        actions(&first),
+        pairs(&[("migrate", "ran"), ("app", "created")])
+    );
+    assert!(r.fake.spec_of("migrate").is_some(), "kept for docker logs");
+    r.fake.clear_calls();
+    let second = r.apply(resources).await;
+    assert_eq!(
+        actions(&second),
+        pairs(&[("migrate", "ran"), ("app", "unchanged")])
+    );
+    assert_eq!(
+        r.fake.mutations(),
+        vec![
+            Call::Remove("migrate".into()),
+            Call::Create("migrate".into()),
+            Call::Start("migrate".into())
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_once_over_its_timeout_is_stopped_and_halts() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.stop_exit_code("slow", 143);
+    let began = tokio::time::Instant::now();
+    let report = r
+        .apply(json!([
+            run_once("slow", &img(1), Some(30)),
+            service("app", &img(1))
+        ]))
+        .await;
+    assert!(began.elapsed() >= Duration::from_secs(30));
+    assert_eq!(actions(&report), pairs(&[("slow", "failed")]));
+    assert_eq!(
+        reason(&report, "slow"),
+        "timed out after 30s and was stopped (exit status 143)"
+    );
+    assert_eq!(
+        report.halted.as_ref().and_then(|h| h.exit_status),
+        Some(143)
+    );
+    assert!(!r.fake.is_running("slow"));
+}
+
+#[tokio::test]
+async fn undeclared_managed_containers_are_removed_and_foreign_ones_never_touched() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let first = r
+        .apply(json!([
+            service("web", &img(1)),
+            service("old-svc", &img(1))
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+    // Without the managed label: never touched, even under a declared name.
+    for name in ["theirs", "clash"] {
+        r.fake.add_container(
+            ContainerSpec {
+                name: name.into(),
+                image: img(1),
+                ..ContainerSpec::default()
+            },
+            true,
+        );
+    }
+    // Managed, but by another state directory: not this host's to remove.
+    r.fake
+        .add_container(managed("stranger", "web", &img(1)), true);
+    r.fake.clear_calls();
+    let report = r
+        .apply(json!([service("web", &img(1)), service("clash", &img(1))]))
+        .await;
+    assert!(!report.ok);
+    assert_eq!(
+        actions(&report),
+        pairs(&[
+            ("web", "unchanged"),
+            ("clash", "failed"),
+            ("old-svc", "removed")
+        ])
+    );
+    assert!(
+        reason(&report, "clash").contains("does not manage"),
+        "{report}"
+    );
+    assert_eq!(
+        reason(&report, "old-svc"),
+        "container old-svc is no longer declared"
+    );
+    let names = r.fake.container_names();
+    for kept in ["theirs", "clash", "stranger", "web"] {
+        assert!(r.fake.is_running(kept), "{kept} is left running: {names:?}");
+    }
+    assert!(!names.contains(&"old-svc".to_string()));
+    assert_eq!(
+        r.fake.mutations(),
+        vec![Call::Create("clash".into()), Call::Remove("old-svc".into())]
+    );
+    let applied: super::AppliedState = r
+        .store
+        .load(crate::store::APPLIED)
+        .expect("load")
+        .expect("saved");
+    assert_eq!(
+        applied.containers,
+        vec!["clash".to_string(), "web".to_string()]
+    );
+}
+
+#[tokio::test]
+async fn step_containers_of_declared_steps_stay_and_a_renamed_service_is_recreated() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let mut last_run = managed("gc-run", "gc", &img(1));
+    last_run
+        .labels
+        .insert(super::spec::LABEL_ROLE.into(), "step".into());
+    r.fake.add_container(last_run, false);
+    let mut web = service("web", &img(1));
+    r.apply(json!([web.clone(), step("gc", &img(1), &[])]))
+        .await;
+    web["name"] = json!("web-2");
+    let report = r.apply(json!([web, step("gc", &img(1), &[])])).await;
+    assert_eq!(
+        actions(&report),
+        pairs(&[("web", "recreated"), ("gc", "installed")])
+    );
+    assert_eq!(reason(&report, "web"), "name changed (was web)");
+    let names = r.fake.container_names();
+    assert!(
+        names.contains(&"gc-run".to_string()),
+        "its last run is kept"
+    );
+    assert!(names.contains(&"web-2".to_string()) && !names.contains(&"web".to_string()));
+}
+
+#[tokio::test]
+async fn scheduled_steps_are_installed_never_run_and_never_fail_the_apply() {
+    let r = Rig::new();
+    let report = r
+        .apply(json!([
+            step("gc", &img(7), &[]),
+            with_env_file(step("broken", &img(7), &[]), &r.path("missing.env")),
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    assert_eq!(
+        actions(&report),
+        pairs(&[("gc", "installed"), ("broken", "failed")])
+    );
+    assert!(reason(&report, "broken").starts_with("schedule not installed:"));
+    assert_eq!(r.count(&Call::Pull(img(7))), 1, "pulled once");
+    assert!(!r
+        .fake
+        .calls()
+        .iter()
+        .any(|c| matches!(c, Call::Create(_) | Call::Start(_))));
+    assert_eq!(
+        report
+            .steps
+            .iter()
+            .map(|s| s.def.id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["gc"]
+    );
+
+    // An image that cannot be pulled is reported, and still not a failure.
+    let r = Rig::new();
+    r.fake.fail_pull(
+        &img(8),
+        RuntimeError::Registry {
+            reference: img(8),
+            status: 404,
+            reason: "manifest unknown".into(),
+        },
+    );
+    let report = r.apply(json!([step("gc", &img(8), &[])])).await;
+    assert!(report.ok, "{report}");
+    assert!(reason(&report, "gc").contains("status 404"), "{report}");
+}
+
+#[tokio::test]
+async fn a_registry_refusal_fails_at_once_naming_the_reference() {
+    let r = Rig::new();
+    r.fake.fail_pull(
+        &img(3),
+        RuntimeError::Registry {
+            reference: img(3),
+            status: 401,
+            reason: "unauthorized".into(),
+        },
+    );
+    let report = r.apply(json!([service("web", &img(3))])).await;
+    assert!(!report.ok);
+    assert!(reason(&report, "web").contains(&img(3)), "{report}");
+    assert_eq!(r.count(&Call::Pull(img(3))), 1);
+}
+
+fn unavailable(image: &str) -> RuntimeError {
+    RuntimeError::RegistryUnavailable {
+        reference: image.into(),
+        reason: "connection refused".into(),
+    }
+}
+
+fn policy() -> PullPolicy {
+    PullPolicy {
+        budget: Duration::from_secs(30),
+        first_backoff: Duration::from_secs(2),
+        max_backoff: Duration::from_secs(8),
+        window_poll: Duration::from_secs(1),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswering_registry_is_retried_within_one_budget_per_apply() {
+    let r = Rig::new();
+    r.fake.fail_pull(&img(4), unavailable(&img(4)));
+    r.fake.fail_pull(&img(5), unavailable(&img(5)));
+    let began = tokio::time::Instant::now();
+    let report = r
+        .applier()
+        .with_pull_policy(policy())
+        .apply(&decl(json!([
+            service("svc-a", &img(4)),
+            service("svc-b", &img(5))
+        ])))
+        .await;
+    let took = began.elapsed();
+    assert_eq!(
+        actions(&report),
+        pairs(&[("svc-a", "failed"), ("svc-b", "failed")])
+    );
+    assert!(reason(&report, "svc-a").contains("gave up"), "{report}");
+    // Retries at 2, 6, 14, 22, 30 s: six tries, then the budget is spent.
+    assert_eq!(r.count(&Call::Pull(img(4))), 6);
+    assert_eq!(
+        r.count(&Call::Pull(img(5))),
+        1,
+        "the budget is shared by the apply"
+    );
+    assert!(took <= Duration::from_secs(31), "{took:?}");
+
+    // Recovering within the budget succeeds.
+    let r = Rig::new();
+    r.fake.fail_pull_times(&img(4), unavailable(&img(4)), 2);
+    let report = r
+        .applier()
+        .with_pull_policy(policy())
+        .apply(&decl(json!([service("svc-a", &img(4))])))
+        .await;
+    assert_eq!(report.lines[0].to_string(), "svc-a created: image pulled");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswering_registry_is_waited_for_while_a_window_is_open() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.fail_pull(&img(4), unavailable(&img(4)));
+    r.open_window("gc", &["registry"]);
+    // The window closes after 50 s, and then the registry answers.
+    let closer = {
+        let (store, fake, image) = (r.store.clone(), r.fake.clone(), img(4));
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(50)).await;
+            store.remove_window("gc").expect("close");
+            fake.fail_pull_times(&image, unavailable(&image), 0);
+        })
+    };
+    let began = tokio::time::Instant::now();
+    let report = r
+        .applier()
+        .with_pull_policy(policy())
+        .apply(&decl(json!([
+            service("web", &img(4)),
+            step("gc", &img(1), &[])
+        ])))
+        .await;
+    closer.await.expect("closer");
+    let took = began.elapsed();
+    assert!(report.ok, "{report}");
+    assert_eq!(report.lines[0].to_string(), "web created: image pulled");
+    assert!(
+        took >= Duration::from_secs(50),
+        "waited for the window: {took:?}"
+    );
+    assert!(took < Duration::from_secs(53), "and no longer: {took:?}");
+    assert_eq!(
+        r.count(&Call::Pull(img(4))),
+        2,
+        "one try before, one after the window"
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_state_file_fails_the_apply_and_changes_nothing() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let inputs = r
+        .store
+        .document_path(crate::store::CONTAINER_INPUTS)
+        .expect("path");
+    std::fs::write(&inputs, b"{\"web\": ").expect("damage");
+    let report = r
+        .apply(json!([
+            file("env", &r.path("env"), "x"),
+            service("web", &img(1))
+        ]))
+        .await;
+    assert!(!report.ok);
+    assert!(report.lines.is_empty());
+    let error = report.error.as_deref().expect("error");
+    assert!(error.contains(&inputs.display().to_string()), "{error}");
+    assert!(error.contains("refuses to guess"), "{error}");
+    assert!(r.fake.mutations().is_empty());
+    assert!(!std::path::Path::new(&r.path("env")).exists());
+    assert_eq!(
+        std::fs::read(&inputs).expect("read"),
+        b"{\"web\": ",
+        "left for the operator"
+    );
+    assert!(r
+        .store
+        .load::<Value>(crate::store::APPLIED)
+        .expect("load")
+        .is_none());
+}
+
+#[tokio::test]
+async fn units_are_prepared_once_converged_in_place_and_removed_when_undeclared() {
+    let r = Rig::new();
+    let units = Arc::new(FakeUnits::default());
+    let unit = |id: &str, name: &str| json!({"id": id, "type": "unit", "name": name, "content": "[Service]\nExecStart=/bin/true\n"});
+    let applier = r.applier().with_units(units.clone());
+    let report = applier
+        .apply(&decl(json!([
+            unit("a", "a.service"),
+            file("f", &r.path("f"), "x"),
+            unit("b", "b.service")
+        ])))
+        .await;
+    assert!(report.ok, "{report}");
+    assert_eq!(
+        actions(&report),
+        pairs(&[("a", "created"), ("f", "created"), ("b", "created")])
+    );
+    assert_eq!(
+        units.calls(),
+        vec!["prepare a,b", "converge a", "converge b"]
+    );
+    let report = applier.apply(&decl(json!([unit("a", "a.service")]))).await;
+    assert_eq!(
+        actions(&report),
+        pairs(&[("a", "unchanged"), ("b.service", "removed")])
+    );
+    assert_eq!(
+        units.calls()[3..],
+        ["prepare a", "converge a", "remove b.service"]
+    );
+
+    // Without a unit manager, a unit fails with the reason given.
+    let report = r
+        .applier()
+        .without_units("no systemd bus at /run/dbus/system_bus_socket")
+        .apply(&decl(json!([unit("a", "a.service")])))
+        .await;
+    assert!(!report.ok);
+    assert_eq!(
+        report.lines[0].to_string(),
+        "a failed: no systemd bus at /run/dbus/system_bus_socket"
+    );
+}
+
+#[tokio::test]
+async fn a_runtime_that_cannot_list_fails_containers_but_files_apply() {
+    let r = Rig::new();
+    r.fake.set_unreachable(true);
+    let report = r
+        .apply(json!([
+            file("f", &r.path("f"), "x"),
+            service("web", &img(1))
+        ]))
+        .await;
+    assert!(!report.ok);
+    assert_eq!(
+        actions(&report),
+        pairs(&[("f", "created"), ("web", "failed")])
+    );
+    assert!(reason(&report, "web").contains("unreachable"), "{report}");
+    assert_eq!(report.warnings.len(), 1, "{report}");
+}
+
+#[tokio::test]
+async fn the_report_renders_as_text_and_json() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_container(managed("web", "web", &img(1)), true);
+    let report = r
+        .apply(json!([service("web", &img(1)), step("gc", &img(1), &[])]))
+        .await;
+    let text = report.to_string();
+    assert_eq!(
+        text,
+        "web recreated: made by an older record format\ngc installed\napply ok: 1 installed, 1 recreated"
+    );
+    let json = serde_json::to_value(&report).expect("json");
+    assert_eq!(json["ok"], true);
+    assert_eq!(
+        json["lines"][0],
+        json!({"id": "web", "action": "recreated", "reason": "made by an older record format"})
+    );
+    assert_eq!(json["lines"][1], json!({"id": "gc", "action": "installed"}));
+    assert!(json.get("steps").is_none());
+    assert_eq!(json["windows"], json!([]));
+}

@@ -1,0 +1,146 @@
+//! The seam between apply and systemd unit files.
+//!
+//! `type: "unit"` resources are converged by a unit manager (the systemd
+//! implementation writes unit files under `/etc/systemd/system`, reloads
+//! systemd once, and sets each unit's state and enablement over D-Bus).
+//! Apply calls it in three places: [`UnitManager::prepare`] when the first
+//! unit resource is reached (every declared unit's file at once, so systemd
+//! is reloaded once), [`UnitManager::converge`] at each unit's place in the
+//! declaration, and [`UnitManager::remove`] after the declared resources, for
+//! units whose files the host wrote and no longer declares (the
+//! [`AppliedState::units`](super::AppliedState::units) list).
+//!
+//! Without a manager (no reachable systemd bus) every unit resource fails
+//! with the reason given to [`Applier::without_units`](super::Applier::without_units).
+
+use std::collections::BTreeMap;
+
+use crate::declaration::Unit;
+
+/// What writing a unit's file did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileChange {
+    /// The file did not exist.
+    Created,
+    /// Its content changed.
+    Updated,
+    /// It was already as declared.
+    Unchanged,
+}
+
+/// What converging (or removing) one unit did: becomes one report line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitReport {
+    /// The resource id (for a removal, the unit name).
+    pub id: String,
+    /// The action word (`created`, `updated`, `unchanged`, `started`,
+    /// `removed`, `failed`, ...).
+    pub action: String,
+    /// Why, or what changed.
+    pub reason: Option<String>,
+    /// Whether the unit is as declared (false fails the apply).
+    pub ok: bool,
+}
+
+/// Converges systemd units. See the module documentation for when apply
+/// calls each method.
+#[async_trait::async_trait]
+pub trait UnitManager: Send + Sync + std::fmt::Debug {
+    /// Write every declared unit's file (atomically) and reload systemd once
+    /// if any changed. `units` are `(resource id, unit)`; the answer says,
+    /// per resource id, what happened to its file. `Err`: nothing could be
+    /// written (every unit resource fails with it).
+    async fn prepare(
+        &self,
+        units: &[(String, Unit)],
+    ) -> Result<BTreeMap<String, FileChange>, String>;
+
+    /// Bring unit `id` to its declared state and enablement.
+    async fn converge(&self, id: &str, unit: &Unit, file: FileChange) -> UnitReport;
+
+    /// Stop, disable and delete the files of units the host wrote and no
+    /// longer declares; one report per unit name.
+    async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport>;
+}
+
+/// A scripted unit manager for unit tests: every call is recorded; files
+/// are "written" in memory.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct FakeUnits {
+    pub(crate) calls: std::sync::Mutex<Vec<String>>,
+    pub(crate) files: std::sync::Mutex<BTreeMap<String, String>>,
+    pub(crate) fail_prepare: Option<String>,
+}
+
+#[cfg(test)]
+impl FakeUnits {
+    fn record(&self, call: String) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(call);
+    }
+
+    pub(crate) fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+#[cfg(test)]
+#[async_trait::async_trait]
+impl UnitManager for FakeUnits {
+    async fn prepare(
+        &self,
+        units: &[(String, Unit)],
+    ) -> Result<BTreeMap<String, FileChange>, String> {
+        let ids: Vec<&str> = units.iter().map(|(id, _)| id.as_str()).collect();
+        self.record(format!("prepare {}", ids.join(",")));
+        if let Some(e) = &self.fail_prepare {
+            return Err(e.clone());
+        }
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = BTreeMap::new();
+        for (id, unit) in units {
+            let change = match files.insert(unit.name.to_string(), unit.content.clone()) {
+                None => FileChange::Created,
+                Some(old) if old == unit.content => FileChange::Unchanged,
+                Some(_) => FileChange::Updated,
+            };
+            out.insert(id.clone(), change);
+        }
+        Ok(out)
+    }
+
+    async fn converge(&self, id: &str, _unit: &Unit, file: FileChange) -> UnitReport {
+        self.record(format!("converge {id}"));
+        let action = match file {
+            FileChange::Created => "created",
+            FileChange::Updated => "updated",
+            FileChange::Unchanged => "unchanged",
+        };
+        UnitReport {
+            id: id.to_string(),
+            action: action.to_string(),
+            reason: None,
+            ok: true,
+        }
+    }
+
+    async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport> {
+        self.record(format!("remove {}", unit_names.join(",")));
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        unit_names
+            .iter()
+            .map(|name| {
+                files.remove(name);
+                UnitReport {
+                    id: name.clone(),
+                    action: "removed".to_string(),
+                    reason: None,
+                    ok: true,
+                }
+            })
+            .collect()
+    }
+}

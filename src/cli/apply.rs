@@ -1,0 +1,100 @@
+//! `mesh-host apply FILE --local`: converge this machine to a declaration in
+//! this process.
+//!
+//! Before applying, windows whose owner died are closed
+//! ([`Windows::resume`](crate::schedule::window::Windows::resume)): on a node
+//! with no daemon, the next local command is what finishes a dead owner's
+//! window, so an apply never leaves a service held by a process that no
+//! longer exists. Windows whose owner still runs are honoured (their
+//! containers are `held-still`).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::check::read_input;
+use super::local::{block_on, LocalHost};
+use super::output::print_json;
+use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
+use crate::apply::{Applier, ApplyReport};
+use crate::declaration::{self, Problem};
+use crate::store::Store;
+
+/// A refused declaration, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct Refused<'a> {
+    file: String,
+    accepted: bool,
+    problems: &'a [Problem],
+}
+
+/// Run `apply FILE --local`.
+pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
+    let shown = file.display().to_string();
+    let bytes = match read_input(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("mesh-host: cannot read {shown}: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    // Refused before anything is touched: a refused declaration changes nothing.
+    let decl = match declaration::parse(&bytes) {
+        Ok(d) => d,
+        Err(refusal) => {
+            if json {
+                print_json(&Refused {
+                    file: shown,
+                    accepted: false,
+                    problems: &refusal.problems,
+                });
+            } else {
+                eprintln!(
+                    "mesh-host: {shown} is refused, nothing was applied; {} problem(s):",
+                    refusal.problems.len()
+                );
+                for p in &refusal.problems {
+                    eprintln!("  {p}");
+                }
+            }
+            return EXIT_REFUSED;
+        }
+    };
+    block_on(async {
+        let store = match Store::open(&cli.state_dir) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mesh-host: {e}");
+                return EXIT_FAILED;
+            }
+        };
+        let host = match LocalHost::open(cli).await {
+            Ok(h) => h,
+            Err(msg) => {
+                eprintln!("mesh-host: {msg}");
+                return EXIT_FAILED;
+            }
+        };
+        if let Err(msg) = host.resume_windows().await {
+            eprintln!("mesh-host: cannot read window records, nothing was applied: {msg}");
+            return EXIT_FAILED;
+        }
+        let applier = Applier::new(store, host.runtime.clone(), host.windows.clone());
+        let report = applier.apply(&decl).await;
+        print_report(&report, json);
+        if report.ok {
+            EXIT_OK
+        } else {
+            EXIT_FAILED
+        }
+    })
+}
+
+/// Print an apply report: text (`ID ACTION[: reason]` lines) or JSON.
+pub fn print_report(report: &ApplyReport, json: bool) {
+    if json {
+        print_json(report);
+    } else {
+        println!("{report}");
+    }
+}

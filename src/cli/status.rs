@@ -1,0 +1,182 @@
+//! `mesh-host status --local`: what was last applied, the open windows and
+//! the scheduled steps, read from the state directory (no daemon, no
+//! container runtime needed).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::output::print_json;
+use super::{Cli, EXIT_FAILED, EXIT_OK};
+use crate::apply::{AppliedState, Halt, ReportLine, WindowLine};
+use crate::cron::local_zone;
+use crate::declaration::{self, Declaration};
+use crate::schedule::scheduler::StepHistory;
+use crate::store::{boot_id, Store, APPLIED, STEP_HISTORY};
+
+/// The whole answer of `status --local`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct Status {
+    state_dir: String,
+    last_apply: Option<LastApply>,
+    windows: Vec<OpenWindow>,
+    steps: Vec<StepLine>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct LastApply {
+    applied_at: DateTime<Utc>,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    halted: Option<Halt>,
+    lines: Vec<ReportLine>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct OpenWindow {
+    #[serde(flatten)]
+    window: WindowLine,
+    /// Whether the process that opened it still runs.
+    owner_alive: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct StepLine {
+    step: String,
+    schedule: String,
+    zone: String,
+    next_fire: Option<DateTime<Utc>>,
+    #[serde(flatten)]
+    history: StepHistory,
+}
+
+/// Run `status --local`.
+pub fn run_local(cli: &Cli, json: bool) -> u8 {
+    match gather(cli) {
+        Ok(status) => {
+            if json {
+                print_json(&status);
+            } else {
+                print_text(&status);
+            }
+            EXIT_OK
+        }
+        Err(msg) => {
+            eprintln!("mesh-host: {msg}");
+            EXIT_FAILED
+        }
+    }
+}
+
+fn gather(cli: &Cli) -> Result<Status, String> {
+    let store = Store::open(&cli.state_dir).map_err(|e| e.to_string())?;
+    let applied: Option<AppliedState> = store.load(APPLIED).map_err(|e| e.to_string())?;
+    let history: BTreeMap<String, StepHistory> = store
+        .load(STEP_HISTORY)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let now = Utc::now();
+    let boot = boot_id().map_err(|e| e.to_string())?;
+    let windows = store
+        .windows()
+        .map_err(|e| format!("cannot read the window records: {e}"))?
+        .into_iter()
+        .filter(|r| r.holds(now, &boot))
+        .map(|r| OpenWindow {
+            window: WindowLine::of(&r),
+            owner_alive: r.owner_alive(),
+        })
+        .collect();
+    let mut steps = Vec::new();
+    if let Some(applied) = &applied {
+        let decl = applied_declaration(applied)?;
+        for step in decl.steps() {
+            let id = step.resource.id.to_string();
+            let zone = step.schedule.zone.unwrap_or_else(local_zone);
+            steps.push(StepLine {
+                schedule: step.schedule.cron.expr().to_string(),
+                zone: zone.name().to_string(),
+                next_fire: step
+                    .schedule
+                    .cron
+                    .next_after(now, zone)
+                    .map(|t| t.with_timezone(&Utc)),
+                history: history.get(&id).cloned().unwrap_or_default(),
+                step: id,
+            });
+        }
+    }
+    Ok(Status {
+        state_dir: store.root().display().to_string(),
+        last_apply: applied.map(|a| LastApply {
+            applied_at: a.applied_at,
+            ok: a.ok,
+            halted: a.halted,
+            lines: a.lines,
+        }),
+        windows,
+        steps,
+    })
+}
+
+/// The declaration recorded by the last apply (its canonical form parses
+/// back to the same model).
+fn applied_declaration(applied: &AppliedState) -> Result<Declaration, String> {
+    let bytes = serde_json::to_vec(&applied.declaration)
+        .map_err(|e| format!("the recorded declaration cannot be read: {e}"))?;
+    declaration::parse(&bytes)
+        .map_err(|r| format!("the recorded declaration is no longer accepted:\n{r}"))
+}
+
+fn print_text(status: &Status) {
+    match &status.last_apply {
+        None => println!("last apply: none recorded in {}", status.state_dir),
+        Some(last) => {
+            let outcome = match (&last.halted, last.ok) {
+                (Some(h), _) => format!("failed, halted at {} ({})", h.id, h.reason),
+                (None, true) => "ok".to_string(),
+                (None, false) => "failed".to_string(),
+            };
+            println!("last apply: {} {outcome}", last.applied_at.to_rfc3339());
+            for line in &last.lines {
+                println!("  {line}");
+            }
+        }
+    }
+    if status.windows.is_empty() {
+        println!("windows: none open");
+    }
+    for w in &status.windows {
+        let owner = if w.owner_alive {
+            ""
+        } else {
+            " (its owner is gone: the next mesh-host command closes it)"
+        };
+        println!("{}{owner}", w.window);
+    }
+    if status.steps.is_empty() {
+        println!("scheduled steps: none");
+    }
+    for s in &status.steps {
+        let next = s.next_fire.map_or("never".to_string(), |t| t.to_rfc3339());
+        let last = match (&s.history.last_run, &s.history.last_outcome) {
+            (Some(at), Some(outcome)) => format!("last run {}: {outcome}", at.to_rfc3339()),
+            _ => "never run".to_string(),
+        };
+        let success = s
+            .history
+            .last_success
+            .map_or("no success recorded".to_string(), |t| {
+                format!("last success {}", t.to_rfc3339())
+            });
+        println!(
+            "step {} \"{}\" ({}): next {next}; {last}; {success}",
+            s.step, s.schedule, s.zone
+        );
+    }
+}

@@ -1,0 +1,625 @@
+//! Apply on the sandbox node's real Docker: CONTRACT "Apply" as
+//! `mesh-host apply --local` does it, checked through Docker itself (its
+//! event stream, inspect) and the filesystem, not through mesh-host's own
+//! report alone.
+
+mod support;
+
+use std::net::TcpListener;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use support::{quote, unique_name, wait_for, Node};
+
+/// A busybox service that stops at once on SIGTERM.
+const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+/// Container actions that change something.
+const MUTATING: [&str; 6] = ["create", "start", "stop", "die", "kill", "destroy"];
+
+/// One test's world: a directory on the node (the same path inside and
+/// out), unique container names, the binary.
+struct World {
+    node: Node,
+    dir: PathBuf,
+    bin: String,
+    prefix: String,
+    cleanup: Vec<String>,
+}
+
+impl World {
+    fn new(tag: &str) -> World {
+        let node = Node::from_env();
+        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
+        let prefix = unique_name(tag);
+        let dir = node.state_dir().join("tests").join(&prefix);
+        std::fs::create_dir_all(&dir).expect("test dir");
+        World {
+            node,
+            dir,
+            bin,
+            prefix,
+            cleanup: Vec::new(),
+        }
+    }
+
+    /// A container name unique to this test (removed at the end).
+    fn name(&mut self, what: &str) -> String {
+        let n = format!("{}-{what}", self.prefix);
+        self.cleanup.push(n.clone());
+        n
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.dir.join(rel).display().to_string()
+    }
+
+    fn busybox(&self) -> String {
+        self.node.image("busybox")
+    }
+
+    fn service(&self, id: &str, name: &str) -> Value {
+        json!({"id": id, "type": "container", "name": name, "image": self.busybox(),
+               "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
+    }
+
+    /// Writes a declaration to `rel` under the test directory.
+    fn declaration(&self, rel: &str, resources: Value) -> String {
+        let path = self.path(rel);
+        let decl = json!({"declaration": 1, "resources": resources});
+        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json"))
+            .expect("write declaration");
+        path
+    }
+
+    fn mesh_args(&self, args: &[&str], decl: Option<&str>) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend(["--state-dir".to_string(), self.path("state")]);
+        if let Some(decl) = decl {
+            all.extend(["--declaration".to_string(), decl.to_string()]);
+        }
+        all
+    }
+
+    /// Run mesh-host inside the node and wait for it.
+    fn mesh(&self, args: &[&str]) -> Output {
+        let out = self
+            .node
+            .command(&self.bin, &self.mesh_args(args, None))
+            .output()
+            .expect("run mesh-host");
+        eprintln!(
+            "mesh-host {args:?} -> {:?}\n--- stdout\n{}--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// `mesh-host apply FILE --local` on a fresh declaration file.
+    fn apply(&self, rel: &str, resources: Value) -> Output {
+        let decl = self.declaration(rel, resources);
+        self.mesh(&["apply", &decl, "--local"])
+    }
+
+    fn running(&self, name: &str) -> bool {
+        self.inspect(name, "{{.State.Running}}") == "true"
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        self.node
+            .docker(&["container", "inspect", name])
+            .status
+            .success()
+    }
+
+    fn inspect(&self, name: &str, format: &str) -> String {
+        self.node
+            .docker_ok(&["inspect", "-f", format, name])
+            .trim()
+            .to_string()
+    }
+
+    /// Docker's own record of what happened to `names` from `since` to
+    /// `until` (seconds): `(name, action)` in order.
+    fn events(&self, since: u64, until: u64, names: &[&str]) -> Vec<(String, String)> {
+        let mut args = vec![
+            "events".to_string(),
+            "--since".to_string(),
+            since.to_string(),
+            "--until".to_string(),
+            until.to_string(),
+            "--filter".to_string(),
+            "type=container".to_string(),
+            "--format".to_string(),
+            "{{.Actor.Attributes.name}} {{.Action}}".to_string(),
+        ];
+        for n in names {
+            args.push("--filter".into());
+            args.push(format!("container={n}"));
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.node
+            .docker_ok(&refs)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .filter(|(_, a)| MUTATING.contains(&a.as_str()))
+            .collect()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if !self.cleanup.is_empty() {
+            let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
+            let _ = self
+                .node
+                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Waits for the next whole second and returns it, so that a `docker
+/// events --since` from it sees nothing that happened before.
+fn next_second() -> u64 {
+    let target = now_secs() + 1;
+    wait_for("the next second", Duration::from_secs(3), || {
+        (now_secs() >= target).then_some(target)
+    })
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn has_line(out: &Output, line: &str) -> bool {
+    stdout(out).lines().any(|l| l == line)
+}
+
+fn free_port() -> u16 {
+    // The node shares this machine's network namespace.
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_recreates() {
+    let mut w = World::new("apply-noop");
+    let web = w.name("web");
+    let step = w.name("gc");
+    let env = w.path("etc/web.env");
+    let resources = |content: &str| {
+        let mut svc = w.service("web", &web);
+        svc["env-files"] = json!([env]);
+        json!([
+            {"id": "data", "type": "directory", "path": w.path("srv/data"), "mode": "0750"},
+            {"id": "env", "type": "file", "path": env, "content": content, "mode": "0600"},
+            svc,
+            {"id": "gc", "type": "container", "name": step, "image": w.busybox(),
+             "command": ["true"], "network": "none", "schedule": "0 3 * * *"},
+        ])
+    };
+    let out = w.apply("d1.json", resources("GREETING=hello\n"));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(has_line(&out, "web created") || has_line(&out, "web created: image pulled"));
+    assert!(w.running(&web));
+    assert_eq!(
+        w.inspect(&web, "{{.HostConfig.RestartPolicy.Name}}"),
+        "unless-stopped"
+    );
+    assert_eq!(
+        w.inspect(&web, "{{index .Config.Labels \"mesh-host.managed\"}}"),
+        "true"
+    );
+    assert_eq!(
+        w.inspect(&web, "{{index .Config.Labels \"mesh-host.resource\"}}"),
+        "web"
+    );
+    assert!(w
+        .inspect(&web, "{{json .Config.Env}}")
+        .contains("GREETING=hello"));
+    let meta = std::fs::metadata(&env).expect("env file");
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+    assert_eq!(
+        std::fs::read_to_string(&env).expect("read"),
+        "GREETING=hello\n"
+    );
+    let data = std::fs::metadata(w.path("srv/data")).expect("dir");
+    assert!(data.is_dir() && data.permissions().mode() & 0o7777 == 0o750);
+    assert!(!w.exists(&step), "a scheduled step is installed, never run");
+    let id_before = w.inspect(&web, "{{.Id}}");
+
+    // The same declaration again: Docker sees nothing happen.
+    let since = next_second();
+    let out = w.apply("d1.json", resources("GREETING=hello\n"));
+    let until = now_secs() + 1;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    for line in [
+        "data unchanged",
+        "env unchanged",
+        "web unchanged",
+        "gc installed",
+    ] {
+        assert!(has_line(&out, line), "{line} in\n{}", stdout(&out));
+    }
+    let events = w.events(since, until, &[&web, &step]);
+    assert!(events.is_empty(), "a no-op apply made Docker do {events:?}");
+    assert_eq!(w.inspect(&web, "{{.Id}}"), id_before);
+
+    // The env-file changes: the container is recreated, naming the file.
+    let since = next_second();
+    let out = w.apply("d2.json", resources("GREETING=bonjour\n"));
+    let until = now_secs() + 1;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        has_line(&out, "env updated: content changed"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        has_line(&out, &format!("web recreated: {env} changed")),
+        "{}",
+        stdout(&out)
+    );
+    assert_ne!(w.inspect(&web, "{{.Id}}"), id_before);
+    assert!(w.running(&web));
+    assert!(w
+        .inspect(&web, "{{json .Config.Env}}")
+        .contains("GREETING=bonjour"));
+    let events = w.events(since, until, &[&web]);
+    let actions: Vec<&str> = events.iter().map(|(_, a)| a.as_str()).collect();
+    assert!(
+        actions.contains(&"destroy") && actions.ends_with(&["create", "start"]),
+        "{events:?}"
+    );
+    let recreated = w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=container-recreated",
+        &format!("MESH_CONTAINER={web}"),
+        "-o",
+        "cat",
+    ]);
+    assert!(recreated.contains(&format!("{env} changed")), "{recreated}");
+
+    let status = w.mesh(&["status", "--local", "--json"]);
+    assert_eq!(status.status.code(), Some(0));
+    let status: Value = serde_json::from_slice(&status.stdout).expect("status json");
+    assert_eq!(status["last-apply"]["ok"], true);
+    assert_eq!(status["steps"][0]["step"], "gc");
+    assert!(status["steps"][0]["next-fire"].is_string(), "{status}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_failing_run_once_halts_and_what_follows_is_not_created() {
+    let mut w = World::new("apply-halt");
+    let before = w.name("before");
+    let migrate = w.name("migrate");
+    let after = w.name("after");
+    let out = w.apply(
+        "d.json",
+        json!([
+            w.service("before", &before),
+            {"id": "migrate", "type": "container", "name": migrate, "image": w.busybox(),
+             "command": ["sh", "-c", "echo migrating; exit 3"], "network": "none",
+             "run-once": true, "timeout": 60},
+            w.service("after", &after),
+        ]),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        has_line(&out, "migrate failed: exit status 3"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("halted at migrate (exit status 3)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(w.running(&before), "what came before stays applied");
+    assert_eq!(w.inspect(&migrate, "{{.State.ExitCode}}"), "3");
+    assert!(
+        !w.exists(&after),
+        "nothing after a failed run-once is applied"
+    );
+    let logs = w
+        .node
+        .sh_ok(&format!("docker logs {} 2>&1", quote(&migrate)));
+    assert!(
+        logs.contains("migrating"),
+        "its container is kept for its logs: {logs}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_scheduled_step_is_installed_with_its_image_pulled_and_no_container_run() {
+    let mut w = World::new("apply-step");
+    let step = w.name("step");
+    let maker = w.name("maker");
+    // An image of its own, pushed to the node's registry and then removed
+    // from Docker's store: only a pull by apply can bring it back.
+    let repo = format!("{}/{}", w.node.registry(), w.prefix);
+    let tagged = format!("{repo}:1");
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.node.docker_ok(&[
+        "run",
+        "--name",
+        &maker,
+        "--network",
+        "none",
+        &w.busybox(),
+        "sh",
+        "-c",
+        &format!("echo {} > /unique", w.prefix),
+    ]);
+    w.node.docker_ok(&["commit", &maker, &tagged]);
+    w.node.docker_ok(&["push", &tagged]);
+    let pinned = w.node.docker_ok(&[
+        "image",
+        "inspect",
+        "-f",
+        "{{index .RepoDigests 0}}",
+        &tagged,
+    ]);
+    let pinned = pinned.trim().to_string();
+    w.node.docker_ok(&["rmi", &tagged]);
+    assert!(
+        !w.node
+            .docker(&["image", "inspect", &pinned])
+            .status
+            .success(),
+        "absent before"
+    );
+
+    let since = next_second();
+    let out = w.apply(
+        "d.json",
+        json!([{"id": "nightly", "type": "container", "name": step, "image": pinned,
+                "command": ["true"], "network": "none", "schedule": "15 2 * * *", "timeout": 60}]),
+    );
+    let until = now_secs() + 1;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        has_line(&out, "nightly installed: image pulled"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        w.node
+            .docker(&["image", "inspect", &pinned])
+            .status
+            .success(),
+        "pulled"
+    );
+    assert!(!w.exists(&step), "never run at apply");
+    assert!(w.events(since, until, &[&step]).is_empty());
+    let _ = w.node.docker(&["rmi", &pinned]);
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_undeclared_managed_container_is_removed_and_a_foreign_one_survives() {
+    let mut w = World::new("apply-rm");
+    let keep = w.name("keep");
+    let gone = w.name("gone");
+    let foreign = w.name("foreign");
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.node.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &foreign,
+        "--network",
+        "none",
+        &w.busybox(),
+        "sh",
+        "-c",
+        SERVICE_CMD,
+    ]);
+    let out = w.apply(
+        "d1.json",
+        json!([w.service("keep", &keep), w.service("gone", &gone)]),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(w.running(&gone));
+    let out = w.apply("d2.json", json!([w.service("keep", &keep)]));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        has_line(
+            &out,
+            &format!("gone removed: container {gone} is no longer declared")
+        ),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!w.exists(&gone), "removed");
+    assert!(w.running(&keep));
+    assert!(
+        w.running(&foreign),
+        "a container without the managed label is never touched"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_symlink_planted_at_a_file_path_is_not_followed() {
+    let w = World::new("apply-link");
+    std::fs::create_dir_all(w.path("etc")).expect("mkdir");
+    let target = w.path("precious");
+    std::fs::write(&target, "do not touch\n").expect("write");
+    let planted = w.path("etc/app.conf");
+    std::os::unix::fs::symlink(&target, &planted).expect("plant a link");
+    // And a link in the parent chain of another file.
+    std::fs::create_dir_all(w.path("elsewhere")).expect("mkdir");
+    std::os::unix::fs::symlink(w.path("elsewhere"), w.path("linked")).expect("plant a link");
+    let behind = w.path("linked/app/other.conf");
+    let out = w.apply(
+        "d.json",
+        json!([
+            {"id": "conf", "type": "file", "path": planted, "content": "declared\n", "mode": "0640"},
+            {"id": "other", "type": "file", "path": behind, "content": "x\n"},
+        ]),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("read"),
+        "do not touch\n"
+    );
+    let meta = std::fs::symlink_metadata(&planted).expect("lstat");
+    assert!(meta.file_type().is_file(), "the path is a regular file now");
+    assert_eq!(meta.mode() & 0o7777, 0o640);
+    assert_eq!(
+        std::fs::read_to_string(&planted).expect("read"),
+        "declared\n"
+    );
+    assert!(
+        stdout(&out).contains(&format!("other failed: {} (a parent of", w.path("linked"))),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(w.path("elsewhere")).expect("ls").count(),
+        0,
+        "nothing written through the link"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_after() {
+    let mut w = World::new("apply-race");
+    let reg = w.name("registry");
+    let hold = w.name("hold");
+    let registry_image = w.node.image("registry");
+    let busybox = w.busybox();
+    let port = free_port();
+    let storage = w.path("storage");
+    let config = w.path("config.yml");
+    w.node.docker_ok(&["pull", &registry_image]);
+    w.node.docker_ok(&["pull", &busybox]);
+    let mounts = json!([
+        {"source": storage, "target": "/var/lib/registry", "read-only": false},
+        {"source": config, "target": "/etc/docker/registry/config.yml", "read-only": true}
+    ]);
+    let resources = |env: Value| {
+        json!([
+            {"id": "storage", "type": "directory", "path": storage, "mode": "0755"},
+            {"id": "config", "type": "file", "path": config, "content": format!(
+                "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /var/lib/registry\nhttp:\n  addr: 127.0.0.1:{port}\n")},
+            {"id": "registry", "type": "container", "module": "registry", "name": reg,
+             "image": registry_image, "command": ["serve", "/etc/docker/registry/config.yml"],
+             "network": "host", "mounts": mounts, "env": env},
+            {"id": "hold", "type": "container", "module": "registry", "name": hold,
+             "image": busybox, "network": "none", "schedule": "0 3 * * *",
+             "command": ["sh", "-c", "sleep 8; echo done > /var/lib/registry/step-marker"],
+             "mounts": [{"source": storage, "target": "/var/lib/registry"}],
+             "while-stopped": ["registry"], "timeout": 120},
+        ])
+    };
+    let d1 = w.declaration("d1.json", resources(json!({})));
+    let out = w.mesh(&["apply", &d1, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(w.running(&reg));
+    let reg_id = w.inspect(&reg, "{{.Id}}");
+
+    // The window of `hold` opens (the registry stopped) and its step runs.
+    let child: Child = w
+        .node
+        .command(&w.bin, &w.mesh_args(&["run", "hold", "--local"], Some(&d1)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mesh-host run");
+    wait_for(
+        "the step to run with the registry held",
+        Duration::from_secs(30),
+        || {
+            let step_runs = w
+                .node
+                .docker(&["inspect", "-f", "{{.State.Running}}", &hold]);
+            (step_runs.stdout.starts_with(b"true") && !w.running(&reg)).then_some(())
+        },
+    );
+
+    // An apply that changes the held registry arrives meanwhile (events
+    // counted from the next whole second: the window's own stop is before).
+    let since = next_second();
+    let out = w.apply("d2.json", resources(json!({"REGISTRY_LOG_LEVEL": "debug"})));
+    let until = now_secs() + 1;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let held = stdout(&out)
+        .lines()
+        .find(|l| l.starts_with("registry "))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(
+        held.starts_with("registry held-still: held by the window of hold"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("window hold open since"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        w.node
+            .docker(&["inspect", "-f", "{{.State.Running}}", &hold])
+            .stdout
+            .starts_with(b"true"),
+        "the window was still open when the apply ended"
+    );
+    let events = w.events(since, until, &[&reg]);
+    assert!(
+        events.is_empty(),
+        "Docker saw the held registry touched during the window: {events:?}"
+    );
+    assert!(!w.running(&reg));
+    assert_eq!(w.inspect(&reg, "{{.Id}}"), reg_id, "not recreated");
+
+    // The window closes: the registry runs again, the step's work intact.
+    let run = child.wait_with_output().expect("mesh-host run");
+    assert!(run.status.success(), "mesh-host run: {}", stdout(&run));
+    assert!(w.running(&reg));
+    assert_eq!(w.inspect(&hold, "{{.State.ExitCode}}"), "0");
+    assert_eq!(
+        std::fs::read_to_string(w.path("storage/step-marker")).expect("the step's output"),
+        "done\n"
+    );
+
+    // The first apply after the window converges the registry.
+    let out = w.mesh(&["apply", &w.path("d2.json"), "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        has_line(&out, "registry recreated: env changed"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(w.running(&reg));
+    assert!(w
+        .inspect(&reg, "{{json .Config.Env}}")
+        .contains("REGISTRY_LOG_LEVEL=debug"));
+    wait_for("the registry to serve", Duration::from_secs(20), || {
+        let probe = format!("curl -fsS http://127.0.0.1:{port}/v2/");
+        w.node.sh(&probe).status.success().then_some(())
+    });
+}
