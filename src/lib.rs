@@ -10,6 +10,7 @@ pub mod apply;
 pub mod cli;
 pub mod control;
 pub mod cron;
+pub mod daemon;
 pub mod declaration;
 pub mod events;
 pub mod runtime;

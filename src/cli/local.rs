@@ -14,7 +14,6 @@ use crate::schedule::fire::{describe, FireReport, Firer};
 use crate::schedule::step;
 use crate::schedule::window::{Owner, Resumed, Windows};
 use crate::store::Store;
-use crate::systemd::units::NoUnits;
 
 /// What a local command works with.
 #[derive(Debug)]
@@ -138,7 +137,7 @@ pub fn run_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
         let firer = Firer::new(
             host.runtime.clone(),
             host.windows.clone(),
-            Arc::new(NoUnits),
+            crate::systemd::units::for_runtime(&*host.runtime).await,
             shutdown_on_signal(),
         );
         let report = firer.fire(&step.def, chrono::Utc::now()).await;
@@ -155,17 +154,67 @@ pub fn run_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
 pub fn print_report(report: &FireReport, json: bool) {
     if json {
         print_json(report);
-        return;
+    } else {
+        print!("{}", render_fire(report));
     }
-    println!("{}: {}", report.step, describe(&report.outcome));
+}
+
+/// A fire's report for humans.
+pub fn render_fire(report: &FireReport) -> String {
+    let mut out = format!("{}: {}\n", report.step, describe(&report.outcome));
     if let Some(unit) = &report.unit {
-        println!("  unit: {unit}");
+        out.push_str(&format!("  unit: {unit}\n"));
     }
-    println!("  took: {:.1}s", report.duration_secs);
+    out.push_str(&format!("  took: {:.1}s\n", report.duration_secs));
     if !report.started_again.is_empty() {
-        println!("  started again: {}", report.started_again.join(", "));
+        out.push_str(&format!(
+            "  started again: {}\n",
+            report.started_again.join(", ")
+        ));
     }
     for name in &report.not_started {
-        println!("  {name}: WILL NOT START AGAIN");
+        out.push_str(&format!("  {name}: WILL NOT START AGAIN\n"));
     }
+    out
+}
+
+/// `mesh-host plan STEP --local`.
+pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
+    block_on(async {
+        let decl = match load_declaration(cli) {
+            Ok(d) => d,
+            Err((code, msg)) => {
+                eprintln!("mesh-host: {msg}");
+                return code;
+            }
+        };
+        let step = match step::find(&decl, step_id) {
+            Ok(s) => s,
+            Err(msg) => {
+                eprintln!("mesh-host: {msg}");
+                return EXIT_REFUSED;
+            }
+        };
+        let host = match LocalHost::open(cli).await {
+            Ok(h) => h,
+            Err(msg) => {
+                eprintln!("mesh-host: {msg}");
+                return EXIT_FAILED;
+            }
+        };
+        match crate::schedule::plan::plan(&step, &*host.runtime, &host.windows).await {
+            Ok(plan) => {
+                if json {
+                    print_json(&plan);
+                } else {
+                    print!("{}", plan.render());
+                }
+                EXIT_OK
+            }
+            Err(e) => {
+                eprintln!("mesh-host: {e}");
+                EXIT_FAILED
+            }
+        }
+    })
 }

@@ -13,7 +13,11 @@ mod cron;
 mod generate;
 mod local;
 mod output;
+mod remote;
 mod status;
+
+pub use local::render_fire;
+pub use remote::render_status;
 
 /// Exit code: the command did what was asked.
 pub const EXIT_OK: u8 = 0;
@@ -51,6 +55,10 @@ pub struct Cli {
         default_value = "/etc/mesh-host/declaration.json"
     )]
     pub declaration: PathBuf,
+
+    /// The daemon's control socket.
+    #[arg(long, global = true, value_name = "PATH", default_value = crate::control::DEFAULT_SOCKET, hide = true)]
+    pub control_socket: PathBuf,
 
     /// More detail in the log.
     #[arg(long, short, global = true)]
@@ -182,20 +190,64 @@ pub fn dispatch(cli: Cli) -> u8 {
             local: true,
             json,
         } => local::run_step(&cli, step, json),
+        Command::Plan {
+            ref step,
+            local: true,
+            json,
+        } => local::plan_step(&cli, step, json),
+        Command::Run {
+            ref step,
+            local: false,
+            json,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Run { step: step.clone() },
+            json,
+        ),
+        Command::Plan {
+            ref step,
+            local: false,
+            json,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Plan { step: step.clone() },
+            json,
+        ),
+        Command::Status { local: false, json } => {
+            remote::call(&cli, &crate::control::Request::Status, json)
+        }
+        Command::Apply {
+            ref file,
+            local: false,
+            json,
+        } => match check::read_input(file) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(declaration) => {
+                    remote::call(&cli, &crate::control::Request::Apply { declaration }, json)
+                }
+                Err(_) => {
+                    eprintln!("mesh-host: {} is not UTF-8 text", file.display());
+                    EXIT_REFUSED
+                }
+            },
+            Err(e) => {
+                eprintln!("mesh-host: cannot read {}: {e}", file.display());
+                EXIT_REFUSED
+            }
+        },
         Command::Apply {
             ref file,
             local: true,
             json,
         } => apply::run_local(&cli, file, json),
         Command::Status { local: true, json } => status::run_local(&cli, json),
-        Command::Run { .. }
-        | Command::Plan { .. }
-        | Command::Apply { .. }
-        | Command::Status { .. }
-        | Command::Daemon { .. } => {
-            eprintln!("mesh-host: this command is not available in this build yet");
-            EXIT_FAILED
-        }
+        Command::Daemon { reconcile_interval } => crate::daemon::run(crate::daemon::DaemonConfig {
+            state_dir: cli.state_dir.clone(),
+            docker_host: cli.docker_host.clone(),
+            declaration: cli.declaration.clone(),
+            control_socket: cli.control_socket.clone(),
+            reconcile_interval: std::time::Duration::from_secs(reconcile_interval.max(1)),
+        }),
     }
 }
 

@@ -2,7 +2,9 @@
 pub mod clock;
 pub mod fire;
 pub mod jobs;
+pub mod plan;
 pub mod scheduler;
+pub mod stale;
 pub mod step;
 #[cfg(test)]
 mod tests;

@@ -59,8 +59,31 @@ impl StepUnits for NoUnits {
     async fn end(&self, _unit: Option<StepUnit>) {}
 }
 
+/// The step units for this host: transient units through systemd when its
+/// bus answers, none otherwise (said once in the log).
+pub async fn for_runtime(runtime: &dyn crate::runtime::ContainerRuntime) -> std::sync::Arc<dyn StepUnits> {
+    let driver = match runtime.cgroup_driver().await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!("cannot read the runtime's cgroup driver ({e}); steps run without a transient unit");
+            return std::sync::Arc::new(NoUnits);
+        }
+    };
+    match SystemdUnits::connect(driver).await {
+        Ok(units) => std::sync::Arc::new(units),
+        Err(e) => {
+            tracing::warn!("{e}; steps run without a transient unit");
+            std::sync::Arc::new(NoUnits)
+        }
+    }
+}
+
 /// The slice every step unit is placed in.
 pub const STEPS_SLICE: &str = "mesh-host.slice";
+
+/// Grace between SIGTERM and SIGKILL when a step's unit is stopped
+/// (Docker's default stop timeout).
+const STOP_GRACE_USEC: u64 = 10_000_000;
 
 /// How long systemd may take to start a transient unit.
 const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -113,7 +136,15 @@ impl SystemdUnits {
         let conn = zbus::Connection::system()
             .await
             .map_err(|e| format!("cannot reach systemd on the system bus: {e}"))?;
-        Ok(SystemdUnits { conn, driver })
+        let units = SystemdUnits { conn, driver };
+        // Once per connection: a second Subscribe is refused (AlreadySubscribed).
+        units
+            .manager()
+            .await?
+            .subscribe()
+            .await
+            .map_err(|e| format!("systemd Subscribe: {e}"))?;
+        Ok(units)
     }
 
     async fn manager(&self) -> Result<zbus_systemd::systemd1::ManagerProxy<'static>, String> {
@@ -130,11 +161,7 @@ impl SystemdUnits {
     ) -> Result<(), String> {
         use futures_util::StreamExt;
         let manager = self.manager().await?;
-        // Subscribe, then listen, then start: no JobRemoved can be missed.
-        manager
-            .subscribe()
-            .await
-            .map_err(|e| format!("systemd Subscribe: {e}"))?;
+        // Subscribed at connect; listen, then start: no JobRemoved is missed.
         let mut removed = manager
             .receive_job_removed()
             .await
@@ -229,6 +256,9 @@ impl StepUnits for SystemdUnits {
                     ("Slice".to_string(), variant(STEPS_SLICE)?),
                     ("Delegate".to_string(), variant(true)?),
                     ("CollectMode".to_string(), variant("inactive-or-failed")?),
+                    // `systemctl stop` ends the run like `docker stop`:
+                    // SIGTERM, then SIGKILL after the same grace.
+                    ("TimeoutStopUSec".to_string(), variant(STOP_GRACE_USEC)?),
                     ("PIDs".to_string(), variant(vec![pid])?),
                 ];
                 self.start_transient(&name, props).await?;

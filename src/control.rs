@@ -1,1 +1,0 @@
-//! The control socket between the command line and the daemon.
