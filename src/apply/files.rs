@@ -64,6 +64,11 @@ pub(crate) fn converge_file(file: &File) -> Result<(Change, String), String> {
     let digest = sha256_hex(&file.content);
     let mode = file.mode.bits();
     let write = |dir: &OwnedFd| write_new(dir, path, name, &file.content, mode, file.owner);
+    // An undeclared owner is left as it is: a rewrite keeps the old file's.
+    let rewrite = |dir: &OwnedFd, uid: u32, gid: u32| {
+        let owner = file.owner.or(Some(Owner { uid, gid }));
+        write_new(dir, path, name, &file.content, mode, owner)
+    };
     let stat = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
         Err(Errno::NOENT) => {
@@ -120,7 +125,7 @@ pub(crate) fn converge_file(file: &File) -> Result<(Change, String), String> {
         .read_to_end(&mut current)
         .map_err(|e| format!("cannot read {path}: {e}"))?;
     if current != file.content {
-        write(&dir)?;
+        rewrite(&dir, stat.st_uid, stat.st_gid)?;
         return Ok((Change::Updated("content changed".to_string()), digest));
     }
     let fixes = differences(stat.st_mode, stat.st_uid, stat.st_gid, mode, file.owner);
@@ -130,7 +135,7 @@ pub(crate) fn converge_file(file: &File) -> Result<(Change, String), String> {
     let mut why = fixes.join(", ");
     if stat.st_nlink > 1 {
         // Changing the inode would change it under its other names too.
-        write(&dir)?;
+        rewrite(&dir, stat.st_uid, stat.st_gid)?;
         why.push_str(" (rewritten: the file had other hard links)");
     } else {
         set_owner_and_mode(reader.as_fd(), path, mode, file.owner)?;
@@ -443,6 +448,14 @@ mod tests {
             let meta = fs::metadata(&p).expect("stat");
             assert_eq!((meta.uid(), meta.gid()), (1234, 5678));
             assert_eq!(converge_file(&chown).expect("again").0, Change::Unchanged);
+            // Owner no longer declared: a content change keeps the owner.
+            let edit = file(&p, "A=3\n", 0o600, None);
+            assert_eq!(
+                converge_file(&edit).expect("edit").0,
+                Change::Updated("content changed".into())
+            );
+            let meta = fs::metadata(&p).expect("stat");
+            assert_eq!((meta.uid(), meta.gid()), (1234, 5678));
         }
     }
 

@@ -236,8 +236,9 @@ pub struct Halt {
     pub not_applied: usize,
 }
 
-/// What an apply did.
-#[derive(Debug, Clone, Serialize)]
+/// What an apply did. Deserialises too, so a client of the daemon can read
+/// it back (without `steps`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ApplyReport {
     /// Whether every resource converged (a scheduled step that could not be
@@ -252,15 +253,15 @@ pub struct ApplyReport {
     /// The windows open when the apply ran.
     pub windows: Vec<WindowLine>,
     /// The run-once step the apply stopped at, if it halted.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub halted: Option<Halt>,
     /// Why the apply could not start (lock, corrupt state, window records),
     /// or could not record what it did; nothing was changed in the first
     /// cases.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Things worth knowing that failed nothing.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// The scheduled steps this apply installed, for the scheduler to
     /// re-sync with (`scheduler.sync(report.steps)`).
@@ -345,8 +346,7 @@ pub struct Applier {
 }
 
 /// Why unit resources fail when no unit manager was given.
-const NO_UNIT_MANAGER: &str =
-    "no systemd unit manager is available to this process (no reachable systemd bus)";
+const NO_UNIT_MANAGER: &str = "no systemd unit manager is available to this process";
 
 impl Applier {
     /// An applier over this state directory, runtime and window engine,
@@ -780,6 +780,18 @@ impl<'a> Run<'a> {
             error = Some(format!("cannot record what containers read: {e}"));
         }
         let finished_at = Utc::now();
+        // Only files still declared are recorded.
+        let declared_files: BTreeSet<&str> = self
+            .decl
+            .resources
+            .iter()
+            .filter_map(|r| match &r.kind {
+                ResourceKind::File(f) => Some(f.path.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.written_files
+            .retain(|path, _| declared_files.contains(path.as_str()));
         let mut known = std::mem::take(&mut self.known);
         known.extend(self.decl.containers().map(|(_, c)| c.name.to_string()));
         for gone in self.removed.iter().chain(self.consumed.iter()) {

@@ -875,4 +875,7 @@ async fn the_report_renders_as_text_and_json() {
     assert_eq!(json["lines"][1], json!({"id": "gc", "action": "installed"}));
     assert!(json.get("steps").is_none());
     assert_eq!(json["windows"], json!([]));
+    let back: ApplyReport = serde_json::from_value(json).expect("a client reads it back");
+    assert_eq!(back.lines, report.lines);
+    assert_eq!(back.to_string(), text);
 }
