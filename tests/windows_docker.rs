@@ -646,26 +646,47 @@ fn each_fire_is_a_transient_unit_that_holds_the_step_and_stopping_it_ends_the_ru
     ]));
     let child = w.mesh_spawn(&["run", "scoped", "--local"]);
     wait_for("the step to run", Duration::from_secs(30), || {
-        (w.node.docker(&["inspect", "-f", "{{.State.Running}}", &step]).stdout.starts_with(b"true")).then_some(())
+        (w.node
+            .docker(&["inspect", "-f", "{{.State.Running}}", &step])
+            .stdout
+            .starts_with(b"true"))
+        .then_some(())
     });
     let unit = w
         .node
-        .sh_ok("systemctl list-units --no-legend --plain 'mesh-host-step-scoped-*' | awk '{print $1}'")
+        .sh_ok(
+            "systemctl list-units --no-legend --plain 'mesh-host-step-scoped-*' | awk '{print $1}'",
+        )
         .trim()
         .to_string();
-    assert!(unit.starts_with("mesh-host-step-scoped-") && unit.ends_with(".scope"), "unit {unit:?}");
+    assert!(
+        unit.starts_with("mesh-host-step-scoped-") && unit.ends_with(".scope"),
+        "unit {unit:?}"
+    );
     assert_eq!(w.node.unit_property(&unit, "Slice"), "mesh-host.slice");
     let description = w.node.unit_property(&unit, "Description");
-    assert!(description.contains("scoped") && description.contains("module m"), "{description}");
+    assert!(
+        description.contains("scoped") && description.contains("module m"),
+        "{description}"
+    );
     // systemd itself shows the step container's process in the unit.
     let pid = w.inspect(&step, "{{.State.Pid}}");
-    let status = w.node.sh(&format!("systemctl status --no-pager {}", quote(&unit)));
+    let status = w
+        .node
+        .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
     let status = String::from_utf8_lossy(&status.stdout).into_owned();
-    assert!(status.contains(&pid) && status.contains("sleep 60"), "pid {pid} not in:\n{status}");
+    assert!(
+        status.contains(&pid) && status.contains("sleep 60"),
+        "pid {pid} not in:\n{status}"
+    );
     // Stopping the unit ends the run; the window still closes.
     w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
     let out = child.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("exited with status 137"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("exited with status 137"),
+        "{}",
+        stdout(&out)
+    );
     assert!(w.running(&svc), "the held container runs again");
 }

@@ -17,30 +17,7 @@ use std::collections::BTreeMap;
 
 use crate::declaration::Unit;
 
-/// What writing a unit's file did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileChange {
-    /// The file did not exist.
-    Created,
-    /// Its content changed.
-    Updated,
-    /// It was already as declared.
-    Unchanged,
-}
-
-/// What converging (or removing) one unit did: becomes one report line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnitReport {
-    /// The resource id (for a removal, the unit name).
-    pub id: String,
-    /// The action word (`created`, `updated`, `unchanged`, `started`,
-    /// `removed`, `failed`, ...).
-    pub action: String,
-    /// Why, or what changed.
-    pub reason: Option<String>,
-    /// Whether the unit is as declared (false fails the apply).
-    pub ok: bool,
-}
+pub use crate::systemd::unit_files::{FileChange, UnitReport};
 
 /// Converges systemd units. See the module documentation for when apply
 /// calls each method.
@@ -61,6 +38,36 @@ pub trait UnitManager: Send + Sync + std::fmt::Debug {
     /// Stop, disable and delete the files of units the host wrote and no
     /// longer declares; one report per unit name.
     async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport>;
+}
+
+#[async_trait::async_trait]
+impl UnitManager for crate::systemd::unit_files::UnitFiles {
+    async fn prepare(
+        &self,
+        units: &[(String, Unit)],
+    ) -> Result<BTreeMap<String, FileChange>, String> {
+        crate::systemd::unit_files::UnitFiles::prepare(self, units).await
+    }
+
+    async fn converge(&self, id: &str, unit: &Unit, file: FileChange) -> UnitReport {
+        crate::systemd::unit_files::UnitFiles::converge(self, id, unit, file).await
+    }
+
+    async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport> {
+        crate::systemd::unit_files::UnitFiles::remove(self, unit_names).await
+    }
+}
+
+/// Where the host writes unit files.
+pub const UNIT_DIR: &str = "/etc/systemd/system";
+
+/// Give `applier` the systemd unit manager, or say why unit resources
+/// cannot be applied by this process (no system bus).
+pub async fn with_systemd(applier: super::Applier) -> super::Applier {
+    match crate::systemd::unit_files::UnitFiles::connect(UNIT_DIR.into()).await {
+        Ok(units) => applier.with_units(std::sync::Arc::new(units)),
+        Err(e) => applier.without_units(format!("no systemd unit manager: {e}")),
+    }
 }
 
 /// A scripted unit manager for unit tests: every call is recorded; files

@@ -61,11 +61,15 @@ impl StepUnits for NoUnits {
 
 /// The step units for this host: transient units through systemd when its
 /// bus answers, none otherwise (said once in the log).
-pub async fn for_runtime(runtime: &dyn crate::runtime::ContainerRuntime) -> std::sync::Arc<dyn StepUnits> {
+pub async fn for_runtime(
+    runtime: &dyn crate::runtime::ContainerRuntime,
+) -> std::sync::Arc<dyn StepUnits> {
     let driver = match runtime.cgroup_driver().await {
         Ok(d) => d,
         Err(e) => {
-            tracing::warn!("cannot read the runtime's cgroup driver ({e}); steps run without a transient unit");
+            tracing::warn!(
+                "cannot read the runtime's cgroup driver ({e}); steps run without a transient unit"
+            );
             return std::sync::Arc::new(NoUnits);
         }
     };

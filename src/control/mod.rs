@@ -1,0 +1,72 @@
+//! The control socket between the command line and the daemon
+//! (`/run/mesh-host/control.sock`).
+//!
+//! One request per connection, as one JSON object; one response back, as
+//! one JSON object. Only root may talk to it: the peer's credentials are
+//! checked before a byte is read. Requests are bounded in size, each
+//! connection in time, and connections in number, so no client can stall
+//! the daemon; the scheduler and its watchdog run on their own task and are
+//! never behind the socket.
+
+pub mod client;
+pub mod server;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the daemon listens by default.
+pub const DEFAULT_SOCKET: &str = "/run/mesh-host/control.sock";
+
+/// The largest request accepted (a declaration travels inside `apply`).
+pub const MAX_REQUEST: usize = 8 * 1024 * 1024;
+
+/// How long a client has to send its whole request.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How many connections are served at once; more are refused at once.
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// What a client asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// Apply this declaration (the file's bytes, as text).
+    Apply {
+        /// The declaration.
+        declaration: String,
+    },
+    /// Report status.
+    Status,
+    /// Fire a step now and wait for it.
+    Run {
+        /// The step id.
+        step: String,
+    },
+    /// Say what a fire of a step would do.
+    Plan {
+        /// The step id.
+        step: String,
+    },
+}
+
+/// What the daemon answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The exit code the command line should end with (0, 1 or 2).
+    pub exit: u8,
+    /// The result for humans.
+    pub text: String,
+    /// The same result for `--json`.
+    pub json: serde_json::Value,
+}
+
+impl Response {
+    /// A refusal or failure with only a message.
+    pub fn error(exit: u8, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Response {
+            exit,
+            json: serde_json::json!({ "error": message }),
+            text: message,
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The daemon's side of the control socket.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+
+use super::{Request, Response, MAX_CONNECTIONS, MAX_REQUEST, REQUEST_TIMEOUT};
+
+/// A request with the channel its answer goes back on.
+#[derive(Debug)]
+pub struct Incoming {
+    /// The request.
+    pub request: Request,
+    /// Where to send the response.
+    pub reply: oneshot::Sender<Response>,
+}
+
+/// Bind the socket (replacing a stale one), root-only (0600).
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let listener = UnixListener::bind(path)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Serve connections until `shutdown` turns true, passing requests to `to_daemon`.
+pub async fn serve(
+    listener: UnixListener,
+    path: PathBuf,
+    to_daemon: mpsc::Sender<Incoming>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.wait_for(|s| *s) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("control socket accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream, "too many connections; try again"));
+            continue;
+        };
+        let to_daemon = to_daemon.clone();
+        tokio::spawn(async move {
+            connection(stream, to_daemon).await;
+            drop(permit);
+        });
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+async fn refuse(mut stream: UnixStream, why: &str) {
+    let body = serde_json::to_vec(&Response::error(2, why)).unwrap_or_default();
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT, stream.write_all(&body)).await;
+}
+
+async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
+    // Credentials first: nothing from a non-root peer is ever parsed.
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == 0 => {}
+        Ok(cred) => {
+            tracing::warn!("control socket: refused uid {}", cred.uid());
+            refuse(stream, "refused: only root may control mesh-host").await;
+            return;
+        }
+        Err(e) => {
+            tracing::warn!("control socket: cannot read peer credentials: {e}");
+            return;
+        }
+    }
+    let request = match tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut stream)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(why)) => {
+            refuse(stream, &why).await;
+            return;
+        }
+        Err(_) => {
+            refuse(stream, "request not received in time").await;
+            return;
+        }
+    };
+    let (reply, answer) = oneshot::channel();
+    if to_daemon.send(Incoming { request, reply }).await.is_err() {
+        refuse(stream, "the daemon is stopping").await;
+        return;
+    }
+    let response = answer
+        .await
+        .unwrap_or_else(|_| Response::error(1, "the daemon stopped before answering"));
+    let body = serde_json::to_vec(&response).unwrap_or_default();
+    let _ = stream.write_all(&body).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Read until the client shuts its side, at most [`MAX_REQUEST`] bytes.
+async fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
+    let mut buf = Vec::new();
+    let mut limited = stream.take(MAX_REQUEST as u64 + 1);
+    limited
+        .read_to_end(&mut buf)
+        .await
+        .map_err(|e| format!("cannot read the request: {e}"))?;
+    if buf.len() > MAX_REQUEST {
+        return Err(format!("request larger than {MAX_REQUEST} bytes"));
+    }
+    serde_json::from_slice(&buf).map_err(|e| format!("malformed request: {e}"))
+}

@@ -1,0 +1,94 @@
+//! sd_notify: readiness, `STATUS=`, reload and stop, and the watchdog.
+//!
+//! Everything is a no-op when the daemon does not run under systemd
+//! (`NOTIFY_SOCKET` unset), so the same binary runs by hand.
+
+use std::time::{Duration, Instant};
+
+use sd_notify::NotifyState;
+
+/// How much start-up time one `EXTEND_TIMEOUT_USEC` asks for (while
+/// resuming a window whose step is still running).
+const EXTEND_START: Duration = Duration::from_secs(90);
+
+/// Sends notifications to systemd.
+#[derive(Debug, Clone)]
+pub struct Notifier {
+    enabled: bool,
+}
+
+impl Notifier {
+    /// A notifier for this process: active when systemd gave a socket.
+    pub fn from_env() -> Self {
+        Notifier {
+            enabled: std::env::var_os("NOTIFY_SOCKET").is_some(),
+        }
+    }
+
+    fn send(&self, states: &[NotifyState<'_>]) {
+        if self.enabled {
+            if let Err(e) = sd_notify::notify(states) {
+                tracing::warn!("sd_notify failed: {e}");
+            }
+        }
+    }
+
+    /// `STATUS=`.
+    pub fn status(&self, line: &str) {
+        self.send(&[NotifyState::Status(line)]);
+    }
+
+    /// `READY=1` with a status line.
+    pub fn ready(&self, line: &str) {
+        self.send(&[NotifyState::Ready, NotifyState::Status(line)]);
+    }
+
+    /// `RELOADING=1` (with the monotonic time systemd 253+ wants).
+    pub fn reloading(&self) {
+        match NotifyState::monotonic_usec_now() {
+            Ok(now) => self.send(&[
+                NotifyState::Reloading,
+                now,
+                NotifyState::Status("reloading"),
+            ]),
+            Err(_) => self.send(&[NotifyState::Reloading, NotifyState::Status("reloading")]),
+        }
+    }
+
+    /// `STOPPING=1` with a status line.
+    pub fn stopping(&self, line: &str) {
+        self.send(&[NotifyState::Stopping, NotifyState::Status(line)]);
+    }
+
+    /// Ask for more start-up time.
+    pub fn extend_start(&self) {
+        let usec = u32::try_from(EXTEND_START.as_micros()).unwrap_or(u32::MAX);
+        self.send(&[NotifyState::ExtendTimeoutUsec(usec)]);
+    }
+
+    /// A callback for the scheduler's loop that sends `WATCHDOG=1` at half
+    /// the interval systemd asked for, or does nothing without a watchdog.
+    pub fn watchdog_feeder(&self) -> Box<dyn FnMut() + Send> {
+        let interval = if self.enabled {
+            sd_notify::watchdog_enabled()
+        } else {
+            None
+        };
+        match interval {
+            Some(interval) => {
+                let half = interval / 2;
+                tracing::info!("watchdog: fed every {half:?} from the scheduler's loop");
+                let mut last: Option<Instant> = None;
+                Box::new(move || {
+                    if last.is_none_or(|t| t.elapsed() >= half) {
+                        if let Err(e) = sd_notify::notify(&[NotifyState::Watchdog]) {
+                            tracing::warn!("watchdog ping failed: {e}");
+                        }
+                        last = Some(Instant::now());
+                    }
+                })
+            }
+            None => Box::new(|| {}),
+        }
+    }
+}

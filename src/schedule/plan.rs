@@ -1,0 +1,149 @@
+//! `plan STEP`: what a fire of a step would do, doing nothing.
+
+use serde::Serialize;
+
+use crate::runtime::ContainerRuntime;
+use crate::schedule::scheduler::ScheduledStep;
+use crate::schedule::window::Windows;
+
+/// One container a fire would hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PlannedHold {
+    /// Its resource id.
+    pub id: String,
+    /// Its runtime name.
+    pub name: String,
+    /// `running`, `exited`, `missing`, ...: its state now.
+    pub state: String,
+    /// Whether the fire would stop (and later start) it: only running ones are held.
+    pub would_hold: bool,
+}
+
+/// What a fire would do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Plan {
+    /// The step.
+    pub step: String,
+    /// Its container and image.
+    pub container: String,
+    /// Its image.
+    pub image: String,
+    /// Its timeout in seconds.
+    pub timeout_secs: Option<u64>,
+    /// The containers named in `while-stopped`, in stop order.
+    pub holds: Vec<PlannedHold>,
+    /// Stop order (running ones only).
+    pub stop_order: Vec<String>,
+    /// Start order after the run (the reverse).
+    pub start_order: Vec<String>,
+    /// Why a fire now would be skipped, if it would.
+    pub conflicts: Vec<String>,
+}
+
+/// Work out the plan of `step` from the runtime and the window records.
+pub async fn plan(
+    step: &ScheduledStep,
+    runtime: &dyn ContainerRuntime,
+    windows: &Windows,
+) -> Result<Plan, String> {
+    let def = &step.def;
+    let mut holds = Vec::new();
+    for (id, name) in &def.holds {
+        let info = runtime.inspect(name).await.map_err(|e| e.to_string())?;
+        let (state, running) = match info {
+            Some(i) => (i.status.clone(), i.running),
+            None => ("missing".to_string(), false),
+        };
+        holds.push(PlannedHold {
+            id: id.clone(),
+            name: name.clone(),
+            state,
+            would_hold: running,
+        });
+    }
+    let stop_order: Vec<String> = holds
+        .iter()
+        .filter(|h| h.would_hold)
+        .map(|h| h.name.clone())
+        .collect();
+    let start_order = stop_order.iter().rev().cloned().collect();
+    let mut conflicts = Vec::new();
+    for record in windows.live_records().map_err(|e| e.to_string())? {
+        if record.step == def.id {
+            conflicts.push(format!(
+                "a window of {} is open since {}",
+                def.id,
+                record.opened_at.to_rfc3339()
+            ));
+            continue;
+        }
+        for (_, name) in &def.holds {
+            if record.held_names().any(|n| n == name) {
+                conflicts.push(format!("the window of {} holds {name}", record.step));
+            }
+        }
+    }
+    if let Some(info) = runtime
+        .inspect(&def.spec.name)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        if info.running {
+            conflicts.push(format!("its container {} is still running", def.spec.name));
+        }
+    }
+    Ok(Plan {
+        step: def.id.clone(),
+        container: def.spec.name.clone(),
+        image: def.spec.image.clone(),
+        timeout_secs: def.timeout.map(|t| t.as_secs()),
+        holds,
+        stop_order,
+        start_order,
+        conflicts,
+    })
+}
+
+impl Plan {
+    /// The plan for humans.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "step {} runs {} ({})",
+            self.step, self.container, self.image
+        );
+        if let Some(t) = self.timeout_secs {
+            out.push_str(&format!(", timeout {t}s"));
+        }
+        out.push('\n');
+        for h in &self.holds {
+            out.push_str(&format!(
+                "  holds {} ({}): {}{}\n",
+                h.id,
+                h.name,
+                h.state,
+                if h.would_hold {
+                    ""
+                } else {
+                    " - not running, left as it is"
+                }
+            ));
+        }
+        if !self.stop_order.is_empty() {
+            out.push_str(&format!("  stop order: {}\n", self.stop_order.join(", ")));
+            out.push_str(&format!(
+                "  start order after the run: {}\n",
+                self.start_order.join(", ")
+            ));
+        }
+        if self.conflicts.is_empty() {
+            out.push_str("  a fire now would run\n");
+        } else {
+            for c in &self.conflicts {
+                out.push_str(&format!("  a fire now would be skipped: {c}\n"));
+            }
+        }
+        out
+    }
+}

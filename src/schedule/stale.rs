@@ -1,0 +1,122 @@
+//! `step-stale`: a step with no successful run in twice its period.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::cron::CronSchedule;
+use crate::events::Event;
+use crate::mesh_event;
+use crate::schedule::scheduler::StepStatus;
+
+/// Remembers which steps were reported stale, so each is reported once per
+/// stale spell, and when each step was first seen (a step that never ran is
+/// measured from then).
+#[derive(Debug, Default)]
+pub struct StaleWatch {
+    first_seen: BTreeMap<String, DateTime<Utc>>,
+    reported: BTreeMap<String, Option<DateTime<Utc>>>,
+}
+
+impl StaleWatch {
+    /// Check every step; log `step-stale` (warning) for newly stale ones.
+    /// Returns the steps reported in this call.
+    pub fn check(&mut self, steps: &[StepStatus], now: DateTime<Utc>) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in steps {
+            let since = *self.first_seen.entry(s.step.clone()).or_insert(now);
+            let Some(period) = period(s) else { continue };
+            let last_ok = s.history.last_success.unwrap_or(since);
+            if now - last_ok > period * 2 {
+                if self.reported.get(&s.step) != Some(&s.history.last_success) {
+                    mesh_event!(
+                        warn,
+                        Event::StepStale,
+                        MESH_STEP = %s.step,
+                        "step {} has had no successful run since {} (more than twice its period of {}s); last outcome: {}",
+                        s.step,
+                        last_ok.to_rfc3339(),
+                        period.num_seconds(),
+                        s.history.last_outcome.as_deref().unwrap_or("never ran")
+                    );
+                    self.reported.insert(s.step.clone(), s.history.last_success);
+                    out.push(s.step.clone());
+                }
+            } else {
+                self.reported.remove(&s.step);
+            }
+        }
+        out
+    }
+}
+
+/// The step's period: the time between its next two fires.
+fn period(s: &StepStatus) -> Option<TimeDelta> {
+    let cron = CronSchedule::parse(&s.schedule).ok()?;
+    let zone: chrono_tz::Tz = s.zone.parse().ok()?;
+    let next = s.next_fire?;
+    let after = cron.next_after(next, zone)?.to_utc();
+    Some(after - next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::scheduler::StepHistory;
+
+    fn status(last_success: Option<&str>, next: &str) -> StepStatus {
+        let t = |s: &str| DateTime::parse_from_rfc3339(s).expect("time").to_utc();
+        StepStatus {
+            step: "gc".into(),
+            schedule: "0 * * * *".into(),
+            zone: "UTC".into(),
+            next_fire: Some(t(next)),
+            running: false,
+            history: StepHistory {
+                last_success: last_success.map(t),
+                ..StepHistory::default()
+            },
+        }
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).expect("time").to_utc()
+    }
+
+    #[test]
+    fn stale_after_two_periods_once_per_spell() {
+        let mut w = StaleWatch::default();
+        let s = status(Some("2026-01-01T00:00:00Z"), "2026-01-01T03:00:00Z");
+        // Seen first long after its last success.
+        assert!(w
+            .check(std::slice::from_ref(&s), at("2026-01-01T01:30:00Z"))
+            .is_empty());
+        assert_eq!(
+            w.check(std::slice::from_ref(&s), at("2026-01-01T02:30:00Z")),
+            vec!["gc"]
+        );
+        assert!(
+            w.check(&[s], at("2026-01-01T02:31:00Z")).is_empty(),
+            "reported once"
+        );
+        // A success ends the spell; a new spell is reported again.
+        let fresh = status(Some("2026-01-01T03:00:00Z"), "2026-01-01T04:00:00Z");
+        assert!(w
+            .check(std::slice::from_ref(&fresh), at("2026-01-01T03:10:00Z"))
+            .is_empty());
+        assert_eq!(w.check(&[fresh], at("2026-01-01T05:30:00Z")), vec!["gc"]);
+    }
+
+    #[test]
+    fn a_step_that_never_ran_is_measured_from_when_it_was_first_seen() {
+        let mut w = StaleWatch::default();
+        let s = status(None, "2026-01-01T01:00:00Z");
+        assert!(w
+            .check(std::slice::from_ref(&s), at("2026-01-01T00:10:00Z"))
+            .is_empty());
+        assert!(w
+            .check(std::slice::from_ref(&s), at("2026-01-01T02:00:00Z"))
+            .is_empty());
+        assert_eq!(w.check(&[s], at("2026-01-01T02:11:00Z")), vec!["gc"]);
+    }
+}

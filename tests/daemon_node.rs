@@ -1,0 +1,392 @@
+//! `mesh-host daemon` as a real systemd unit on the sandbox node: the
+//! shipped `units/mesh-host.service` (only its paths changed), Type=notify,
+//! the watchdog, reload, the control socket, and the journal catalog.
+//! Every check goes through systemd, Docker or journald themselves.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{quote, unique_name, wait_for, Node};
+
+const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+/// A daemon running as its own unit, with its own state, declaration and
+/// socket, so tests can run side by side on one node.
+struct Daemon {
+    node: Node,
+    unit: String,
+    dir: PathBuf,
+    bin: String,
+    prefix: String,
+    containers: Vec<String>,
+}
+
+impl Daemon {
+    /// Write the unit (the shipped one, paths changed, `extra` lines added
+    /// to [Service]) and the declaration; nothing is started yet.
+    fn new(tag: &str, extra: &str) -> Daemon {
+        let node = Node::from_env();
+        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
+        let prefix = unique_name(tag);
+        let dir = node.state_dir().join("tests").join(&prefix);
+        std::fs::create_dir_all(&dir).expect("test dir");
+        let unit = format!("{prefix}.service");
+        let shipped = include_str!("../units/mesh-host.service");
+        let exec = format!(
+            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock",
+            d = dir.display()
+        );
+        let mut text: String = shipped
+            .lines()
+            .map(|l| {
+                if l.starts_with("ExecStart=") {
+                    exec.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        text = text.replace("[Service]\n", &format!("[Service]\n{extra}\n"));
+        let path = PathBuf::from(format!(
+            "/proc/{}/root/run/systemd/system/{unit}",
+            node.pid()
+        ));
+        std::fs::write(&path, text).expect("write unit");
+        node.sh_ok("systemctl daemon-reload");
+        Daemon {
+            node,
+            unit,
+            dir,
+            bin,
+            prefix,
+            containers: Vec::new(),
+        }
+    }
+
+    fn name(&mut self, what: &str) -> String {
+        let n = format!("{}-{what}", self.prefix);
+        self.containers.push(n.clone());
+        n
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.dir.join(rel).display().to_string()
+    }
+
+    fn declare(&self, resources: Value) {
+        let decl = json!({"declaration": 1, "resources": resources});
+        std::fs::write(
+            self.path("declaration.json"),
+            serde_json::to_vec_pretty(&decl).expect("json"),
+        )
+        .expect("write declaration");
+    }
+
+    fn start(&self) {
+        // Type=notify: this returns only once READY=1 was sent.
+        self.node
+            .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
+    }
+
+    fn prop(&self, p: &str) -> String {
+        self.node.unit_property(&self.unit, p)
+    }
+
+    fn cli_args(&self, args: &[&str]) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.push("--control-socket".into());
+        all.push(self.path("control.sock"));
+        all
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        let out = self
+            .node
+            .command(&self.bin, &self.cli_args(args))
+            .output()
+            .expect("mesh-host");
+        eprintln!(
+            "mesh-host {args:?} -> {:?}\n{}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn cli_spawn(&self, args: &[&str]) -> Child {
+        self.node
+            .command(&self.bin, &self.cli_args(args))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mesh-host")
+    }
+
+    fn running(&self, name: &str) -> bool {
+        self.node
+            .docker(&["inspect", "-f", "{{.State.Running}}", name])
+            .stdout
+            .starts_with(b"true")
+    }
+
+    fn busybox(&self) -> String {
+        self.node.image("busybox")
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.node.sh(&format!(
+            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{u}; systemctl daemon-reload",
+            u = quote(&self.unit)
+        ));
+        if !self.containers.is_empty() {
+            let names: Vec<String> = self.containers.iter().map(|n| quote(n)).collect();
+            let _ = self
+                .node
+                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn service(id: &str, name: &str, image: &str) -> Value {
+    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
+           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
+}
+
+fn step(id: &str, name: &str, image: &str, script: &str, holds: &[&str]) -> Value {
+    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
+           "command": ["sh", "-c", script], "network": "none", "schedule": "0 3 * * *",
+           "while-stopped": holds, "timeout": 300})
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
+    let mut d = Daemon::new("daemon", "");
+    let svc = d.name("svc");
+    let svc2 = d.name("svc2");
+    let gc = d.name("gc");
+    let img = d.busybox();
+    d.declare(json!([
+        service("svc", &svc, &img),
+        step("gc", &gc, &img, "true", &["svc"])
+    ]));
+    d.start();
+    assert_eq!(d.prop("ActiveState"), "active");
+    assert_eq!(d.prop("Type"), "notify");
+    assert!(d.running(&svc), "applied at start, before READY");
+    let status = d.prop("StatusText");
+    assert!(
+        status.contains("last apply") && status.contains(" ok"),
+        "{status}"
+    );
+    assert!(status.contains("1 schedule(s), next gc at"), "{status}");
+    assert!(status.contains("no window open"), "{status}");
+
+    // status over the socket.
+    let out = d.cli(&["status"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out).contains("step gc (0 3 * * *"), "{}", text(&out));
+
+    // systemctl reload applies a changed declaration.
+    d.declare(json!([
+        service("svc", &svc, &img),
+        service("svc2", &svc2, &img),
+        step("gc", &gc, &img, "true", &["svc"])
+    ]));
+    d.node
+        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    wait_for("svc2 to run after reload", Duration::from_secs(30), || {
+        d.running(&svc2).then_some(())
+    });
+    assert_eq!(d.prop("ActiveState"), "active");
+
+    // run through the daemon: the same path as a scheduled fire.
+    let out = d.cli(&["run", "gc"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("mesh-host-step-gc-"),
+        "ran in a transient unit: {}",
+        text(&out)
+    );
+    assert!(d.running(&svc));
+
+    // The socket is root-only: by its mode, and by the peer's credentials.
+    let sock = d.path("control.sock");
+    let nobody = format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups {} status --control-socket {}",
+        quote(&d.bin),
+        quote(&sock)
+    );
+    let denied = d.node.sh(&nobody);
+    assert_ne!(denied.status.code(), Some(0));
+    assert!(
+        text(&denied).contains("Permission denied"),
+        "{}",
+        text(&denied)
+    );
+    d.node.sh_ok(&format!("chmod 0666 {}", quote(&sock)));
+    let refused = d.node.sh(&nobody);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("only root"), "{}", text(&refused));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_window() {
+    let mut d = Daemon::new("watchdog", "WatchdogSec=3s\nTimeoutAbortSec=5s");
+    let svc = d.name("svc");
+    let gc = d.name("gc");
+    let img = d.busybox();
+    d.declare(json!([
+        service("svc", &svc, &img),
+        step("wd", &gc, &img, "sleep 12", &["svc"])
+    ]));
+    d.start();
+    let first_pid = d.prop("MainPID");
+    let since = d.node.sh_ok("date +%s.%N").trim().to_string();
+    let mut client = d.cli_spawn(&["run", "wd"]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        d.running(&gc).then_some(())
+    });
+    assert!(!d.running(&svc), "held by the window");
+    // Wedge the daemon: its scheduler stops feeding the watchdog.
+    d.node.sh_ok(&format!("kill -STOP {first_pid}"));
+    wait_for(
+        "systemd to restart the daemon",
+        Duration::from_secs(40),
+        || {
+            let pid = d.prop("MainPID");
+            (pid != first_pid && pid != "0" && d.prop("ActiveState") == "active").then_some(())
+        },
+    );
+    let _ = client.kill();
+    let _ = client.wait();
+    let result = d.node.sh_ok(&format!(
+        "journalctl -u {} -o cat --no-pager | grep -ci 'watchdog timeout' || true",
+        quote(&d.unit)
+    ));
+    assert_ne!(result.trim(), "0", "systemd says it was the watchdog");
+    // The new daemon waited for the step, then closed the window.
+    wait_for("svc to run again", Duration::from_secs(60), || {
+        d.running(&svc).then_some(())
+    });
+    let until = d.node.sh_ok("date +%s.%N").trim().to_string();
+    let events = d.node.docker_ok(&[
+        "events",
+        "--since",
+        &since,
+        "--until",
+        &until,
+        "--filter",
+        &format!("container={gc}"),
+        "--filter",
+        &format!("container={svc}"),
+        "--format",
+        "{{.Actor.Attributes.name}} {{.Action}}",
+    ]);
+    let lines: Vec<&str> = events.lines().collect();
+    let gc_starts = lines
+        .iter()
+        .filter(|l| **l == format!("{gc} start"))
+        .count();
+    assert_eq!(gc_starts, 1, "the step ran once: {lines:?}");
+    let gc_die = lines
+        .iter()
+        .position(|l| *l == format!("{gc} die"))
+        .expect("step ended");
+    let svc_up = lines
+        .iter()
+        .rposition(|l| *l == format!("{svc} start"))
+        .expect("svc started");
+    assert!(
+        gc_die < svc_up,
+        "the step ended before svc started again: {lines:?}"
+    );
+    let resumed = d.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=window-resumed",
+        "MESH_STEP=wd",
+        "--since",
+        "-2min",
+        "-o",
+        "cat",
+    ]);
+    assert!(resumed.contains("resuming the window of wd"), "{resumed}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
+    let node = Node::from_env();
+    // The catalog as the packages install it.
+    let catalog = "/usr/lib/systemd/catalog/mesh-host-test.catalog";
+    std::fs::write(catalog, include_str!("../units/mesh-host.catalog")).expect("catalog");
+    let _catalog = node.on_drop(format!("rm -f {catalog}; journalctl --update-catalog"));
+    node.sh_ok("journalctl --update-catalog");
+
+    let mut d = Daemon::new("alert", "");
+    let svc = d.name("svc");
+    let gc = d.name("gc");
+    let net = format!("{}-net", d.prefix);
+    let img = d.busybox();
+    node.docker_ok(&["network", "create", &net]);
+    let _net = node.on_drop(format!(
+        "docker network rm {} >/dev/null 2>&1 || true",
+        quote(&net)
+    ));
+    let mut held = service("svc", &svc, &img);
+    held["network"] = json!(net);
+    d.declare(json!([held, step("al", &gc, &img, "sleep 4", &["svc"])]));
+    d.start();
+    assert!(d.running(&svc));
+    let client = d.cli_spawn(&["run", "al"]);
+    wait_for("svc to be held", Duration::from_secs(30), || {
+        (!d.running(&svc)).then_some(())
+    });
+    node.docker_ok(&["network", "rm", &net]);
+    let out = client.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    let by_field = node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=will-not-start-again",
+        &format!("MESH_CONTAINER={svc}"),
+        "-o",
+        "json",
+    ]);
+    let entry: Value = serde_json::from_str(by_field.lines().last().unwrap_or("{}")).expect("json");
+    assert_eq!(entry["PRIORITY"], "1");
+    assert!(entry["MESSAGE"]
+        .as_str()
+        .unwrap_or("")
+        .contains("WILL NOT START AGAIN"));
+    let by_id = node.journal(&[
+        "MESSAGE_ID=ab50638306cd43f4884b6fefbd280992",
+        &format!("MESH_CONTAINER={svc}"),
+        "-x",
+    ]);
+    assert!(by_id.contains("WILL NOT START AGAIN"), "{by_id}");
+    assert!(
+        by_id.contains("The service it provides is DOWN"),
+        "catalog text shown by -x: {by_id}"
+    );
+}
