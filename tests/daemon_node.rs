@@ -37,7 +37,7 @@ impl Daemon {
         let unit = format!("{prefix}.service");
         let shipped = include_str!("../units/mesh-host.service");
         let exec = format!(
-            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock",
+            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system",
             d = dir.display()
         );
         let mut text: String = shipped
@@ -143,8 +143,9 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.node.sh(&format!(
-            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{u}; systemctl daemon-reload",
-            u = quote(&self.unit)
+            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{p}*; systemctl daemon-reload",
+            u = quote(&self.unit),
+            p = self.prefix
         ));
         if !self.containers.is_empty() {
             let names: Vec<String> = self.containers.iter().map(|n| quote(n)).collect();
@@ -226,6 +227,22 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         text(&out)
     );
     assert!(d.running(&svc));
+
+    // A oneshot unit resource that ran and exited 0 is satisfied, not stopped.
+    let once = format!("{}-once.service", d.prefix);
+    let with_unit = d.path("with-unit.json");
+    let decl = json!({"declaration": 1, "resources": [
+        service("svc", &svc, &img),
+        service("svc2", &svc2, &img),
+        step("gc", &gc, &img, "true", &["svc"]),
+        {"id": "once", "type": "unit", "name": once,
+         "content": "[Service]\nType=oneshot\nExecStart=/bin/true\n"}
+    ]});
+    std::fs::write(&with_unit, serde_json::to_vec(&decl).expect("json")).expect("write");
+    let out = d.cli(&["apply", &with_unit]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("once satisfied"), "{}", text(&out));
+    assert_eq!(d.node.unit_property(&once, "Result"), "success");
 
     // The socket is root-only: by its mode, and by the peer's credentials.
     let sock = d.path("control.sock");
@@ -389,4 +406,93 @@ fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
         by_id.contains("The service it provides is DOWN"),
         "catalog text shown by -x: {by_id}"
     );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once() {
+    let mut d = Daemon::new("cron", "");
+    let svc = d.name("svc");
+    let run = d.name("run");
+    let img = d.busybox();
+    let mut every_minute = step("cronstep", &run, &img, "echo fired", &["svc"]);
+    every_minute["schedule"] = json!("* * * * *");
+    d.declare(json!([service("svc", &svc, &img), every_minute]));
+    // A daemon before this one handled the fire due two hours ago.
+    let state = d.dir.join("state");
+    std::fs::create_dir_all(&state).expect("state dir");
+    let two_hours_ago = chrono_like_rfc3339(7200);
+    std::fs::write(
+        state.join("step-history.json"),
+        format!(r#"{{"cronstep": {{"last-due": "{two_hours_ago}"}}}}"#),
+    )
+    .expect("history");
+    d.start();
+    let missed = d.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=step-missed",
+        "MESH_STEP=cronstep",
+        "--since",
+        "-5min",
+        "-o",
+        "cat",
+    ]);
+    assert_eq!(
+        missed.lines().count(),
+        1,
+        "logged once, not per fire: {missed}"
+    );
+    let count: u32 = missed
+        .split("missed ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {missed}"));
+    assert!(
+        (118..=121).contains(&count),
+        "two hours of a per-minute step: {missed}"
+    );
+    assert!(missed.contains("not run late"), "{missed}");
+    // The cron engine fires it within the next minute, in its own unit.
+    wait_for("the scheduled fire", Duration::from_secs(75), || {
+        let out = d.node.docker(&[
+            "inspect",
+            "-f",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            &run,
+        ]);
+        (String::from_utf8_lossy(&out.stdout).trim() == "exited 0").then_some(())
+    });
+    let logs = d.node.sh_ok(&format!("docker logs {}", quote(&run)));
+    assert_eq!(logs.trim(), "fired");
+    wait_for("the window to close", Duration::from_secs(20), || {
+        d.running(&svc).then_some(())
+    });
+    let started = d.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=step-finished",
+        "MESH_STEP=cronstep",
+        "--since",
+        "-5min",
+        "-o",
+        "cat",
+    ]);
+    assert!(started.contains("step cronstep finished"), "{started}");
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains("last succeeded"),
+        "{}",
+        text(&status)
+    );
+}
+
+/// An RFC 3339 UTC time `secs_ago` seconds ago, on the whole minute.
+fn chrono_like_rfc3339(secs_ago: i64) -> String {
+    use chrono::{DurationRound, TimeDelta, Utc};
+    (Utc::now() - TimeDelta::seconds(secs_ago))
+        .duration_trunc(TimeDelta::minutes(1))
+        .expect("truncate")
+        .to_rfc3339()
 }

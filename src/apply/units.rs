@@ -63,8 +63,8 @@ pub const UNIT_DIR: &str = "/etc/systemd/system";
 
 /// Give `applier` the systemd unit manager, or say why unit resources
 /// cannot be applied by this process (no system bus).
-pub async fn with_systemd(applier: super::Applier) -> super::Applier {
-    match crate::systemd::unit_files::UnitFiles::connect(UNIT_DIR.into()).await {
+pub async fn with_systemd(applier: super::Applier, unit_dir: &std::path::Path) -> super::Applier {
+    match crate::systemd::unit_files::UnitFiles::connect(unit_dir.to_path_buf()).await {
         Ok(units) => applier.with_units(std::sync::Arc::new(units)),
         Err(e) => applier.without_units(format!("no systemd unit manager: {e}")),
     }

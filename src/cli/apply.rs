@@ -79,11 +79,10 @@ pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
             eprintln!("mesh-host: cannot read window records, nothing was applied: {msg}");
             return EXIT_FAILED;
         }
-        let applier = crate::apply::units::with_systemd(Applier::new(
-            store,
-            host.runtime.clone(),
-            host.windows.clone(),
-        ))
+        let applier = crate::apply::units::with_systemd(
+            Applier::new(store, host.runtime.clone(), host.windows.clone()),
+            &cli.unit_dir,
+        )
         .await;
         let report = applier.apply(&decl).await;
         print_report(&report, json);

@@ -60,6 +60,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH", default_value = crate::control::DEFAULT_SOCKET, hide = true)]
     pub control_socket: PathBuf,
 
+    /// Where unit resources' files are written.
+    #[arg(long, global = true, value_name = "DIR", default_value = crate::apply::units::UNIT_DIR, hide = true)]
+    pub unit_dir: PathBuf,
+
     /// More detail in the log.
     #[arg(long, short, global = true)]
     pub verbose: bool,
@@ -246,6 +250,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             docker_host: cli.docker_host.clone(),
             declaration: cli.declaration.clone(),
             control_socket: cli.control_socket.clone(),
+            unit_dir: cli.unit_dir.clone(),
             reconcile_interval: std::time::Duration::from_secs(reconcile_interval.max(1)),
         }),
     }

@@ -33,13 +33,8 @@ pub fn render_status(status: &serde_json::Value) -> String {
     let mut out = String::new();
     match status.get("last-apply") {
         Some(serde_json::Value::Object(last)) => out.push_str(&format!(
-            "last apply: {} {}: {}\n",
+            "last apply: {}: {}\n",
             last.get("at").and_then(|v| v.as_str()).unwrap_or("?"),
-            if last.get("ok").and_then(|v| v.as_bool()) == Some(true) {
-                "ok"
-            } else {
-                "FAILED"
-            },
             last.get("summary").and_then(|v| v.as_str()).unwrap_or("")
         )),
         _ => out.push_str("last apply: none yet\n"),

@@ -70,7 +70,16 @@ pub async fn serve(
 
 async fn refuse(mut stream: UnixStream, why: &str) {
     let body = serde_json::to_vec(&Response::error(2, why)).unwrap_or_default();
-    let _ = tokio::time::timeout(REQUEST_TIMEOUT, stream.write_all(&body)).await;
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT, async {
+        stream.write_all(&body).await?;
+        stream.shutdown().await?;
+        // Closing with the peer's bytes unread would reset the connection
+        // and lose the answer: discard (never parse) them first, bounded.
+        let mut sink = tokio::io::sink();
+        tokio::io::copy(&mut (&mut stream).take(MAX_REQUEST as u64), &mut sink).await?;
+        Ok::<(), std::io::Error>(())
+    })
+    .await;
 }
 
 async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {

@@ -44,6 +44,8 @@ pub struct DaemonConfig {
     pub declaration: PathBuf,
     /// The control socket.
     pub control_socket: PathBuf,
+    /// Where unit resources' files are written.
+    pub unit_dir: PathBuf,
     /// Time between two reconciliations.
     pub reconcile_interval: Duration,
 }
@@ -120,11 +122,10 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let (scheduler, handle) = Scheduler::new(firer, clock, store.clone(), watchdog);
     let scheduler_task = tokio::spawn(scheduler.run(shutdown.clone()));
 
-    let applier = crate::apply::units::with_systemd(Applier::new(
-        store.clone(),
-        runtime.clone(),
-        windows.clone(),
-    ))
+    let applier = crate::apply::units::with_systemd(
+        Applier::new(store.clone(), runtime.clone(), windows.clone()),
+        &cfg.unit_dir,
+    )
     .await;
     let daemon = Arc::new(Daemon {
         applier,
