@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::declaration::{Container, Resource};
-use crate::runtime::{ContainerRuntime, LABEL_RESOURCE};
+use crate::runtime::{stop_run, LABEL_RESOURCE};
 
 use super::spec;
 use super::{Action, Halt, Run};
@@ -164,20 +164,5 @@ impl Run<'_> {
         for name in undeclared {
             self.inputs.remove(&name);
         }
-    }
-}
-
-/// Stop a run over its timeout (its stop grace, then a kill) and read its
-/// exit status.
-async fn stop_run(runtime: &dyn ContainerRuntime, name: &str) -> Option<i64> {
-    if let Err(e) = runtime.stop(name).await {
-        tracing::warn!("cannot stop {name}: {e}; killing it");
-        if let Err(e) = runtime.kill(name).await {
-            tracing::error!("cannot kill {name}: {e}");
-        }
-    }
-    match runtime.inspect(name).await {
-        Ok(Some(info)) => info.exit_code,
-        _ => None,
     }
 }

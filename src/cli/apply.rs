@@ -18,7 +18,6 @@ use super::output::print_json;
 use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
 use crate::apply::{Applier, ApplyReport};
 use crate::declaration::{self, Problem};
-use crate::store::Store;
 
 /// A refused declaration, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -61,26 +60,16 @@ pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
         }
     };
     block_on(async {
-        let store = match Store::open(&cli.state_dir) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("mesh-host: {e}");
-                return EXIT_FAILED;
-            }
-        };
-        let host = match LocalHost::open(cli).await {
+        let host = match LocalHost::ready(cli).await {
             Ok(h) => h,
-            Err(msg) => {
-                eprintln!("mesh-host: {msg}");
-                return EXIT_FAILED;
-            }
+            Err(code) => return code,
         };
-        if let Err(msg) = host.resume_windows().await {
-            eprintln!("mesh-host: cannot read window records, nothing was applied: {msg}");
-            return EXIT_FAILED;
-        }
         let applier = crate::apply::units::with_systemd(
-            Applier::new(store, host.runtime.clone(), host.windows.clone()),
+            Applier::new(
+                host.store.clone(),
+                host.runtime.clone(),
+                host.windows.clone(),
+            ),
             &cli.unit_dir,
         )
         .await;

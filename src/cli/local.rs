@@ -11,13 +11,16 @@ use crate::declaration::{self, Declaration};
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::{describe, FireReport, Firer};
+use crate::schedule::scheduler::ScheduledStep;
 use crate::schedule::step;
-use crate::schedule::window::{Owner, Resumed, Windows};
+use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
 
 /// What a local command works with.
 #[derive(Debug)]
 pub struct LocalHost {
+    /// The state directory.
+    pub store: Store,
     /// The container runtime.
     pub runtime: Arc<dyn ContainerRuntime>,
     /// The window engine.
@@ -35,13 +38,39 @@ impl LocalHost {
         );
         let owner = Owner::current().map_err(|e| e.to_string())?;
         let windows = Windows::new(store.clone(), runtime.clone(), Arc::new(SystemClock), owner);
-        Ok(LocalHost { runtime, windows })
+        Ok(LocalHost {
+            store,
+            runtime,
+            windows,
+        })
     }
 
-    /// Close windows whose owner died (see [`Windows::resume`]).
-    pub async fn resume_windows(&self) -> Result<Vec<Resumed>, String> {
-        self.windows.resume().await.map_err(|e| e.to_string())
+    /// Open the host and first finish windows whose owner process died
+    /// ([`Windows::resume`]): on a node with no daemon, the next local
+    /// command closes them. Errors are printed; the exit code is returned.
+    pub async fn ready(cli: &Cli) -> Result<LocalHost, u8> {
+        let host = LocalHost::open(cli).await.map_err(|msg| {
+            eprintln!("mesh-host: {msg}");
+            EXIT_FAILED
+        })?;
+        host.windows.resume().await.map_err(|e| {
+            eprintln!("mesh-host: cannot read window records, nothing was done: {e}");
+            EXIT_FAILED
+        })?;
+        Ok(host)
     }
+}
+
+/// The declared step `step_id` of the declaration file; errors printed.
+fn load_step(cli: &Cli, step_id: &str) -> Result<ScheduledStep, u8> {
+    let decl = load_declaration(cli).map_err(|(code, msg)| {
+        eprintln!("mesh-host: {msg}");
+        code
+    })?;
+    step::find(&decl, step_id).map_err(|msg| {
+        eprintln!("mesh-host: {msg}");
+        EXIT_REFUSED
+    })
 }
 
 /// Run an async command body on a fresh tokio runtime.
@@ -95,31 +124,14 @@ pub fn shutdown_on_signal() -> watch::Receiver<bool> {
 /// `mesh-host run STEP --local`.
 pub fn run_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
     block_on(async {
-        let decl = match load_declaration(cli) {
-            Ok(d) => d,
-            Err((code, msg)) => {
-                eprintln!("mesh-host: {msg}");
-                return code;
-            }
-        };
-        let step = match step::find(&decl, step_id) {
+        let step = match load_step(cli, step_id) {
             Ok(s) => s,
-            Err(msg) => {
-                eprintln!("mesh-host: {msg}");
-                return EXIT_REFUSED;
-            }
+            Err(code) => return code,
         };
-        let host = match LocalHost::open(cli).await {
+        let host = match LocalHost::ready(cli).await {
             Ok(h) => h,
-            Err(msg) => {
-                eprintln!("mesh-host: {msg}");
-                return EXIT_FAILED;
-            }
+            Err(code) => return code,
         };
-        if let Err(msg) = host.resume_windows().await {
-            eprintln!("mesh-host: cannot read window records: {msg}");
-            return EXIT_FAILED;
-        }
         let image = &step.def.spec.image;
         match host.runtime.image_present(image).await {
             Ok(true) => {}
@@ -181,19 +193,9 @@ pub fn render_fire(report: &FireReport) -> String {
 /// `mesh-host plan STEP --local`.
 pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
     block_on(async {
-        let decl = match load_declaration(cli) {
-            Ok(d) => d,
-            Err((code, msg)) => {
-                eprintln!("mesh-host: {msg}");
-                return code;
-            }
-        };
-        let step = match step::find(&decl, step_id) {
+        let step = match load_step(cli, step_id) {
             Ok(s) => s,
-            Err(msg) => {
-                eprintln!("mesh-host: {msg}");
-                return EXIT_REFUSED;
-            }
+            Err(code) => return code,
         };
         let host = match LocalHost::open(cli).await {
             Ok(h) => h,

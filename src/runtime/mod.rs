@@ -100,6 +100,21 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError>;
 }
 
+/// Stop a run (its own stop grace, then a kill if the stop fails) and read
+/// its exit status: how a step or run-once over its timeout is ended.
+pub async fn stop_run(runtime: &dyn ContainerRuntime, name: &str) -> Option<i64> {
+    if let Err(e) = runtime.stop(name).await {
+        tracing::warn!("cannot stop {name}: {e}; killing it");
+        if let Err(e) = runtime.kill(name).await {
+            tracing::error!("cannot kill {name}: {e}");
+        }
+    }
+    match runtime.inspect(name).await {
+        Ok(Some(info)) => info.exit_code,
+        _ => None,
+    }
+}
+
 /// The stream returned by [`ContainerRuntime::events`].
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<ContainerEvent, RuntimeError>> + Send>>;
 

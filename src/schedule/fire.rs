@@ -367,22 +367,8 @@ async fn wait_run(
             Ok(status) => RunOutcome::Exited { status },
             Err(e) => error(format!("lost track of {name}: {e}")),
         },
-        () = deadline => RunOutcome::TimedOut { status: stop_run(runtime, name).await },
-        () = stopping => RunOutcome::Interrupted { status: stop_run(runtime, name).await },
-    }
-}
-
-/// Stop a run (its stop grace, then a kill) and read its exit status.
-async fn stop_run(runtime: &dyn ContainerRuntime, name: &str) -> Option<i64> {
-    if let Err(e) = runtime.stop(name).await {
-        tracing::warn!("cannot stop {name}: {e}; killing it");
-        if let Err(e) = runtime.kill(name).await {
-            tracing::error!("cannot kill {name}: {e}");
-        }
-    }
-    match runtime.inspect(name).await {
-        Ok(Some(info)) => info.exit_code,
-        _ => None,
+        () = deadline => RunOutcome::TimedOut { status: crate::runtime::stop_run(runtime, name).await },
+        () = stopping => RunOutcome::Interrupted { status: crate::runtime::stop_run(runtime, name).await },
     }
 }
 
