@@ -190,6 +190,9 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     tracing::info!("stopping: letting running steps end and their windows close");
     let _ = shutdown_tx.send(true);
     let _ = scheduler_task.await;
+    // An apply in flight is let finish: cut short between removing and
+    // creating a container, it would leave a service missing.
+    let _applying = daemon.applying.lock().await;
     let _ = server_task.await;
     tracing::info!("stopped");
     Ok(())
