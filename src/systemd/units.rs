@@ -149,8 +149,8 @@ pub fn step_slice_name(step: &str) -> String {
 /// Why a transient unit was not started.
 #[derive(Debug)]
 enum StartError {
-    /// A unit of that name is already loaded.
-    Exists,
+    /// A unit of that name (given) is already loaded.
+    Exists(String),
     /// Anything else, said in full.
     Failed(String),
 }
@@ -164,7 +164,7 @@ impl From<String> for StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StartError::Exists => f.write_str("the unit already exists"),
+            StartError::Exists(name) => write!(f, "a unit {name} already exists"),
             StartError::Failed(e) => f.write_str(e),
         }
     }
@@ -230,7 +230,7 @@ impl SystemdUnits {
         {
             Ok(job) => job,
             Err(zbus::Error::MethodError(error, _, _)) if error.as_str() == UNIT_EXISTS => {
-                return Err(StartError::Exists)
+                return Err(StartError::Exists(name.to_string()))
             }
             Err(e) => {
                 return Err(StartError::Failed(format!(
@@ -267,7 +267,7 @@ impl SystemdUnits {
         let props = vec![("Description".to_string(), variant(description.clone())?)];
         match self.start_transient(name, props).await {
             Ok(()) => Ok(()),
-            Err(StartError::Exists) => {
+            Err(StartError::Exists(_)) => {
                 let props = vec![("Description".to_string(), variant(description)?)];
                 // Only a label: the slice serves as it is whatever this says.
                 if let Err(e) = self
