@@ -162,7 +162,10 @@ fn delegated_transient_scope_holds_a_container() {
     });
     assert_eq!(node.unit_property(&scope, "Delegate"), "yes");
     let control_group = node.unit_property(&scope, "ControlGroup");
-    assert_eq!(control_group, format!("/system.slice/{scope}"));
+    assert_eq!(
+        control_group,
+        node.control_group(&format!("/system.slice/{scope}"))
+    );
 
     // cgroupfs takes the scope's cgroup as parent; the systemd driver takes
     // a slice only, in which Docker makes a scope of its own.

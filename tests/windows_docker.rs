@@ -11,7 +11,7 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use support::{quote, unique_name, wait_for, Node};
+use support::{quote, unique_name, wait_for, CgroupDriver, Node};
 
 /// A busybox service that stops at once on SIGTERM.
 const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
@@ -631,20 +631,75 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     assert!(resumed.contains("resuming the window of gc"), "{resumed}");
 }
 
+/// True when `pid` stands as a word of `text` (a line of `systemctl status`).
+fn lists_pid(text: &str, pid: &str) -> bool {
+    text.lines().any(|l| {
+        l.split_whitespace()
+            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)
+    })
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
-fn each_fire_is_a_transient_unit_that_holds_the_step_and_stopping_it_ends_the_run() {
+fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_run() {
     let mut w = World::new("scope");
     let svc = w.name("svc");
     let step = w.name("step");
     let img = w.busybox();
+    let driver = w.node.cgroup_driver();
+    // A step id of this test alone, without dashes, so that the unit names
+    // below are written out here rather than computed by mesh-host's code.
+    let id = unique_name("scoped").replace('-', "_");
+    // With the systemd driver the step's slice outlives a fire; with
+    // cgroupfs the scope is gone with its run and the guard finds nothing.
+    let slice = format!("mesh-host-step\\x2d{id}.slice");
+    let _slice = w.node.on_drop(format!(
+        "systemctl stop {} 2>/dev/null || true",
+        quote(&slice)
+    ));
     w.node.docker_ok(&["pull", &img]);
     w.service(&svc, &[]);
-    w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("scoped", &step, &img, "sleep 60", &["svc"], Some(300)),
-    ]));
-    let child = w.mesh_spawn(&["run", "scoped", "--local"]);
+    let declare = |module: &str, script: &str| {
+        let mut s = service_json("svc", &svc, &img);
+        let mut t = step_json(&id, &step, &img, script, &["svc"], Some(300));
+        s["module"] = json!(module);
+        t["module"] = json!(module);
+        w.write_declaration(json!([s, t]));
+    };
+    let unit_line = |out: &Output| {
+        stdout(out)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("unit: ").map(str::to_string))
+            .unwrap_or_else(|| panic!("no unit in the report:\n{}", stdout(out)))
+    };
+
+    // A first, quick fire.
+    declare("m", "true");
+    let out = w.mesh(&["run", &id, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let first_unit = unit_line(&out);
+    match driver {
+        CgroupDriver::Cgroupfs => {
+            assert!(
+                first_unit.starts_with(&format!("mesh-host-step-{id}-"))
+                    && first_unit.ends_with(".scope"),
+                "{first_unit}"
+            );
+            wait_for(
+                "the scope to end with its run",
+                Duration::from_secs(10),
+                || (w.node.unit_property(&first_unit, "LoadState") == "not-found").then_some(()),
+            );
+        }
+        CgroupDriver::Systemd => {
+            assert_eq!(first_unit, slice);
+            assert_eq!(w.node.unit_property(&slice, "ActiveState"), "active");
+        }
+    }
+
+    // The next fire, of a step now in another module, is watched running.
+    declare("n", "sleep 60");
+    let child = w.mesh_spawn(&["run", &id, "--local"]);
     wait_for("the step to run", Duration::from_secs(30), || {
         (w.node
             .docker(&["inspect", "-f", "{{.State.Running}}", &step])
@@ -652,41 +707,78 @@ fn each_fire_is_a_transient_unit_that_holds_the_step_and_stopping_it_ends_the_ru
             .starts_with(b"true"))
         .then_some(())
     });
-    let unit = w
-        .node
-        .sh_ok(
-            "systemctl list-units --no-legend --plain 'mesh-host-step-scoped-*' | awk '{print $1}'",
-        )
-        .trim()
-        .to_string();
-    assert!(
-        unit.starts_with("mesh-host-step-scoped-") && unit.ends_with(".scope"),
-        "unit {unit:?}"
-    );
+    let pid = w.inspect(&step, "{{.State.Pid}}");
+    let unit = match driver {
+        CgroupDriver::Cgroupfs => {
+            let unit = w
+                .node
+                .sh_ok(&format!(
+                    "systemctl list-units --no-legend --plain {} | awk '{{print $1}}'",
+                    quote(&format!("mesh-host-step-{id}-*"))
+                ))
+                .trim()
+                .to_string();
+            assert!(
+                unit.starts_with(&format!("mesh-host-step-{id}-")) && unit.ends_with(".scope"),
+                "unit {unit:?}"
+            );
+            unit
+        }
+        // The earlier fire's slice, reused; Docker's own scope inside.
+        CgroupDriver::Systemd => slice.clone(),
+    };
     assert_eq!(w.node.unit_property(&unit, "Slice"), "mesh-host.slice");
     let description = w.node.unit_property(&unit, "Description");
     assert!(
-        description.contains("scoped") && description.contains("module m"),
+        description.contains(&id) && description.contains("module n"),
         "{description}"
     );
-    // systemd itself shows the step container's process in the unit.
-    let pid = w.inspect(&step, "{{.State.Pid}}");
+    // systemd itself shows the step container's process in the unit, and
+    // the kernel has it in the unit's cgroup.
     let status = w
         .node
         .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
     let status = String::from_utf8_lossy(&status.stdout).into_owned();
     assert!(
-        status.contains(&pid) && status.contains("sleep 60"),
+        lists_pid(&status, &pid) && status.contains("sleep 60"),
         "pid {pid} not in:\n{status}"
     );
-    // Stopping the unit ends the run; the window still closes.
+    if driver == CgroupDriver::Systemd {
+        let container_id = w.inspect(&step, "{{.Id}}");
+        assert!(
+            status.contains(&format!("docker-{container_id}.scope")),
+            "Docker's scope of {container_id} not in:\n{status}"
+        );
+    }
+    let cgroups = w.node.sh_ok(&format!("cat /proc/{pid}/cgroup"));
+    let cgroup = cgroups
+        .lines()
+        .find_map(|l| l.split_once(":name=systemd:").map(|(_, p)| p.to_string()))
+        .unwrap_or_else(|| panic!("no name=systemd cgroup for {pid}: {cgroups}"));
+    let unit_cgroup = w.node.unit_property(&unit, "ControlGroup");
+    assert!(
+        cgroup.starts_with(&format!("{unit_cgroup}/")),
+        "container cgroup {cgroup} is not under {unit_cgroup}"
+    );
+
+    // Stopping the unit ends the run: the step's PID 1 ignores SIGTERM, so
+    // it is killed once the stop grace (10 s) has passed, long before its
+    // 60 s are up. The window still closes.
+    let stopping = std::time::Instant::now();
     w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
     let out = child.wait_with_output().expect("mesh-host run");
-    assert_eq!(out.status.code(), Some(1));
+    let took = stopping.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("exited with status 137"),
+        stdout(&out).contains("exited with status 137")
+            || stdout(&out).contains("exited with status 143"),
         "{}",
         stdout(&out)
     );
+    assert!(
+        took < Duration::from_secs(30),
+        "the run ended {took:?} after the stop"
+    );
+    assert_eq!(unit_line(&out), unit);
     assert!(w.running(&svc), "the held container runs again");
 }

@@ -4,18 +4,29 @@
 //! step's processes and `systemctl stop` ends the run. The unit is made
 //! before the container is created, and its cgroup becomes the container's
 //! cgroup parent.
+//!
+//! With Docker's cgroupfs driver that unit is a scope of ours. With the
+//! systemd driver Docker makes its own `docker-<id>.scope` for the container
+//! inside the slice named as cgroup parent, so the step gets a slice of its
+//! own, and stopping that slice stops Docker's scope. Docker's scope keeps
+//! systemd's default stop timeout (90 s) and cannot be changed once made, so
+//! a watch on the slice kills what it still holds after the same grace our
+//! scope has: `systemctl stop` ends a run alike with both drivers.
 
 use chrono::{DateTime, Utc};
 
 /// A transient unit made for one fire.
 #[derive(Debug)]
 pub struct StepUnit {
-    /// The unit's name (`mesh-host-step-<id>-<time>.scope`, or a slice).
+    /// The unit to inspect or stop: `mesh-host-step-<id>-<time>.scope`
+    /// (cgroupfs driver) or the step's slice (systemd driver).
     pub name: String,
     /// What the container's cgroup parent must be for its processes to land
     /// in the unit: a cgroup path (cgroupfs driver) or a slice (systemd driver).
     pub cgroup_parent: String,
-    /// Whatever the implementation must keep alive until the container runs.
+    /// Whatever the implementation keeps for the fire: a process holding a
+    /// scope until the container is in it, or a task watching the unit,
+    /// dropped when the run ends.
     pub keeper: Option<Box<dyn std::any::Any + Send>>,
 }
 
@@ -89,6 +100,15 @@ pub const STEPS_SLICE: &str = "mesh-host.slice";
 /// (Docker's default stop timeout).
 const STOP_GRACE_USEC: u64 = 10_000_000;
 
+/// The same grace, for the watch on a step's slice.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_micros(STOP_GRACE_USEC);
+
+/// What ends processes that outlive the grace.
+const SIGKILL: i32 = 9;
+
+/// systemd's answer when a unit of that name is already loaded.
+const UNIT_EXISTS: &str = "org.freedesktop.systemd1.UnitExists";
+
 /// How long systemd may take to start a transient unit.
 const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
@@ -124,6 +144,40 @@ pub fn scope_name(step: &str, fire_time: DateTime<Utc>) -> String {
 /// a dash in a slice name is a level of hierarchy, so the id is escaped.
 pub fn step_slice_name(step: &str) -> String {
     format!("mesh-host-{}.slice", escape(&format!("step-{step}")))
+}
+
+/// Why a transient unit was not started.
+#[derive(Debug)]
+enum StartError {
+    /// A unit of that name (given) is already loaded.
+    Exists(String),
+    /// Anything else, said in full.
+    Failed(String),
+}
+
+impl From<String> for StartError {
+    fn from(e: String) -> Self {
+        StartError::Failed(e)
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Exists(name) => write!(f, "a unit {name} already exists"),
+            StartError::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+/// A task that ends with the fire: aborted when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Transient units made through systemd's D-Bus API.
@@ -162,7 +216,7 @@ impl SystemdUnits {
         &self,
         name: &str,
         props: Vec<(String, zbus::OwnedVariant)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StartError> {
         use futures_util::StreamExt;
         let manager = self.manager().await?;
         // Subscribed at connect; listen, then start: no JobRemoved is missed.
@@ -170,10 +224,20 @@ impl SystemdUnits {
             .receive_job_removed()
             .await
             .map_err(|e| format!("systemd JobRemoved: {e}"))?;
-        let job = manager
+        let job = match manager
             .start_transient_unit(name.to_string(), "fail".to_string(), props, Vec::new())
             .await
-            .map_err(|e| format!("StartTransientUnit {name}: {e}"))?;
+        {
+            Ok(job) => job,
+            Err(zbus::Error::MethodError(error, _, _)) if error.as_str() == UNIT_EXISTS => {
+                return Err(StartError::Exists(name.to_string()))
+            }
+            Err(e) => {
+                return Err(StartError::Failed(format!(
+                    "StartTransientUnit {name}: {e}"
+                )))
+            }
+        };
         let wait = async {
             while let Some(signal) = removed.next().await {
                 let Ok(args) = signal.args() else { continue };
@@ -193,6 +257,68 @@ impl SystemdUnits {
         tokio::time::timeout(START_TIMEOUT, wait)
             .await
             .map_err(|_| format!("systemd did not start {name} in {START_TIMEOUT:?}"))?
+            .map_err(StartError::Failed)
+    }
+
+    /// The step's slice, started for this fire or, when an earlier fire's is
+    /// still loaded (slices outlive what ran in them), reused with its
+    /// description brought up to date.
+    async fn ensure_slice(&self, name: &str, description: String) -> Result<(), String> {
+        let props = vec![("Description".to_string(), variant(description.clone())?)];
+        match self.start_transient(name, props).await {
+            Ok(()) => Ok(()),
+            Err(StartError::Exists(_)) => {
+                let props = vec![("Description".to_string(), variant(description)?)];
+                // Only a label: the slice serves as it is whatever this says.
+                if let Err(e) = self
+                    .manager()
+                    .await?
+                    .set_unit_properties(name.to_string(), true, props)
+                    .await
+                {
+                    tracing::warn!("cannot update the description of {name}: {e}");
+                }
+                Ok(())
+            }
+            Err(StartError::Failed(e)) => Err(e),
+        }
+    }
+
+    /// Watch `slice` for a stop (`systemctl stop`), and kill whatever it
+    /// still holds once the stop grace has passed. Listening starts before
+    /// this returns, so no stop made after it is missed.
+    async fn watch_slice_stop(&self, slice: &str) -> Result<AbortOnDrop, String> {
+        use futures_util::StreamExt;
+        let manager = self.manager().await?;
+        let mut jobs = manager
+            .receive_job_new()
+            .await
+            .map_err(|e| format!("systemd JobNew: {e}"))?;
+        let conn = self.conn.clone();
+        let slice = slice.to_string();
+        let task = tokio::spawn(async move {
+            while let Some(signal) = jobs.next().await {
+                let Ok(args) = signal.args() else { continue };
+                if args.unit != slice || !is_stop_job(&conn, args.job.clone()).await {
+                    continue;
+                }
+                tokio::time::sleep(STOP_GRACE).await;
+                // Still there after the grace: what a stop of our own
+                // scope does at this point (SIGKILL).
+                match manager
+                    .kill_unit(slice.clone(), "all".to_string(), SIGKILL)
+                    .await
+                {
+                    Ok(()) => tracing::info!(
+                        "{slice} was stopped and still held processes after {STOP_GRACE:?}: killed them"
+                    ),
+                    // Nothing left to kill: the stop ended it all in time.
+                    Err(e) => tracing::debug!("{slice}: nothing killed after the stop grace: {e}"),
+                }
+                return;
+            }
+        });
+        Ok(AbortOnDrop(task))
     }
 
     async fn control_group(&self, name: &str) -> Result<String, String> {
@@ -210,6 +336,20 @@ impl SystemdUnits {
             .control_group()
             .await
             .map_err(|e| format!("{name} ControlGroup: {e}"))
+    }
+}
+
+/// True when the job at `path` stops or restarts its unit. A job already gone
+/// did its work: nothing to follow up.
+async fn is_stop_job(conn: &zbus::Connection, path: zbus::OwnedObjectPath) -> bool {
+    let job = zbus_systemd::systemd1::JobProxy::builder(conn)
+        .path(path)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await;
+    match job {
+        Ok(job) => matches!(job.job_type().await.as_deref(), Ok("stop" | "restart")),
+        Err(_) => false,
     }
 }
 
@@ -265,7 +405,9 @@ impl StepUnits for SystemdUnits {
                     ("TimeoutStopUSec".to_string(), variant(STOP_GRACE_USEC)?),
                     ("PIDs".to_string(), variant(vec![pid])?),
                 ];
-                self.start_transient(&name, props).await?;
+                self.start_transient(&name, props)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let cgroup = self.control_group(&name).await?;
                 Ok(Some(StepUnit {
                     name,
@@ -277,30 +419,29 @@ impl StepUnits for SystemdUnits {
                 // Docker makes its own scope per container inside the
                 // slice named as cgroup parent; the slice is the step's.
                 let name = step_slice_name(step);
-                let props = vec![(
-                    "Description".to_string(),
-                    variant(description(step, module))?,
-                )];
-                match self.start_transient(&name, props).await {
-                    Ok(()) => {}
-                    // A slice from an earlier fire stays: it is reused.
-                    Err(e) if e.contains("UnitExists") || e.contains("already exists") => {}
-                    Err(e) => return Err(e),
-                }
+                let watch = self.watch_slice_stop(&name).await?;
+                self.ensure_slice(&name, description(step, module)).await?;
                 Ok(Some(StepUnit {
                     name: name.clone(),
                     cgroup_parent: name,
-                    keeper: None,
+                    keeper: Some(Box::new(watch)),
                 }))
             }
         }
     }
 
     async fn started(&self, unit: &mut Option<StepUnit>) {
-        // The container's processes hold the scope now; the keeper goes, so
-        // the scope ends when the run does.
+        // The container's processes hold the scope now; the keeper process
+        // goes, so the scope ends when the run does. A slice's watch stays
+        // until the end.
         if let Some(unit) = unit {
-            drop_keeper(unit).await;
+            if unit
+                .keeper
+                .as_ref()
+                .is_some_and(|k| k.is::<tokio::process::Child>())
+            {
+                drop_keeper(unit).await;
+            }
         }
     }
 
@@ -311,6 +452,7 @@ impl StepUnits for SystemdUnits {
     }
 }
 
+/// Ends what the unit keeps: kills a keeper process, aborts a watch.
 async fn drop_keeper(unit: &mut StepUnit) {
     if let Some(keeper) = unit.keeper.take() {
         if let Ok(mut child) = keeper.downcast::<tokio::process::Child>() {

@@ -97,15 +97,52 @@ mount --bind "$console_log" /dev/console
 exec /lib/systemd/systemd --system
 EOF
 
+# The mounted cgroup hierarchies of the machine (v1 controllers, name=systemd,
+# the unified one).
+cgroup_mounts() { awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts; }
+
+# A node in a cgroup subtree of its own finds it free of processes: another
+# live node there would have its cgroups managed twice.
+check_cgroup_free() {
+	[[ -n $NODE_CGROUP ]] || return 0
+	local mnt procs
+	for mnt in $(cgroup_mounts); do
+		[[ -d $mnt$NODE_CGROUP ]] || continue
+		procs=$(find "$mnt$NODE_CGROUP" -name cgroup.procs -exec cat {} + 2>/dev/null | head -n 5)
+		[[ -z $procs ]] ||
+			die "cgroup $mnt$NODE_CGROUP holds processes (${procs//$'\n'/ }): is another node with a state directory named $(basename "$MESH_NODE_STATE") up?"
+	done
+}
+
+# Moves the calling process into the node's cgroup subtree, the same path in
+# every hierarchy, where the node's systemd then starts and takes its root.
+enter_node_cgroup() {
+	[[ -n $NODE_CGROUP ]] || return 0
+	local mnt dir
+	for mnt in $(cgroup_mounts); do
+		dir=$mnt$NODE_CGROUP
+		mkdir -p "$dir"
+		# A new v1 cpuset has no CPUs nor memory nodes: give it its parent's.
+		if [[ -f $dir/cpuset.cpus && -z $(cat "$dir/cpuset.cpus") ]]; then
+			cat "$mnt/cpuset.cpus" >"$dir/cpuset.cpus"
+			cat "$mnt/cpuset.mems" >"$dir/cpuset.mems"
+		fi
+		echo "$BASHPID" >"$dir/cgroup.procs"
+	done
+}
+
 boot() {
 	local unshare_pid child="" deadline
 	mkdir -p "$MESH_NODE_STATE" "$NODE_BIN_DIR" "$NODE_DOCKER_ROOT"
 	: >"$NODE_BOOT_LOG"
+	check_cgroup_free
 	# shellcheck disable=SC2094 # the log is only an argument and the output
-	setsid unshare --pid --fork --mount --mount-proc --propagation private \
-		env -i container=unshare PATH="$NODE_PATH" \
-		/bin/sh -c "$init_script" mesh-node-init "$NODE_RUN_DIR" "$NODE_BOOT_LOG" \
-		</dev/null >>"$NODE_BOOT_LOG" 2>&1 9>&- &
+	(
+		enter_node_cgroup
+		exec setsid unshare --pid --fork --mount --mount-proc --propagation private \
+			env -i container=unshare PATH="$NODE_PATH" \
+			/bin/sh -c "$init_script" mesh-node-init "$NODE_RUN_DIR" "$NODE_BOOT_LOG"
+	) </dev/null >>"$NODE_BOOT_LOG" 2>&1 9>&- &
 	unshare_pid=$!
 
 	# unshare forks the namespace's first process: that child becomes

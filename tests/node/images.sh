@@ -83,6 +83,11 @@ import "$build/registry" "$NODE_REGISTRY_LOCAL_IMAGE" \
 	--change "CMD [\"serve\", \"$NODE_REGISTRY_CONFIG\"]"
 
 in_node docker rm -f "$NODE_REGISTRY_CONTAINER" >/dev/null 2>&1 || true
+# The machine's loopback is shared: were the port taken (another node's
+# registry), the health checks and pushes below would reach that one.
+if (exec 3<>"/dev/tcp/${NODE_REGISTRY_ADDR%:*}/$NODE_REGISTRY_PORT") 2>/dev/null; then
+	die "$NODE_REGISTRY_ADDR is already in use (another node's registry?): set MESH_NODE_REGISTRY_PORT"
+fi
 in_node docker run -d --name "$NODE_REGISTRY_CONTAINER" --network host --restart always \
 	"$NODE_REGISTRY_LOCAL_IMAGE" >/dev/null
 if ! wait_until 30 curl -fsS --max-time 2 "http://$NODE_REGISTRY_ADDR/v2/"; then

@@ -4,7 +4,11 @@
 
 # Node state lives on the real filesystem: the node has /tmp and /run of its
 # own, so nothing under those on the machine would be visible inside it.
-MESH_NODE_STATE=${MESH_NODE_STATE:-/var/lib/mesh-host-test-node}
+# Another state directory makes another node, which can run beside the
+# default one (see NODE_CGROUP and NODE_REGISTRY_PORT).
+NODE_DEFAULT_STATE=/var/lib/mesh-host-test-node
+MESH_NODE_STATE=${MESH_NODE_STATE:-$NODE_DEFAULT_STATE}
+MESH_NODE_STATE=${MESH_NODE_STATE%/}
 NODE_ENV_FILE=$MESH_NODE_STATE/node.env
 NODE_PID_FILE=$MESH_NODE_STATE/pid
 NODE_BOOT_LOG=$MESH_NODE_STATE/boot.log
@@ -16,10 +20,24 @@ NODE_BUILD_DIR=$MESH_NODE_STATE/build
 # The lock sits beside the state directory, which `down` empties.
 NODE_LOCK_FILE=${MESH_NODE_STATE}.lock
 
-NODE_REGISTRY_ADDR=127.0.0.1:5000
+# The node shares the machine's network: two nodes side by side need two
+# registry ports.
+NODE_REGISTRY_PORT=${MESH_NODE_REGISTRY_PORT:-5000}
+NODE_REGISTRY_ADDR=127.0.0.1:$NODE_REGISTRY_PORT
 NODE_REGISTRY_CONTAINER=mesh-node-registry
 NODE_REGISTRY_CONFIG=/etc/docker/registry/config.yml
 NODE_REGISTRY_LOCAL_IMAGE=mesh-node/registry:local
+
+# The cgroup subtree the node's systemd boots in, the same path in every
+# hierarchy ("" for the hierarchies' root). The node has no cgroup namespace:
+# systemd takes the cgroup it starts in (less /init.scope) as its root, so a
+# second node needs a subtree of its own or both would manage the same
+# cgroups. The default node keeps the root, as a node on a real machine does.
+if [[ $MESH_NODE_STATE == "$NODE_DEFAULT_STATE" ]]; then
+	NODE_CGROUP=""
+else
+	NODE_CGROUP=/$(basename "$MESH_NODE_STATE")
+fi
 
 # Inside the node only Debian's tools are wanted: the machine may carry other
 # builds (a newer docker client in /usr/local/bin) that do not match the node.
@@ -76,6 +94,15 @@ wait_until() {
 		((SECONDS < deadline)) || return 1
 		sleep 0.2
 	done
+}
+
+# Refuses settings that would make a node collide with another one.
+check_settings() {
+	[[ $MESH_NODE_STATE == /?* ]] ||
+		die "MESH_NODE_STATE must be an absolute path, not '$MESH_NODE_STATE'"
+	if ! [[ $NODE_REGISTRY_PORT =~ ^[0-9]{1,5}$ ]] || ((10#$NODE_REGISTRY_PORT == 0 || 10#$NODE_REGISTRY_PORT > 65535)); then
+		die "MESH_NODE_REGISTRY_PORT must be a TCP port, not '$NODE_REGISTRY_PORT'"
+	fi
 }
 
 # The cgroup driver asked for, validated.

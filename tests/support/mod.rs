@@ -157,6 +157,22 @@ impl Node {
         }
     }
 
+    /// The cgroup the node's systemd takes as its root (less `/init.scope`):
+    /// `/` for a node booted at the hierarchies' root, a subtree for a node
+    /// booted beside another one. systemd's `ControlGroup` paths start with
+    /// it. A node env file written before the key existed means `/`.
+    pub fn cgroup_root(&self) -> &str {
+        self.vars
+            .get("MESH_NODE_CGROUP_ROOT")
+            .map_or("/", String::as_str)
+    }
+
+    /// `path` (`/system.slice/x.scope`) as systemd's `ControlGroup` on this
+    /// node names it: under [`Node::cgroup_root`].
+    pub fn control_group(&self, path: &str) -> String {
+        format!("{}{path}", self.cgroup_root().trim_end_matches('/'))
+    }
+
     /// The digest-pinned reference of a test image served by the node's
     /// registry: `busybox`, `busybox-alt` (the same with one more file,
     /// `/etc/mesh-node-variant`, so another digest) or `registry` (the
