@@ -221,8 +221,13 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     // run through the daemon: the same path as a scheduled fire.
     let out = d.cli(&["run", "gc"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // A scope of the fire (cgroupfs driver) or the step's slice (systemd driver).
+    let unit = match d.node.cgroup_driver() {
+        support::CgroupDriver::Cgroupfs => "unit: mesh-host-step-gc-",
+        support::CgroupDriver::Systemd => "unit: mesh-host-step\\x2dgc.slice",
+    };
     assert!(
-        text(&out).contains("mesh-host-step-gc-"),
+        text(&out).contains(unit),
         "ran in a transient unit: {}",
         text(&out)
     );
