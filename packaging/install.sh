@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The one description of what mesh-host installs, and where: stages the
+# FHS tree under DESTDIR. Both packages (packaging/build: the .deb through
+# cargo-deb, the .rpm through cargo-generate-rpm) are made from this tree;
+# `packaging/install.sh /` installs by hand on a node without packages.
+#
+#   packaging/install.sh DESTDIR [BINARY]
+#
+# BINARY is the mesh-host executable to install (default: the release build,
+# $CARGO_TARGET_DIR/release/mesh-host). It is also run once, to generate the
+# man page and shell completions from its own command line definitions.
+set -euo pipefail
+
+usage() {
+	echo "usage: packaging/install.sh DESTDIR [BINARY]" >&2
+	exit 2
+}
+(($# == 1 || $# == 2)) || usage
+[[ -n $1 ]] || usage
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dest=${1%/}
+bin=${2:-${CARGO_TARGET_DIR:-$repo/target}/release/mesh-host}
+[[ -x $bin ]] || {
+	echo "packaging/install.sh: $bin is not an executable (build it first: cargo build --release)" >&2
+	exit 1
+}
+
+gen=$(mktemp -d)
+trap 'rm -rf "$gen"' EXIT
+# Writes mesh-host.8, mesh-host.bash, _mesh-host and mesh-host.fish.
+"$bin" generate "$gen"
+
+# install -D: parents are created 0755, whatever the umask.
+put() { # MODE SOURCE DEST-RELATIVE-TO-DESTDIR
+	install -D -m "$1" "$2" "$dest/$3"
+}
+
+put 0755 "$bin" usr/bin/mesh-host
+
+# systemd: the service, the slice every scheduled step runs in, and the
+# journal catalog explaining each MESSAGE_ID (journalctl -x).
+put 0644 "$repo/units/mesh-host.service" usr/lib/systemd/system/mesh-host.service
+put 0644 "$repo/units/mesh-host.slice" usr/lib/systemd/system/mesh-host.slice
+put 0644 "$repo/units/mesh-host.catalog" usr/lib/systemd/catalog/mesh-host.catalog
+
+# The man page, compressed as Debian policy and Fedora's guidelines want
+# (-n: no name or time stamp in the header, so builds are reproducible).
+install -d -m 0755 "$dest/usr/share/man/man8"
+gzip -9n <"$gen/mesh-host.8" >"$dest/usr/share/man/man8/mesh-host.8.gz"
+chmod 0644 "$dest/usr/share/man/man8/mesh-host.8.gz"
+
+# Completions where each shell looks for a package's own (not /etc).
+put 0644 "$gen/mesh-host.bash" usr/share/bash-completion/completions/mesh-host
+put 0644 "$gen/_mesh-host" usr/share/zsh/vendor-completions/_mesh-host
+put 0644 "$gen/mesh-host.fish" usr/share/fish/vendor_completions.d/mesh-host.fish
+
+# Example declarations and what they show.
+for f in "$repo"/examples/*.json "$repo/examples/README.md"; do
+	put 0644 "$f" "usr/share/doc/mesh-host/examples/$(basename "$f")"
+done
+
+# The default declaration declares nothing: a fresh install changes nothing
+# on the machine. A configuration file (a dpkg conffile, an rpm
+# %config(noreplace)): an upgrade never overwrites the operator's. 0600: a
+# declaration may carry secrets in container env. An existing one (an
+# install by hand over a configured node) is left as it is.
+install -d -m 0755 "$dest/etc/mesh-host"
+if [[ ! -e $dest/etc/mesh-host/declaration.json ]]; then
+	printf '{"declaration":1,"resources":[]}\n' >"$dest/etc/mesh-host/declaration.json"
+	chmod 0600 "$dest/etc/mesh-host/declaration.json"
+fi
