@@ -27,7 +27,7 @@ bin=${2:-${CARGO_TARGET_DIR:-$repo/target}/release/mesh-host}
 
 gen=$(mktemp -d)
 trap 'rm -rf "$gen"' EXIT
-# Writes mesh-host.8, mesh-host.bash, _mesh-host and mesh-host.fish.
+# Writes mesh-host.8, mesh-host-COMMAND.8, mesh-host.bash, _mesh-host and mesh-host.fish.
 "$bin" generate "$gen"
 
 # install -D: parents are created 0755, whatever the umask.
@@ -46,8 +46,10 @@ put 0644 "$repo/units/mesh-host.catalog" usr/lib/systemd/catalog/mesh-host.catal
 # The man page, compressed as Debian policy and Fedora's guidelines want
 # (-n: no name or time stamp in the header, so builds are reproducible).
 install -d -m 0755 "$dest/usr/share/man/man8"
-gzip -9n <"$gen/mesh-host.8" >"$dest/usr/share/man/man8/mesh-host.8.gz"
-chmod 0644 "$dest/usr/share/man/man8/mesh-host.8.gz"
+for page in "$gen"/mesh-host*.8; do
+	gzip -9n <"$page" >"$dest/usr/share/man/man8/$(basename "$page").gz"
+	chmod 0644 "$dest/usr/share/man/man8/$(basename "$page").gz"
+done
 
 # Completions where each shell looks for a package's own (not /etc).
 put 0644 "$gen/mesh-host.bash" usr/share/bash-completion/completions/mesh-host

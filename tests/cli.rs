@@ -138,7 +138,15 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
     let man = std::fs::read_to_string(dir.path().join("mesh-host.8")).expect("man page");
     for cmd in ["check", "cron", "apply", "status", "run", "plan", "daemon"] {
         assert!(man.contains(cmd), "man page lacks {cmd}");
+        let page = std::fs::read_to_string(dir.path().join(format!("mesh-host-{cmd}.8")))
+            .unwrap_or_else(|e| panic!("mesh-host-{cmd}.8: {e}"));
+        assert!(
+            page.contains(&format!("mesh-host-{cmd}")),
+            "mesh-host-{cmd}.8 names itself"
+        );
     }
+    let run = std::fs::read_to_string(dir.path().join("mesh-host-run.8")).expect("run page");
+    assert!(run.contains("local"), "the run page documents --local");
     for file in ["mesh-host.bash", "_mesh-host", "mesh-host.fish"] {
         let text = std::fs::read_to_string(dir.path().join(file)).expect(file);
         assert!(text.contains("plan"), "{file} completes the plan command");

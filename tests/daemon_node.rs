@@ -52,6 +52,13 @@ impl Daemon {
             .collect::<Vec<_>>()
             .join("\n");
         text = text.replace("[Service]\n", &format!("[Service]\n{extra}\n"));
+        // Its own socket lives in its test directory: /run/mesh-host belongs
+        // to a packaged daemon, and systemd empties a RuntimeDirectory on stop.
+        text = text
+            .lines()
+            .filter(|l| !l.starts_with("RuntimeDirectory"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let path = PathBuf::from(format!(
             "/proc/{}/root/run/systemd/system/{unit}",
             node.pid()

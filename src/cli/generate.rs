@@ -7,7 +7,8 @@ use clap_complete::Shell;
 
 use super::{EXIT_FAILED, EXIT_OK};
 
-/// Write `mesh-host.8` and completions for bash, zsh and fish into `dir`.
+/// Write `mesh-host.8`, one page per command (`mesh-host-run.8`, ...), and
+/// completions for bash, zsh and fish into `dir`.
 pub fn run(dir: &Path) -> u8 {
     match write_all(dir) {
         Ok(()) => EXIT_OK,
@@ -26,6 +27,14 @@ fn write_all(dir: &Path) -> std::io::Result<()> {
         .section("8")
         .render(&mut page)?;
     std::fs::write(dir.join("mesh-host.8"), page)?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("mesh-host-{}", sub.get_name());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(sub.clone().name(name.clone()))
+            .section("8")
+            .render(&mut page)?;
+        std::fs::write(dir.join(format!("{name}.8")), page)?;
+    }
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
         clap_complete::generate_to(shell, &mut cmd.clone(), "mesh-host", dir)?;
     }
