@@ -7,178 +7,23 @@ mod support;
 
 use std::net::TcpListener;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{quote, unique_name, wait_for, Node};
+use support::world::{stamp, World, SERVICE_CMD};
+use support::{quote, wait_for};
 
-/// A busybox service that stops at once on SIGTERM.
-const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
-
-/// Container actions that change something.
-const MUTATING: [&str; 6] = ["create", "start", "stop", "die", "kill", "destroy"];
-
-/// One test's world: a directory on the node (the same path inside and
-/// out), unique container names, the binary.
-struct World {
-    node: Node,
-    dir: PathBuf,
-    bin: String,
-    prefix: String,
-    cleanup: Vec<String>,
+/// A busybox service resource (no module).
+fn service(w: &World, id: &str, name: &str) -> Value {
+    json!({"id": id, "type": "container", "name": name, "image": w.busybox(),
+           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
 }
 
-impl World {
-    fn new(tag: &str) -> World {
-        let node = Node::from_env();
-        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
-        let prefix = unique_name(tag);
-        let dir = node.state_dir().join("tests").join(&prefix);
-        std::fs::create_dir_all(&dir).expect("test dir");
-        World {
-            node,
-            dir,
-            bin,
-            prefix,
-            cleanup: Vec::new(),
-        }
-    }
-
-    /// A container name unique to this test (removed at the end).
-    fn name(&mut self, what: &str) -> String {
-        let n = format!("{}-{what}", self.prefix);
-        self.cleanup.push(n.clone());
-        n
-    }
-
-    fn path(&self, rel: &str) -> String {
-        self.dir.join(rel).display().to_string()
-    }
-
-    fn busybox(&self) -> String {
-        self.node.image("busybox")
-    }
-
-    fn service(&self, id: &str, name: &str) -> Value {
-        json!({"id": id, "type": "container", "name": name, "image": self.busybox(),
-               "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-    }
-
-    /// Writes a declaration to `rel` under the test directory.
-    fn declaration(&self, rel: &str, resources: Value) -> String {
-        let path = self.path(rel);
-        let decl = json!({"declaration": 1, "resources": resources});
-        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json"))
-            .expect("write declaration");
-        path
-    }
-
-    fn mesh_args(&self, args: &[&str], decl: Option<&str>) -> Vec<String> {
-        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        all.extend(["--state-dir".to_string(), self.path("state")]);
-        if let Some(decl) = decl {
-            all.extend(["--declaration".to_string(), decl.to_string()]);
-        }
-        all
-    }
-
-    /// Run mesh-host inside the node and wait for it.
-    fn mesh(&self, args: &[&str]) -> Output {
-        let out = self
-            .node
-            .command(&self.bin, &self.mesh_args(args, None))
-            .output()
-            .expect("run mesh-host");
-        eprintln!(
-            "mesh-host {args:?} -> {:?}\n--- stdout\n{}--- stderr\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// `mesh-host apply FILE --local` on a fresh declaration file.
-    fn apply(&self, rel: &str, resources: Value) -> Output {
-        let decl = self.declaration(rel, resources);
-        self.mesh(&["apply", &decl, "--local"])
-    }
-
-    fn running(&self, name: &str) -> bool {
-        self.inspect(name, "{{.State.Running}}") == "true"
-    }
-
-    fn exists(&self, name: &str) -> bool {
-        self.node
-            .docker(&["container", "inspect", name])
-            .status
-            .success()
-    }
-
-    fn inspect(&self, name: &str, format: &str) -> String {
-        self.node
-            .docker_ok(&["inspect", "-f", format, name])
-            .trim()
-            .to_string()
-    }
-
-    /// Docker's own record of what happened to `names` from `since` to
-    /// `until` (seconds): `(name, action)` in order.
-    fn events(&self, since: u64, until: u64, names: &[&str]) -> Vec<(String, String)> {
-        let mut args = vec![
-            "events".to_string(),
-            "--since".to_string(),
-            since.to_string(),
-            "--until".to_string(),
-            until.to_string(),
-            "--filter".to_string(),
-            "type=container".to_string(),
-            "--format".to_string(),
-            "{{.Actor.Attributes.name}} {{.Action}}".to_string(),
-        ];
-        for n in names {
-            args.push("--filter".into());
-            args.push(format!("container={n}"));
-        }
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.node
-            .docker_ok(&refs)
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(n, a)| (n.to_string(), a.to_string()))
-            .filter(|(_, a)| MUTATING.contains(&a.as_str()))
-            .collect()
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        if !self.cleanup.is_empty() {
-            let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
-            let _ = self
-                .node
-                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-/// Waits for the next whole second and returns it, so that a `docker
-/// events --since` from it sees nothing that happened before.
-fn next_second() -> u64 {
-    let target = now_secs() + 1;
-    wait_for("the next second", Duration::from_secs(3), || {
-        (now_secs() >= target).then_some(target)
-    })
+/// `mesh-host apply FILE --local` on a fresh declaration file.
+fn apply(w: &World, rel: &str, resources: Value) -> Output {
+    let decl = w.declaration(rel, resources);
+    w.mesh(&["apply", &decl, "--local"])
 }
 
 fn stdout(out: &Output) -> String {
@@ -205,7 +50,7 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     let step = w.name("gc");
     let env = w.path("etc/web.env");
     let resources = |content: &str| {
-        let mut svc = w.service("web", &web);
+        let mut svc = service(&w, "web", &web);
         svc["env-files"] = json!([env]);
         json!([
             {"id": "data", "type": "directory", "path": w.path("srv/data"), "mode": "0750"},
@@ -215,7 +60,7 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
              "command": ["true"], "network": "none", "schedule": "0 3 * * *"},
         ])
     };
-    let out = w.apply("d1.json", resources("GREETING=hello\n"));
+    let out = apply(&w, "d1.json", resources("GREETING=hello\n"));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(has_line(&out, "web created") || has_line(&out, "web created: image pulled"));
     assert!(w.running(&web));
@@ -246,9 +91,8 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     let id_before = w.inspect(&web, "{{.Id}}");
 
     // The same declaration again: Docker sees nothing happen.
-    let since = next_second();
-    let out = w.apply("d1.json", resources("GREETING=hello\n"));
-    let until = now_secs() + 1;
+    let since = stamp();
+    let out = apply(&w, "d1.json", resources("GREETING=hello\n"));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     for line in [
         "data unchanged",
@@ -258,14 +102,13 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     ] {
         assert!(has_line(&out, line), "{line} in\n{}", stdout(&out));
     }
-    let events = w.events(since, until, &[&web, &step]);
+    let events = w.events(&since, &[&web, &step]);
     assert!(events.is_empty(), "a no-op apply made Docker do {events:?}");
     assert_eq!(w.inspect(&web, "{{.Id}}"), id_before);
 
     // The env-file changes: the container is recreated, naming the file.
-    let since = next_second();
-    let out = w.apply("d2.json", resources("GREETING=bonjour\n"));
-    let until = now_secs() + 1;
+    let since = stamp();
+    let out = apply(&w, "d2.json", resources("GREETING=bonjour\n"));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         has_line(&out, "env updated: content changed"),
@@ -282,7 +125,7 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     assert!(w
         .inspect(&web, "{{json .Config.Env}}")
         .contains("GREETING=bonjour"));
-    let events = w.events(since, until, &[&web]);
+    let events = w.events(&since, &[&web]);
     let actions: Vec<&str> = events.iter().map(|(_, a)| a.as_str()).collect();
     assert!(
         actions.contains(&"destroy") && actions.ends_with(&["create", "start"]),
@@ -313,14 +156,15 @@ fn a_failing_run_once_halts_and_what_follows_is_not_created() {
     let before = w.name("before");
     let migrate = w.name("migrate");
     let after = w.name("after");
-    let out = w.apply(
+    let out = apply(
+        &w,
         "d.json",
         json!([
-            w.service("before", &before),
+            service(&w, "before", &before),
             {"id": "migrate", "type": "container", "name": migrate, "image": w.busybox(),
              "command": ["sh", "-c", "echo migrating; exit 3"], "network": "none",
              "run-once": true, "timeout": 60},
-            w.service("after", &after),
+            service(&w, "after", &after),
         ]),
     );
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -390,13 +234,13 @@ fn a_scheduled_step_is_installed_with_its_image_pulled_and_no_container_run() {
         "absent before"
     );
 
-    let since = next_second();
-    let out = w.apply(
+    let since = stamp();
+    let out = apply(
+        &w,
         "d.json",
         json!([{"id": "nightly", "type": "container", "name": step, "image": pinned,
                 "command": ["true"], "network": "none", "schedule": "15 2 * * *", "timeout": 60}]),
     );
-    let until = now_secs() + 1;
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         has_line(&out, "nightly installed: image pulled"),
@@ -411,7 +255,7 @@ fn a_scheduled_step_is_installed_with_its_image_pulled_and_no_container_run() {
         "pulled"
     );
     assert!(!w.exists(&step), "never run at apply");
-    assert!(w.events(since, until, &[&step]).is_empty());
+    assert!(w.events(&since, &[&step]).is_empty());
     let _ = w.node.docker(&["rmi", &pinned]);
 }
 
@@ -435,13 +279,14 @@ fn an_undeclared_managed_container_is_removed_and_a_foreign_one_survives() {
         "-c",
         SERVICE_CMD,
     ]);
-    let out = w.apply(
+    let out = apply(
+        &w,
         "d1.json",
-        json!([w.service("keep", &keep), w.service("gone", &gone)]),
+        json!([service(&w, "keep", &keep), service(&w, "gone", &gone)]),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.running(&gone));
-    let out = w.apply("d2.json", json!([w.service("keep", &keep)]));
+    let out = apply(&w, "d2.json", json!([service(&w, "keep", &keep)]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         has_line(
@@ -472,7 +317,8 @@ fn a_symlink_planted_at_a_file_path_is_not_followed() {
     std::fs::create_dir_all(w.path("elsewhere")).expect("mkdir");
     std::os::unix::fs::symlink(w.path("elsewhere"), w.path("linked")).expect("plant a link");
     let behind = w.path("linked/app/other.conf");
-    let out = w.apply(
+    let out = apply(
+        &w,
         "d.json",
         json!([
             {"id": "conf", "type": "file", "path": planted, "content": "declared\n", "mode": "0640"},
@@ -562,9 +408,12 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
 
     // An apply that changes the held registry arrives meanwhile (events
     // counted from the next whole second: the window's own stop is before).
-    let since = next_second();
-    let out = w.apply("d2.json", resources(json!({"REGISTRY_LOG_LEVEL": "debug"})));
-    let until = now_secs() + 1;
+    let since = stamp();
+    let out = apply(
+        &w,
+        "d2.json",
+        resources(json!({"REGISTRY_LOG_LEVEL": "debug"})),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let held = stdout(&out)
         .lines()
@@ -588,7 +437,7 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
             .starts_with(b"true"),
         "the window was still open when the apply ended"
     );
-    let events = w.events(since, until, &[&reg]);
+    let events = w.events(&since, &[&reg]);
     assert!(
         events.is_empty(),
         "Docker saw the held registry touched during the window: {events:?}"

@@ -6,170 +6,12 @@
 mod support;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Output, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{quote, unique_name, wait_for, CgroupDriver, Node};
-
-/// A busybox service that stops at once on SIGTERM.
-const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
-
-/// One test's world: a directory on the node, names, the binary.
-struct World {
-    node: Node,
-    dir: PathBuf,
-    bin: String,
-    prefix: String,
-    cleanup: Vec<String>,
-}
-
-impl World {
-    fn new(tag: &str) -> World {
-        let node = Node::from_env();
-        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
-        let prefix = unique_name(tag);
-        let dir = node.state_dir().join("tests").join(&prefix);
-        std::fs::create_dir_all(&dir).expect("test dir");
-        World {
-            node,
-            dir,
-            bin,
-            prefix,
-            cleanup: Vec::new(),
-        }
-    }
-
-    /// A container name unique to this test (removed at the end).
-    fn name(&mut self, what: &str) -> String {
-        let n = format!("{}-{what}", self.prefix);
-        self.cleanup.push(n.clone());
-        n
-    }
-
-    fn path(&self, rel: &str) -> String {
-        self.dir.join(rel).display().to_string()
-    }
-
-    fn busybox(&self) -> String {
-        self.node.image("busybox")
-    }
-
-    /// `docker run -d` a busybox service with a TERM trap.
-    fn service(&self, name: &str, extra: &[&str]) {
-        let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
-        args.extend_from_slice(extra);
-        let image = self.busybox();
-        args.extend_from_slice(&[&image, "sh", "-c", SERVICE_CMD]);
-        self.node.docker_ok(&args);
-    }
-
-    fn write_declaration(&self, resources: Value) -> String {
-        let path = self.path("declaration.json");
-        let decl = json!({"declaration": 1, "resources": resources});
-        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json"))
-            .expect("write declaration");
-        path
-    }
-
-    fn mesh_args(&self, args: &[&str]) -> Vec<String> {
-        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        all.extend([
-            "--state-dir".to_string(),
-            self.path("state"),
-            "--declaration".to_string(),
-            self.path("declaration.json"),
-        ]);
-        all
-    }
-
-    /// Run mesh-host inside the node and wait for it.
-    fn mesh(&self, args: &[&str]) -> Output {
-        let out = self
-            .node
-            .command(&self.bin, &self.mesh_args(args))
-            .output()
-            .expect("run mesh-host");
-        eprintln!(
-            "mesh-host {args:?} -> {:?}\n--- stdout\n{}--- stderr\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// Start mesh-host inside the node without waiting.
-    fn mesh_spawn(&self, args: &[&str]) -> Child {
-        self.node
-            .command(&self.bin, &self.mesh_args(args))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mesh-host")
-    }
-
-    fn running(&self, name: &str) -> bool {
-        self.inspect(name, "{{.State.Running}}") == "true"
-    }
-
-    fn inspect(&self, name: &str, format: &str) -> String {
-        self.node
-            .docker_ok(&["inspect", "-f", format, name])
-            .trim()
-            .to_string()
-    }
-
-    /// Docker's own record of what happened to `names` since `since`:
-    /// `(name, action)` in order.
-    fn events(&self, since: String, names: &[&str]) -> Vec<(String, String)> {
-        let until = now_secs();
-        let mut args = vec![
-            "events".to_string(),
-            "--since".to_string(),
-            since,
-            "--until".to_string(),
-            until,
-            "--filter".to_string(),
-            "type=container".to_string(),
-            "--format".to_string(),
-            "{{.Actor.Attributes.name}} {{.Action}}".to_string(),
-        ];
-        for n in names {
-            args.push("--filter".into());
-            args.push(format!("container={n}"));
-        }
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.node
-            .docker_ok(&refs)
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(n, a)| (n.to_string(), a.to_string()))
-            .filter(|(_, a)| matches!(a.as_str(), "start" | "die" | "stop" | "create" | "kill"))
-            .collect()
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        if !self.cleanup.is_empty() {
-            let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
-            let _ = self
-                .node
-                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Now, as Docker's `--since` reads it (seconds with nanoseconds).
-fn now_secs() -> String {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
-}
+use support::world::{stamp, World, SERVICE_CMD};
+use support::{quote, unique_name, wait_for, CgroupDriver};
 
 fn position(events: &[(String, String)], name: &str, action: &str) -> usize {
     events
@@ -285,10 +127,10 @@ fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
          "network": "none", "mounts": mounts, "schedule": "0 3 * * *",
          "while-stopped": ["registry"], "timeout": 300}
     ]));
-    let since = now_secs();
+    let since = stamp();
     let out = w.mesh(&["run", "garbage-collect", "--local"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let events = w.events(since, &[&reg, &gc]);
+    let events = w.events(&since, &[&reg, &gc]);
     // Docker's order: the registry stopped, then the step ran and ended,
     // then the registry started again.
     let reg_down = position(&events, &reg, "die");
@@ -341,7 +183,7 @@ fn a_step_that_exits_1_fails_and_the_service_runs_again() {
     let step = w.name("step");
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
-    w.service(&svc, &[]);
+    w.run_service(&svc, &[]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
         step_json(
@@ -353,7 +195,7 @@ fn a_step_that_exits_1_fails_and_the_service_runs_again() {
             Some(60)
         ),
     ]));
-    let since = now_secs();
+    let since = stamp();
     let out = w.mesh(&["run", "fails", "--local"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -362,7 +204,7 @@ fn a_step_that_exits_1_fails_and_the_service_runs_again() {
         stdout(&out)
     );
     assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "1");
-    let events = w.events(since, &[&svc, &step]);
+    let events = w.events(&since, &[&svc, &step]);
     assert!(
         position(&events, &svc, "die") < position(&events, &step, "start"),
         "{events:?}"
@@ -391,7 +233,7 @@ fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
     let step = w.name("step");
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
-    w.service(&svc, &[]);
+    w.run_service(&svc, &[]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
         step_json("slow", &step, &img, SERVICE_CMD, &["svc"], Some(3)),
@@ -427,7 +269,7 @@ fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
         "docker network rm {} >/dev/null 2>&1 || true",
         quote(&net)
     ));
-    w.service(&a, &[]);
+    w.run_service(&a, &[]);
     // b lives on a network the test removes while b is held: its start fails.
     let image = w.busybox();
     w.node.docker_ok(&[
@@ -447,7 +289,7 @@ fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
         service_json("b", &b, &img),
         step_json("hold", &step, &img, "sleep 4", &["a", "b"], Some(60)),
     ]));
-    let child = w.mesh_spawn(&["run", "hold", "--local"]);
+    let child = w.mesh_spawn(&["run", "hold", "--local"], None);
     wait_for("b to be held", Duration::from_secs(30), || {
         (!w.running(&b)).then_some(())
     });
@@ -491,8 +333,8 @@ fn a_container_already_stopped_before_the_window_stays_stopped() {
     let step = w.name("step");
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
-    w.service(&up, &[]);
-    w.service(&down, &[]);
+    w.run_service(&up, &[]);
+    w.run_service(&down, &[]);
     w.node.docker_ok(&["stop", &down]);
     let down_finished = w.inspect(&down, "{{.State.FinishedAt}}");
     w.write_declaration(json!([
@@ -500,7 +342,7 @@ fn a_container_already_stopped_before_the_window_stays_stopped() {
         service_json("down", &down, &img),
         step_json("s", &step, &img, "true", &["down", "up"], Some(60)),
     ]));
-    let since = now_secs();
+    let since = stamp();
     let out = w.mesh(&["run", "s", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&up));
@@ -510,7 +352,7 @@ fn a_container_already_stopped_before_the_window_stays_stopped() {
         down_finished,
         "never started"
     );
-    let events = w.events(since, &[&down]);
+    let events = w.events(&since, &[&down]);
     assert!(
         events.is_empty(),
         "Docker saw nothing happen to it: {events:?}"
@@ -525,12 +367,12 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
     let step = w.name("step");
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
-    w.service(&svc, &[]);
+    w.run_service(&svc, &[]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
         step_json("s", &step, &img, "sleep 8", &["svc"], Some(60)),
     ]));
-    let child = w.mesh_spawn(&["run", "s", "--local"]);
+    let child = w.mesh_spawn(&["run", "s", "--local"], None);
     wait_for("svc to be held", Duration::from_secs(30), || {
         (!w.running(&svc)).then_some(())
     });
@@ -570,14 +412,14 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     let other = w.name("other");
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
-    w.service(&svc, &[]);
+    w.run_service(&svc, &[]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
         step_json("gc", &step, &img, "sleep 6; echo done", &["svc"], Some(120)),
         step_json("other", &other, &img, "true", &[], Some(60)),
     ]));
-    let since = now_secs();
-    let mut child = w.mesh_spawn(&["run", "gc", "--local"]);
+    let since = stamp();
+    let mut child = w.mesh_spawn(&["run", "gc", "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
         (w.node
             .docker(&["inspect", "-f", "{{.State.Running}}", &step])
@@ -605,7 +447,7 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
         "0",
         "the step finished"
     );
-    let events = w.events(since, &[&svc, &step]);
+    let events = w.events(&since, &[&svc, &step]);
     assert_eq!(
         events
             .iter()
@@ -658,7 +500,7 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
         quote(&slice)
     ));
     w.node.docker_ok(&["pull", &img]);
-    w.service(&svc, &[]);
+    w.run_service(&svc, &[]);
     let declare = |module: &str, script: &str| {
         let mut s = service_json("svc", &svc, &img);
         let mut t = step_json(&id, &step, &img, script, &["svc"], Some(300));
@@ -699,7 +541,7 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
 
     // The next fire, of a step now in another module, is watched running.
     declare("n", "sleep 60");
-    let child = w.mesh_spawn(&["run", &id, "--local"]);
+    let child = w.mesh_spawn(&["run", &id, "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
         (w.node
             .docker(&["inspect", "-f", "{{.State.Running}}", &step])

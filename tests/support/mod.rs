@@ -10,6 +10,8 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod world;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::fs;

@@ -1,0 +1,207 @@
+//! One test's world on the node: a directory (the same path inside and
+//! out), container names unique to the test and removed at its end, and
+//! the mesh-host binary run inside the node against its own state.
+
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::{quote, unique_name, Node};
+
+/// A busybox service that stops at once on SIGTERM.
+pub const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+/// See the module documentation.
+pub struct World {
+    /// The node.
+    pub node: Node,
+    /// The test's directory.
+    pub dir: PathBuf,
+    /// mesh-host inside the node.
+    pub bin: String,
+    /// Prefix of every name the test makes.
+    pub prefix: String,
+    cleanup: Vec<String>,
+}
+
+/// Now, as Docker's `--since`/`--until` read it (seconds and nanoseconds).
+pub fn stamp() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
+}
+
+impl World {
+    /// A fresh world; panics without a node.
+    pub fn new(tag: &str) -> World {
+        let node = Node::from_env();
+        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
+        let prefix = unique_name(tag);
+        let dir = node.state_dir().join("tests").join(&prefix);
+        std::fs::create_dir_all(&dir).expect("test dir");
+        World {
+            node,
+            dir,
+            bin,
+            prefix,
+            cleanup: Vec::new(),
+        }
+    }
+
+    /// A container name unique to this test (removed at the end).
+    pub fn name(&mut self, what: &str) -> String {
+        let n = format!("{}-{what}", self.prefix);
+        self.cleanup.push(n.clone());
+        n
+    }
+
+    /// A path under the test's directory.
+    pub fn path(&self, rel: &str) -> String {
+        self.dir.join(rel).display().to_string()
+    }
+
+    /// The node's busybox image, pinned.
+    pub fn busybox(&self) -> String {
+        self.node.image("busybox")
+    }
+
+    /// `docker run -d` a busybox service with a TERM trap (not managed).
+    pub fn run_service(&self, name: &str, extra: &[&str]) {
+        let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
+        args.extend_from_slice(extra);
+        let image = self.busybox();
+        args.extend_from_slice(&[&image, "sh", "-c", SERVICE_CMD]);
+        self.node.docker_ok(&args);
+    }
+
+    /// Write a declaration of `resources` to `rel`; its path.
+    pub fn declaration(&self, rel: &str, resources: Value) -> String {
+        let path = self.path(rel);
+        let decl = json!({"declaration": 1, "resources": resources});
+        std::fs::write(&path, serde_json::to_vec_pretty(&decl).expect("json"))
+            .expect("write declaration");
+        path
+    }
+
+    /// Write `declaration.json`, the file `mesh` and `mesh_spawn` pass.
+    pub fn write_declaration(&self, resources: Value) -> String {
+        self.declaration("declaration.json", resources)
+    }
+
+    /// `args` plus this world's state directory and declaration file
+    /// (`decl`, or `declaration.json`).
+    pub fn mesh_args(&self, args: &[&str], decl: Option<&str>) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let decl = decl.map_or_else(|| self.path("declaration.json"), str::to_string);
+        all.extend([
+            "--state-dir".to_string(),
+            self.path("state"),
+            "--declaration".to_string(),
+            decl,
+        ]);
+        all
+    }
+
+    /// Run mesh-host inside the node and wait for it.
+    pub fn mesh(&self, args: &[&str]) -> Output {
+        let out = self
+            .node
+            .command(&self.bin, &self.mesh_args(args, None))
+            .output()
+            .expect("run mesh-host");
+        eprintln!(
+            "mesh-host {args:?} -> {:?}\n--- stdout\n{}--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Start mesh-host inside the node without waiting.
+    pub fn mesh_spawn(&self, args: &[&str], decl: Option<&str>) -> Child {
+        self.node
+            .command(&self.bin, &self.mesh_args(args, decl))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mesh-host")
+    }
+
+    /// Docker says the container runs.
+    pub fn running(&self, name: &str) -> bool {
+        self.node
+            .docker(&["inspect", "-f", "{{.State.Running}}", name])
+            .stdout
+            .starts_with(b"true")
+    }
+
+    /// Docker has a container by that name.
+    pub fn exists(&self, name: &str) -> bool {
+        self.node
+            .docker(&["container", "inspect", name])
+            .status
+            .success()
+    }
+
+    /// `docker inspect -f FORMAT NAME`, trimmed.
+    pub fn inspect(&self, name: &str, format: &str) -> String {
+        self.node
+            .docker_ok(&["inspect", "-f", format, name])
+            .trim()
+            .to_string()
+    }
+
+    /// Docker's own record of the lifecycle of `names` from `since` (a
+    /// [`stamp`]) to now: `(name, action)` in order (create, start, stop,
+    /// die, kill, destroy).
+    pub fn events(&self, since: &str, names: &[&str]) -> Vec<(String, String)> {
+        let until = stamp();
+        let mut args = vec![
+            "events",
+            "--since",
+            since,
+            "--until",
+            &until,
+            "--filter",
+            "type=container",
+            "--format",
+            "{{.Actor.Attributes.name}} {{.Action}}",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+        for n in names {
+            args.push("--filter".into());
+            args.push(format!("container={n}"));
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.node
+            .docker_ok(&refs)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .filter(|(_, a)| {
+                matches!(
+                    a.as_str(),
+                    "create" | "start" | "stop" | "die" | "kill" | "destroy"
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if !self.cleanup.is_empty() {
+            let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
+            let _ = self
+                .node
+                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
