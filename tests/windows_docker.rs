@@ -624,3 +624,47 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
     assert_eq!(unit_line(&out), unit);
     assert!(w.running(&svc), "the held container runs again");
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
+    let mut w = World::new("plan");
+    let a = w.name("a");
+    let b = w.name("b");
+    let (s1, s2) = (w.name("s1"), w.name("s2"));
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.run_service(&a, &[]);
+    w.run_service(&b, &[]);
+    w.write_declaration(json!([
+        service_json("a", &a, &img),
+        service_json("b", &b, &img),
+        step_json("first", &s1, &img, "sleep 8", &["a", "b"], Some(60)),
+        step_json("second", &s2, &img, "true", &["b"], Some(60)),
+    ]));
+    let out = w.mesh(&["plan", "first", "--local", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let plan: Value = serde_json::from_slice(&out.stdout).expect("plan json");
+    assert_eq!(plan["stop-order"], json!([a, b]));
+    assert_eq!(plan["start-order"], json!([b, a]));
+    assert_eq!(plan["conflicts"], json!([]));
+    assert_eq!(plan["holds"][0]["state"], "running");
+    let events_before = stamp();
+    let child = w.mesh_spawn(&["run", "first", "--local"], None);
+    wait_for("the window of first", Duration::from_secs(30), || {
+        (!w.running(&b) && w.running(&s1)).then_some(())
+    });
+    let out = w.mesh(&["plan", "second", "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains(&format!(
+            "a fire now would be skipped: the window of first holds {b}"
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let out = child.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    // plan changed nothing: Docker saw no start or stop of the second step.
+    assert!(w.events(&events_before, &[&s2]).is_empty());
+}
