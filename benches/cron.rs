@@ -19,7 +19,7 @@ use std::str::FromStr;
 use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use mesh_host::cron::CronSchedule;
-use support::{Bench, Stats};
+use support::{Bench, Pair};
 
 /// Debian expression, the crate's equivalent (seconds first, Quartz day
 /// names), and a note on what the pair shows.
@@ -71,15 +71,12 @@ fn starts() -> Vec<DateTime<Utc>> {
     out
 }
 
-fn ratio(ours: Option<Stats>, peer: Option<Stats>) -> String {
-    match (ours, peer) {
-        (Some(o), Some(p)) => format!("{:.1}×", o.median.as_secs_f64() / p.median.as_secs_f64()),
-        _ => "–".to_string(),
+/// mesh-host's cell, the crate's cell and the ratio.
+fn cells(pair: Option<Pair>) -> [String; 3] {
+    match pair {
+        Some(p) => [p.ours.cell(), p.peer.cell(), p.ratio_cell()],
+        None => ["–".to_string(), "–".to_string(), "–".to_string()],
     }
-}
-
-fn cell(stats: Option<Stats>) -> String {
-    stats.map_or_else(|| "–".to_string(), |s| s.cell())
 }
 
 /// Whether both produce the same first `UPCOMING` fires from `from`; if
@@ -130,11 +127,13 @@ fn main() {
     );
     for (ours, peer, _) in CASES {
         let name = format!("parse {ours}");
-        let a = bench.run(&name, || CronSchedule::parse(ours));
-        let b = bench.run(&name, || cron::Schedule::from_str(peer));
-        if bench.measuring() && bench.selected(&name) {
-            bench.row(&[format!("`{ours}`"), cell(a), cell(b), ratio(a, b)]);
-        }
+        let pair = bench.pair(
+            &name,
+            || CronSchedule::parse(ours),
+            || cron::Schedule::from_str(peer),
+        );
+        let [a, b, r] = cells(pair);
+        bench.row(&[format!("`{ours}`"), a, b, r]);
     }
 
     bench.table(
@@ -147,25 +146,22 @@ fn main() {
     for ((expr, _, _), (ours, peer)) in CASES.iter().zip(&parsed) {
         for (zone_name, zone) in zones() {
             let name = format!("next {expr} {zone_name}");
-            let mut i = 0;
-            let a = bench.run(&name, || {
-                i = (i + 1) % starts.len();
-                ours.next_after(starts[i], zone)
-            });
             let local: Vec<DateTime<Tz>> = starts.iter().map(|t| t.with_timezone(&zone)).collect();
-            let mut j = 0;
-            let b = bench.run(&name, || {
-                j = (j + 1) % local.len();
-                peer.after(&local[j]).next()
-            });
-            if bench.measuring() && bench.selected(&name) {
-                bench.row(&[
-                    format!("`{expr}`"),
-                    zone_name.to_string(),
-                    cell(a),
-                    cell(b),
-                    ratio(a, b),
-                ]);
+            let (mut i, mut j) = (0, 0);
+            let pair = bench.pair(
+                &name,
+                || {
+                    i = (i + 1) % starts.len();
+                    ours.next_after(starts[i], zone)
+                },
+                || {
+                    j = (j + 1) % local.len();
+                    peer.after(&local[j]).next()
+                },
+            );
+            if pair.is_some() {
+                let [a, b, r] = cells(pair);
+                bench.row(&[format!("`{expr}`"), zone_name.to_string(), a, b, r]);
             }
         }
     }
@@ -186,21 +182,21 @@ fn main() {
     for ((expr, _, _), (ours, peer)) in CASES.iter().zip(&parsed) {
         for (zone_name, zone) in zones() {
             let name = format!("upcoming {expr} {zone_name}");
-            let a = bench.run(&name, || ours.upcoming(from, zone).take(UPCOMING).last());
             let local = from.with_timezone(&zone);
-            let b = bench.run(&name, || peer.after(&local).take(UPCOMING).last());
-            if bench.measuring() && bench.selected(&name) {
-                let per_fire = a.map_or_else(
-                    || "–".to_string(),
-                    |s| support::human(s.median / UPCOMING as u32),
-                );
+            let pair = bench.pair(
+                &name,
+                || ours.upcoming(from, zone).take(UPCOMING).last(),
+                || peer.after(&local).take(UPCOMING).last(),
+            );
+            if let Some(p) = pair {
+                let [a, b, r] = cells(pair);
                 bench.row(&[
                     format!("`{expr}`"),
                     zone_name.to_string(),
-                    cell(a),
-                    cell(b),
-                    ratio(a, b),
-                    per_fire,
+                    a,
+                    b,
+                    r,
+                    support::human(p.ours.median / UPCOMING as u32),
                     agreement(ours, peer, from, zone),
                 ]);
             }

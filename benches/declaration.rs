@@ -13,7 +13,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{Bench, Stats};
+use support::{Bench, Pair};
 
 const IMAGE: &str = "127.0.0.1:5000/shop/web:1.4.2@sha256:80b514138d31203ce7fb099562f8b9bb2cfe49790d84ee967a078d88319eb9d0";
 const SCHEDULES: [&str; 4] = ["*/15 * * * *", "30 3 * * *", "0 9 * * mon-fri", "@hourly"];
@@ -71,14 +71,6 @@ fn generated(resources: usize) -> Vec<u8> {
         .expect("a JSON value serialises")
 }
 
-fn cell(stats: Option<Stats>) -> String {
-    stats.map_or_else(|| "–".to_string(), |s| s.cell())
-}
-
-fn rate(stats: Option<Stats>, bytes: usize) -> String {
-    stats.map_or_else(|| "–".to_string(), |s| format!("{:.0}", s.mb_per_s(bytes)))
-}
-
 fn main() {
     let mut bench = Bench::from_args();
     let mut inputs: Vec<(String, Vec<u8>, bool)> = vec![
@@ -132,23 +124,20 @@ fn main() {
         ],
     );
     for (name, bytes, _) in &inputs {
-        let a = bench.run(name, || mesh_host::declaration::parse(bytes));
-        let b = bench.run(name, || serde_json::from_slice::<Value>(bytes));
-        if bench.measuring() && bench.selected(name) {
-            let ratio = match (a, b) {
-                (Some(a), Some(b)) => {
-                    format!("{:.1}×", a.median.as_secs_f64() / b.median.as_secs_f64())
-                }
-                _ => "–".to_string(),
-            };
+        let pair: Option<Pair> = bench.pair(
+            name,
+            || mesh_host::declaration::parse(bytes),
+            || serde_json::from_slice::<Value>(bytes),
+        );
+        if let Some(p) = pair {
             bench.row(&[
                 name.clone(),
                 bytes.len().to_string(),
-                cell(a),
-                rate(a, bytes.len()),
-                cell(b),
-                rate(b, bytes.len()),
-                ratio,
+                p.ours.cell(),
+                format!("{:.0}", p.ours.mb_per_s(bytes.len())),
+                p.peer.cell(),
+                format!("{:.0}", p.peer.mb_per_s(bytes.len())),
+                p.ratio_cell(),
             ]);
         }
     }

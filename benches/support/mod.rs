@@ -69,6 +69,46 @@ impl Stats {
     }
 }
 
+/// Two bodies measured side by side by [`Bench::pair`].
+#[derive(Debug, Clone, Copy)]
+pub struct Pair {
+    /// mesh-host's.
+    pub ours: Stats,
+    /// The peer's.
+    pub peer: Stats,
+    /// Median of the per-sample ratios ours / peer.
+    pub ratio: f64,
+}
+
+impl Pair {
+    /// The ratio as a table cell.
+    pub fn ratio_cell(&self) -> String {
+        format!("{:.1}×", self.ratio)
+    }
+}
+
+/// Warm `body` up and return how many iterations make one sample last
+/// about [`SAMPLE_TARGET`].
+fn calibrate<T>(body: &mut impl FnMut() -> T) -> u64 {
+    let start = Instant::now();
+    let mut warm_iters = 0u64;
+    while start.elapsed() < WARM_UP {
+        std::hint::black_box(body());
+        warm_iters += 1;
+    }
+    let per_iter = start.elapsed().as_secs_f64() / warm_iters as f64;
+    ((SAMPLE_TARGET.as_secs_f64() / per_iter).ceil() as u64).max(1)
+}
+
+/// One sample: `iters` calls of `body`, the time per call.
+fn sample<T>(body: &mut impl FnMut() -> T, iters: u64) -> Duration {
+    let t = Instant::now();
+    for _ in 0..iters {
+        std::hint::black_box(body());
+    }
+    t.elapsed() / u32::try_from(iters).unwrap_or(u32::MAX)
+}
+
 /// A duration in ns, µs, ms or s with three significant digits.
 pub fn human(d: Duration) -> String {
     let ns = d.as_secs_f64() * 1e9;
@@ -89,6 +129,14 @@ pub fn human(d: Duration) -> String {
         2
     };
     format!("{value:.digits$} {unit}")
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine shows
+/// in the figures, so each run says how busy it was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_string())
 }
 
 /// The runner: mode and filter from the command line, rows printed as
@@ -113,6 +161,9 @@ impl Bench {
             } else if !arg.starts_with('-') {
                 filter.push(arg);
             }
+        }
+        if measure {
+            println!("Load average at start: {}", load_average());
         }
         Bench {
             measure,
@@ -175,24 +226,47 @@ impl Bench {
             std::hint::black_box(body());
             return None;
         }
-        // Warm up, counting how many iterations fit, to size the samples.
-        let start = Instant::now();
-        let mut warm_iters = 0u64;
-        while start.elapsed() < WARM_UP {
-            std::hint::black_box(body());
-            warm_iters += 1;
-        }
-        let per_iter = start.elapsed().as_secs_f64() / warm_iters as f64;
-        let iters = ((SAMPLE_TARGET.as_secs_f64() / per_iter).ceil() as u64).max(1);
-        let mut samples = Vec::with_capacity(SAMPLES);
-        for _ in 0..SAMPLES {
-            let t = Instant::now();
-            for _ in 0..iters {
-                std::hint::black_box(body());
-            }
-            samples.push(t.elapsed() / u32::try_from(iters).unwrap_or(u32::MAX));
-        }
+        let iters = calibrate(&mut body);
+        let samples = (0..SAMPLES).map(|_| sample(&mut body, iters)).collect();
         Some(Stats::from_samples(samples, iters))
+    }
+
+    /// Measure two bodies side by side: their samples alternate, so both
+    /// see the same machine (other work on it comes and goes), and the
+    /// ratio is the median of the per-sample ratios.
+    pub fn pair<A, B>(
+        &self,
+        name: &str,
+        mut ours: impl FnMut() -> A,
+        mut peer: impl FnMut() -> B,
+    ) -> Option<Pair> {
+        if !self.selected(name) {
+            return None;
+        }
+        self.bodies.set(self.bodies.get() + 2);
+        if !self.measure {
+            std::hint::black_box(ours());
+            std::hint::black_box(peer());
+            return None;
+        }
+        let ours_iters = calibrate(&mut ours);
+        let peer_iters = calibrate(&mut peer);
+        let mut a = Vec::with_capacity(SAMPLES);
+        let mut b = Vec::with_capacity(SAMPLES);
+        let mut ratios = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            let x = sample(&mut ours, ours_iters);
+            let y = sample(&mut peer, peer_iters);
+            ratios.push(x.as_secs_f64() / y.as_secs_f64().max(1e-12));
+            a.push(x);
+            b.push(y);
+        }
+        ratios.sort_by(f64::total_cmp);
+        Some(Pair {
+            ours: Stats::from_samples(a, ours_iters),
+            peer: Stats::from_samples(b, peer_iters),
+            ratio: ratios[ratios.len() / 2],
+        })
     }
 
     /// Measure `body` on a fresh input from `setup` each time; only `body`
@@ -233,6 +307,7 @@ impl Bench {
     pub fn finish(&self, note: &str) {
         if self.measure {
             println!("\n{SAMPLES} samples per measurement; {note}");
+            println!("Load average at the end: {}", load_average());
         } else {
             println!(
                 "{} bodies ran once each (not measured: `cargo bench` measures)",
