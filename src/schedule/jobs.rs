@@ -12,7 +12,7 @@
 //!   at or before a due time it already handled;
 //! - re-syncing keeps an unchanged job where it is in its cadence.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -49,7 +49,7 @@ struct Job {
     next_due: Option<DateTime<Utc>>,
     /// Recently handled due times (fired or skipped): never handled again,
     /// even after the clock steps back over them.
-    handled: VecDeque<DateTime<Utc>>,
+    handled: Handled,
     in_flight: bool,
 }
 
@@ -229,27 +229,30 @@ impl Job {
         Job {
             timing,
             next_due,
-            handled: VecDeque::new(),
+            handled: Handled::default(),
             in_flight: false,
         }
     }
 
     fn last_due(&self) -> Option<DateTime<Utc>> {
-        self.handled.back().copied()
+        self.handled.order.back().copied()
     }
 
     fn mark_handled(&mut self, due: DateTime<Utc>) {
-        if self.handled.len() == HANDLED_MEMORY {
-            self.handled.pop_front();
+        if self.handled.order.len() == HANDLED_MEMORY {
+            if let Some(oldest) = self.handled.order.pop_front() {
+                self.handled.set.remove(&oldest);
+            }
         }
-        self.handled.push_back(due);
+        self.handled.order.push_back(due);
+        self.handled.set.insert(due);
     }
 
     /// The first due time strictly after `t` that was not handled already.
     fn next_unhandled_after(&self, mut t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         loop {
             let next = self.timing.cron.next_after(t, self.timing.zone)?.to_utc();
-            if !self.handled.contains(&next) {
+            if !self.handled.set.contains(&next) {
                 return Some(next);
             }
             t = next;
@@ -308,6 +311,14 @@ impl Job {
             span = span * 4;
         }
     }
+}
+
+/// Handled due times: in the order handled (to forget the oldest) and as a
+/// set (membership is checked for every candidate due time).
+#[derive(Debug, Clone, Default)]
+struct Handled {
+    order: VecDeque<DateTime<Utc>>,
+    set: BTreeSet<DateTime<Utc>>,
 }
 
 /// A count of due times in a range.
