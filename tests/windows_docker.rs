@@ -668,3 +668,46 @@ fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
     // plan changed nothing: Docker saw no start or stop of the second step.
     assert!(w.events(&events_before, &[&s2]).is_empty());
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
+    let mut w = World::new("hung");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let other = w.name("other");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.run_service(&svc, &[]);
+    // The step hangs (ignores SIGTERM as PID 1) far past its 6 s timeout.
+    w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("hung", &step, &img, "sleep 600", &["svc"], Some(6)),
+        step_json("other", &other, &img, "true", &[], Some(60)),
+    ]));
+    let mut child = w.mesh_spawn(&["run", "hung", "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&step).then_some(())
+    });
+    let state = w.path("state");
+    w.node.sh_ok(&format!(
+        "pkill -KILL -f -- {}",
+        quote(&format!("[r]un hung --local --state-dir {state}"))
+    ));
+    let _ = child.wait();
+    assert!(
+        w.running(&step) && !w.running(&svc),
+        "owner dead, window shut"
+    );
+    // The next local command resumes the window, ends the step at its
+    // timeout (counted from when the window opened) and starts svc.
+    let started = std::time::Instant::now();
+    let out = w.mesh(&["run", "other", "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "bounded by the step's timeout and stop grace, not by the step"
+    );
+    assert!(!w.running(&step), "the hung step was stopped");
+    assert!(w.running(&svc));
+}

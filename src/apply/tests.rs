@@ -89,6 +89,7 @@ impl Rig {
                 pid: owner.pid,
                 pid_start_time: owner.pid_start_time,
                 step_container: format!("{step}-run"),
+                step_timeout_secs: None,
                 held: held
                     .iter()
                     .map(|n| HeldContainer {

@@ -214,12 +214,18 @@ async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>
 }
 
 async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), String> {
-    let resumed = windows
-        .resume()
-        .await
-        .map_err(|e| format!("window records: {e}"))?;
+    // Resuming may wait for a step still running (bounded by its timeout):
+    // keep asking systemd for start-up time meanwhile.
+    let resume = windows.resume();
+    tokio::pin!(resume);
+    let mut extend = tokio::time::interval(Duration::from_secs(30));
+    let resumed = loop {
+        tokio::select! {
+            r = &mut resume => break r.map_err(|e| format!("window records: {e}"))?,
+            _ = extend.tick() => notifier.extend_start(),
+        }
+    };
     for r in resumed {
-        notifier.extend_start();
         match r {
             Resumed::OwnerAlive { step } => {
                 tracing::warn!(MESH_STEP = %step, "the window of {step} belongs to a live process; left to it")

@@ -166,6 +166,7 @@ impl Firer {
                 module: step.module.clone(),
                 fire_time: due,
                 step_container: step.spec.name.clone(),
+                step_timeout: step.timeout,
                 holds: step.holds.clone(),
             };
             match self.windows.open(&plan).await {

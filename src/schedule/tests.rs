@@ -307,7 +307,7 @@ async fn a_leftover_exited_container_is_removed_first() {
 }
 
 /// Write a record whose owner is gone (this pid, another start time).
-fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>) {
+fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>, timeout_secs: u64) {
     let owner = Owner::current().expect("owner");
     let record = WindowRecord {
         step: "gc".into(),
@@ -319,6 +319,7 @@ fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>) {
         // Not this process: a start time it never had.
         pid_start_time: owner.pid_start_time + 12345,
         step_container: "gc-run".into(),
+        step_timeout_secs: Some(timeout_secs),
         held: vec![HeldContainer {
             id: "registry".into(),
             name: "registry".into(),
@@ -333,7 +334,7 @@ async fn a_window_left_by_a_dead_daemon_waits_for_the_step_then_closes() {
     let r = rig(&[("registry", false), ("gc-run", true)]);
     r.fake.exit_with("gc-run", 0, Duration::from_secs(20));
     let boot = crate::store::boot_id().expect("boot id");
-    dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5));
+    dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5), 3600);
     let resumed = r.firer.windows().resume().await.expect("resume");
     match &resumed[..] {
         [Resumed::Closed {
@@ -363,7 +364,7 @@ async fn a_record_from_another_boot_or_too_old_holds_nothing() {
         } else {
             boot.to_string()
         };
-        dead_record(&r, &boot, t0() - chrono::TimeDelta::hours(age_hours));
+        dead_record(&r, &boot, t0() - chrono::TimeDelta::hours(age_hours), 3600);
         let resumed = r.firer.windows().resume().await.expect("resume");
         assert!(
             matches!(&resumed[..], [Resumed::Stale { .. }]),
@@ -372,4 +373,30 @@ async fn a_record_from_another_boot_or_too_old_holds_nothing() {
         assert!(r.fake.is_running("registry"));
         assert!(r.store.windows().expect("records").is_empty());
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_step_that_outlives_its_timeout_is_stopped_and_the_window_closes() {
+    // The step never exits on its own; its record says timeout 60 s and the
+    // window opened 30 s ago: the resumer waits 30 s more, then stops it.
+    let r = rig(&[("registry", false), ("gc-run", true)]);
+    let boot = crate::store::boot_id().expect("boot id");
+    dead_record(&r, &boot, t0() - chrono::TimeDelta::seconds(30), 60);
+    let started = tokio::time::Instant::now();
+    let resumed = r.firer.windows().resume().await.expect("resume");
+    let waited = started.elapsed();
+    assert!(
+        (Duration::from_secs(30)..Duration::from_secs(40)).contains(&waited),
+        "{waited:?}"
+    );
+    match &resumed[..] {
+        [Resumed::Closed { report, .. }] => assert_eq!(report.started, vec!["registry"]),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        moves(&r.fake),
+        vec![Call::Stop(s("gc-run")), Call::Start(s("registry"))]
+    );
+    assert!(!r.fake.is_running("gc-run"));
+    assert!(r.store.windows().expect("records").is_empty());
 }

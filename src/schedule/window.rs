@@ -55,6 +55,8 @@ pub struct WindowPlan {
     pub fire_time: DateTime<Utc>,
     /// The runtime name of the step's container.
     pub step_container: String,
+    /// The step's timeout, recorded so a resumed window still enforces it.
+    pub step_timeout: Option<Duration>,
     /// `(resource id, runtime name)` of each container to hold, in order.
     pub holds: Vec<(String, String)>,
 }
@@ -265,6 +267,7 @@ impl Windows {
                 pid: self.owner.pid,
                 pid_start_time: self.owner.pid_start_time,
                 step_container: plan.step_container.clone(),
+                step_timeout_secs: plan.step_timeout.map(|t| t.as_secs()),
                 held,
             };
             self.store.write_window(&record)?;
@@ -509,17 +512,48 @@ impl Windows {
             record.opened_at
         );
         let waited_exit = match self.runtime.inspect(&record.step_container).await {
-            Ok(Some(info)) if info.running => {
-                tracing::info!(MESH_STEP = %record.step, "step container {} still runs: waiting for it", record.step_container);
-                self.runtime.wait_exit(&record.step_container).await.ok()
-            }
+            Ok(Some(info)) if info.running => Some(self.wait_resumed_step(&record, now).await),
             _ => None,
-        };
+        }
+        .flatten();
         let report = self.close_record(&record, CLOSE_BUDGET).await;
         Resumed::Closed {
             step: record.step,
             waited_exit,
             report,
+        }
+    }
+}
+
+impl Windows {
+    /// Wait for the step of a resumed window, but no longer than its own
+    /// timeout from when the window opened (or, without one, than the six
+    /// hours after which the record would hold nothing): a hung step must
+    /// not keep the window shut. Past that the step is stopped.
+    async fn wait_resumed_step(&self, record: &WindowRecord, now: DateTime<Utc>) -> Option<i64> {
+        let bound = record
+            .step_timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(crate::store::WINDOW_MAX_AGE);
+        let elapsed = (now - record.opened_at).to_std().unwrap_or_default();
+        let left = bound.saturating_sub(elapsed);
+        tracing::info!(
+            MESH_STEP = %record.step,
+            "step container {} still runs: waiting for it, at most {}s",
+            record.step_container,
+            left.as_secs()
+        );
+        match tokio::time::timeout(left, self.runtime.wait_exit(&record.step_container)).await {
+            Ok(exit) => exit.ok(),
+            Err(_) => {
+                tracing::warn!(
+                    MESH_STEP = %record.step,
+                    "step container {} outlived its bound of {}s: stopping it",
+                    record.step_container,
+                    bound.as_secs()
+                );
+                crate::runtime::stop_run(&*self.runtime, &record.step_container).await
+            }
         }
     }
 }

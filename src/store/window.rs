@@ -43,6 +43,9 @@ pub struct WindowRecord {
     pub pid_start_time: u64,
     /// The runtime name of the step's container.
     pub step_container: String,
+    /// The step's `timeout` in seconds, so that whoever resumes the window
+    /// ends a step that outlives it (absent in records without one).
+    pub step_timeout_secs: Option<u64>,
     /// The containers named by `while-stopped`, in the order they are stopped
     /// (they are started again in reverse).
     pub held: Vec<HeldContainer>,
@@ -126,6 +129,8 @@ struct WireRecord {
     pid: u32,
     pid_start_time: u64,
     step_container: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step_timeout_secs: Option<u64>,
     held: Vec<HeldContainer>,
 }
 
@@ -148,6 +153,7 @@ impl TryFrom<WireRecord> for WindowRecord {
             pid: w.pid,
             pid_start_time: w.pid_start_time,
             step_container: w.step_container,
+            step_timeout_secs: w.step_timeout_secs,
             held: w.held,
         })
     }
@@ -165,6 +171,7 @@ impl From<WindowRecord> for WireRecord {
             pid: r.pid,
             pid_start_time: r.pid_start_time,
             step_container: r.step_container,
+            step_timeout_secs: r.step_timeout_secs,
             held: r.held,
         }
     }
@@ -225,6 +232,7 @@ pub(crate) mod tests {
             pid: std::process::id(),
             pid_start_time: process_start_time(std::process::id()).expect("own start time"),
             step_container: "mesh-db-backup".into(),
+            step_timeout_secs: Some(3600),
             held: vec![
                 HeldContainer {
                     id: "db".into(),
