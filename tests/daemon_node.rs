@@ -295,6 +295,22 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
         d.running(&gc).then_some(())
     });
     assert!(!d.running(&svc), "held by the window");
+    // systemctl status and mesh-host status both say the window is open.
+    wait_for(
+        "STATUS= to name the window",
+        Duration::from_secs(10),
+        || {
+            d.prop("StatusText")
+                .contains(&format!("OPEN WINDOW: wd holds {svc}"))
+                .then_some(())
+        },
+    );
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains("OPEN WINDOW: wd since") && text(&status).contains(&svc),
+        "{}",
+        text(&status)
+    );
     // Wedge the daemon: its scheduler stops feeding the watchdog.
     d.node.sh_ok(&format!("kill -STOP {first_pid}"));
     wait_for(

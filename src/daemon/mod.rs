@@ -348,7 +348,12 @@ impl Daemon {
             }
             Request::Status => {
                 let steps = self.scheduler.status().await.unwrap_or_default();
-                let windows = self.windows.live_records().unwrap_or_default();
+                // Unreadable window records are an answer of their own,
+                // never "no window open".
+                let windows = match self.windows.live_records() {
+                    Ok(w) => w,
+                    Err(e) => return Response::error(1, format!("window records unreadable: {e}")),
+                };
                 let last = self
                     .last_apply
                     .lock()
@@ -371,6 +376,12 @@ impl Daemon {
 
     /// The one-line `STATUS=`: last apply, schedules and next fire, windows.
     async fn status_line(&self) -> String {
+        let steps = self.scheduler.status().await.unwrap_or_default();
+        self.status_line_of(&steps)
+    }
+
+    /// The `STATUS=` line for these steps' state.
+    fn status_line_of(&self, steps: &[crate::schedule::scheduler::StepStatus]) -> String {
         let last = self
             .last_apply
             .lock()
@@ -384,7 +395,6 @@ impl Daemon {
             ),
             None => "no apply yet".to_string(),
         };
-        let steps = self.scheduler.status().await.unwrap_or_default();
         let next = steps
             .iter()
             .filter_map(|s| s.next_fire.map(|t| (t, s.step.clone())))
@@ -424,14 +434,15 @@ impl Daemon {
                 () = tokio::time::sleep(STATUS_EVERY) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-            let line = self.status_line().await;
+            let Some(steps) = self.scheduler.status().await else {
+                return;
+            };
+            let line = self.status_line_of(&steps);
             if line != sent {
                 self.notifier.status(&line);
                 sent = line;
             }
-            if let Some(steps) = self.scheduler.status().await {
-                stale.check(&steps, Utc::now());
-            }
+            stale.check(&steps, Utc::now());
         }
     }
 }
