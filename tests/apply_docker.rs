@@ -472,3 +472,111 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
         w.node.sh(&probe).status.success().then_some(())
     });
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_pull_from_the_held_registry_waits_for_the_window_to_close() {
+    let mut w = World::new("apply-pullwait");
+    let reg = w.name("registry");
+    let hold = w.name("hold");
+    let app = w.name("app");
+    let maker = w.name("maker");
+    let registry_image = w.node.image("registry");
+    let busybox = w.busybox();
+    let port = free_port();
+    let storage = w.path("storage");
+    let config = w.path("config.yml");
+    std::fs::create_dir_all(&storage).expect("storage");
+    std::fs::write(
+        &config,
+        format!("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /var/lib/registry\nhttp:\n  addr: 127.0.0.1:{port}\n"),
+    )
+    .expect("config");
+    w.node.docker_ok(&["pull", &registry_image]);
+    w.node.docker_ok(&["pull", &busybox]);
+    let registry = json!({"id": "registry", "type": "container", "module": "registry", "name": reg,
+        "image": registry_image, "command": ["serve", "/etc/docker/registry/config.yml"],
+        "network": "host", "mounts": [
+            {"source": storage, "target": "/var/lib/registry", "read-only": false},
+            {"source": config, "target": "/etc/docker/registry/config.yml", "read-only": true}]});
+    let step = json!({"id": "hold", "type": "container", "module": "registry", "name": hold,
+        "image": busybox, "network": "none", "schedule": "0 3 * * *",
+        "command": ["sleep", "8"], "while-stopped": ["registry"], "timeout": 120});
+    let out = apply(&w, "d1.json", json!([registry.clone(), step.clone()]));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // An image only the held registry serves, absent from Docker's store.
+    let tagged = format!("127.0.0.1:{port}/{}:1", w.prefix);
+    w.node.docker_ok(&[
+        "run",
+        "--name",
+        &maker,
+        "--network",
+        "none",
+        &busybox,
+        "sh",
+        "-c",
+        &format!("echo {} > /unique", w.prefix),
+    ]);
+    w.node.docker_ok(&["commit", &maker, &tagged]);
+    wait_for(
+        "the registry to take a push",
+        Duration::from_secs(20),
+        || {
+            w.node
+                .docker(&["push", &tagged])
+                .status
+                .success()
+                .then_some(())
+        },
+    );
+    let digests = w.node.docker_ok(&[
+        "image",
+        "inspect",
+        "-f",
+        "{{range .RepoDigests}}{{println .}}{{end}}",
+        &tagged,
+    ]);
+    let pinned = digests
+        .lines()
+        .find(|d| d.starts_with(&format!("127.0.0.1:{port}/")))
+        .expect("a digest from the held registry")
+        .to_string();
+    w.node.docker_ok(&["rmi", &tagged]);
+    assert!(
+        !w.node
+            .docker(&["image", "inspect", &pinned])
+            .status
+            .success(),
+        "absent before"
+    );
+
+    // The window opens: the registry the image lives in is held.
+    let child = w.mesh_spawn(&["run", "hold", "--local"], Some(&w.path("d1.json")));
+    wait_for("the registry to be held", Duration::from_secs(30), || {
+        (w.running(&hold) && !w.running(&reg)).then_some(())
+    });
+    // An apply that needs that image now waits for the window, then pulls.
+    let since = stamp();
+    let app_res = json!({"id": "app", "type": "container", "name": app, "image": pinned,
+        "command": ["sh", "-c", SERVICE_CMD], "network": "none"});
+    let out = apply(&w, "d2.json", json!([registry, step, app_res]));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        has_line(&out, "app created: image pulled"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(w.running(&app));
+    let run = child.wait_with_output().expect("mesh-host run");
+    assert!(run.status.success(), "{}", stdout(&run));
+    // Docker's order: the registry came back before the app was created.
+    let events = w.events(&since, &[&reg, &app]);
+    let reg_up = events.iter().position(|(n, a)| n == &reg && a == "start");
+    let app_made = events.iter().position(|(n, a)| n == &app && a == "create");
+    assert!(
+        reg_up.is_some() && app_made.is_some() && reg_up < app_made,
+        "{events:?}"
+    );
+    let _ = w.node.docker(&["rmi", "-f", &pinned]);
+}
