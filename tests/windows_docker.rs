@@ -663,10 +663,38 @@ fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
         "{}",
         stdout(&out)
     );
-    let out = child.wait_with_output().expect("run");
-    assert_eq!(out.status.code(), Some(0));
     // plan changed nothing: Docker saw no start or stop of the second step.
     assert!(w.events(&events_before, &[&s2]).is_empty());
+    // Fired for real, the second step is skipped, says why, and never runs.
+    let out = w.mesh(&["run", "second", "--local"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(&format!("skipped: the window of first holds {b}")),
+        "{}",
+        stdout(&out)
+    );
+    let skipped = w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=step-skipped",
+        "MESH_STEP=second",
+        "--since",
+        "-2min",
+        "-o",
+        "cat",
+    ]);
+    assert!(
+        skipped.contains(&format!("the window of first holds {b}")),
+        "{skipped}"
+    );
+    assert!(
+        !w.exists(&s2),
+        "the second step's container was never created"
+    );
+    assert!(!w.running(&b), "still held by the first window");
+    let out = child.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(w.running(&a) && w.running(&b));
 }
 
 #[test]
@@ -710,4 +738,46 @@ fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
     );
     assert!(!w.running(&step), "the hung step was stopped");
     assert!(w.running(&svc));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
+    let mut w = World::new("oldboot");
+    let svc = w.name("svc");
+    let other = w.name("other");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.run_service(&svc, &[]);
+    w.node.docker_ok(&["stop", &svc]);
+    w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("other", &other, &img, "true", &[], Some(60)),
+    ]));
+    // A window a daemon opened before the last reboot: svc was running then.
+    let windows = w.dir.join("state/windows");
+    std::fs::create_dir_all(&windows).expect("windows dir");
+    let opened = chrono::Utc::now().to_rfc3339();
+    let record = json!({
+        "record": 1, "step": "gc", "module": "m", "fire-time": opened, "opened-at": opened,
+        "boot-id": "00000000-0000-4000-8000-000000000000", "pid": 1, "pid-start-time": 1,
+        "step-container": format!("{}-gone", w.prefix),
+        "held": [{"id": "svc", "name": svc, "was-running": true}],
+    });
+    std::fs::write(windows.join("gc.json"), record.to_string()).expect("record");
+    let out = w.mesh(&["run", "other", "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(w.running(&svc), "the stale window's container runs again");
+    assert!(!windows.join("gc.json").exists(), "the record is erased");
+    let resumed = w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "MESH_EVENT=window-resumed",
+        "MESH_STEP=gc",
+        "--since",
+        "-2min",
+        "-o",
+        "cat",
+    ]);
+    assert!(resumed.contains("another boot"), "{resumed}");
 }
