@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::check::read_input;
+use super::check::read_or_refuse;
 use super::local::{block_on, LocalHost};
 use super::output::print_json;
 use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
@@ -30,12 +30,9 @@ struct Refused<'a> {
 /// Run `apply FILE --local`.
 pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
     let shown = file.display().to_string();
-    let bytes = match read_input(file) {
+    let bytes = match read_or_refuse(file) {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("mesh-host: cannot read {shown}: {e}");
-            return EXIT_REFUSED;
-        }
+        Err(code) => return code,
     };
     // Refused before anything is touched: a refused declaration changes nothing.
     let decl = match declaration::parse(&bytes) {

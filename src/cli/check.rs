@@ -29,15 +29,20 @@ pub fn read_input(file: &Path) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// Read a declaration file for a command, or say why not (exit 2).
+pub fn read_or_refuse(file: &Path) -> Result<Vec<u8>, u8> {
+    read_input(file).map_err(|e| {
+        eprintln!("mesh-host: cannot read {}: {e}", file.display());
+        EXIT_REFUSED
+    })
+}
+
 /// Run the command.
 pub fn run(file: &Path, json: bool) -> u8 {
     let shown = file.display().to_string();
-    let bytes = match read_input(file) {
+    let bytes = match read_or_refuse(file) {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("mesh-host: cannot read {shown}: {e}");
-            return EXIT_REFUSED;
-        }
+        Err(code) => return code,
     };
     match declaration::parse(&bytes) {
         Ok(decl) => {

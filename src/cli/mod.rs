@@ -224,7 +224,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             ref file,
             local: false,
             json,
-        } => match check::read_input(file) {
+        } => match check::read_or_refuse(file) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(declaration) => {
                     remote::call(&cli, &crate::control::Request::Apply { declaration }, json)
@@ -234,10 +234,7 @@ pub fn dispatch(cli: Cli) -> u8 {
                     EXIT_REFUSED
                 }
             },
-            Err(e) => {
-                eprintln!("mesh-host: cannot read {}: {e}", file.display());
-                EXIT_REFUSED
-            }
+            Err(code) => code,
         },
         Command::Apply {
             ref file,
