@@ -161,6 +161,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let mut reconcile = tokio::time::interval(cfg.reconcile_interval);
     reconcile.tick().await;
+    let mut reconciling: Option<tokio::task::JoinHandle<Option<ApplyReport>>> = None;
     loop {
         tokio::select! {
             _ = hup.recv() => {
@@ -170,8 +171,14 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
                 notifier.ready(&daemon.status_line().await);
             }
             _ = reconcile.tick() => {
-                let d = daemon.clone();
-                tokio::spawn(async move { d.apply_file().await });
+                // One reconciliation at a time: a slow apply is not queued
+                // behind by the next tick.
+                if reconciling.as_ref().is_none_or(|t| t.is_finished()) {
+                    let d = daemon.clone();
+                    reconciling = Some(tokio::spawn(async move { d.apply_file().await }));
+                } else {
+                    tracing::info!("reconcile skipped: the previous one is still applying");
+                }
             }
             Some(incoming) = requests.recv() => {
                 let d = daemon.clone();
