@@ -365,6 +365,8 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
         "the step ended before svc started again: {lines:?}"
     );
     let resumed = d.node.journal(&[
+        "-u",
+        &d.unit,
         "-t",
         "mesh-host",
         "MESH_EVENT=window-resumed",
@@ -457,6 +459,8 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
     .expect("history");
     d.start();
     let missed = d.node.journal(&[
+        "-u",
+        &d.unit,
         "-t",
         "mesh-host",
         "MESH_EVENT=step-missed",
@@ -498,6 +502,8 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
         d.running(&svc).then_some(())
     });
     let started = d.node.journal(&[
+        "-u",
+        &d.unit,
         "-t",
         "mesh-host",
         "MESH_EVENT=step-finished",

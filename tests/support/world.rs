@@ -23,6 +23,8 @@ pub struct World {
     pub bin: String,
     /// Prefix of every name the test makes.
     pub prefix: String,
+    /// When the test began (Unix seconds), for journal queries of its own.
+    started: u64,
     cleanup: Vec<String>,
 }
 
@@ -42,11 +44,16 @@ impl World {
         let prefix = unique_name(tag);
         let dir = node.state_dir().join("tests").join(&prefix);
         std::fs::create_dir_all(&dir).expect("test dir");
+        let started = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
         World {
             node,
             dir,
             bin,
             prefix,
+            started,
             cleanup: Vec::new(),
         }
     }
@@ -129,6 +136,15 @@ impl World {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn mesh-host")
+    }
+
+    /// `journalctl -t mesh-host ARGS -o cat`, only entries since this test
+    /// began (step ids repeat across runs; a test must see its own events).
+    pub fn journal(&self, args: &[&str]) -> String {
+        let since = format!("@{}", self.started.saturating_sub(1));
+        let mut all = vec!["-t", "mesh-host", "--since", since.as_str(), "-o", "cat"];
+        all.extend_from_slice(args);
+        self.node.journal(&all)
     }
 
     /// Docker says the container runs.
