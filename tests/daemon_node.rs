@@ -530,3 +530,245 @@ fn chrono_like_rfc3339(secs_ago: i64) -> String {
         .expect("truncate")
         .to_rfc3339()
 }
+
+/// Docker's record of `names` between two `date +%s.%N` stamps of the node:
+/// `name action` lines for creations, removals, starts and stops.
+fn lifecycle(node: &Node, since: &str, names: &[&str]) -> Vec<String> {
+    let until = node.sh_ok("date +%s.%N").trim().to_string();
+    let mut args = vec![
+        "events".to_string(),
+        "--since".into(),
+        since.into(),
+        "--until".into(),
+        until,
+        "--format".into(),
+        "{{.Actor.Attributes.name}} {{.Action}}".into(),
+    ];
+    for n in names {
+        args.push("--filter".into());
+        args.push(format!("container={n}"));
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    node.docker_ok(&refs)
+        .lines()
+        .filter(|l| {
+            ["create", "destroy", "start", "stop", "die", "kill"]
+                .iter()
+                .any(|a| l.ends_with(&format!(" {a}")))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_restart() {
+    let mut d = Daemon::new("declared", "");
+    let a = d.name("a");
+    let b = d.name("b");
+    let gc = d.name("gc");
+    let img = d.busybox();
+    d.declare(json!([
+        service("a", &a, &img),
+        step("gc", &gc, &img, "true", &["a"])
+    ]));
+    d.start();
+    assert!(d.running(&a));
+
+    // apply FILE through the daemon: FILE declares b too.
+    let file = d.path("file.json");
+    let file_bytes = serde_json::to_vec_pretty(&json!({"declaration": 1, "resources": [
+        service("a", &a, &img),
+        service("b", &b, &img),
+        step("gc", &gc, &img, "true", &["a"])
+    ]}))
+    .expect("json");
+    std::fs::write(&file, &file_bytes).expect("write FILE");
+    let out = d.cli(&["apply", &file]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(d.running(&b));
+    let installed = d.path("declaration.json");
+    assert_eq!(
+        std::fs::read(&installed).expect("installed"),
+        file_bytes,
+        "FILE is the node's declaration now"
+    );
+    let mode = d.node.sh_ok(&format!("stat -c %a {}", quote(&installed)));
+    assert_eq!(mode.trim(), "600");
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains(&format!("declaration: {installed}")),
+        "{}",
+        text(&status)
+    );
+
+    // A reload and a restart apply that file: nothing recreated or removed.
+    let since = d.node.sh_ok("date +%s.%N").trim().to_string();
+    d.node
+        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    assert_eq!(d.prop("ActiveState"), "active");
+    let pid = d.prop("MainPID");
+    d.node
+        .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
+    assert_ne!(d.prop("MainPID"), pid, "a new daemon");
+    assert!(d.running(&a) && d.running(&b), "b stays applied");
+    let events = lifecycle(&d.node, &since, &[&a, &b]);
+    assert!(
+        events.is_empty(),
+        "nothing recreated, removed or restarted: {events:?}"
+    );
+    let last = d.prop("StatusText");
+    assert!(last.contains(" ok"), "{last}");
+
+    // A refused FILE changes nothing, the installed file included.
+    let bad = d.path("bad.json");
+    std::fs::write(
+        &bad,
+        serde_json::to_vec(&json!({"declaration": 1, "resources": [
+            {"id": "x", "type": "container", "name": "x", "image": "busybox:latest"}
+        ]}))
+        .expect("json"),
+    )
+    .expect("write");
+    let out = d.cli(&["apply", &bad]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(std::fs::read(&installed).expect("installed"), file_bytes);
+    assert!(d.running(&b));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
+    let mut d = Daemon::new("armed", "");
+    let a = d.name("a");
+    let gc = d.name("gc");
+    let fails = d.name("fails");
+    let img = d.busybox();
+    d.declare(json!([
+        service("a", &a, &img),
+        step("gc", &gc, &img, "true", &["a"])
+    ]));
+    d.start();
+    let armed = |d: &Daemon| {
+        let out = d.cli(&["status"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let t = text(&out);
+        t.lines()
+            .any(|l| l.starts_with("step gc (0 3 * * *") && l.contains("next 20"))
+    };
+    assert!(armed(&d), "armed at start");
+
+    // A damaged state file: the reload's apply fails before it starts.
+    let inputs = d.dir.join("state").join("container-inputs.json");
+    let good = std::fs::read(&inputs).expect("state file");
+    std::fs::write(&inputs, b"{\"a\": ").expect("damage");
+    d.node
+        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    let status = d.prop("StatusText");
+    assert!(status.contains("FAILED"), "{status}");
+    assert!(armed(&d), "still armed after an apply that could not start");
+    std::fs::write(&inputs, &good).expect("repair");
+
+    // A run-once that fails halts the apply before the step is reached.
+    let file = d.path("halts.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&json!({"declaration": 1, "resources": [
+            {"id": "fails", "type": "container", "module": "m", "name": fails, "image": img,
+             "command": ["sh", "-c", "exit 3"], "network": "none", "run-once": true,
+             "timeout": 60},
+            service("a", &a, &img),
+            step("gc", &gc, &img, "true", &["a"])
+        ]}))
+        .expect("json"),
+    )
+    .expect("write");
+    let out = d.cli(&["apply", &file]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("halted at fails"), "{}", text(&out));
+    assert!(armed(&d), "still armed after a halted apply");
+    let kept = d.node.journal(&[
+        "-u",
+        &d.unit,
+        "-t",
+        "mesh-host",
+        "--since",
+        "-5min",
+        "-o",
+        "cat",
+        "--grep",
+        "schedules stay as armed",
+    ]);
+    assert!(kept.lines().count() >= 2, "each failure is logged: {kept}");
+    // The step still fires through the daemon.
+    let out = d.cli(&["run", "gc"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_slow_reload_leaves_status_and_sigterm_answered() {
+    let mut d = Daemon::new("reload", "");
+    let a = d.name("a");
+    let slow = d.name("slow");
+    let img = d.busybox();
+    d.declare(json!([service("a", &a, &img)]));
+    d.start();
+    // The reload's apply runs a step that takes a while.
+    d.declare(json!([
+        service("a", &a, &img),
+        {"id": "slow", "type": "container", "module": "m", "name": slow, "image": img,
+         "command": ["sh", "-c", "sleep 12"], "network": "none", "run-once": true,
+         "timeout": 120}
+    ]));
+    d.node
+        .sh_ok(&format!("systemctl reload --no-block {}", quote(&d.unit)));
+    wait_for("the slow step to run", Duration::from_secs(30), || {
+        d.running(&slow).then_some(())
+    });
+    assert_eq!(d.prop("ActiveState"), "reloading");
+    // A control request is answered while the reload applies.
+    let out = d.cli(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        d.running(&slow),
+        "answered while the reload's apply still ran"
+    );
+    // So is SIGTERM: the daemon says it is stopping at once, and lets the
+    // apply in flight finish before it exits.
+    d.node
+        .sh_ok(&format!("systemctl stop --no-block {}", quote(&d.unit)));
+    wait_for("the daemon to be stopping", Duration::from_secs(10), || {
+        (d.prop("ActiveState") == "deactivating").then_some(())
+    });
+    assert!(d.running(&slow), "stopping while the apply still ran");
+    wait_for("the daemon to stop", Duration::from_secs(60), || {
+        (d.prop("ActiveState") == "inactive").then_some(())
+    });
+    assert_eq!(d.prop("Result"), "success");
+    let exit = d.node.docker_ok(&[
+        "inspect",
+        "-f",
+        "{{.State.Status}} {{.State.ExitCode}}",
+        &slow,
+    ]);
+    assert_eq!(exit.trim(), "exited 0", "the apply was not cut short");
+    let log = d.node.journal(&[
+        "-u",
+        &d.unit,
+        "-t",
+        "mesh-host",
+        "--since",
+        "-5min",
+        "-o",
+        "cat",
+    ]);
+    let stopping = log
+        .find("stopping: letting running steps end")
+        .expect("stopping logged");
+    let finished = log.rfind("apply finished").expect("apply logged");
+    assert!(
+        stopping < finished,
+        "SIGTERM was taken while the reload applied:\n{log}"
+    );
+}

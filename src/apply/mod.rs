@@ -53,6 +53,7 @@ use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
 
 mod containers;
 mod files;
+pub mod node_declaration;
 pub mod pull;
 mod run_once;
 pub mod spec;
@@ -267,6 +268,11 @@ pub struct ApplyReport {
     /// re-sync with (`scheduler.sync(report.steps)`).
     #[serde(skip)]
     pub steps: Vec<ScheduledStep>,
+    /// Whether the apply went through the whole declaration (it started,
+    /// and no run-once step halted it): only then is `steps` every declared
+    /// step, and only then may the schedules follow it.
+    #[serde(skip)]
+    pub complete: bool,
 }
 
 impl ApplyReport {
@@ -281,6 +287,7 @@ impl ApplyReport {
             error: Some(error),
             warnings: Vec::new(),
             steps: Vec::new(),
+            complete: false,
         }
     }
 
@@ -392,23 +399,73 @@ impl Applier {
     /// failure is in the report. Logs `apply-finished`.
     pub async fn apply(&self, decl: &Declaration) -> ApplyReport {
         let started_at = Utc::now();
-        let report = self.apply_locked(decl, started_at).await;
+        let report = match self.lock(started_at).await {
+            Ok(_lock) => self.apply_locked(decl, started_at).await,
+            Err(report) => report,
+        };
         log_finished(&report);
         report
     }
 
-    async fn apply_locked(&self, decl: &Declaration, started_at: DateTime<Utc>) -> ApplyReport {
-        // Held for the whole apply: no window opens meanwhile, and no other
-        // apply on this machine runs at the same time.
-        let _lock = match self.store.lock_async().await {
-            Ok(lock) => lock,
-            Err(e) => {
-                return ApplyReport::failed_before_start(
-                    started_at,
-                    format!("cannot take the apply lock: {e}"),
-                )
-            }
+    /// `apply FILE`: under the apply lock, install `bytes` (FILE, already
+    /// validated as `decl`) as the node's declaration at `path`
+    /// ([`node_declaration`]), then converge to it. A file that cannot be
+    /// installed fails the apply with nothing changed.
+    pub async fn install_and_apply(
+        &self,
+        decl: &Declaration,
+        bytes: &[u8],
+        path: &std::path::Path,
+    ) -> ApplyReport {
+        let started_at = Utc::now();
+        let report = match self.lock(started_at).await {
+            Ok(_lock) => match node_declaration::install(path, bytes) {
+                Ok(()) => self.apply_locked(decl, started_at).await,
+                Err(e) => ApplyReport::failed_before_start(started_at, e.to_string()),
+            },
+            Err(report) => report,
         };
+        log_finished(&report);
+        report
+    }
+
+    /// Read the node's declaration at `path` under the apply lock (so it is
+    /// the one the last apply installed, whichever process did) and
+    /// converge to it. An unreadable or refused file applies nothing: the
+    /// error says why (and no `apply-finished` is logged).
+    pub async fn apply_node_declaration(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<(Declaration, ApplyReport), node_declaration::DeclarationFileError> {
+        let started_at = Utc::now();
+        let report = match self.lock(started_at).await {
+            Ok(_lock) => {
+                let decl = node_declaration::read(path)?;
+                let report = self.apply_locked(&decl, started_at).await;
+                log_finished(&report);
+                return Ok((decl, report));
+            }
+            Err(report) => report,
+        };
+        log_finished(&report);
+        // Not even read: the declaration is what the file holds now.
+        let decl = node_declaration::read(path)?;
+        Ok((decl, report))
+    }
+
+    /// The apply lock, held for a whole apply: no window opens meanwhile,
+    /// and no other apply on this machine runs at the same time.
+    async fn lock(
+        &self,
+        started_at: DateTime<Utc>,
+    ) -> Result<crate::store::ApplyLock, ApplyReport> {
+        self.store.lock_async().await.map_err(|e| {
+            ApplyReport::failed_before_start(started_at, format!("cannot take the apply lock: {e}"))
+        })
+    }
+
+    /// The apply itself; the caller holds the apply lock.
+    async fn apply_locked(&self, decl: &Declaration, started_at: DateTime<Utc>) -> ApplyReport {
         let refuse = |e: String| {
             ApplyReport::failed_before_start(
                 started_at,
@@ -817,6 +874,7 @@ impl<'a> Run<'a> {
             finished_at,
             lines: self.lines,
             windows: self.live.iter().map(WindowLine::of).collect(),
+            complete: self.halted.is_none(),
             halted: self.halted,
             error,
             warnings: self.warnings,

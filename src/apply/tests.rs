@@ -414,6 +414,10 @@ async fn a_failing_run_once_halts_the_apply_and_what_came_before_stays() {
         ]))
         .await;
     assert!(!report.ok);
+    assert!(
+        !report.complete,
+        "a halted apply did not read the whole declaration"
+    );
     assert_eq!(
         actions(&report),
         pairs(&[("env", "created"), ("db", "created"), ("migrate", "failed")])
@@ -772,6 +776,7 @@ async fn a_corrupt_state_file_fails_the_apply_and_changes_nothing() {
         ]))
         .await;
     assert!(!report.ok);
+    assert!(!report.complete, "the schedules must not follow it");
     assert!(report.lines.is_empty());
     let error = report.error.as_deref().expect("error");
     assert!(error.contains(&inputs.display().to_string()), "{error}");
@@ -879,4 +884,68 @@ async fn the_report_renders_as_text_and_json() {
     let back: ApplyReport = serde_json::from_value(json).expect("a client reads it back");
     assert_eq!(back.lines, report.lines);
     assert_eq!(back.to_string(), text);
+}
+
+#[tokio::test]
+async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let node_file = r.dir.path().join("etc/mesh-host/declaration.json");
+    let resources = json!([service("web", &img(1)), step("gc", &img(1), &["web"])]);
+    let bytes =
+        serde_json::to_vec(&json!({"declaration": 1, "resources": resources})).expect("json");
+    let report = r
+        .applier()
+        .install_and_apply(&decl(resources), &bytes, &node_file)
+        .await;
+    assert!(report.ok, "{report}");
+    assert!(report.complete);
+    assert_eq!(report.steps.len(), 1);
+    assert_eq!(std::fs::read(&node_file).expect("installed"), bytes);
+    // Reconcile, reload and restart read it back, under the lock.
+    let (again, report) = r
+        .applier()
+        .apply_node_declaration(&node_file)
+        .await
+        .expect("readable");
+    assert_eq!(
+        again,
+        decl(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"])
+        ]))
+    );
+    assert_eq!(
+        actions(&report),
+        pairs(&[("web", "unchanged"), ("gc", "installed")])
+    );
+    // A file that cannot be installed fails the apply with nothing changed.
+    let blocked = r.dir.path().join("blocker");
+    std::fs::write(&blocked, b"x").expect("write");
+    let report = r
+        .applier()
+        .install_and_apply(
+            &decl(json!([service("other", &img(1))])),
+            b"{}",
+            &blocked.join("declaration.json"),
+        )
+        .await;
+    assert!(!report.ok && !report.complete);
+    assert!(
+        report
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("cannot install"),
+        "{report}"
+    );
+    assert!(r.fake.spec_of("other").is_none());
+    // An unreadable node declaration applies nothing.
+    let missing = r.dir.path().join("nothing.json");
+    let e = r
+        .applier()
+        .apply_node_declaration(&missing)
+        .await
+        .expect_err("absent");
+    assert!(e.to_string().contains("nothing.json"), "{e}");
 }

@@ -1,6 +1,13 @@
 //! `mesh-host apply FILE --local`: converge this machine to a declaration in
 //! this process.
 //!
+//! FILE is validated, then installed as the node's declaration (the
+//! `--declaration` file, see [`crate::apply::node_declaration`]) and the
+//! machine converged to it, both under the apply lock: the daemon's
+//! reconcile, reload and restart, `run`, `plan` and `status` then work from
+//! what was applied. A refused FILE changes nothing, the installed file
+//! included.
+//!
 //! Before applying, windows whose owner died are closed
 //! ([`Windows::resume`](crate::schedule::window::Windows::resume)): on a node
 //! with no daemon, the next local command is what finishes a dead owner's
@@ -70,7 +77,9 @@ pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
             &cli.unit_dir,
         )
         .await;
-        let report = applier.apply(&decl).await;
+        let report = applier
+            .install_and_apply(&decl, &bytes, &cli.declaration)
+            .await;
         print_report(&report, json);
         if report.ok {
             EXIT_OK

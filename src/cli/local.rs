@@ -7,7 +7,7 @@ use tokio::sync::watch;
 
 use super::output::print_json;
 use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
-use crate::declaration::{self, Declaration};
+use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::{describe, FireReport, Firer};
@@ -87,20 +87,11 @@ pub fn block_on<F: std::future::Future<Output = u8>>(fut: F) -> u8 {
     }
 }
 
-/// The declaration a local command works from.
+/// The declaration a local command works from: the node's (the
+/// `--declaration` file, which `apply FILE` installs).
 pub fn load_declaration(cli: &Cli) -> Result<Declaration, (u8, String)> {
-    let bytes = std::fs::read(&cli.declaration).map_err(|e| {
-        (
-            EXIT_REFUSED,
-            format!("cannot read {}: {e}", cli.declaration.display()),
-        )
-    })?;
-    declaration::parse(&bytes).map_err(|r| {
-        (
-            EXIT_REFUSED,
-            format!("{} is refused:\n{r}", cli.declaration.display()),
-        )
-    })
+    crate::apply::node_declaration::read(&cli.declaration)
+        .map_err(|e| (EXIT_REFUSED, e.to_string()))
 }
 
 /// A watch that turns true on SIGINT or SIGTERM.

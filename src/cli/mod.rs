@@ -47,12 +47,14 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "URL")]
     pub docker_host: Option<String>,
 
-    /// The declaration file the daemon applies at start and on reload.
+    /// The node's declaration: the file `apply FILE` installs FILE as, and
+    /// the one the daemon (start, reload, reconcile), `run`, `plan` and
+    /// `status` work from.
     #[arg(
         long,
         global = true,
         value_name = "FILE",
-        default_value = "/etc/mesh-host/declaration.json"
+        default_value = crate::apply::node_declaration::DEFAULT_PATH
     )]
     pub declaration: PathBuf,
 
@@ -107,11 +109,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Apply a declaration: converge the machine to it and report one line
-    /// per resource. Containers an open maintenance window holds are left
+    /// Apply a declaration: validate FILE, install it as the node's
+    /// declaration (the `--declaration` file, atomically), converge the
+    /// machine to it and report one line per resource. A refused FILE
+    /// changes nothing. Containers an open maintenance window holds are left
     /// alone (`held-still`).
     Apply {
-        /// The declaration file.
+        /// The declaration file (`-` for standard input).
         file: PathBuf,
         /// Work in this process (taking the same lock and honouring the same
         /// window records) instead of asking the daemon.
@@ -276,5 +280,31 @@ mod tests {
         assert!(
             matches!(cli.command, Command::Run { ref step, local: true, json: false } if step == "gc")
         );
+    }
+
+    #[test]
+    fn the_declaration_option_is_global_with_the_node_default() {
+        for args in [
+            &["mesh-host", "run", "gc", "--local"][..],
+            &["mesh-host", "plan", "gc"],
+            &["mesh-host", "status", "--local"],
+            &["mesh-host", "apply", "x.json", "--local"],
+        ] {
+            let cli = Cli::try_parse_from(args).expect("parses");
+            assert_eq!(
+                cli.declaration,
+                PathBuf::from("/etc/mesh-host/declaration.json"),
+                "{args:?}"
+            );
+        }
+        let cli = Cli::try_parse_from([
+            "mesh-host",
+            "status",
+            "--local",
+            "--declaration",
+            "/srv/d.json",
+        ])
+        .expect("parses");
+        assert_eq!(cli.declaration, PathBuf::from("/srv/d.json"));
     }
 }

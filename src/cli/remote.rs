@@ -31,6 +31,9 @@ pub fn call(cli: &Cli, request: &Request, json: bool) -> u8 {
 /// The daemon's status (as its JSON answer) for humans.
 pub fn render_status(status: &serde_json::Value) -> String {
     let mut out = String::new();
+    if let Some(path) = status.get("declaration").and_then(|v| v.as_str()) {
+        out.push_str(&format!("declaration: {path}\n"));
+    }
     match status.get("last-apply") {
         Some(serde_json::Value::Object(last)) => out.push_str(&format!(
             "last apply: {}: {}\n",

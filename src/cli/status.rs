@@ -20,6 +20,8 @@ use crate::store::{boot_id, Store, APPLIED, STEP_HISTORY};
 #[serde(rename_all = "kebab-case")]
 struct Status {
     state_dir: String,
+    /// The node's declaration file (what `apply FILE` installed).
+    declaration: String,
     last_apply: Option<LastApply>,
     windows: Vec<OpenWindow>,
     steps: Vec<StepLine>,
@@ -113,6 +115,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
     }
     Ok(Status {
         state_dir: store.root().display().to_string(),
+        declaration: cli.declaration.display().to_string(),
         last_apply: applied.map(|a| LastApply {
             applied_at: a.applied_at,
             ok: a.ok,
@@ -134,6 +137,7 @@ fn applied_declaration(applied: &AppliedState) -> Result<Declaration, String> {
 }
 
 fn print_text(status: &Status) {
+    println!("declaration: {}", status.declaration);
     match &status.last_apply {
         None => println!("last apply: none recorded in {}", status.state_dir),
         Some(last) => {

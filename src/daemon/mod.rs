@@ -9,6 +9,7 @@
 //! exits 0. The watchdog is fed from the scheduler's own loop.
 
 pub mod notify;
+mod reload;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use chrono::{DateTime, Utc};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch, Mutex};
 
+use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
@@ -141,7 +143,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
 
     // 3. Apply the declaration file, arm the schedules.
     notifier.status("starting: applying the declaration");
-    daemon.apply_file().await;
+    reload::extended(&notifier, daemon.apply_file()).await;
 
     // 4. The control socket, then READY.
     let listener = server::bind(&cfg.control_socket)
@@ -162,13 +164,17 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let mut reconcile = tokio::time::interval(cfg.reconcile_interval);
     reconcile.tick().await;
     let mut reconciling: Option<tokio::task::JoinHandle<Option<ApplyReport>>> = None;
+    // Reloads apply on a task of their own: this loop stays free to answer
+    // SIGTERM and control requests meanwhile.
+    let (to_reloader, reloads) = mpsc::channel::<()>(1);
+    tokio::spawn(reload::worker(daemon.clone(), reloads, shutdown.clone()));
     loop {
         tokio::select! {
             _ = hup.recv() => {
                 notifier.reloading();
-                tracing::info!("reload: applying {}", cfg.declaration.display());
-                daemon.apply_file().await;
-                notifier.ready(&daemon.status_line().await);
+                if !reload::request(&to_reloader) {
+                    tracing::info!("reload: one is queued already; it reads the file after this request");
+                }
             }
             _ = reconcile.tick() => {
                 // One reconciliation at a time: a slow apply is not queued
@@ -229,7 +235,7 @@ async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), St
     let resumed = loop {
         tokio::select! {
             r = &mut resume => break r.map_err(|e| format!("window records: {e}"))?,
-            _ = extend.tick() => notifier.extend_start(),
+            _ = extend.tick() => notifier.extend_timeout(),
         }
     };
     for r in resumed {
@@ -246,52 +252,66 @@ async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), St
 }
 
 impl Daemon {
-    /// Apply the declaration file; a missing or refused file applies
-    /// nothing (never "everything removed") and keeps the schedules armed
-    /// from the last good declaration.
+    /// Apply the node's declaration file (read under the apply lock); a
+    /// missing or refused file applies nothing (never "everything
+    /// removed") and keeps the schedules armed from the last good apply.
     async fn apply_file(&self) -> Option<ApplyReport> {
-        let bytes = match std::fs::read(&self.cfg.declaration) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!(
-                    "cannot read {}: {e}; nothing applied",
-                    self.cfg.declaration.display()
-                );
-                self.set_last(
-                    false,
-                    format!("cannot read {}", self.cfg.declaration.display()),
-                );
-                return None;
+        let _serial = self.applying.lock().await;
+        match self
+            .applier
+            .apply_node_declaration(&self.cfg.declaration)
+            .await
+        {
+            Ok((decl, report)) => {
+                self.after_apply(decl, &report).await;
+                Some(report)
             }
-        };
-        match declaration::parse(&bytes) {
-            Ok(decl) => Some(self.apply(decl).await),
-            Err(refusal) => {
-                tracing::error!(
-                    "{} is refused, nothing applied:\n{refusal}",
-                    self.cfg.declaration.display()
-                );
-                self.set_last(false, format!("{} refused", self.cfg.declaration.display()));
+            Err(e) => {
+                tracing::error!("{e}; nothing applied, the schedules stay as armed");
+                let short = match &e {
+                    DeclarationFileError::Refused { path, .. } => format!("{path} refused"),
+                    other => other.to_string(),
+                };
+                self.set_last(false, short);
                 None
             }
         }
     }
 
-    async fn apply(&self, decl: Declaration) -> ApplyReport {
+    /// `apply FILE` through the socket: FILE (validated as `decl`) becomes
+    /// the node's declaration file, then the node converges to it.
+    async fn install_and_apply(&self, decl: Declaration, bytes: &[u8]) -> ApplyReport {
         let _serial = self.applying.lock().await;
-        let report = self.applier.apply(&decl).await;
-        if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
-            tracing::info!(
-                "schedules: {} kept, {} added, {} re-armed, {} dropped",
-                sync.kept.len(),
-                sync.added.len(),
-                sync.rearmed.len(),
-                sync.dropped.len()
+        let report = self
+            .applier
+            .install_and_apply(&decl, bytes, &self.cfg.declaration)
+            .await;
+        self.after_apply(decl, &report).await;
+        report
+    }
+
+    /// Schedules follow only an apply that went through the whole
+    /// declaration; after one that halted or could not start they stay as
+    /// armed (CONTRACT "Apply").
+    async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
+        if report.complete {
+            if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
+                tracing::info!(
+                    "schedules: {} kept, {} added, {} re-armed, {} dropped",
+                    sync.kept.len(),
+                    sync.added.len(),
+                    sync.rearmed.len(),
+                    sync.dropped.len()
+                );
+            }
+            *self.declaration.lock().await = Some(decl);
+        } else {
+            tracing::warn!(
+                "the apply did not go through the whole declaration ({}): the schedules stay as armed",
+                report.summary()
             );
         }
-        *self.declaration.lock().await = Some(decl);
         self.set_last(report.ok, report.summary());
-        report
     }
 
     fn set_last(&self, ok: bool, summary: String) {
@@ -312,7 +332,7 @@ impl Daemon {
                     json: serde_json::to_value(&refusal).unwrap_or_default(),
                 },
                 Ok(decl) => {
-                    let report = self.apply(decl).await;
+                    let report = self.install_and_apply(decl, declaration.as_bytes()).await;
                     Response {
                         exit: if report.ok { 0 } else { 1 },
                         text: report.to_string(),
@@ -367,6 +387,7 @@ impl Daemon {
                     .unwrap_or_else(|e| e.into_inner())
                     .clone();
                 let json = serde_json::json!({
+                    "declaration": self.cfg.declaration.display().to_string(),
                     "last-apply": last.as_ref().map(|l| serde_json::json!({
                         "at": l.at, "ok": l.ok, "summary": l.summary })),
                     "steps": steps,

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use sd_notify::NotifyState;
 
-/// How much start-up time one `EXTEND_TIMEOUT_USEC` asks for (while
-/// resuming a window whose step is still running).
-const EXTEND_START: Duration = Duration::from_secs(90);
+/// How much time one `EXTEND_TIMEOUT_USEC` asks for (while resuming a
+/// window whose step is still running, or while an apply runs at start or
+/// reload).
+pub const EXTEND_BY: Duration = Duration::from_secs(90);
 
 /// Sends notifications to systemd.
 #[derive(Debug, Clone)]
@@ -60,9 +61,10 @@ impl Notifier {
         self.send(&[NotifyState::Stopping, NotifyState::Status(line)]);
     }
 
-    /// Ask for more start-up time.
-    pub fn extend_start(&self) {
-        let usec = u32::try_from(EXTEND_START.as_micros()).unwrap_or(u32::MAX);
+    /// Ask for more time in the current state (start-up, reload or stop):
+    /// systemd's timeout for it is pushed to [`EXTEND_BY`] from now.
+    pub fn extend_timeout(&self) {
+        let usec = u32::try_from(EXTEND_BY.as_micros()).unwrap_or(u32::MAX);
         self.send(&[NotifyState::ExtendTimeoutUsec(usec)]);
     }
 
