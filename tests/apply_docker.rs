@@ -580,3 +580,158 @@ fn a_pull_from_the_held_registry_waits_for_the_window_to_close() {
     );
     let _ = w.node.docker(&["rmi", "-f", &pinned]);
 }
+
+/// Wait at most 90 s for a spawned mesh-host; kill it (and fail) if it hangs.
+fn finish(mut child: Child, what: &str) -> Output {
+    let status = wait_for(what, Duration::from_secs(90), || {
+        child.try_wait().expect("try_wait")
+    });
+    let mut out = child.wait_with_output().expect("output");
+    out.status = status;
+    eprintln!(
+        "{what} -> {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_file_the_container_writes_is_no_configuration_and_a_fifo_or_link_fails_fast() {
+    let mut w = World::new("apply-reads");
+    let web = w.name("web");
+    let db = w.path("srv/data/db");
+    std::fs::create_dir_all(w.path("srv/data")).expect("mkdir");
+    std::fs::write(&db, b"").expect("db file");
+    let conf_dir = w.path("srv/conf");
+    let conf = w.path("srv/conf/app.conf");
+    let resources = |extra: Value| {
+        let mut svc = service(&w, "web", &web);
+        svc["command"] = json!([
+            "sh",
+            "-c",
+            "trap 'exit 0' TERM; while :; do date >> /data/db; sleep 1; done"
+        ]);
+        svc["mounts"] = json!([
+            {"source": db, "target": "/data/db", "read-only": false},
+            {"source": conf_dir, "target": "/conf", "read-only": true}
+        ]);
+        let mut all = vec![
+            json!({"id": "confdir", "type": "directory", "path": conf_dir}),
+            json!({"id": "conf", "type": "file", "path": conf, "content": "a=1\n"}),
+        ];
+        if !extra.is_null() {
+            all.push(extra);
+        }
+        all.push(svc);
+        Value::Array(all)
+    };
+    let out = apply(&w, "d.json", resources(Value::Null));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let id = w.inspect(&web, "{{.Id}}");
+    wait_for(
+        "the container to write its database",
+        Duration::from_secs(30),
+        || (std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) > 0).then_some(()),
+    );
+
+    // The read-write file changed under it: the same container.
+    let since = stamp();
+    let out = apply(&w, "d.json", resources(Value::Null));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(has_line(&out, "web unchanged"), "{}", stdout(&out));
+    assert!(w.events(&since, &[&web]).is_empty());
+    assert_eq!(w.inspect(&web, "{{.Id}}"), id);
+
+    // A FIFO planted where its declared configuration file is: the apply
+    // ends (it would wait for a writer for ever), failing both lines.
+    std::fs::remove_file(&conf).expect("rm");
+    w.node.sh_ok(&format!("mkfifo {}", quote(&conf)));
+    let decl = w.declaration("d.json", resources(Value::Null));
+    let child = w.mesh_spawn(&["apply", &decl, "--local"], None);
+    let out = finish(child, "apply with a FIFO in the mounted directory");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("web failed: {conf} is a FIFO, not a regular file")),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(w.inspect(&web, "{{.Id}}"), id, "left as it was");
+    assert!(w.running(&web));
+    std::fs::remove_file(&conf).expect("rm fifo");
+
+    // A link out of the mounted directory on the way to a declared file.
+    let outside = w.path("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(format!("{outside}/x.conf"), b"secret").expect("write");
+    std::os::unix::fs::symlink(&outside, w.path("srv/conf/sub")).expect("link");
+    let sub_file = json!({"id": "sub", "type": "file", "path": w.path("srv/conf/sub/x.conf"),
+                          "content": "b=2\n"});
+    let out = apply(&w, "d.json", resources(sub_file));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let expected = format!(
+        "web failed: {} is a symbolic link under the mounted directory {conf_dir}",
+        w.path("srv/conf/sub")
+    );
+    assert!(stdout(&out).contains(&expected), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read(format!("{outside}/x.conf")).expect("read"),
+        b"secret",
+        "nothing written through the link"
+    );
+    assert_eq!(w.inspect(&web, "{{.Id}}"), id);
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn apply_local_installs_the_node_declaration_that_run_and_plan_then_use() {
+    let mut w = World::new("apply-installs");
+    let web = w.name("web");
+    let gc = w.name("gc");
+    let node_decl = w.path("declaration.json");
+    assert!(!std::path::Path::new(&node_decl).exists());
+    let file = w.declaration(
+        "elsewhere.json",
+        json!([
+            service(&w, "web", &web),
+            {"id": "gc", "type": "container", "name": gc, "image": w.busybox(),
+             "command": ["true"], "network": "none", "schedule": "0 3 * * *",
+             "while-stopped": ["web"], "timeout": 60}
+        ]),
+    );
+    let out = w.mesh(&["apply", &file, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read(&node_decl).expect("installed"),
+        std::fs::read(&file).expect("FILE")
+    );
+    assert_eq!(
+        std::fs::metadata(&node_decl)
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o7777,
+        0o600
+    );
+    // run and plan find the step FILE declared, in the node's declaration.
+    let out = w.mesh(&["plan", "gc", "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = w.mesh(&["run", "gc", "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(w.running(&web), "its window closed");
+    let out = w.mesh(&["status", "--local"]);
+    assert!(
+        stdout(&out).contains(&format!("declaration: {node_decl}")),
+        "{}",
+        stdout(&out)
+    );
+    // A refused FILE changes nothing, the node's declaration included.
+    let before = std::fs::read(&node_decl).expect("installed");
+    let bad = w.declaration("bad.json", json!([{"id": "x", "type": "nothing"}]));
+    let out = w.mesh(&["apply", &bad, "--local"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_eq!(std::fs::read(&node_decl).expect("installed"), before);
+    assert!(w.running(&web));
+}

@@ -1,11 +1,30 @@
 //! From a declared container to what the runtime creates, and what that
-//! container *is*: its runtime-relevant fields and the content of every file
-//! it reads at creation (env-files, bind-mounted files, files this host
-//! writes under a bind-mounted directory). Any change of either means the
-//! container must be recreated, and the reason names what changed.
+//! container *is*: its runtime-relevant fields and the content of what it
+//! reads as configuration. Any change of either means the container must be
+//! recreated, and the reason names what changed.
+//!
+//! Configuration is (CONTRACT "Apply"):
+//!
+//! - each env-file (at most [`MAX_ENV_FILE`] bytes, read whole);
+//! - a bind-mounted regular file mounted **read-only** (a read-write one is
+//!   the container's own data, a database or a log: it changes as the
+//!   container runs and is never part of what the container is);
+//! - each declared `file` under a bind-mounted directory.
+//!
+//! Every read goes through [`crate::store::open_config`]: never through a
+//! symbolic link at the file or (below a mounted directory) on the way to
+//! it, which is refused naming the resource and path; never from a FIFO,
+//! socket or device (a FIFO planted where a declared file should be fails
+//! the container at once instead of hanging the apply under its lock);
+//! streamed and bounded ([`crate::store::MAX_HASHED`]). The mount source
+//! itself is resolved as the runtime resolves it (a source that is a link,
+//! such as `/etc/localtime`, is mounted as its target).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Component, Path};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
+use rustix::io::Errno;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -26,6 +45,10 @@ pub const LABEL_RECORD: &str = "mesh-host.record";
 pub const LABEL_ROLE: &str = "mesh-host.role";
 /// The current identity format.
 pub const RECORD_FORMAT: &str = "1";
+
+/// The largest env-file read (1 MiB): the kernel refuses a single variable
+/// over 128 KiB and a whole environment much over 2 MiB at exec anyway.
+pub const MAX_ENV_FILE: u64 = 1024 * 1024;
 
 /// A declared container made ready for the runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +95,7 @@ pub fn build(
     let mut reads = BTreeMap::new();
     let mut env: Vec<(String, String)> = Vec::new();
     for file in &container.env_files {
-        let text = std::fs::read_to_string(file.as_path())
+        let text = read_env_file(file.as_path())
             .map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?;
         reads.insert(file.as_str().to_string(), Some(sha256_hex(text.as_bytes())));
         env.extend(
@@ -85,7 +108,7 @@ pub fn build(
     for m in &container.mounts {
         let source = match &m.source {
             MountSource::Path(p) => {
-                record_mount_reads(decl, p.as_path(), &mut reads).map_err(err)?;
+                record_mount_reads(decl, p.as_path(), m.read_only, &mut reads).map_err(err)?;
                 p.as_str().to_string()
             }
             MountSource::Volume(v) => v.to_string(),
@@ -173,39 +196,128 @@ pub fn build(
     })
 }
 
-/// A bind-mounted file is read at creation; under a bind-mounted directory,
-/// the files this host writes there are.
+/// What a bind mount gives the container to read as configuration: a
+/// regular file mounted read-only, or the declared files under a mounted
+/// directory (see the module documentation).
 fn record_mount_reads(
     decl: &Declaration,
     source: &Path,
+    read_only: bool,
     reads: &mut BTreeMap<String, Option<String>>,
 ) -> Result<(), String> {
+    let shown = source.display();
     match std::fs::metadata(source) {
         Ok(meta) if meta.is_file() => {
-            let digest = sha256_path(source)?;
+            if !read_only {
+                // The container's own data: never part of its identity.
+                return Ok(());
+            }
+            // Resolved as the runtime resolves a mount source.
+            let resolved = std::fs::canonicalize(source)
+                .map_err(|e| format!("mount {shown}: cannot resolve it: {e}"))?;
+            let digest = match crate::store::open_config(CWD, &resolved) {
+                Ok(Some(file)) => Some(
+                    crate::store::config_digest(file)
+                        .map_err(|e| format!("mount {shown}: cannot read it: {e}"))?,
+                ),
+                Ok(None) => None,
+                Err(e) => return Err(format!("mount {shown}: {e}")),
+            };
             reads.insert(source.display().to_string(), digest);
         }
         Ok(meta) if meta.is_dir() => {
             for r in &decl.resources {
                 if let ResourceKind::File(f) = &r.kind {
-                    if f.path.as_path().starts_with(source) {
-                        reads.insert(f.path.as_str().to_string(), sha256_path(f.path.as_path())?);
+                    let path = f.path.as_path();
+                    if path != source && path.starts_with(source) {
+                        let digest = declared_file_under(source, path)?;
+                        reads.insert(f.path.as_str().to_string(), digest);
                     }
                 }
             }
         }
-        // Absent, or a socket/device: the runtime reports what it makes of it.
+        // Absent, or a socket/FIFO/device: the runtime reports what it makes
+        // of it; it is no configuration to read.
         _ => {}
     }
     Ok(())
 }
 
-fn sha256_path(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(sha256_hex(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+/// The digest of declared file `path` under the mounted directory `source`,
+/// walked to from `source` without following any link (a container would
+/// read through one what the declaration does not say).
+fn declared_file_under(source: &Path, path: &Path) -> Result<Option<String>, String> {
+    let refuse_link = |at: &Path| {
+        format!(
+            "{} is a symbolic link under the mounted directory {}: refused, a link is never \
+             followed out of a mount's source (declare the path it points to)",
+            at.display(),
+            source.display()
+        )
+    };
+    let rel = path
+        .strip_prefix(source)
+        .map_err(|_| format!("{} is not under {}", path.display(), source.display()))?;
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let Some((last, parents)) = names.split_last() else {
+        return Ok(None);
+    };
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    // The source itself as the runtime resolves it.
+    let mut dir = rustix::fs::openat(CWD, source, dir_flags, Mode::empty())
+        .map_err(|e| format!("mount {}: cannot open it: {e}", source.display()))?;
+    let mut walked = source.to_path_buf();
+    for name in parents {
+        walked.push(name);
+        dir = match rustix::fs::openat(&dir, *name, dir_flags | OFlags::NOFOLLOW, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e @ (Errno::LOOP | Errno::NOTDIR)) => {
+                let is_link = rustix::fs::statat(&dir, *name, AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Symlink);
+                return Err(if is_link {
+                    refuse_link(&walked)
+                } else {
+                    format!(
+                        "{} (a parent of {}) is not a directory: {e}",
+                        walked.display(),
+                        path.display()
+                    )
+                });
+            }
+            Err(e) => return Err(format!("cannot open {}: {e}", walked.display())),
+        };
     }
+    match crate::store::open_config(&dir, *last) {
+        Ok(Some(file)) => crate::store::config_digest(file)
+            .map(Some)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        Ok(None) => Ok(None),
+        Err(crate::store::ConfigReadError::Symlink) => Err(refuse_link(path)),
+        Err(e) => Err(format!("{} {e}", path.display())),
+    }
+}
+
+/// An env-file's text: never through a link at its name, never from a FIFO,
+/// socket or device, at most [`MAX_ENV_FILE`] bytes.
+fn read_env_file(path: &Path) -> Result<String, String> {
+    let file = match crate::store::open_config(CWD, path) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Err("No such file or directory (os error 2)".to_string()),
+        Err(crate::store::ConfigReadError::Symlink) => return Err(
+            "is a symbolic link: refused, a link is never followed (declare the path it points to)"
+                .to_string(),
+        ),
+        Err(e) => return Err(e.to_string()),
+    };
+    let bytes = crate::store::read_config(file, MAX_ENV_FILE).map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_string())
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -268,6 +380,149 @@ mod tests {
         );
         let e = parse_env_file("A=1\nB C=2\n").expect_err("bad key");
         assert!(e.contains("line 2"), "{e}");
+    }
+
+    fn parsed(resources: Value) -> Declaration {
+        let doc = json!({"declaration": 1, "resources": resources});
+        crate::declaration::parse(doc.to_string().as_bytes()).expect("valid")
+    }
+
+    fn container(mounts: Value, env_files: Value) -> Value {
+        json!({"id": "app", "type": "container", "name": "app",
+               "image": format!("registry.test/app@sha256:{}", "ab".repeat(32)),
+               "mounts": mounts, "env-files": env_files})
+    }
+
+    fn built(decl: &Declaration) -> Result<BuiltContainer, SpecError> {
+        let res = decl.resources.last().expect("container last");
+        let ResourceKind::Container(c) = &res.kind else {
+            panic!("a container");
+        };
+        build(decl, res, c)
+    }
+
+    #[test]
+    fn only_read_only_file_mounts_are_configuration() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db.sqlite");
+        let conf = dir.path().join("app.conf");
+        std::fs::write(&db, b"rows").expect("write");
+        std::fs::write(&conf, b"a=1").expect("write");
+        let decl = parsed(json!([container(
+            json!([
+                {"source": db.display().to_string(), "target": "/data/db.sqlite", "read-only": false},
+                {"source": conf.display().to_string(), "target": "/etc/app.conf", "read-only": true}
+            ]),
+            json!([])
+        )]));
+        let first = built(&decl).expect("built");
+        assert_eq!(
+            first.reads.keys().cloned().collect::<Vec<_>>(),
+            vec![conf.display().to_string()]
+        );
+        // The container writes its database: the same container.
+        std::fs::write(&db, b"more rows").expect("write");
+        assert_eq!(built(&decl).expect("built").identity, first.identity);
+        // Its configuration changed: another container.
+        std::fs::write(&conf, b"a=2").expect("write");
+        assert_ne!(built(&decl).expect("built").identity, first.identity);
+    }
+
+    #[test]
+    fn declared_files_under_a_mounted_directory_never_block_or_follow_links() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("conf");
+        std::fs::create_dir_all(src.join("sub")).expect("mkdir");
+        let declared = src.join("sub/app.conf");
+        let file = json!({"id": "f", "type": "file", "path": declared.display().to_string(),
+                          "content": "x"});
+        let mounts = json!([{"source": src.display().to_string(), "target": "/conf"}]);
+        let decl = parsed(json!([file, container(mounts, json!([]))]));
+        // Absent, then present: read.
+        assert_eq!(
+            built(&decl)
+                .expect("built")
+                .reads
+                .get(&declared.display().to_string()),
+            Some(&None)
+        );
+        std::fs::write(&declared, b"x").expect("write");
+        assert!(matches!(
+            built(&decl)
+                .expect("built")
+                .reads
+                .get(&declared.display().to_string()),
+            Some(Some(_))
+        ));
+        // A FIFO where the file should be: refused at once, never opened
+        // for a blocking read.
+        std::fs::remove_file(&declared).expect("rm");
+        let d = std::fs::File::open(src.join("sub")).expect("dir");
+        rustix::fs::mknodat(
+            &d,
+            "app.conf",
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let e = built(&decl).expect_err("a FIFO");
+        assert_eq!(e.resource, "app");
+        assert!(e.reason.contains("app.conf is a FIFO"), "{e}");
+        // A link on the way out of the mounted directory: refused, naming it.
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::fs::write(outside.join("app.conf"), b"secret").expect("write");
+        std::fs::remove_dir_all(src.join("sub")).expect("rm");
+        std::os::unix::fs::symlink(&outside, src.join("sub")).expect("link");
+        let e = built(&decl).expect_err("a link");
+        assert!(e.to_string().starts_with("app: "), "{e}");
+        assert!(
+            e.reason.contains(&format!(
+                "{} is a symbolic link under the mounted directory",
+                src.join("sub").display()
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_env_file_is_never_read_through_a_link_or_from_a_fifo() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("real.env");
+        std::fs::write(&real, b"A=1\n").expect("write");
+        let link = dir.path().join("link.env");
+        std::os::unix::fs::symlink(&real, &link).expect("link");
+        let decl = parsed(json!([container(
+            json!([]),
+            json!([link.display().to_string()])
+        )]));
+        let e = built(&decl).expect_err("a link");
+        assert!(e.reason.contains("link.env: is a symbolic link"), "{e}");
+        let d = std::fs::File::open(dir.path()).expect("dir");
+        rustix::fs::mknodat(
+            &d,
+            "fifo.env",
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let fifo = dir.path().join("fifo.env");
+        let decl = parsed(json!([container(
+            json!([]),
+            json!([fifo.display().to_string()])
+        )]));
+        let e = built(&decl).expect_err("a FIFO");
+        assert!(e.reason.contains("is a FIFO"), "{e}");
+        let decl = parsed(json!([container(
+            json!([]),
+            json!([real.display().to_string()])
+        )]));
+        assert_eq!(
+            built(&decl).expect("built").spec.env,
+            vec![("A".to_string(), "1".to_string())]
+        );
     }
 
     #[test]
