@@ -248,13 +248,26 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         service("svc2", &svc2, &img),
         step("gc", &gc, &img, "true", &["svc"]),
         {"id": "once", "type": "unit", "name": once,
-         "content": "[Service]\nType=oneshot\nExecStart=/bin/true\n"}
+         "content": format!("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> /run/{once}.out'\n")}
     ]});
+    let _once_out = d.node.on_drop(format!("rm -f /run/{once}.out"));
     std::fs::write(&with_unit, serde_json::to_vec(&decl).expect("json")).expect("write");
     let out = d.cli(&["apply", &with_unit]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("once satisfied"), "{}", text(&out));
     assert_eq!(d.node.unit_property(&once, "Result"), "success");
+    // It ran for this unit file: the next apply, and a reload, leave it be.
+    let out = d.cli(&["apply", &with_unit]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("once unchanged: ran successfully"),
+        "{}",
+        text(&out)
+    );
+    d.node
+        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    let ran = d.node.sh_ok(&format!("cat /run/{once}.out"));
+    assert_eq!(ran, "ran\n", "the oneshot ran once");
 
     // The socket is root-only: by its mode, and by the peer's credentials.
     let sock = d.path("control.sock");

@@ -189,13 +189,87 @@ async fn a_oneshot_that_exits_zero_is_satisfied() {
     assert_eq!(f.node.unit_property(&name, "Result"), "success");
     assert_eq!(output(&f.node, &name), "ran\n");
 
-    // Not active, so an unchanged apply starts it again (documented: make
-    // it RemainAfterExit=yes to run once per boot).
+    // Without a record of its runs (no state directory), an unchanged
+    // apply cannot know it ran: it runs again.
     let report = f.units.converge(&id, &u, FileChange::Unchanged).await;
     assert_eq!(
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("satisfied", Some("ran and exited successfully"), true)
     );
+    assert_eq!(output(&f.node, &name), "ran\nran\n");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn a_oneshot_that_ran_for_its_file_runs_again_only_when_the_file_changes() {
+    let f = fixture().await;
+    let state = tempfile::tempdir().expect("state dir");
+    let store = mesh_host::store::Store::open(state.path()).expect("store");
+    let units = f.units.clone().with_oneshot_record(store);
+    let name = service_name("once-rec");
+    let _guard = cleanup(&f.node, &name);
+    let id = "migrate".to_string();
+
+    let u = unit(&name, &oneshot(&name, 0), UnitState::Started, None);
+    let changes = units
+        .prepare(&[(id.clone(), u.clone())])
+        .await
+        .expect("prepare");
+    let report = units.converge(&id, &u, changes[&id]).await;
+    assert_eq!((report.action.as_str(), report.ok), ("satisfied", true));
+    assert_eq!(output(&f.node, &name), "ran\n");
+    assert!(
+        state.path().join("oneshot-runs.json").exists(),
+        "remembered in the state directory"
+    );
+
+    // Two more applies with the same file: systemd has forgotten the run,
+    // the host has not.
+    for _ in 0..2 {
+        let changes = units
+            .prepare(&[(id.clone(), u.clone())])
+            .await
+            .expect("prepare");
+        assert_eq!(changes[&id], FileChange::Unchanged);
+        let report = units.converge(&id, &u, changes[&id]).await;
+        assert_eq!((report.action.as_str(), report.ok), ("unchanged", true));
+        let reason = report.reason.unwrap_or_default();
+        assert!(
+            reason.contains("ran successfully under this unit file at")
+                && reason.contains("not run again until the file changes"),
+            "{reason}"
+        );
+    }
+    assert_eq!(output(&f.node, &name), "ran\n", "it ran once");
+    let invocations = f
+        .node
+        .journal(&["-u", &name, "-o", "cat", "--grep", "Finished|Starting"]);
+    assert_eq!(
+        invocations
+            .lines()
+            .filter(|l| l.starts_with("Starting"))
+            .count(),
+        1,
+        "{invocations}"
+    );
+
+    // The file changes: it runs again, once.
+    let v2 = unit(
+        &name,
+        &format!("# v2\n{}", oneshot(&name, 0)),
+        UnitState::Started,
+        None,
+    );
+    let changes = units
+        .prepare(&[(id.clone(), v2.clone())])
+        .await
+        .expect("prepare");
+    assert_eq!(changes[&id], FileChange::Updated);
+    let report = units.converge(&id, &v2, changes[&id]).await;
+    assert_eq!((report.action.as_str(), report.ok), ("satisfied", true));
+    assert_eq!(output(&f.node, &name), "ran\nran\n");
+    let report = units.converge(&id, &v2, FileChange::Unchanged).await;
+    assert_eq!(report.action, "unchanged");
     assert_eq!(output(&f.node, &name), "ran\nran\n");
 }
 

@@ -65,7 +65,11 @@ pub const UNIT_DIR: &str = "/etc/systemd/system";
 /// cannot be applied by this process (no system bus).
 pub async fn with_systemd(applier: super::Applier, unit_dir: &std::path::Path) -> super::Applier {
     match crate::systemd::unit_files::UnitFiles::connect(unit_dir.to_path_buf()).await {
-        Ok(units) => applier.with_units(std::sync::Arc::new(units)),
+        Ok(units) => {
+            // Oneshot runs are remembered in this applier's state directory.
+            let units = units.with_oneshot_record(applier.store.clone());
+            applier.with_units(std::sync::Arc::new(units))
+        }
         Err(e) => applier.without_units(format!("no systemd unit manager: {e}")),
     }
 }

@@ -48,7 +48,7 @@ use serde::Serialize;
 pub use atomic::write_atomic;
 pub use boot::{boot_id, process_start_time};
 pub use digest::{
-    config_digest, open_config, read_config, sha256_file, ConfigReadError, MAX_HASHED,
+    config_digest, hash_reader, open_config, read_config, sha256_file, ConfigReadError, MAX_HASHED,
 };
 pub use error::StoreError;
 pub use lock::ApplyLock;

@@ -19,11 +19,14 @@
 //!   at reload or at their next start).
 //! - A oneshot service without `RemainAfterExit` is never "active": it runs
 //!   and goes back to `inactive (dead)`. After our start job ended `done`
-//!   with `Result=success` it is **satisfied**. Since it is not active, every
-//!   apply starts it again: systemd forgets such a unit as soon as it is
-//!   unreferenced (`CollectMode=inactive`), so "it already ran" cannot be
-//!   read back. `RemainAfterExit=yes` makes it active (exited) and run once
-//!   per boot.
+//!   with `Result=success` it is **satisfied**. systemd forgets such a unit
+//!   as soon as it is unreferenced, so "it already ran" cannot be read back
+//!   from it: the host records the digest of the unit file each such run
+//!   succeeded under ([`super::oneshot_runs`], given by
+//!   [`UnitFiles::with_oneshot_record`]) and does not start it again while
+//!   the file is unchanged (`unchanged`); a changed file, a failed last run
+//!   or a unit in `failed` state runs it again. `RemainAfterExit=yes` makes
+//!   it active (exited) instead, and run once per boot.
 //! - While a unit is started and judged, the host holds a reference on it
 //!   (`Unit.Ref`): without one, systemd may unload an inactive unit between
 //!   the end of the job and the reading of its `Result`, and a fresh copy
@@ -50,6 +53,7 @@ use zbus::proxy::CacheProperties;
 use zbus::{OwnedObjectPath, OwnedVariant};
 use zbus_systemd::systemd1::{ManagerProxy, UnitProxy};
 
+use super::oneshot_runs::{self, OneshotRuns};
 use crate::declaration::{Unit, UnitState};
 
 /// Where unit files go unless told otherwise: the administrator's unit
@@ -126,6 +130,8 @@ pub struct UnitFiles {
     manager: ManagerProxy<'static>,
     dir: PathBuf,
     job_timeout: Duration,
+    /// Oneshot runs remembered across applies (none: every apply runs them).
+    runs: Option<OneshotRuns>,
 }
 
 /// Refuses a name that could leave the unit directory or confuse a log line.
@@ -291,6 +297,9 @@ enum StateStep {
     Stopped,
     /// A oneshot (without `RemainAfterExit`) that ran successfully.
     Satisfied,
+    /// A oneshot that ran successfully under this very unit file before
+    /// (then): not run again.
+    AlreadyRan(chrono::DateTime<chrono::Utc>),
     /// Started, but a `Condition*=` did not hold, so nothing ran.
     ConditionUnmet,
     /// Not as declared.
@@ -383,6 +392,13 @@ fn summarize(id: &str, steps: &Steps) -> UnitReport {
             parts.push("ran and exited successfully".into());
             Some("satisfied")
         }
+        StateStep::AlreadyRan(at) => {
+            parts.push(format!(
+                "ran successfully under this unit file at {}: not run again until the file changes",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ));
+            None
+        }
         StateStep::ConditionUnmet => {
             parts.push("start condition not met (ConditionResult=no): nothing ran".into());
             None
@@ -471,6 +487,7 @@ impl UnitFiles {
             manager,
             dir,
             job_timeout: JOB_TIMEOUT,
+            runs: None,
         })
     }
 
@@ -478,6 +495,14 @@ impl UnitFiles {
     /// [`JOB_TIMEOUT`].
     pub fn with_job_timeout(mut self, timeout: Duration) -> UnitFiles {
         self.job_timeout = timeout;
+        self
+    }
+
+    /// The same, remembering in `store` which oneshot units (without
+    /// `RemainAfterExit`) ran successfully under which unit file, so that
+    /// one is not run again until its file changes (module documentation).
+    pub fn with_oneshot_record(mut self, store: crate::store::Store) -> UnitFiles {
+        self.runs = Some(OneshotRuns::new(store));
         self
     }
 
@@ -554,7 +579,7 @@ impl UnitFiles {
             Some(want) => self.set_enabled(name, want).await,
             None => Ok(None),
         };
-        let state = match self.set_state(name, unit.state, file).await {
+        let state = match self.set_state(name, unit.state, file, &unit.content).await {
             Ok(step) => step,
             Err(e) => StateStep::Failed(e),
         };
@@ -642,6 +667,11 @@ impl UnitFiles {
             Ok(Ok(true)) => {
                 parts.push("file deleted".to_string());
                 changed = true;
+                if let Some(runs) = &self.runs {
+                    if let Err(e) = runs.forget(name) {
+                        tracing::warn!(unit = %name, "{name}: cannot drop its oneshot record: {e}");
+                    }
+                }
             }
             Ok(Ok(false)) => parts.push("no file left".to_string()),
             Ok(Err(e)) | Err(e) => return (parts, changed, Some(e)),
@@ -718,6 +748,7 @@ impl UnitFiles {
         name: &str,
         want: UnitState,
         file: FileChange,
+        content: &str,
     ) -> Result<StateStep, String> {
         match want {
             UnitState::Stopped => Ok(if self.stop_if_running(name).await? {
@@ -725,11 +756,16 @@ impl UnitFiles {
             } else {
                 StateStep::AsDeclared
             }),
-            UnitState::Started => self.start(name, file).await,
+            UnitState::Started => self.start(name, file, content).await,
         }
     }
 
-    async fn start(&self, name: &str, file: FileChange) -> Result<StateStep, String> {
+    async fn start(
+        &self,
+        name: &str,
+        file: FileChange,
+        content: &str,
+    ) -> Result<StateStep, String> {
         // LoadUnit is safe here: the file exists, so this is no stub.
         let path = self
             .manager
@@ -747,7 +783,7 @@ impl UnitFiles {
         unit.reference()
             .await
             .map_err(|e| format!("{name} Ref: {e}"))?;
-        let step = self.start_held(name, file, &path).await;
+        let step = self.start_held(name, file, &path, content).await;
         // Best effort: the reference also ends with this connection.
         let _ = unit.unref().await;
         step
@@ -758,6 +794,7 @@ impl UnitFiles {
         name: &str,
         file: FileChange,
         path: &OwnedObjectPath,
+        content: &str,
     ) -> Result<StateStep, String> {
         let before = self.observe(name, path).await?;
         match before.load_state.as_str() {
@@ -781,6 +818,19 @@ impl UnitFiles {
         if !changed && before.is_active() {
             return Ok(StateStep::AsDeclared);
         }
+        let digest = oneshot_runs::digest(content);
+        if let Some(runs) = &self.runs {
+            if !changed && before.active_state == "inactive" && before.oneshot_without_remain() {
+                match runs.ran_with(name, &digest) {
+                    Ok(Some(at)) => return Ok(StateStep::AlreadyRan(at)),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(
+                        unit = %name,
+                        "{name}: the record of oneshot runs cannot be read ({e}); running it"
+                    ),
+                }
+            }
+        }
         let kind = if restart {
             JobKind::Restart
         } else {
@@ -788,7 +838,18 @@ impl UnitFiles {
         };
         let job_result = self.job(kind, name).await?;
         let after = self.observe(name, path).await?;
-        Ok(judge_start(name, &job_result, &after, restart))
+        let step = judge_start(name, &job_result, &after, restart);
+        if let Some(runs) = &self.runs {
+            let recorded = match &step {
+                StateStep::Satisfied => runs.remember(name, &digest),
+                StateStep::Failed(_) => runs.forget(name),
+                _ => Ok(()),
+            };
+            if let Err(e) = recorded {
+                tracing::warn!(unit = %name, "{name}: cannot record its run ({e}): it runs again at the next apply");
+            }
+        }
+        Ok(step)
     }
 
     /// Stops the unit if it is running or on its way; whether it did.
