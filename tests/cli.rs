@@ -152,3 +152,39 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
         assert!(text.contains("plan"), "{file} completes the plan command");
     }
 }
+
+#[test]
+fn check_refuses_declared_paths_under_tmp_naming_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    std::fs::write(
+        &file,
+        br#"{"declaration": 1, "resources": [
+            {"id": "f", "type": "file", "path": "/tmp/app.conf", "content": "x"},
+            {"id": "d", "type": "directory", "path": "/var/tmp/cache"},
+            {"id": "c", "type": "container", "name": "c",
+             "image": "r.test/c@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+             "env-files": ["/tmp/c.env"]}
+        ]}"#,
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mesh-host"))
+        .arg("check")
+        .arg(&file)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    for (id, path) in [
+        ("f", "/tmp/app.conf"),
+        ("d", "/var/tmp/cache"),
+        ("c", "/tmp/c.env"),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(id) && l.contains(path) && l.contains("PrivateTmp=yes")),
+            "{id} {path}: {stdout}"
+        );
+    }
+}

@@ -785,3 +785,75 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
         "SIGTERM was taken while the reload applied:\n{log}"
     );
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = Daemon::new("sandbox", "");
+    let srv = d.path("srv");
+    d.declare(json!([
+        {"id": "conf", "type": "file", "path": format!("{srv}/a/b/app.conf"),
+         "content": "x=1\n", "mode": "0644"},
+        {"id": "shared", "type": "directory", "path": format!("{srv}/shared"), "mode": "2775"},
+        {"id": "tool", "type": "file", "path": format!("{srv}/tool"),
+         "content": "#!/bin/sh\n", "mode": "4755"}
+    ]));
+    // The unit's UMask=0077 and the rest of its sandbox are in force.
+    d.start();
+    assert_eq!(d.node.unit_property(&d.unit, "UMask"), "0077");
+    assert_eq!(d.node.unit_property(&d.unit, "PrivateTmp"), "yes");
+    let mode = |p: &str| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{p}: {e}"))
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    for parent in [srv.clone(), format!("{srv}/a"), format!("{srv}/a/b")] {
+        assert_eq!(
+            mode(&parent),
+            0o755,
+            "{parent}: parents are 0755 whatever the umask"
+        );
+    }
+    assert_eq!(mode(&format!("{srv}/a/b/app.conf")), 0o644);
+    assert_eq!(
+        mode(&format!("{srv}/shared")),
+        0o2775,
+        "setgid directory as declared"
+    );
+    assert_eq!(
+        mode(&format!("{srv}/tool")),
+        0o4755,
+        "setuid file as declared"
+    );
+    let status = d.prop("StatusText");
+    assert!(status.contains(" ok"), "{status}");
+
+    // Under /tmp: refused with the reason, by check and by the daemon.
+    let tmp_decl = d.path("tmp.json");
+    std::fs::write(
+        &tmp_decl,
+        serde_json::to_vec(&json!({"declaration": 1, "resources": [
+            {"id": "t", "type": "file", "path": format!("/tmp/{}.conf", d.prefix), "content": "x"}
+        ]}))
+        .expect("json"),
+    )
+    .expect("write");
+    for args in [
+        vec!["check", tmp_decl.as_str()],
+        vec!["apply", tmp_decl.as_str()],
+    ] {
+        let out = d.cli(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("PrivateTmp=yes"), "{}", text(&out));
+    }
+    assert!(
+        !d.node
+            .sh(&format!("test -e /tmp/{}.conf", d.prefix))
+            .status
+            .success(),
+        "nothing written"
+    );
+}

@@ -3,7 +3,8 @@
 //! The path is walked from `/` one component at a time with
 //! `O_DIRECTORY | O_NOFOLLOW`, so a link planted anywhere in the parent chain
 //! stops the walk (and the resource fails, naming it) instead of redirecting
-//! the write. Missing parents are created (0755, like `mkdir -p`). This
+//! the write. Missing parents are created 0755 (like `mkdir -p -m 0755`:
+//! set on the new directory's descriptor, whatever the process's umask). This
 //! works on every kernel the host supports, where `openat2` with
 //! `RESOLVE_NO_SYMLINKS` needs Linux 5.6.
 //!
@@ -210,13 +211,24 @@ fn open_parent(path: &AbsPath) -> Result<(OwnedFd, &str), String> {
         walked.push_str(component);
         let next = match rustix::fs::openat(&dir, *component, flags, FsMode::empty()) {
             Err(Errno::NOENT) => {
-                match rustix::fs::mkdirat(&dir, *component, FsMode::from_raw_mode(PARENT_MODE)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => {
-                        return Err(format!("cannot create {walked} (a parent of {path}): {e}"))
-                    }
+                let made =
+                    match rustix::fs::mkdirat(&dir, *component, FsMode::from_raw_mode(PARENT_MODE))
+                    {
+                        Ok(()) => true,
+                        Err(Errno::EXIST) => false,
+                        Err(e) => {
+                            return Err(format!("cannot create {walked} (a parent of {path}): {e}"))
+                        }
+                    };
+                let opened = rustix::fs::openat(&dir, *component, flags, FsMode::empty());
+                if let (true, Ok(fd)) = (made, &opened) {
+                    // The umask narrowed it (the service runs with
+                    // UMask=0077): parents are 0755 as documented.
+                    rustix::fs::fchmod(fd, FsMode::from_raw_mode(PARENT_MODE)).map_err(|e| {
+                        format!("cannot set the mode of {walked} (a parent of {path}): {e}")
+                    })?;
                 }
-                rustix::fs::openat(&dir, *component, flags, FsMode::empty())
+                opened
             }
             other => other,
         };

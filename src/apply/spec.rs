@@ -403,7 +403,7 @@ mod tests {
 
     #[test]
     fn only_read_only_file_mounts_are_configuration() {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = crate::apply::tests::test_dir();
         let db = dir.path().join("db.sqlite");
         let conf = dir.path().join("app.conf");
         std::fs::write(&db, b"rows").expect("write");
@@ -430,7 +430,7 @@ mod tests {
 
     #[test]
     fn declared_files_under_a_mounted_directory_never_block_or_follow_links() {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = crate::apply::tests::test_dir();
         let src = dir.path().join("conf");
         std::fs::create_dir_all(src.join("sub")).expect("mkdir");
         let declared = src.join("sub/app.conf");
@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn an_env_file_is_never_read_through_a_link_or_from_a_fifo() {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = crate::apply::tests::test_dir();
         let real = dir.path().join("real.env");
         std::fs::write(&real, b"A=1\n").expect("write");
         let link = dir.path().join("link.env");

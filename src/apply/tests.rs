@@ -20,6 +20,17 @@ use crate::schedule::clock::FakeClock;
 use crate::schedule::window::{Owner, Windows};
 use crate::store::{HeldContainer, Store, WindowRecord};
 
+/// A temporary directory for declared paths: outside /tmp and /var/tmp,
+/// where declared paths are refused (`declaration::sandbox`), under the
+/// crate's own `target/`.
+pub(super) fn test_dir() -> tempfile::TempDir {
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("test-dirs");
+    std::fs::create_dir_all(&base).expect("test dir base");
+    tempfile::tempdir_in(base).expect("tempdir")
+}
+
 fn img(n: u8) -> String {
     format!("registry.test/app@sha256:{}", format!("{n:02x}").repeat(32))
 }
@@ -34,7 +45,7 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = test_dir();
         let store = Store::open(dir.path().join("state")).expect("store");
         let fake = FakeRuntime::new();
         let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());

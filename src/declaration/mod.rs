@@ -27,6 +27,7 @@ mod base64;
 pub mod lint;
 pub mod model;
 mod raw;
+pub mod sandbox;
 pub mod types;
 mod validate;
 

@@ -131,7 +131,9 @@ fn refuse_unknown(s: &mut Sink, prefix: &str, unknown: BTreeMap<String, Value>) 
     }
 }
 
-/// A path naming a file-like thing: absolute, and not `/` itself.
+/// A path naming a file-like thing the host itself reads or writes:
+/// absolute, not `/` itself, and not where the service cannot see it
+/// ([`super::sandbox`]).
 fn non_root_path(s: &mut Sink, field: &str, text: &str) -> Option<AbsPath> {
     let path = check(s, field, AbsPath::try_from(text))?;
     if path.is_root() {
@@ -139,6 +141,10 @@ fn non_root_path(s: &mut Sink, field: &str, text: &str) -> Option<AbsPath> {
             field,
             "\"/\" is the root directory itself: name something inside it",
         );
+        return None;
+    }
+    if let Some(why) = super::sandbox::refusal(&path) {
+        s.at(field, why);
         return None;
     }
     Some(path)
