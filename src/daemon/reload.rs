@@ -46,9 +46,15 @@ pub(super) async fn extended<T>(notifier: &Notifier, work: impl Future<Output = 
 pub(super) async fn worker(
     daemon: Arc<Daemon>,
     mut queued: mpsc::Receiver<()>,
-    shutdown: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
 ) {
     while queued.recv().await.is_some() {
+        // Waiting behind a reconcile or an `apply`: a SIGTERM meanwhile
+        // means no more applies (the stopping daemon waits for the lock).
+        tokio::select! {
+            _ = daemon.applying.lock() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
         if *shutdown.borrow() {
             return;
         }
