@@ -1,12 +1,15 @@
 //! `mesh-host daemon`: the node's service (systemd `Type=notify`).
 //!
 //! Start-up order matters: window records left by a daemon that died are
-//! resumed first (their containers come back), then the declaration file is
-//! applied and the scheduler armed, and only then is `READY=1` sent. After
-//! that the daemon serves the control socket, re-applies on `SIGHUP`
-//! (`systemctl reload`) and on a reconcile interval, keeps `STATUS=` current,
-//! and on `SIGTERM` lets running steps end and their windows close before it
-//! exits 0. The watchdog is fed from the scheduler's own loop.
+//! resumed first (their containers come back), then the node's declaration
+//! (the `--declaration` file, which `apply FILE` installs) is applied and
+//! the scheduler armed, and only then is `READY=1` sent. After that the
+//! daemon serves the control socket, re-applies on `SIGHUP` (`systemctl
+//! reload`, on a task of its own: `daemon::reload`) and on a reconcile interval,
+//! one apply at a time, keeps `STATUS=` current, and on `SIGTERM` lets
+//! running steps end and their windows close before it exits 0. Schedules
+//! follow only an apply that went through the whole declaration. The
+//! watchdog is fed from the scheduler's own loop.
 
 pub mod notify;
 mod reload;
