@@ -700,6 +700,11 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("halted at fails"), "{}", text(&out));
     assert!(armed(&d), "still armed after a halted apply");
+    // A new daemon whose first apply halts too arms them from the last
+    // complete apply.
+    d.node
+        .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
+    assert!(armed(&d), "still armed after a restart whose apply halted");
     let kept = d.node.journal(&[
         "-u",
         &d.unit,

@@ -11,6 +11,7 @@
 //! follow only an apply that went through the whole declaration. The
 //! watchdog is fed from the scheduler's own loop.
 
+mod armed;
 pub mod notify;
 mod reload;
 
@@ -75,6 +76,8 @@ struct Daemon {
     runtime: Arc<dyn ContainerRuntime>,
     windows: Windows,
     applier: Applier,
+    /// The state directory (for the armed declaration).
+    store: Store,
     scheduler: SchedulerHandle,
     /// The daemon's own applies are serialised here (the flock also
     /// serialises it against applies of other processes).
@@ -134,6 +137,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     .await;
     let daemon = Arc::new(Daemon {
         applier,
+        store: store.clone(),
         cfg: cfg.clone(),
         runtime,
         windows,
@@ -276,6 +280,7 @@ impl Daemon {
                     other => other.to_string(),
                 };
                 self.set_last(false, short);
+                self.arm_from_record_if_unarmed().await;
                 None
             }
         }
@@ -307,14 +312,48 @@ impl Daemon {
                     sync.dropped.len()
                 );
             }
+            if let Err(e) = armed::remember(&self.store, &decl) {
+                tracing::warn!("cannot record the declaration the schedules are armed from: {e}");
+            }
             *self.declaration.lock().await = Some(decl);
         } else {
             tracing::warn!(
                 "the apply did not go through the whole declaration ({}): the schedules stay as armed",
                 report.summary()
             );
+            self.arm_from_record_if_unarmed().await;
         }
         self.set_last(report.ok, report.summary());
+    }
+
+    /// A daemon none of whose applies went through the whole declaration
+    /// yet arms its schedules from the last complete apply recorded in the
+    /// state directory (`daemon::armed`), so that a restart does not
+    /// disarm them.
+    async fn arm_from_record_if_unarmed(&self) {
+        let mut current = self.declaration.lock().await;
+        if current.is_some() {
+            return;
+        }
+        let decl = match armed::recall(&self.store) {
+            Ok(Some(decl)) => decl,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!("cannot read the declaration the schedules were armed from: {e}");
+                return;
+            }
+        };
+        let (steps, errors) = crate::schedule::step::scheduled_steps(&decl);
+        for e in errors {
+            tracing::warn!("schedule of {} not armed: {}", e.resource, e.reason);
+        }
+        if let Some(sync) = self.scheduler.sync(steps).await {
+            tracing::warn!(
+                "schedules armed from the last complete apply: {} step(s)",
+                sync.kept.len() + sync.added.len() + sync.rearmed.len()
+            );
+        }
+        *current = Some(decl);
     }
 
     fn set_last(&self, ok: bool, summary: String) {
