@@ -1,3 +1,4 @@
 //! systemd: transient units for step fires, unit resources, readiness.
+pub mod alerts;
 pub mod unit_files;
 pub mod units;
