@@ -168,7 +168,7 @@ pub enum Command {
             default_value = crate::metrics::DEFAULT_FILE,
             env = "MESH_HOST_METRICS_FILE"
         )]
-        metrics_file: PathBuf,
+        metrics_file: std::ffi::OsString,
         /// A service template (NAME@.service) to start an instance of for
         /// every will-not-start-again, held-unhealthy, step-failed and
         /// step-missed event, once the step's window has closed. The
@@ -280,7 +280,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             control_socket: cli.control_socket.clone(),
             unit_dir: cli.unit_dir.clone(),
             reconcile_interval: std::time::Duration::from_secs(reconcile_interval.max(1)),
-            metrics_file: (!metrics_file.as_os_str().is_empty()).then(|| metrics_file.clone()),
+            metrics_file: (!metrics_file.is_empty()).then(|| PathBuf::from(metrics_file)),
             on_alert: on_alert.clone(),
         }),
     }
@@ -298,6 +298,20 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_empty_metrics_file_turns_the_textfile_off() {
+        let cli = Cli::try_parse_from(["mesh-host", "daemon", "--metrics-file="]).expect("parses");
+        assert!(
+            matches!(cli.command, Command::Daemon { ref metrics_file, .. } if metrics_file.is_empty())
+        );
+        let cli = Cli::try_parse_from(["mesh-host", "daemon"]).expect("parses");
+        assert!(
+            matches!(cli.command, Command::Daemon { ref metrics_file, .. } if *metrics_file == *crate::metrics::DEFAULT_FILE)
+        );
+        let refused = Cli::try_parse_from(["mesh-host", "daemon", "--on-alert", "x.service"]);
+        assert!(refused.is_err_and(|e| e.to_string().contains("NAME@.service")));
     }
 
     #[test]
