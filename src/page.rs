@@ -164,13 +164,19 @@ pub struct Pager {
 const RECHECK: Duration = Duration::from_secs(5);
 
 impl Pager {
-    /// A pager starting instances of `template` through `units`.
-    pub fn new(template: Template, units: Arc<dyn AlertUnits>, windows: Windows) -> Pager {
+    /// A pager starting instances of `template` through `units` for the
+    /// events of `events` (a [`crate::tap::subscribe`]).
+    pub fn new(
+        template: Template,
+        units: Arc<dyn AlertUnits>,
+        windows: Windows,
+        events: mpsc::UnboundedReceiver<Observed>,
+    ) -> Pager {
         Pager {
             template,
             units,
             windows,
-            events: crate::tap::subscribe(),
+            events,
             pending: Pending::default(),
         }
     }

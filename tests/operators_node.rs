@@ -568,3 +568,114 @@ fn has_rfc3339(text: &str) -> bool {
             && b[i + 4] == b':'
     })
 }
+
+/// Read one HTTP request from `listener`, answer 200, return its body.
+fn serve_one_post(listener: std::net::TcpListener) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let (stream, _) = listener.accept().expect("accept");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut reader = BufReader::new(stream);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("header");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().expect("length");
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).expect("body");
+    let mut stream = reader.into_inner();
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .expect("answer");
+    String::from_utf8(body).expect("utf-8 body")
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
+    let node = Node::from_env();
+    // The node shares the machine's loopback: the webhook is this test.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    let received = std::thread::spawn(move || serve_one_post(listener));
+
+    let template_prefix = unique_name("hook-alert");
+    let template = format!("{template_prefix}@.service");
+    let mut d = Daemon::new("hook", &format!("--metrics-file= --on-alert {template}"));
+    let env_file = d.path("alert.env");
+    std::fs::write(
+        &env_file,
+        format!("MESH_ALERT_WEBHOOK=http://127.0.0.1:{port}/hook\n"),
+    )
+    .expect("env file");
+    // The shipped template, its environment file moved to the test's.
+    let shipped = include_str!("../units/mesh-host-alert@.service")
+        .replace("/etc/mesh-host/alert.env", &env_file);
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
+        shipped,
+    )
+    .expect("template");
+    let _template = node.on_drop(format!(
+        "systemctl stop '{template_prefix}@*'; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    node.sh_ok("systemctl daemon-reload");
+    let bad = d.name("bad");
+    let img = d.busybox();
+    d.declare(json!([step(&bad, &bad, &img, "exit 4", &[])]));
+    d.start();
+
+    let out = d.cli(&["run", &bad]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    wait_for("the webhook's post", Duration::from_secs(60), || {
+        received.is_finished().then_some(())
+    });
+    let body = received.join().expect("webhook thread");
+    let event: Value = serde_json::from_str(&body).expect("the body is the journal entry");
+    assert_eq!(field(&event, "MESH_ALERT_EVENT"), "step-failed", "{event}");
+    assert_eq!(field(&event, "MESH_STEP"), bad);
+    assert_eq!(field(&event, "MESH_EXIT_STATUS"), "4");
+}
+
+/// The ```yaml block of a markdown text.
+fn yaml_block(markdown: &str) -> String {
+    let start = markdown.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let len = markdown[start..].find("```").expect("its end");
+    markdown[start..start + len].to_string()
+}
+
+/// Needs no node, only `promtool` (tests/node/prereqs.sh installs it).
+#[test]
+fn the_documented_alert_rules_pass_promtool() {
+    let docs = yaml_block(include_str!("../docs/metrics.md"));
+    let readme = yaml_block(include_str!("../README.md"));
+    assert_eq!(
+        docs, readme,
+        "README and docs/metrics.md show the same rules"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rules.yml");
+    std::fs::write(&path, &docs).expect("rules");
+    let out = std::process::Command::new("promtool")
+        .arg("check")
+        .arg("rules")
+        .arg(&path)
+        .output()
+        .expect("promtool (Debian's prometheus package)");
+    assert!(
+        out.status.success() && stdout(&out).contains("SUCCESS: 4 rules found"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}

@@ -109,6 +109,10 @@ pub fn run(cfg: DaemonConfig) -> u8 {
 
 async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let notifier = Notifier::from_env();
+    // Heard from the start, so that alerts of windows resumed below are
+    // counted and paged too.
+    let metrics_events = crate::tap::subscribe();
+    let pager_events = cfg.on_alert.is_some().then(crate::tap::subscribe);
     notifier.status("starting: connecting to the container runtime");
     let store = Store::open(&cfg.state_dir).map_err(|e| e.to_string())?;
     let runtime = connect_runtime(cfg.docker_host.as_deref()).await?;
@@ -136,10 +140,13 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         handle.clone(),
         windows.clone(),
         fires,
+        metrics_events,
         cfg.metrics_file.clone(),
     );
     tokio::spawn(metrics_task.run(shutdown.clone()));
-    start_pager(&cfg, &windows, shutdown.clone()).await;
+    if let Some(events) = pager_events {
+        start_pager(&cfg, &windows, events, shutdown.clone()).await;
+    }
 
     let applier = crate::apply::units::with_systemd(
         Applier::new(store.clone(), runtime.clone(), windows.clone()),
@@ -241,7 +248,12 @@ async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>
 }
 
 /// Start the pager when `--on-alert` names a template.
-async fn start_pager(cfg: &DaemonConfig, windows: &Windows, shutdown: watch::Receiver<bool>) {
+async fn start_pager(
+    cfg: &DaemonConfig,
+    windows: &Windows,
+    events: mpsc::UnboundedReceiver<crate::tap::Observed>,
+    shutdown: watch::Receiver<bool>,
+) {
     let Some(template) = cfg.on_alert.clone() else {
         return;
     };
@@ -251,7 +263,7 @@ async fn start_pager(cfg: &DaemonConfig, windows: &Windows, shutdown: watch::Rec
                 "paging: alerting events start instances of {}",
                 template.name()
             );
-            let pager = crate::page::Pager::new(template, Arc::new(units), windows.clone());
+            let pager = crate::page::Pager::new(template, Arc::new(units), windows.clone(), events);
             tokio::spawn(pager.run(shutdown));
         }
         Err(e) => tracing::error!("paging through {} is off: {e}", template.name()),

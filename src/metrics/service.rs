@@ -104,11 +104,15 @@ impl std::fmt::Debug for MetricsService {
 impl MetricsService {
     /// The task and its handle. `fires` carries the scheduler's fire
     /// reports; `file` is the textfile (`None`: none is written).
+    ///
+    /// `events` is a [`crate::tap::subscribe`] taken early enough to see
+    /// what happened before this task starts (windows resumed at start-up).
     pub fn new(
         store: Store,
         scheduler: SchedulerHandle,
         windows: Windows,
         fires: mpsc::UnboundedReceiver<FireReport>,
+        events: mpsc::UnboundedReceiver<Observed>,
         file: Option<PathBuf>,
     ) -> (MetricsService, MetricsHandle) {
         let counters = Counters::load(&store).unwrap_or_else(|e| {
@@ -126,7 +130,7 @@ impl MetricsService {
             apply: None,
             inbox,
             fires,
-            events: crate::tap::subscribe(),
+            events,
             said: None,
         };
         (service, MetricsHandle { inbox: tx })
