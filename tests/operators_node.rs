@@ -679,3 +679,82 @@ fn the_documented_alert_rules_pass_promtool() {
         stderr(&out)
     );
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
+    let node = Node::from_env();
+    let template_prefix = unique_name("wnsa-alert");
+    let template = format!("{template_prefix}@.service");
+    let mut d = Daemon::new(
+        "wnsa",
+        &format!("--metrics-file {{dir}}/mesh-host.prom --on-alert {template}"),
+    );
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
+        "[Service]\nType=oneshot\nExecStart=/bin/echo paged for %I\n",
+    )
+    .expect("template");
+    let _template = node.on_drop(format!(
+        "rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    node.sh_ok("systemctl daemon-reload");
+    // A container on a network of its own: removing the network while it
+    // is held stopped makes its start fail for real.
+    let net = unique_name("wnsa-net");
+    node.docker_ok(&["network", "create", &net]);
+    let _net = node.on_drop(format!("docker network rm {net}"));
+    let svc = d.name("svc");
+    let gc = d.name("gc");
+    let img = d.busybox();
+    let mut held = service("svc", &svc, &img);
+    held["network"] = json!(net);
+    d.declare(json!([held, step(&gc, &gc, &img, "sleep 3", &["svc"])]));
+    d.start();
+
+    let run = d
+        .node
+        .command(
+            &d.bin,
+            &["run", &gc, "--control-socket", &d.path("control.sock")],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("mesh-host run");
+    wait_for(
+        "the held container to stop",
+        Duration::from_secs(30),
+        || {
+            let s = node.docker_ok(&["inspect", "-f", "{{.State.Running}}", &svc]);
+            (s.trim() == "false").then_some(())
+        },
+    );
+    node.docker_ok(&["network", "rm", &net]);
+    let out = run.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("WILL NOT START AGAIN"),
+        "{}",
+        stdout(&out)
+    );
+
+    let prom = d.path("mesh-host.prom");
+    let text = wait_for("the alert in the metrics", Duration::from_secs(30), || {
+        let t = std::fs::read_to_string(&prom).ok()?;
+        (sample(&t, "mesh_host_will_not_start_again_total") == Some(1.0)).then_some(t)
+    });
+    assert_promtool_clean(&text, "the metrics after an alert");
+    let instance = format!(
+        "{template_prefix}@will\\x2dnot\\x2dstart\\x2dagain:{}.service",
+        gc.replace('-', "\\x2d")
+    );
+    wait_for("the alert instance", Duration::from_secs(30), || {
+        let j = node.journal(&["-b", "-u", &instance, "-o", "cat"]);
+        j.contains(&format!("paged for will-not-start-again:{gc}"))
+            .then_some(())
+    });
+    let page = entries(&d.journal(&[&format!("MESH_ALERT_UNIT={instance}")]));
+    let page = page.first().expect("the page's entry");
+    assert_eq!(field(page, "MESH_CONTAINER"), svc);
+    assert_eq!(field(page, "MESH_STEP"), gc);
+}
