@@ -97,14 +97,16 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
         .cloned()
         .unwrap_or_default();
     for s in steps {
+        let last = match s.get("last-outcome").and_then(|v| v.as_str()) {
+            Some(outcome) => format!("last {outcome} ({})", when(s.get("last-run"), "?")),
+            None => "never run".to_string(),
+        };
         out.push_str(&format!(
-            "step {} ({} {}): next {}; last {} ({}); last success {}{}\n",
+            "step {} ({} {}): next {}; {last}; last success {}{}\n",
             text(s.get("step"), "-"),
             text(s.get("schedule"), "-"),
             text(s.get("zone"), "-"),
             when(s.get("next-fire"), "never"),
-            text(s.get("last-outcome"), "-"),
-            when(s.get("last-run"), "never run"),
             when(s.get("last-success"), "none"),
             if s.get("running").and_then(|v| v.as_bool()) == Some(true) {
                 "; RUNNING"
@@ -183,6 +185,17 @@ mod tests {
         );
         assert!(text.contains("next 2026-12-02 03:00:00 UTC"), "{text}");
         assert!(text.contains("; RUNNING"), "{text}");
+        assert!(
+            text.contains(
+                "; last succeeded (2026-12-01 03:00:05 UTC); last success 2026-12-01 03:00:05 UTC"
+            ),
+            "{text}"
+        );
+        let never = daemon_status(&json!({"steps": [{"step": "gc", "running": true}]}));
+        assert!(
+            never.contains("; never run; last success none; RUNNING"),
+            "{never}"
+        );
         assert!(!text.contains(":00Z"), "{text}");
     }
 }

@@ -522,7 +522,7 @@ impl<'a> Run<'a> {
                     format!(
                         "held by the window of {} (open since {})",
                         record.step,
-                        record.opened_at.to_rfc3339()
+                        crate::render::time(record.opened_at)
                     ),
                 );
             }
