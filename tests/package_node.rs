@@ -29,6 +29,8 @@ const UNIT: &str = "mesh-host.service";
 const STATE: &str = "/var/lib/mesh-host";
 const CONFIG_DIR: &str = "/etc/mesh-host";
 const DECLARATION: &str = "/etc/mesh-host/declaration.json";
+/// The metrics textfile of the packaged daemon (its default).
+const METRICS_FILE: &str = "/var/lib/prometheus/node-exporter/mesh-host.prom";
 /// `systemd-analyze security mesh-host.service` on systemd 252, as
 /// docs/security.md records it: hardening may only get better.
 const SECURITY_EXPOSURE: f64 = 2.3;
@@ -412,6 +414,11 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         || running(&node, &svc).then_some(()),
     );
     phase("declaration applied");
+    // The packaged daemon writes its metrics where node-exporter reads them.
+    let metrics = wait_for("the metrics file", Duration::from_secs(30), || {
+        std::fs::read_to_string(METRICS_FILE).ok()
+    });
+    assert!(metrics.contains("mesh_host_apply_ok 1\n"), "{metrics}");
 
     // Upgrade while a window is open.
     let since = node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
@@ -477,6 +484,10 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         "configuration is kept on remove"
     );
     assert!(!Path::new("/usr/bin/mesh-host").exists());
+    assert!(
+        !Path::new(METRICS_FILE).exists(),
+        "no daemon, no metrics: the file goes with the package"
+    );
 
     // Purge: state, configuration and enablement are gone.
     must(apt(&node, &["purge", "mesh-host"]), "apt-get purge");
