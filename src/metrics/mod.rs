@@ -175,3 +175,63 @@ pub fn gather(
     out.windows.sort_by(|a, b| a.step.cmp(&b.step));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::scheduler::StepHistory;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).expect("time").to_utc()
+    }
+
+    #[test]
+    fn gather_joins_history_counters_modules_and_windows() {
+        let steps = vec![StepStatus {
+            step: "gc".into(),
+            schedule: "0 3 * * *".into(),
+            zone: "UTC".into(),
+            next_fire: Some(at("2026-12-02T03:00:00Z")),
+            running: true,
+            history: StepHistory {
+                last_success: Some(at("2026-12-01T03:00:05Z")),
+                last_exit_status: Some(0),
+                ..StepHistory::default()
+            },
+        }];
+        let mut counters = Counters::default();
+        counters.fired("gc", "succeeded", Some(5.0));
+        counters.fired("gc", "skipped", None);
+        counters.will_not_start_again_total = 2;
+        let record: WindowRecord = serde_json::from_value(serde_json::json!({
+            "record": 1, "step": "gc", "fire-time": "2026-12-01T03:00:00Z",
+            "opened-at": "2026-12-01T03:00:00Z", "boot-id": "b", "pid": 1,
+            "pid-start-time": 1, "step-container": "gc-run", "step-timeout-secs": 60,
+            "held": [{"id": "web", "name": "web", "was-running": true},
+                     {"id": "db", "name": "db", "was-running": false}]
+        }))
+        .expect("record");
+        let snap = gather(&steps, &BTreeMap::new(), &[record], &counters, None);
+        let s = &snap.steps[0];
+        assert_eq!(s.module, "", "a step without a module has an empty label");
+        assert_eq!(s.period_secs, Some(86400.0));
+        assert_eq!(
+            s.last_run_duration_secs,
+            Some(5.0),
+            "a skip keeps the duration"
+        );
+        assert_eq!(s.fires["succeeded"], 1);
+        assert_eq!(s.fires["skipped"], 1);
+        assert_eq!(
+            s.fires["timed-out"], 0,
+            "every outcome is there from the start"
+        );
+        assert_eq!(s.fires.len(), OUTCOMES.len());
+        assert_eq!(
+            snap.windows[0].bound_secs, 360.0,
+            "timeout plus the closing budget"
+        );
+        assert_eq!(snap.windows[0].held, 1, "only what was running is held");
+        assert_eq!(snap.will_not_start_again_total, 2);
+    }
+}
