@@ -42,6 +42,9 @@ put 0755 "$bin" usr/bin/mesh-host
 put 0644 "$repo/units/mesh-host.service" usr/lib/systemd/system/mesh-host.service
 put 0644 "$repo/units/mesh-host.slice" usr/lib/systemd/system/mesh-host.slice
 put 0644 "$repo/units/mesh-host.catalog" usr/lib/systemd/catalog/mesh-host.catalog
+# An example alert template for --on-alert (README "Paging"); it has no
+# [Install] section and nothing starts it until the operator says so.
+put 0644 "$repo/units/mesh-host-alert@.service" usr/lib/systemd/system/mesh-host-alert@.service
 
 # The man page, compressed as Debian policy and Fedora's guidelines want
 # (-n: no name or time stamp in the header, so builds are reproducible).

@@ -161,17 +161,29 @@ pub fn init_logging(verbose: bool) -> LogSink {
         (None, _) => LogSink::Stderr,
     };
     let mut layers: Vec<BoxedLayer> = Vec::new();
-    if sink != LogSink::Journal {
+    let terminal = std::io::stderr().is_terminal();
+    if sink == LogSink::JournalAndStderr || (sink == LogSink::Stderr && terminal) {
+        // An operator reads sentences; the journal keeps the fields.
         layers.push(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal())
+                .event_format(crate::plain_log::PlainLines)
+                .with_filter(env_filter())
+                .boxed(),
+        );
+    } else if sink == LogSink::Stderr {
+        // No journal and no terminal: stderr is the only record, fields kept.
+        layers.push(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
                 .with_target(false)
                 .without_time()
                 .with_filter(env_filter())
                 .boxed(),
         );
     }
+    layers.push(crate::tap::layer());
     if let Some((normal, alert)) = journal {
         layers.push(normal.with_filter(env_filter()).boxed());
         layers.push(alert);

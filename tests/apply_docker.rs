@@ -98,7 +98,7 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
         "data unchanged",
         "env unchanged",
         "web unchanged",
-        "gc installed",
+        "gc unchanged",
     ] {
         assert!(has_line(&out, line), "{line} in\n{}", stdout(&out));
     }

@@ -37,7 +37,7 @@ impl Daemon {
         let unit = format!("{prefix}.service");
         let shipped = include_str!("../units/mesh-host.service");
         let exec = format!(
-            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system",
+            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system --metrics-file=",
             d = dir.display()
         );
         let mut text: String = shipped

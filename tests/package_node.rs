@@ -29,6 +29,8 @@ const UNIT: &str = "mesh-host.service";
 const STATE: &str = "/var/lib/mesh-host";
 const CONFIG_DIR: &str = "/etc/mesh-host";
 const DECLARATION: &str = "/etc/mesh-host/declaration.json";
+/// The metrics textfile of the packaged daemon (its default).
+const METRICS_FILE: &str = "/var/lib/prometheus/node-exporter/mesh-host.prom";
 /// `systemd-analyze security mesh-host.service` on systemd 252, as
 /// docs/security.md records it: hardening may only get better (2.3 until
 /// RestrictSUIDSGID= was dropped so that declared setuid/setgid modes apply).
@@ -40,12 +42,14 @@ const STAGED: &[&str] = &[
     "/usr/bin/mesh-host",
     "/usr/lib/systemd/system/mesh-host.service",
     "/usr/lib/systemd/system/mesh-host.slice",
+    "/usr/lib/systemd/system/mesh-host-alert@.service",
     "/usr/lib/systemd/catalog/mesh-host.catalog",
     "/usr/share/man/man8/mesh-host.8.gz",
     "/usr/share/man/man8/mesh-host-apply.8.gz",
     "/usr/share/man/man8/mesh-host-check.8.gz",
     "/usr/share/man/man8/mesh-host-cron.8.gz",
     "/usr/share/man/man8/mesh-host-daemon.8.gz",
+    "/usr/share/man/man8/mesh-host-metrics.8.gz",
     "/usr/share/man/man8/mesh-host-plan.8.gz",
     "/usr/share/man/man8/mesh-host-run.8.gz",
     "/usr/share/man/man8/mesh-host-status.8.gz",
@@ -411,6 +415,11 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         || running(&node, &svc).then_some(()),
     );
     phase("declaration applied");
+    // The packaged daemon writes its metrics where node-exporter reads them.
+    let metrics = wait_for("the metrics file", Duration::from_secs(30), || {
+        std::fs::read_to_string(METRICS_FILE).ok()
+    });
+    assert!(metrics.contains("mesh_host_apply_ok 1\n"), "{metrics}");
 
     // Upgrade while a window is open.
     let since = node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
@@ -476,6 +485,10 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         "configuration is kept on remove"
     );
     assert!(!Path::new("/usr/bin/mesh-host").exists());
+    assert!(
+        !Path::new(METRICS_FILE).exists(),
+        "no daemon, no metrics: the file goes with the package"
+    );
 
     // Purge: state, configuration and enablement are gone.
     must(apt(&node, &["purge", "mesh-host"]), "apt-get purge");

@@ -12,6 +12,9 @@ if [ "$1" -ge 1 ]; then
 fi
 journalctl --update-catalog >/dev/null 2>&1 || :
 if [ "$1" -eq 0 ]; then
+	# The daemon's metrics (docs/metrics.md): with no daemon left they would
+	# be exported, stale, for ever.
+	rm -f /var/lib/prometheus/node-exporter/mesh-host.prom
 	# The package owns no directory (see Cargo.toml): remove its own when
 	# empty (a .rpmsave declaration keeps /etc/mesh-host).
 	rmdir /usr/share/doc/mesh-host/examples /usr/share/doc/mesh-host /etc/mesh-host 2>/dev/null || :

@@ -213,7 +213,7 @@ impl fmt::Display for WindowLine {
             f,
             "window {} open since {}, holding {}",
             self.step,
-            self.since.to_rfc3339(),
+            crate::render::time(self.since),
             if self.held.is_empty() {
                 "nothing".to_string()
             } else {
@@ -545,6 +545,9 @@ struct Run<'a> {
     prepared: Option<Result<BTreeMap<String, FileChange>, String>>,
     /// Scheduled steps as the scheduler takes them, by id (or why not).
     step_defs: BTreeMap<String, Result<ScheduledStep, String>>,
+    /// Scheduled steps the last apply installed (or found unchanged), as
+    /// it declared them: one declared alike now is `unchanged`.
+    steps_before: BTreeMap<String, serde_json::Value>,
     puller: pull::Puller,
     lines: Vec<ReportLine>,
     ok: bool,
@@ -576,7 +579,7 @@ impl<'a> Run<'a> {
                     format!(
                         "held by the window of {} (open since {})",
                         record.step,
-                        record.opened_at.to_rfc3339()
+                        crate::render::time(record.opened_at)
                     ),
                 );
             }
@@ -602,6 +605,7 @@ impl<'a> Run<'a> {
             .map(|p| p.containers.iter().cloned().collect())
             .unwrap_or_default();
         known.extend(inputs.keys().cloned());
+        let steps_before = previous.as_ref().map(installed_steps).unwrap_or_default();
         let puller = pull::Puller::new(
             applier.runtime.clone(),
             applier.windows.clone(),
@@ -623,6 +627,7 @@ impl<'a> Run<'a> {
             written_units,
             prepared: None,
             step_defs,
+            steps_before,
             puller,
             lines: Vec::new(),
             ok: true,
@@ -699,16 +704,21 @@ impl<'a> Run<'a> {
     async fn scheduled(&mut self, id: &str, c: &crate::declaration::Container) {
         match self.step_defs.remove(id) {
             Some(Ok(step)) => {
+                let mut action = Action::Installed;
                 let reason = match self.puller.ensure(c.image.as_str()).await {
-                    Ok(pull::Ensured::Present) => None,
+                    Ok(pull::Ensured::Present) => {
+                        if self.declared_alike_before(id) {
+                            action = Action::Unchanged;
+                        }
+                        None
+                    }
                     Ok(pull::Ensured::Pulled) => Some("image pulled".to_string()),
                     Err(e) => Some(format!(
                         "its image is not present and could not be pulled (tried again at the next apply): {e}"
                     )),
                 };
                 self.steps.push(step);
-                self.lines
-                    .push(ReportLine::new(id, Action::Installed, reason));
+                self.lines.push(ReportLine::new(id, action, reason));
             }
             Some(Err(reason)) => {
                 // Reported, but never fails the apply (CONTRACT "Apply").
@@ -724,6 +734,17 @@ impl<'a> Run<'a> {
                 Some("not found among the scheduled steps".to_string()),
             ),
         }
+    }
+
+    /// Whether the last apply installed step `id` declared exactly as now.
+    fn declared_alike_before(&self, id: &str) -> bool {
+        let Some(before) = self.steps_before.get(id) else {
+            return false;
+        };
+        serde_json::to_value(self.decl)
+            .ok()
+            .and_then(|d| resource_json(&d, id).cloned())
+            .is_some_and(|now| &now == before)
     }
 
     /// A unit resource, through the unit manager; its files are all
@@ -896,4 +917,27 @@ fn window_bounds(decl: &Declaration) -> BTreeMap<String, std::time::Duration> {
             )
         })
         .collect()
+}
+
+/// The scheduled steps `previous` installed (or found unchanged), by id,
+/// as that apply declared them.
+fn installed_steps(previous: &AppliedState) -> BTreeMap<String, serde_json::Value> {
+    previous
+        .lines
+        .iter()
+        .filter(|l| matches!(l.action, Action::Installed | Action::Unchanged))
+        .filter_map(|l| {
+            let r = resource_json(&previous.declaration, &l.id)?;
+            let scheduled = r.get("schedule").is_some_and(|s| !s.is_null());
+            scheduled.then(|| (l.id.clone(), r.clone()))
+        })
+        .collect()
+}
+
+/// The resource `id` in a declaration's canonical JSON.
+fn resource_json<'v>(decl: &'v serde_json::Value, id: &str) -> Option<&'v serde_json::Value> {
+    decl.get("resources")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("id").and_then(|v| v.as_str()) == Some(id))
 }

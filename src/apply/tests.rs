@@ -237,12 +237,31 @@ async fn first_apply_creates_and_a_second_is_a_no_op_costing_one_listing() {
             ("data", "unchanged"),
             ("env", "unchanged"),
             ("web", "unchanged"),
-            ("gc", "installed"),
+            ("gc", "unchanged"),
         ])
     );
     assert_eq!(r.fake.mutations(), Vec::<Call>::new());
     assert_eq!(r.count(&Call::ListManaged), 1);
     assert_eq!(r.inspects(), 0);
+    assert_eq!(
+        second.steps.len(),
+        1,
+        "an unchanged step is still handed over"
+    );
+}
+
+#[tokio::test]
+async fn a_step_declared_otherwise_is_installed_again() {
+    let r = Rig::new();
+    r.fake.add_image(&img(2));
+    let first = r.apply(json!([step("gc", &img(2), &[])])).await;
+    assert_eq!(actions(&first), pairs(&[("gc", "installed")]));
+    let same = r.apply(json!([step("gc", &img(2), &[])])).await;
+    assert_eq!(actions(&same), pairs(&[("gc", "unchanged")]));
+    let mut changed = step("gc", &img(2), &[]);
+    changed["schedule"] = json!("5 4 * * *");
+    let again = r.apply(json!([changed])).await;
+    assert_eq!(actions(&again), pairs(&[("gc", "installed")]));
 }
 
 #[tokio::test]
@@ -366,7 +385,7 @@ async fn a_held_container_is_left_alone_and_converged_after_the_window() {
         actions(&during),
         pairs(&[
             ("registry", "held-still"),
-            ("gc", "installed"),
+            ("gc", "unchanged"),
             ("old", "held-still")
         ])
     );
@@ -389,7 +408,7 @@ async fn a_held_container_is_left_alone_and_converged_after_the_window() {
         actions(&after),
         pairs(&[
             ("registry", "recreated"),
-            ("gc", "installed"),
+            ("gc", "unchanged"),
             ("old", "removed")
         ])
     );
@@ -602,7 +621,7 @@ async fn step_containers_of_declared_steps_stay_and_a_renamed_service_is_recreat
     let report = r.apply(json!([web, step("gc", &img(1), &[])])).await;
     assert_eq!(
         actions(&report),
-        pairs(&[("web", "recreated"), ("gc", "installed")])
+        pairs(&[("web", "recreated"), ("gc", "unchanged")])
     );
     assert_eq!(reason(&report, "web"), "name changed (was web)");
     let names = r.fake.container_names();

@@ -10,7 +10,7 @@ use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
 use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
-use crate::schedule::fire::{describe, FireReport, Firer};
+use crate::schedule::fire::{FireReport, Firer};
 use crate::schedule::scheduler::ScheduledStep;
 use crate::schedule::step;
 use crate::schedule::window::{Owner, Windows};
@@ -158,27 +158,8 @@ pub fn print_report(report: &FireReport, json: bool) {
     if json {
         print_json(report);
     } else {
-        print!("{}", render_fire(report));
+        print!("{}", crate::render::fire(report));
     }
-}
-
-/// A fire's report for humans.
-pub fn render_fire(report: &FireReport) -> String {
-    let mut out = format!("{}: {}\n", report.step, describe(&report.outcome));
-    if let Some(unit) = &report.unit {
-        out.push_str(&format!("  unit: {unit}\n"));
-    }
-    out.push_str(&format!("  took: {:.1}s\n", report.duration_secs));
-    if !report.started_again.is_empty() {
-        out.push_str(&format!(
-            "  started again: {}\n",
-            report.started_again.join(", ")
-        ));
-    }
-    for name in &report.not_started {
-        out.push_str(&format!("  {name}: WILL NOT START AGAIN\n"));
-    }
-    out
 }
 
 /// `mesh-host plan STEP --local`.

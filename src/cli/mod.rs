@@ -12,12 +12,10 @@ mod check;
 mod cron;
 mod generate;
 mod local;
+mod metrics;
 mod output;
 mod remote;
 mod status;
-
-pub use local::render_fire;
-pub use remote::render_status;
 
 /// Exit code: the command did what was asked.
 pub const EXIT_OK: u8 = 0;
@@ -165,6 +163,31 @@ pub enum Command {
         /// Seconds between two reconciliations of the declaration file.
         #[arg(long, default_value_t = 300, value_name = "SECONDS")]
         reconcile_interval: u64,
+        /// Where to write the metrics for node-exporter's textfile collector
+        /// after every fire, apply and window change; an empty value writes
+        /// none. Its directory is made (0755) when missing.
+        #[arg(
+            long,
+            value_name = "PATH",
+            default_value = crate::metrics::DEFAULT_FILE,
+            env = "MESH_HOST_METRICS_FILE"
+        )]
+        metrics_file: std::ffi::OsString,
+        /// A service template (NAME@.service) to start an instance of for
+        /// every will-not-start-again, held-unhealthy, step-failed and
+        /// step-missed event, once the step's window has closed. The
+        /// instance is named after the event and step (%I is
+        /// `EVENT:STEP`) and finds the event's fields with
+        /// `journalctl -o json -n 1 MESH_ALERT_UNIT=%n`.
+        #[arg(long, value_name = "UNIT", env = "MESH_HOST_ON_ALERT")]
+        on_alert: Option<crate::page::Template>,
+    },
+    /// Print the host's metrics in Prometheus' text format: the same text
+    /// the daemon writes to its --metrics-file.
+    Metrics {
+        /// Compute them from the state directory instead of asking the daemon.
+        #[arg(long)]
+        local: bool,
     },
     /// Write the man page and shell completions into a directory.
     #[command(hide = true)]
@@ -246,13 +269,23 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         } => apply::run_local(&cli, file, json),
         Command::Status { local: true, json } => status::run_local(&cli, json),
-        Command::Daemon { reconcile_interval } => crate::daemon::run(crate::daemon::DaemonConfig {
+        Command::Metrics { local: false } => {
+            remote::call(&cli, &crate::control::Request::Metrics, false)
+        }
+        Command::Metrics { local: true } => metrics::run_local(&cli),
+        Command::Daemon {
+            reconcile_interval,
+            ref metrics_file,
+            ref on_alert,
+        } => crate::daemon::run(crate::daemon::DaemonConfig {
             state_dir: cli.state_dir.clone(),
             docker_host: cli.docker_host.clone(),
             declaration: cli.declaration.clone(),
             control_socket: cli.control_socket.clone(),
             unit_dir: cli.unit_dir.clone(),
             reconcile_interval: std::time::Duration::from_secs(reconcile_interval.max(1)),
+            metrics_file: (!metrics_file.is_empty()).then(|| PathBuf::from(metrics_file)),
+            on_alert: on_alert.clone(),
         }),
     }
 }
@@ -269,6 +302,20 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_empty_metrics_file_turns_the_textfile_off() {
+        let cli = Cli::try_parse_from(["mesh-host", "daemon", "--metrics-file="]).expect("parses");
+        assert!(
+            matches!(cli.command, Command::Daemon { ref metrics_file, .. } if metrics_file.is_empty())
+        );
+        let cli = Cli::try_parse_from(["mesh-host", "daemon"]).expect("parses");
+        assert!(
+            matches!(cli.command, Command::Daemon { ref metrics_file, .. } if *metrics_file == *crate::metrics::DEFAULT_FILE)
+        );
+        let refused = Cli::try_parse_from(["mesh-host", "daemon", "--on-alert", "x.service"]);
+        assert!(refused.is_err_and(|e| e.to_string().contains("NAME@.service")));
     }
 
     #[test]

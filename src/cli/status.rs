@@ -12,6 +12,7 @@ use super::{Cli, EXIT_FAILED, EXIT_OK};
 use crate::apply::{AppliedState, Halt, ReportLine, WindowLine};
 use crate::cron::local_zone;
 use crate::declaration::{self, Declaration};
+use crate::render;
 use crate::schedule::scheduler::StepHistory;
 use crate::store::{boot_id, Store, APPLIED, STEP_HISTORY};
 
@@ -146,7 +147,7 @@ fn print_text(status: &Status) {
                 (None, true) => "ok".to_string(),
                 (None, false) => "failed".to_string(),
             };
-            println!("last apply: {} {outcome}", last.applied_at.to_rfc3339());
+            println!("last apply: {} {outcome}", render::time(last.applied_at));
             for line in &last.lines {
                 println!("  {line}");
             }
@@ -167,16 +168,16 @@ fn print_text(status: &Status) {
         println!("scheduled steps: none");
     }
     for s in &status.steps {
-        let next = s.next_fire.map_or("never".to_string(), |t| t.to_rfc3339());
+        let next = s.next_fire.map_or("never".to_string(), render::time);
         let last = match (&s.history.last_run, &s.history.last_outcome) {
-            (Some(at), Some(outcome)) => format!("last run {}: {outcome}", at.to_rfc3339()),
+            (Some(at), Some(outcome)) => format!("last run {}: {outcome}", render::time(*at)),
             _ => "never run".to_string(),
         };
         let success = s
             .history
             .last_success
             .map_or("no success recorded".to_string(), |t| {
-                format!("last success {}", t.to_rfc3339())
+                format!("last success {}", render::time(t))
             });
         println!(
             "step {} \"{}\" ({}): next {next}; {last}; {success}",

@@ -46,6 +46,8 @@ pub enum Request {
         /// The step id.
         step: String,
     },
+    /// The metrics text.
+    Metrics,
 }
 
 /// What the daemon answers.

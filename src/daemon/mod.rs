@@ -28,6 +28,7 @@ use crate::apply::{Applier, ApplyReport};
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::{self, Declaration};
+use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::Firer;
@@ -54,6 +55,10 @@ pub struct DaemonConfig {
     pub unit_dir: PathBuf,
     /// Time between two reconciliations.
     pub reconcile_interval: Duration,
+    /// The metrics textfile, if one is written.
+    pub metrics_file: Option<PathBuf>,
+    /// The alert template started for alerting events, if any.
+    pub on_alert: Option<crate::page::Template>,
 }
 
 /// How long the daemon keeps trying to reach the container runtime at start.
@@ -85,6 +90,7 @@ struct Daemon {
     declaration: Mutex<Option<Declaration>>,
     last_apply: std::sync::Mutex<Option<LastApply>>,
     notifier: Notifier,
+    metrics: MetricsHandle,
 }
 
 /// Run the daemon; returns the process exit code.
@@ -111,6 +117,10 @@ pub fn run(cfg: DaemonConfig) -> u8 {
 
 async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let notifier = Notifier::from_env();
+    // Heard from the start, so that alerts of windows resumed below are
+    // counted and paged too.
+    let metrics_events = crate::tap::subscribe();
+    let pager_events = cfg.on_alert.is_some().then(crate::tap::subscribe);
     notifier.status("starting: connecting to the container runtime");
     let store = Store::open(&cfg.state_dir).map_err(|e| e.to_string())?;
     let runtime = connect_runtime(cfg.docker_host.as_deref()).await?;
@@ -127,8 +137,24 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog_feeder();
-    let (scheduler, handle) = Scheduler::new(firer, clock, store.clone(), watchdog);
+    let (mut scheduler, handle) = Scheduler::new(firer, clock, store.clone(), watchdog);
+    let (fires_tx, fires) = mpsc::unbounded_channel();
+    scheduler.report_fires_to(fires_tx);
     let scheduler_task = tokio::spawn(scheduler.run(shutdown.clone()));
+
+    // Metrics and paging: tasks of their own, woken by events.
+    let (metrics_task, metrics) = MetricsService::new(
+        store.clone(),
+        handle.clone(),
+        windows.clone(),
+        fires,
+        metrics_events,
+        cfg.metrics_file.clone(),
+    );
+    tokio::spawn(metrics_task.run(shutdown.clone()));
+    if let Some(events) = pager_events {
+        start_pager(&cfg, &windows, events, shutdown.clone()).await;
+    }
 
     let applier = crate::apply::units::with_systemd(
         Applier::new(store.clone(), runtime.clone(), windows.clone()),
@@ -146,6 +172,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         declaration: Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
         notifier: notifier.clone(),
+        metrics,
     });
 
     // 3. Apply the declaration file, arm the schedules.
@@ -233,6 +260,29 @@ async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>
     }
 }
 
+/// Start the pager when `--on-alert` names a template.
+async fn start_pager(
+    cfg: &DaemonConfig,
+    windows: &Windows,
+    events: mpsc::UnboundedReceiver<crate::tap::Observed>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let Some(template) = cfg.on_alert.clone() else {
+        return;
+    };
+    match crate::systemd::alerts::SystemdAlertUnits::connect().await {
+        Ok(units) => {
+            tracing::info!(
+                "paging: alerting events start instances of {}",
+                template.name()
+            );
+            let pager = crate::page::Pager::new(template, Arc::new(units), windows.clone(), events);
+            tokio::spawn(pager.run(shutdown));
+        }
+        Err(e) => tracing::error!("paging through {} is off: {e}", template.name()),
+    }
+}
+
 async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), String> {
     // Resuming may wait for a step still running (bounded by its timeout):
     // keep asking systemd for start-up time meanwhile.
@@ -302,6 +352,11 @@ impl Daemon {
     /// declaration; after one that halted or could not start they stay as
     /// armed (CONTRACT "Apply").
     async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
+        self.metrics.applied(
+            Utc::now(),
+            report.ok,
+            Some(crate::metrics::service::modules(&decl)),
+        );
         if report.complete {
             if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
                 tracing::info!(
@@ -357,12 +412,13 @@ impl Daemon {
     }
 
     fn set_last(&self, ok: bool, summary: String) {
+        let at = Utc::now();
+        if !ok {
+            // A refused or unreadable declaration file is a failed apply.
+            self.metrics.applied(at, ok, None);
+        }
         let mut last = self.last_apply.lock().unwrap_or_else(|e| e.into_inner());
-        *last = Some(LastApply {
-            at: Utc::now(),
-            ok,
-            summary,
-        });
+        *last = Some(LastApply { at, ok, summary });
     }
 
     async fn handle(&self, request: Request) -> Response {
@@ -385,7 +441,7 @@ impl Daemon {
             Request::Run { step } => match self.scheduler.run_now(&step).await {
                 Ok(report) => Response {
                     exit: if report.ok() { 0 } else { 1 },
-                    text: crate::cli::render_fire(&report),
+                    text: crate::render::fire(&report),
                     json: serde_json::to_value(&report).unwrap_or_default(),
                 },
                 Err(e) => Response::error(
@@ -415,6 +471,14 @@ impl Daemon {
                     Err(e) => Response::error(1, e),
                 }
             }
+            Request::Metrics => match self.metrics.text().await {
+                Some(text) => Response {
+                    exit: 0,
+                    json: serde_json::Value::String(text.clone()),
+                    text,
+                },
+                None => Response::error(1, "the metrics task has stopped"),
+            },
             Request::Status => {
                 let steps = self.scheduler.status().await.unwrap_or_default();
                 // Unreadable window records are an answer of their own,
@@ -437,7 +501,7 @@ impl Daemon {
                 });
                 Response {
                     exit: 0,
-                    text: crate::cli::render_status(&json),
+                    text: crate::render::daemon_status(&json),
                     json,
                 }
             }

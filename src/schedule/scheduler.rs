@@ -144,6 +144,8 @@ pub struct Scheduler {
     running: JoinSet<(String, FireReport)>,
     waiting: BTreeMap<String, Vec<oneshot::Sender<Result<FireReport, String>>>>,
     on_tick: Box<dyn FnMut() + Send>,
+    /// Where each fire's report goes once its history is saved (metrics).
+    reports: Option<mpsc::UnboundedSender<FireReport>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -183,8 +185,14 @@ impl Scheduler {
             running: JoinSet::new(),
             waiting: BTreeMap::new(),
             on_tick,
+            reports: None,
         };
         (scheduler, SchedulerHandle { inbox: tx })
+    }
+
+    /// Send each fire's report to `tx` once the step's history is saved.
+    pub fn report_fires_to(&mut self, tx: mpsc::UnboundedSender<FireReport>) {
+        self.reports = Some(tx);
     }
 
     /// Run until `shutdown` turns true, then wait for in-flight fires (they
@@ -338,6 +346,9 @@ impl Scheduler {
             }
         }
         self.save_history();
+        if let Some(tx) = &self.reports {
+            let _ = tx.send(report.clone());
+        }
         for reply in self.waiting.remove(&step).unwrap_or_default() {
             let _ = reply.send(Ok(report.clone()));
         }

@@ -1,4 +1,5 @@
 //! systemd: transient units for step fires, unit resources, readiness.
+pub mod alerts;
 pub mod oneshot_runs;
 pub mod unit_files;
 pub mod units;

@@ -1,0 +1,319 @@
+//! The daemon's metrics: one task that keeps the counters, renders the text
+//! when something changed and writes the textfile.
+//!
+//! It is woken by events, never by a timer: a fire's report (from the
+//! scheduler), an apply (from the daemon), and the events it observes in
+//! this process ([`crate::tap`]): a window opened or closed, a skip, a
+//! will-not-start-again alert. `mesh-host metrics --local` renders the same
+//! text from the state directory alone ([`local`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{gather, outcome_label, text, textfile, ApplyMetrics, Counters, Snapshot};
+use crate::apply::AppliedState;
+use crate::declaration::Declaration;
+use crate::schedule::fire::{FireReport, RunOutcome};
+use crate::schedule::scheduler::{SchedulerHandle, StepHistory, StepStatus};
+use crate::schedule::window::Windows;
+use crate::store::{Store, APPLIED, STEP_HISTORY};
+use crate::tap::Observed;
+
+/// Each scheduled step's module (`""` when none), by step id.
+pub fn modules(decl: &Declaration) -> BTreeMap<String, String> {
+    decl.steps()
+        .map(|s| {
+            (
+                s.resource.id.to_string(),
+                s.resource
+                    .module
+                    .as_ref()
+                    .map(|m| m.to_string())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+enum Msg {
+    Applied {
+        at: DateTime<Utc>,
+        ok: bool,
+        modules: Option<BTreeMap<String, String>>,
+    },
+    Text(oneshot::Sender<String>),
+}
+
+/// A handle to the metrics task.
+#[derive(Debug, Clone)]
+pub struct MetricsHandle {
+    inbox: mpsc::UnboundedSender<Msg>,
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Msg::Applied { ok, .. } => write!(f, "Applied({ok})"),
+            Msg::Text(_) => f.write_str("Text"),
+        }
+    }
+}
+
+impl MetricsHandle {
+    /// An apply ended (`ok` false too when the declaration file was
+    /// refused); `modules` when it read a declaration.
+    pub fn applied(&self, at: DateTime<Utc>, ok: bool, modules: Option<BTreeMap<String, String>>) {
+        let _ = self.inbox.send(Msg::Applied { at, ok, modules });
+    }
+
+    /// The metrics text now.
+    pub async fn text(&self) -> Option<String> {
+        let (tx, rx) = oneshot::channel();
+        self.inbox.send(Msg::Text(tx)).ok()?;
+        rx.await.ok()
+    }
+}
+
+/// The metrics task's state.
+pub struct MetricsService {
+    store: Store,
+    scheduler: SchedulerHandle,
+    windows: Windows,
+    file: Option<PathBuf>,
+    counters: Counters,
+    modules: BTreeMap<String, String>,
+    apply: Option<(DateTime<Utc>, bool)>,
+    inbox: mpsc::UnboundedReceiver<Msg>,
+    fires: mpsc::UnboundedReceiver<FireReport>,
+    events: mpsc::UnboundedReceiver<Observed>,
+    /// The last write error said, so a failing write is logged once.
+    said: Option<String>,
+}
+
+impl std::fmt::Debug for MetricsService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsService")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetricsService {
+    /// The task and its handle. `fires` carries the scheduler's fire
+    /// reports; `file` is the textfile (`None`: none is written).
+    ///
+    /// `events` is a [`crate::tap::subscribe`] taken early enough to see
+    /// what happened before this task starts (windows resumed at start-up).
+    pub fn new(
+        store: Store,
+        scheduler: SchedulerHandle,
+        windows: Windows,
+        fires: mpsc::UnboundedReceiver<FireReport>,
+        events: mpsc::UnboundedReceiver<Observed>,
+        file: Option<PathBuf>,
+    ) -> (MetricsService, MetricsHandle) {
+        let counters = Counters::load(&store).unwrap_or_else(|e| {
+            tracing::error!("metrics counters unreadable, starting them from zero: {e}");
+            Counters::default()
+        });
+        let (tx, inbox) = mpsc::unbounded_channel();
+        let service = MetricsService {
+            store,
+            scheduler,
+            windows,
+            file,
+            counters,
+            modules: BTreeMap::new(),
+            apply: None,
+            inbox,
+            fires,
+            events,
+            said: None,
+        };
+        (service, MetricsHandle { inbox: tx })
+    }
+
+    /// Serve until `shutdown` turns true.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let changed = tokio::select! {
+                Some(msg) = self.inbox.recv() => match msg {
+                    Msg::Applied { at, ok, modules } => {
+                        self.apply = Some((at, ok));
+                        if ok {
+                            self.counters.apply_last_success = Some(at);
+                            self.save();
+                        }
+                        if let Some(m) = modules {
+                            self.modules = m;
+                        }
+                        true
+                    }
+                    Msg::Text(reply) => {
+                        let _ = reply.send(self.render().await);
+                        false
+                    }
+                },
+                Some(report) = self.fires.recv() => {
+                    let duration = (!matches!(report.outcome, RunOutcome::Skipped { .. }))
+                        .then_some(report.duration_secs);
+                    // Skips are counted from their event, which every
+                    // skip logs (the scheduler's and the fire's alike).
+                    if duration.is_some() {
+                        self.counters.fired(&report.step, outcome_label(&report.outcome), duration);
+                        self.save();
+                    }
+                    true
+                }
+                Some(o) = self.events.recv() => self.observe(&o),
+                () = stopping(&mut shutdown) => return,
+            };
+            if changed {
+                self.write().await;
+            }
+        }
+    }
+
+    /// Count what an observed event counts; whether the text changed.
+    fn observe(&mut self, o: &Observed) -> bool {
+        match o.event.as_str() {
+            "will-not-start-again" => {
+                self.counters.will_not_start_again_total += 1;
+                self.save();
+                true
+            }
+            "step-skipped" => {
+                if let Some(step) = &o.step {
+                    self.counters.fired(step, "skipped", None);
+                    self.save();
+                }
+                true
+            }
+            "window-opened" | "window-closed" | "window-resumed" | "step-started" => true,
+            _ => false,
+        }
+    }
+
+    fn save(&self) {
+        if let Err(e) = self.counters.save(&self.store) {
+            tracing::error!("cannot save the metrics counters: {e}");
+        }
+    }
+
+    async fn snapshot(&self) -> Snapshot {
+        let steps = self.scheduler.status().await.unwrap_or_default();
+        let windows = self.windows.live_records().unwrap_or_else(|e| {
+            tracing::warn!("metrics: window records unreadable: {e}");
+            Vec::new()
+        });
+        let apply = self.apply.map(|(at, ok)| ApplyMetrics {
+            at,
+            ok,
+            last_success: self.counters.apply_last_success,
+        });
+        gather(&steps, &self.modules, &windows, &self.counters, apply)
+    }
+
+    async fn render(&self) -> String {
+        text::render(&self.snapshot().await)
+    }
+
+    async fn write(&mut self) {
+        let Some(path) = self.file.clone() else {
+            return;
+        };
+        let body = self.render().await;
+        let result = tokio::task::spawn_blocking(move || textfile::write(&path, &body)).await;
+        let path = self
+            .file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        match result {
+            Ok(Ok(made)) => {
+                if made {
+                    tracing::info!(
+                        "made the directory of {path} (mode 0755) for node-exporter's textfile collector"
+                    );
+                }
+                if self.said.take().is_some() {
+                    tracing::info!("metrics are written to {path} again");
+                }
+            }
+            Ok(Err(e)) => self.said_once(format!("cannot write the metrics to {path}: {e}")),
+            Err(e) => self.said_once(format!("cannot write the metrics to {path}: {e}")),
+        }
+    }
+
+    fn said_once(&mut self, msg: String) {
+        if self.said.as_deref() != Some(msg.as_str()) {
+            tracing::warn!("{msg}");
+            self.said = Some(msg);
+        }
+    }
+}
+
+/// The metrics text from the state directory alone (`mesh-host metrics
+/// --local`): the last recorded apply, step history and counters, the
+/// window records, next fires computed from the applied declaration.
+pub fn local(store: &Store) -> Result<String, String> {
+    let applied: Option<AppliedState> = store.load(APPLIED).map_err(|e| e.to_string())?;
+    let history: BTreeMap<String, StepHistory> = store
+        .load(STEP_HISTORY)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let counters = Counters::load(store).map_err(|e| e.to_string())?;
+    let now = Utc::now();
+    let boot = crate::store::boot_id().map_err(|e| e.to_string())?;
+    let windows: Vec<_> = store
+        .windows()
+        .map_err(|e| format!("cannot read the window records: {e}"))?
+        .into_iter()
+        .filter(|r| r.holds(now, &boot))
+        .collect();
+    let mut steps = Vec::new();
+    let mut mods = BTreeMap::new();
+    if let Some(applied) = &applied {
+        let bytes = serde_json::to_vec(&applied.declaration)
+            .map_err(|e| format!("the recorded declaration cannot be read: {e}"))?;
+        let decl = crate::declaration::parse(&bytes)
+            .map_err(|r| format!("the recorded declaration is no longer accepted:\n{r}"))?;
+        mods = modules(&decl);
+        for step in decl.steps() {
+            let id = step.resource.id.to_string();
+            let zone = step.schedule.zone.unwrap_or_else(crate::cron::local_zone);
+            steps.push(StepStatus {
+                schedule: step.schedule.cron.expr().to_string(),
+                zone: zone.name().to_string(),
+                next_fire: step
+                    .schedule
+                    .cron
+                    .next_after(now, zone)
+                    .map(|t| t.with_timezone(&Utc)),
+                running: windows.iter().any(|w| w.step == id),
+                history: history.get(&id).cloned().unwrap_or_default(),
+                step: id,
+            });
+        }
+    }
+    let apply = applied.map(|a| ApplyMetrics {
+        at: a.applied_at,
+        ok: a.ok,
+        last_success: match (a.ok, counters.apply_last_success) {
+            (true, Some(t)) => Some(t.max(a.applied_at)),
+            (true, None) => Some(a.applied_at),
+            (false, t) => t,
+        },
+    });
+    Ok(text::render(&gather(
+        &steps, &mods, &windows, &counters, apply,
+    )))
+}
+
+/// Resolves once `shutdown` turns true (or its sender is gone).
+async fn stopping(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
+}

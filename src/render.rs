@@ -1,0 +1,204 @@
+//! Reports for humans: what `mesh-host run` and `mesh-host status` print.
+//!
+//! Both the command line (working `--local`) and the daemon (answering over
+//! the control socket) render through here, so the two print the same text
+//! and neither reaches into the other. Times are written the way an operator
+//! reads them, `2026-12-01 03:56:31 UTC`; `--json` keeps RFC 3339.
+
+use chrono::{DateTime, Utc};
+
+use crate::schedule::fire::{describe, FireReport};
+
+/// A time as operators read it: `2026-12-01 03:56:31 UTC`.
+pub fn time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// An RFC 3339 time (as JSON answers carry them) as [`time`] writes it;
+/// anything else is given back as it is.
+pub fn time_text(rfc3339: &str) -> String {
+    match DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(t) => time(t.to_utc()),
+        Err(_) => rfc3339.to_string(),
+    }
+}
+
+/// A fire's report.
+pub fn fire(report: &FireReport) -> String {
+    let mut out = format!("{}: {}\n", report.step, describe(&report.outcome));
+    out.push_str(&format!("  fired: {}\n", time(report.due)));
+    if let Some(unit) = &report.unit {
+        out.push_str(&format!("  unit: {unit}\n"));
+    }
+    out.push_str(&format!("  took: {:.1}s\n", report.duration_secs));
+    if !report.started_again.is_empty() {
+        out.push_str(&format!(
+            "  started again: {}\n",
+            report.started_again.join(", ")
+        ));
+    }
+    for name in &report.not_started {
+        out.push_str(&format!("  {name}: WILL NOT START AGAIN\n"));
+    }
+    out
+}
+
+/// The daemon's status answer (its JSON form).
+pub fn daemon_status(status: &serde_json::Value) -> String {
+    let text = |v: Option<&serde_json::Value>, none: &str| -> String {
+        v.and_then(|v| v.as_str()).unwrap_or(none).to_string()
+    };
+    let when = |v: Option<&serde_json::Value>, none: &str| -> String {
+        v.and_then(|v| v.as_str())
+            .map_or(none.to_string(), time_text)
+    };
+    let mut out = String::new();
+    if let Some(path) = status.get("declaration").and_then(|v| v.as_str()) {
+        out.push_str(&format!("declaration: {path}\n"));
+    }
+    match status.get("last-apply") {
+        Some(serde_json::Value::Object(last)) => out.push_str(&format!(
+            "last apply: {}: {}\n",
+            when(last.get("at"), "?"),
+            text(last.get("summary"), "")
+        )),
+        _ => out.push_str("last apply: none yet\n"),
+    }
+    let windows = status
+        .get("open-windows")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
+    if windows.is_empty() {
+        out.push_str("open windows: none\n");
+    }
+    for w in windows {
+        let held: Vec<String> = w
+            .get("held")
+            .and_then(|h| h.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter(|c| c.get("was-running").and_then(|r| r.as_bool()) == Some(true))
+                    .filter_map(|c| c.get("name").and_then(|n| n.as_str()).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "OPEN WINDOW: {} since {}, holding {}\n",
+            text(w.get("step"), "?"),
+            when(w.get("opened-at"), "?"),
+            if held.is_empty() {
+                "nothing".to_string()
+            } else {
+                held.join(", ")
+            }
+        ));
+    }
+    let steps = status
+        .get("steps")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
+    for s in steps {
+        let last = match s.get("last-outcome").and_then(|v| v.as_str()) {
+            Some(outcome) => format!("last {outcome} ({})", when(s.get("last-run"), "?")),
+            None => "never run".to_string(),
+        };
+        out.push_str(&format!(
+            "step {} ({} {}): next {}; {last}; last success {}{}\n",
+            text(s.get("step"), "-"),
+            text(s.get("schedule"), "-"),
+            text(s.get("zone"), "-"),
+            when(s.get("next-fire"), "never"),
+            when(s.get("last-success"), "none"),
+            if s.get("running").and_then(|v| v.as_bool()) == Some(true) {
+                "; RUNNING"
+            } else {
+                ""
+            }
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::fire::RunOutcome;
+    use serde_json::json;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).expect("time").to_utc()
+    }
+
+    #[test]
+    fn times_read_as_utc_wall_clock() {
+        assert_eq!(
+            time(at("2026-12-01T03:56:31.25Z")),
+            "2026-12-01 03:56:31 UTC"
+        );
+        assert_eq!(
+            time_text("2026-12-01T04:56:31+01:00"),
+            "2026-12-01 03:56:31 UTC"
+        );
+        assert_eq!(time_text("not a time"), "not a time");
+    }
+
+    #[test]
+    fn a_fire_says_when_and_what_will_not_start() {
+        let report = FireReport {
+            step: "gc".into(),
+            due: at("2026-12-01T03:00:00Z"),
+            outcome: RunOutcome::Exited { status: 3 },
+            unit: Some("mesh-host-step-gc-20261201T030000Z.scope".into()),
+            duration_secs: 1.25,
+            started_again: vec!["web".into()],
+            not_started: vec!["db".into()],
+        };
+        let text = fire(&report);
+        assert!(text.starts_with("gc: exited with status 3\n"), "{text}");
+        assert!(
+            text.contains("  fired: 2026-12-01 03:00:00 UTC\n"),
+            "{text}"
+        );
+        assert!(text.contains("  started again: web\n"), "{text}");
+        assert!(text.contains("  db: WILL NOT START AGAIN\n"), "{text}");
+        assert!(!text.contains("T03:00:00"), "{text}");
+    }
+
+    #[test]
+    fn daemon_status_has_no_rfc3339_times() {
+        let status = json!({
+            "last-apply": {"at": "2026-12-01T03:56:31.123456Z", "ok": true, "summary": "ok: 1 unchanged"},
+            "open-windows": [{"step": "gc", "opened-at": "2026-12-01T03:00:00Z",
+                              "held": [{"name": "web", "was-running": true}]}],
+            "steps": [{"step": "gc", "schedule": "0 3 * * *", "zone": "UTC",
+                       "next-fire": "2026-12-02T03:00:00Z", "last-outcome": "succeeded",
+                       "last-run": "2026-12-01T03:00:05Z", "last-success": "2026-12-01T03:00:05Z",
+                       "running": true}]
+        });
+        let text = daemon_status(&status);
+        assert!(
+            text.contains("last apply: 2026-12-01 03:56:31 UTC: ok: 1 unchanged"),
+            "{text}"
+        );
+        assert!(
+            text.contains("OPEN WINDOW: gc since 2026-12-01 03:00:00 UTC, holding web"),
+            "{text}"
+        );
+        assert!(text.contains("next 2026-12-02 03:00:00 UTC"), "{text}");
+        assert!(text.contains("; RUNNING"), "{text}");
+        assert!(
+            text.contains(
+                "; last succeeded (2026-12-01 03:00:05 UTC); last success 2026-12-01 03:00:05 UTC"
+            ),
+            "{text}"
+        );
+        let never = daemon_status(&json!({"steps": [{"step": "gc", "running": true}]}));
+        assert!(
+            never.contains("; never run; last success none; RUNNING"),
+            "{never}"
+        );
+        assert!(!text.contains(":00Z"), "{text}");
+    }
+}

@@ -1,0 +1,760 @@
+//! What operators see, on the sandbox node with the daemon as a real unit:
+//! the metrics textfile after real fires (checked by Prometheus' own
+//! `promtool check metrics`), paging through an instance of an alert
+//! template found in the journal, and readable `status` / `run` output.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{quote, unique_name, wait_for, Node};
+
+const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+/// A daemon running as its own unit (the shipped unit, its paths changed),
+/// with its own state, declaration, socket and metrics file.
+struct Daemon {
+    node: Node,
+    unit: String,
+    dir: PathBuf,
+    bin: String,
+    prefix: String,
+    containers: Vec<String>,
+}
+
+impl Daemon {
+    /// Write the unit with `args` added to the daemon's command line
+    /// (`{dir}` in them is the daemon's test directory).
+    fn new(tag: &str, args: &str) -> Daemon {
+        let node = Node::from_env();
+        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
+        let prefix = unique_name(tag);
+        let dir = node.state_dir().join("tests").join(&prefix);
+        std::fs::create_dir_all(&dir).expect("test dir");
+        let unit = format!("{prefix}.service");
+        let args = args.replace("{dir}", &dir.display().to_string());
+        let exec = format!(
+            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system {args}",
+            d = dir.display()
+        );
+        let text: String = include_str!("../units/mesh-host.service")
+            .lines()
+            .filter(|l| !l.starts_with("RuntimeDirectory"))
+            .map(|l| {
+                if l.starts_with("ExecStart=") {
+                    exec.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let path = format!("/proc/{}/root/run/systemd/system/{unit}", node.pid());
+        std::fs::write(path, text).expect("write unit");
+        node.sh_ok("systemctl daemon-reload");
+        Daemon {
+            node,
+            unit,
+            dir,
+            bin,
+            prefix,
+            containers: Vec::new(),
+        }
+    }
+
+    fn name(&mut self, what: &str) -> String {
+        let n = format!("{}-{what}", self.prefix);
+        self.containers.push(n.clone());
+        n
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.dir.join(rel).display().to_string()
+    }
+
+    fn declare(&self, resources: Value) {
+        let decl = json!({"declaration": 1, "resources": resources});
+        std::fs::write(
+            self.path("declaration.json"),
+            serde_json::to_vec_pretty(&decl).expect("json"),
+        )
+        .expect("write declaration");
+    }
+
+    fn start(&self) {
+        self.node
+            .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.push("--control-socket".into());
+        all.push(self.path("control.sock"));
+        all.push("--state-dir".into());
+        all.push(self.path("state"));
+        all.push("--declaration".into());
+        all.push(self.path("declaration.json"));
+        let out = self
+            .node
+            .command(&self.bin, &all)
+            .output()
+            .expect("mesh-host");
+        eprintln!(
+            "mesh-host {args:?} -> {:?}\n{}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn busybox(&self) -> String {
+        self.node.image("busybox")
+    }
+
+    /// `journalctl` of this daemon's unit, with `matches`.
+    fn journal(&self, matches: &[&str]) -> String {
+        let mut args = vec!["-b", "-o", "json", "-u", &self.unit];
+        args.extend_from_slice(matches);
+        self.node.journal(&args)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.node.sh(&format!(
+            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{p}*; systemctl daemon-reload",
+            u = quote(&self.unit),
+            p = self.prefix
+        ));
+        if !self.containers.is_empty() {
+            let names: Vec<String> = self.containers.iter().map(|n| quote(n)).collect();
+            let _ = self
+                .node
+                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn service(id: &str, name: &str, image: &str) -> Value {
+    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
+           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
+}
+
+fn step(id: &str, name: &str, image: &str, script: &str, holds: &[&str]) -> Value {
+    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
+           "command": ["sh", "-c", script], "network": "none", "schedule": "0 3 * * *",
+           "while-stopped": holds, "timeout": 300})
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `promtool check metrics` (Prometheus' own linter) on `text`: its output,
+/// which is empty when it found no problem.
+fn promtool(text: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; tests/node/prereqs.sh installs it)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write to promtool");
+    let out = child.wait_with_output().expect("promtool");
+    (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+fn assert_promtool_clean(text: &str, what: &str) {
+    let (ok, said) = promtool(text);
+    assert!(
+        ok && said.trim().is_empty(),
+        "promtool check metrics on {what}: {said}\n{text}"
+    );
+}
+
+/// The value of the sample `series` (name and labels, exactly) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The journal's JSON lines as values.
+fn entries(journal: &str) -> Vec<Value> {
+    journal
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn field<'v>(entry: &'v Value, name: &str) -> &'v str {
+    entry.get(name).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
+    // The textfile's directory does not exist yet: the daemon makes it.
+    let mut d = Daemon::new("metrics", "--metrics-file {dir}/textfile/mesh-host.prom");
+    let prom = d.path("textfile/mesh-host.prom");
+    let svc = d.name("svc");
+    // Step ids name transient units, node-wide: unique ones.
+    let gc = d.name("gc");
+    let bad = d.name("bad");
+    let img = d.busybox();
+    d.declare(json!([
+        service("svc", &svc, &img),
+        // Lasts a few seconds, so the open window is seen in the metrics.
+        step(&gc, &gc, &img, "sleep 3", &["svc"]),
+        step(&bad, &bad, &img, "exit 3", &[]),
+    ]));
+    let gc_labels = format!("{{step=\"{gc}\",module=\"m\"}}");
+    let bad_labels = format!("{{step=\"{bad}\",module=\"m\"}}");
+    d.start();
+
+    // Written after the first apply, before any fire.
+    let first = wait_for("the metrics file", Duration::from_secs(30), || {
+        std::fs::read_to_string(&prom).ok()
+    });
+    assert_promtool_clean(&first, "the first metrics file");
+    assert_eq!(sample(&first, "mesh_host_apply_ok"), Some(1.0), "{first}");
+    assert!(sample(&first, "mesh_host_apply_last_success_timestamp_seconds").is_some());
+    assert!(sample(
+        &first,
+        &format!("mesh_host_step_next_fire_timestamp_seconds{gc_labels}")
+    )
+    .is_some());
+    let meta = std::fs::metadata(&prom).expect("metrics file");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+
+    // During the window: the window is open and holds one container.
+    let run = d
+        .node
+        .command(
+            &d.bin,
+            &["run", &gc, "--control-socket", &d.path("control.sock")],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("mesh-host run");
+    let during = wait_for(
+        "the open window in the metrics",
+        Duration::from_secs(30),
+        || {
+            let t = std::fs::read_to_string(&prom).ok()?;
+            (sample(&t, &format!("mesh_host_window_open{{step=\"{gc}\"}}")) == Some(1.0))
+                .then_some(t)
+        },
+    );
+    assert_eq!(
+        sample(&during, "mesh_host_held_containers"),
+        Some(1.0),
+        "{during}"
+    );
+    assert!(
+        sample(
+            &during,
+            &format!("mesh_host_window_bound_seconds{{step=\"{gc}\"}}")
+        ) == Some(600.0)
+    );
+    assert_promtool_clean(&during, "the metrics during a window");
+    let out = run.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // After the fire: last success, exit status, duration, the count.
+    let after = wait_for("the fire in the metrics", Duration::from_secs(30), || {
+        let t = std::fs::read_to_string(&prom).ok()?;
+        let series = format!(
+            "mesh_host_step_fires_total{{step=\"{gc}\",module=\"m\",outcome=\"succeeded\"}}"
+        );
+        (sample(&t, &series) == Some(1.0)).then_some(t)
+    });
+    assert_promtool_clean(&after, "the metrics after a fire");
+    let labels = &gc_labels;
+    let success = sample(
+        &after,
+        &format!("mesh_host_step_last_success_timestamp_seconds{labels}"),
+    )
+    .expect("last success");
+    let now = chrono::Utc::now().timestamp() as f64;
+    assert!(success > now - 120.0 && success <= now + 1.0, "{success}");
+    assert_eq!(
+        sample(&after, &format!("mesh_host_step_last_exit_status{labels}")),
+        Some(0.0)
+    );
+    let took = sample(
+        &after,
+        &format!("mesh_host_step_last_run_duration_seconds{labels}"),
+    )
+    .expect("duration");
+    assert!(took >= 3.0, "the step slept 3 s: {took}");
+    assert_eq!(
+        sample(&after, &format!("mesh_host_window_open{{step=\"{gc}\"}}")),
+        Some(0.0)
+    );
+    assert_eq!(sample(&after, "mesh_host_held_containers"), Some(0.0));
+
+    // A failing step: its exit status and a failed fire.
+    let out = d.cli(&["run", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let failed = wait_for(
+        "the failed fire in the metrics",
+        Duration::from_secs(30),
+        || {
+            let t = std::fs::read_to_string(&prom).ok()?;
+            let series = format!(
+                "mesh_host_step_fires_total{{step=\"{bad}\",module=\"m\",outcome=\"failed\"}}"
+            );
+            (sample(&t, &series) == Some(1.0)).then_some(t)
+        },
+    );
+    assert_eq!(
+        sample(
+            &failed,
+            &format!("mesh_host_step_last_exit_status{bad_labels}")
+        ),
+        Some(3.0)
+    );
+    assert!(!failed.contains(&format!(
+        "mesh_host_step_last_success_timestamp_seconds{bad_labels}"
+    )));
+
+    // `mesh-host metrics` prints the same text, from the daemon and local.
+    let out = d.cli(&["metrics"]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed = stdout(&out);
+    assert_promtool_clean(&printed, "mesh-host metrics");
+    assert_eq!(printed, std::fs::read_to_string(&prom).expect("file"));
+    let out = d.cli(&["metrics", "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    let local = stdout(&out);
+    assert_promtool_clean(&local, "mesh-host metrics --local");
+    assert!(local.contains(&format!("mesh_host_step_last_exit_status{bad_labels} 3\n")));
+    let succeeded = format!(
+        "mesh_host_step_fires_total{{step=\"{gc}\",module=\"m\",outcome=\"succeeded\"}} 1\n"
+    );
+    assert!(local.contains(&succeeded), "{local}");
+
+    // Counters survive a restart of the daemon.
+    d.node
+        .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
+    let out = d.cli(&["metrics"]);
+    assert!(stdout(&out).contains(&succeeded), "{}", stdout(&out));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_window() {
+    let node = Node::from_env();
+    let template_prefix = unique_name("page-alert");
+    let template = format!("{template_prefix}@.service");
+    let mut d = Daemon::new("page", &format!("--metrics-file= --on-alert {template}"));
+    // The test alert template: reads its event back from the journal as
+    // documented, keeps it in a file, says its instance, and lingers so
+    // that a second alert finds it still running.
+    let pages = d.path("pages");
+    std::fs::create_dir_all(&pages).expect("pages dir");
+    let unit_text = format!(
+        "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do \
+         e=$$(journalctl -o json -n 1 --no-pager \"MESH_ALERT_UNIT=$$1\"); [ -n \"$$e\" ] && break; sleep 1; done; \
+         printf \"%%s\\n\" \"$$e\" >>{pages}/page.json; echo \"paged for $$2\"; sleep 6' sh %n %I\n"
+    );
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
+        unit_text,
+    )
+    .expect("template");
+    let _template = node.on_drop(format!(
+        "systemctl stop '{template_prefix}@*' ; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    node.sh_ok("systemctl daemon-reload");
+    let svc = d.name("svc");
+    let bad = d.name("bad");
+    let img = d.busybox();
+    d.declare(json!([
+        service("svc", &svc, &img),
+        step(&bad, &bad, &img, "sleep 1; exit 3", &["svc"]),
+    ]));
+    d.start();
+
+    let out = d.cli(&["run", &bad]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    // systemd-escape 'step-failed:<step>' (a step id's dashes too).
+    let instance = format!(
+        "{template_prefix}@step\\x2dfailed:{}.service",
+        bad.replace('-', "\\x2d")
+    );
+    let said = wait_for("the alert instance to run", Duration::from_secs(30), || {
+        let j = node.journal(&["-b", "-u", &instance, "-o", "cat"]);
+        j.contains(&format!("paged for step-failed:{bad}"))
+            .then_some(j)
+    });
+    assert!(
+        said.contains(&format!("paged for step-failed:{bad}")),
+        "{said}"
+    );
+
+    // It found the event's fields in the journal by its own name.
+    let page_file = format!("{pages}/page.json");
+    let page: Value = wait_for("the page's journal entry", Duration::from_secs(15), || {
+        let text = std::fs::read_to_string(&page_file).ok()?;
+        serde_json::from_str(text.lines().next()?).ok()
+    });
+    assert_eq!(field(&page, "MESH_ALERT_UNIT"), instance);
+    assert_eq!(field(&page, "MESH_ALERT_EVENT"), "step-failed");
+    assert_eq!(field(&page, "MESH_STEP"), bad);
+    assert_eq!(field(&page, "MESH_EXIT_STATUS"), "3");
+    assert!(field(&page, "MESSAGE").contains(&bad), "{page}");
+
+    // It was started only after the step's window had closed.
+    let closed = entries(&d.journal(&["MESH_EVENT=window-closed", &format!("MESH_STEP={bad}")]));
+    let closed_at: u64 = field(
+        closed.first().expect("window-closed"),
+        "__REALTIME_TIMESTAMP",
+    )
+    .parse()
+    .expect("timestamp");
+    let paged_at: u64 = field(&page, "__REALTIME_TIMESTAMP")
+        .parse()
+        .expect("timestamp");
+    assert!(
+        paged_at >= closed_at,
+        "paged at {paged_at}, window closed at {closed_at}"
+    );
+
+    // A second failure while the instance still runs starts no second one.
+    assert_eq!(node.unit_property(&instance, "ActiveState"), "activating");
+    let out = d.cli(&["run", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let skipped = wait_for(
+        "the second page to be held back",
+        Duration::from_secs(30),
+        || {
+            let j = d.journal(&["-o", "cat"]);
+            j.contains("is still running for an earlier step-failed")
+                .then_some(j)
+        },
+    );
+    assert!(skipped.contains(&instance), "{skipped}");
+    wait_for("the instance to end", Duration::from_secs(30), || {
+        (node.unit_property(&instance, "ActiveState") != "activating").then_some(())
+    });
+    let ran = node.journal(&["-b", "-u", &instance, "-o", "cat"]);
+    assert_eq!(
+        ran.matches(&format!("paged for step-failed:{bad}")).count(),
+        1,
+        "{ran}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
+    let mut d = Daemon::new("readable", "--metrics-file=");
+    let svc = d.name("svc");
+    let gc = d.name("gc");
+    let img = d.busybox();
+    d.declare(json!([
+        service("svc", &svc, &img),
+        step(&gc, &gc, &img, "true", &["svc"]),
+    ]));
+    d.start();
+    let utc = regex_like_utc_time;
+
+    let out = d.cli(&["run", &gc]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l.starts_with("  fired: ") && utc(l)),
+        "{text}"
+    );
+    assert!(!has_rfc3339(&text), "{text}");
+
+    let out = d.cli(&["status"]);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("last apply: ") && utc(text.lines().next().unwrap_or("")),
+        "{text}"
+    );
+    let step_line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("step {gc}")))
+        .expect("step line");
+    assert!(
+        step_line.contains("; last success ") && utc(step_line),
+        "{step_line}"
+    );
+    assert!(!has_rfc3339(&text), "{text}");
+    let json: Value = serde_json::from_str(&stdout(&d.cli(&["status", "--json"]))).expect("json");
+    assert!(
+        json["steps"][0]["last-success"]
+            .as_str()
+            .is_some_and(|t| t.contains('T')),
+        "--json keeps RFC 3339: {json}"
+    );
+
+    let out = d.cli(&["status", "--local"]);
+    assert!(!has_rfc3339(&stdout(&out)), "{}", stdout(&out));
+
+    // A local apply logs to the journal with fields, and to stderr in
+    // sentences: no MESH_* field is printed to the operator.
+    let out = d.cli(&["apply", "--local", &d.path("declaration.json")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("mesh-host: apply finished"), "{err}");
+    assert!(
+        !err.contains("MESH_") && !err.contains("MESSAGE_ID"),
+        "{err}"
+    );
+    // The no-op apply says the scheduled step is unchanged.
+    assert!(
+        stdout(&out)
+            .lines()
+            .any(|l| l.trim() == format!("{gc} unchanged")),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Whether `line` holds a time written `YYYY-MM-DD HH:MM:SS UTC`.
+fn regex_like_utc_time(line: &str) -> bool {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(22)).any(|i| {
+        let w = &b[i..i + 23];
+        let digits = |r: std::ops::Range<usize>| w[r].iter().all(u8::is_ascii_digit);
+        digits(0..4)
+            && w[4] == b'-'
+            && digits(5..7)
+            && w[7] == b'-'
+            && digits(8..10)
+            && w[10] == b' '
+            && digits(11..13)
+            && w[13] == b':'
+            && digits(14..16)
+            && w[16] == b':'
+            && digits(17..19)
+            && &w[19..23] == b" UTC"
+    })
+}
+
+/// Whether `text` holds an RFC 3339 time (`...-DDTHH:MM...`).
+fn has_rfc3339(text: &str) -> bool {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(5)).any(|i| {
+        b[i].is_ascii_digit()
+            && b[i + 1] == b'T'
+            && b[i + 2].is_ascii_digit()
+            && b[i + 3].is_ascii_digit()
+            && b[i + 4] == b':'
+    })
+}
+
+/// Read one HTTP request from `listener`, answer 200, return its body.
+fn serve_one_post(listener: std::net::TcpListener) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let (stream, _) = listener.accept().expect("accept");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut reader = BufReader::new(stream);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("header");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().expect("length");
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).expect("body");
+    let mut stream = reader.into_inner();
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .expect("answer");
+    String::from_utf8(body).expect("utf-8 body")
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
+    let node = Node::from_env();
+    // The node shares the machine's loopback: the webhook is this test.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    let received = std::thread::spawn(move || serve_one_post(listener));
+
+    let template_prefix = unique_name("hook-alert");
+    let template = format!("{template_prefix}@.service");
+    let mut d = Daemon::new("hook", &format!("--metrics-file= --on-alert {template}"));
+    let env_file = d.path("alert.env");
+    std::fs::write(
+        &env_file,
+        format!("MESH_ALERT_WEBHOOK=http://127.0.0.1:{port}/hook\n"),
+    )
+    .expect("env file");
+    // The shipped template, its environment file moved to the test's.
+    let shipped = include_str!("../units/mesh-host-alert@.service")
+        .replace("/etc/mesh-host/alert.env", &env_file);
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
+        shipped,
+    )
+    .expect("template");
+    let _template = node.on_drop(format!(
+        "systemctl stop '{template_prefix}@*'; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    node.sh_ok("systemctl daemon-reload");
+    let bad = d.name("bad");
+    let img = d.busybox();
+    d.declare(json!([step(&bad, &bad, &img, "exit 4", &[])]));
+    d.start();
+
+    let out = d.cli(&["run", &bad]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    wait_for("the webhook's post", Duration::from_secs(60), || {
+        received.is_finished().then_some(())
+    });
+    let body = received.join().expect("webhook thread");
+    let event: Value = serde_json::from_str(&body).expect("the body is the journal entry");
+    assert_eq!(field(&event, "MESH_ALERT_EVENT"), "step-failed", "{event}");
+    assert_eq!(field(&event, "MESH_STEP"), bad);
+    assert_eq!(field(&event, "MESH_EXIT_STATUS"), "4");
+}
+
+/// The ```yaml block of a markdown text.
+fn yaml_block(markdown: &str) -> String {
+    let start = markdown.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let len = markdown[start..].find("```").expect("its end");
+    markdown[start..start + len].to_string()
+}
+
+/// Needs no node, only `promtool` (tests/node/prereqs.sh installs it).
+#[test]
+fn the_documented_alert_rules_pass_promtool() {
+    let docs = yaml_block(include_str!("../docs/metrics.md"));
+    let readme = yaml_block(include_str!("../README.md"));
+    assert_eq!(
+        docs, readme,
+        "README and docs/metrics.md show the same rules"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rules.yml");
+    std::fs::write(&path, &docs).expect("rules");
+    let out = std::process::Command::new("promtool")
+        .arg("check")
+        .arg("rules")
+        .arg(&path)
+        .output()
+        .expect("promtool (Debian's prometheus package)");
+    assert!(
+        out.status.success() && stdout(&out).contains("SUCCESS: 4 rules found"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
+    let node = Node::from_env();
+    let template_prefix = unique_name("wnsa-alert");
+    let template = format!("{template_prefix}@.service");
+    let mut d = Daemon::new(
+        "wnsa",
+        &format!("--metrics-file {{dir}}/mesh-host.prom --on-alert {template}"),
+    );
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
+        "[Service]\nType=oneshot\nExecStart=/bin/echo paged for %I\n",
+    )
+    .expect("template");
+    let _template = node.on_drop(format!(
+        "rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    node.sh_ok("systemctl daemon-reload");
+    // A container on a network of its own: removing the network while it
+    // is held stopped makes its start fail for real.
+    let net = unique_name("wnsa-net");
+    node.docker_ok(&["network", "create", &net]);
+    let _net = node.on_drop(format!("docker network rm {net}"));
+    let svc = d.name("svc");
+    let gc = d.name("gc");
+    let img = d.busybox();
+    let mut held = service("svc", &svc, &img);
+    held["network"] = json!(net);
+    d.declare(json!([held, step(&gc, &gc, &img, "sleep 3", &["svc"])]));
+    d.start();
+
+    let run = d
+        .node
+        .command(
+            &d.bin,
+            &["run", &gc, "--control-socket", &d.path("control.sock")],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("mesh-host run");
+    wait_for(
+        "the held container to stop",
+        Duration::from_secs(30),
+        || {
+            let s = node.docker_ok(&["inspect", "-f", "{{.State.Running}}", &svc]);
+            (s.trim() == "false").then_some(())
+        },
+    );
+    node.docker_ok(&["network", "rm", &net]);
+    let out = run.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("WILL NOT START AGAIN"),
+        "{}",
+        stdout(&out)
+    );
+
+    let prom = d.path("mesh-host.prom");
+    let text = wait_for("the alert in the metrics", Duration::from_secs(30), || {
+        let t = std::fs::read_to_string(&prom).ok()?;
+        (sample(&t, "mesh_host_will_not_start_again_total") == Some(1.0)).then_some(t)
+    });
+    assert_promtool_clean(&text, "the metrics after an alert");
+    let instance = format!(
+        "{template_prefix}@will\\x2dnot\\x2dstart\\x2dagain:{}.service",
+        gc.replace('-', "\\x2d")
+    );
+    wait_for("the alert instance", Duration::from_secs(30), || {
+        let j = node.journal(&["-b", "-u", &instance, "-o", "cat"]);
+        j.contains(&format!("paged for will-not-start-again:{gc}"))
+            .then_some(())
+    });
+    let page = entries(&d.journal(&[&format!("MESH_ALERT_UNIT={instance}")]));
+    let page = page.first().expect("the page's entry");
+    assert_eq!(field(page, "MESH_CONTAINER"), svc);
+    assert_eq!(field(page, "MESH_STEP"), gc);
+}
