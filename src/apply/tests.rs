@@ -90,6 +90,8 @@ impl Rig {
                 pid_start_time: owner.pid_start_time,
                 step_container: format!("{step}-run"),
                 step_timeout_secs: None,
+                opened_since_boot_secs: None,
+                owed: false,
                 held: held
                     .iter()
                     .map(|n| HeldContainer {

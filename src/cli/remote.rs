@@ -58,8 +58,13 @@ pub fn render_status(status: &serde_json::Value) -> String {
                     .collect()
             })
             .unwrap_or_default();
+        let owed = if w.get("owed").and_then(|v| v.as_bool()) == Some(true) {
+            " (OWED: the container runtime did not answer; the daemon starts them as soon as it does)"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "OPEN WINDOW: {} since {}, holding {}\n",
+            "OPEN WINDOW: {} since {}, holding {}{owed}\n",
             w.get("step").and_then(|v| v.as_str()).unwrap_or("?"),
             w.get("opened-at").and_then(|v| v.as_str()).unwrap_or("?"),
             if held.is_empty() {

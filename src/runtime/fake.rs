@@ -129,6 +129,10 @@ struct State {
     fail_create: HashMap<String, RuntimeError>,
     fail_pull: HashMap<String, PullFailure>,
     unreachable: bool,
+    /// Waits on these names fail (the runtime lost track of the run).
+    lost_track: HashSet<String>,
+    /// Inspects of these names panic.
+    panic_on_inspect: HashSet<String>,
     driver: Option<CgroupDriver>,
     subscribers: Vec<Subscriber>,
     next_id: u64,
@@ -378,6 +382,18 @@ impl FakeRuntime {
         self.state().unreachable = unreachable;
     }
 
+    /// Waits on `name`, the one in progress included, fail while the
+    /// container keeps running: the runtime lost track of the run.
+    pub fn lose_track(&self, name: &str) {
+        self.state().lost_track.insert(name.to_owned());
+        self.shared.changed.notify_waiters();
+    }
+
+    /// Every inspect of `name` panics (a bug in the host's code path).
+    pub fn panic_on_inspect(&self, name: &str) {
+        self.state().panic_on_inspect.insert(name.to_owned());
+    }
+
     /// The driver [`ContainerRuntime::cgroup_driver`] reports.
     pub fn set_cgroup_driver(&self, driver: CgroupDriver) {
         self.state().driver = Some(driver);
@@ -585,6 +601,12 @@ impl ContainerRuntime for FakeRuntime {
                 if let Some(code) = state.exits.get(name).and_then(|e| e.get(seen)) {
                     return Ok(*code);
                 }
+                if state.lost_track.contains(name) {
+                    return Err(RuntimeError::Api {
+                        context: format!("wait for container {name}"),
+                        reason: "scripted: lost track".into(),
+                    });
+                }
                 if !state.containers.contains_key(name) {
                     return Err(not_found(name));
                 }
@@ -595,6 +617,10 @@ impl ContainerRuntime for FakeRuntime {
 
     async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
         let state = self.enter(Call::Inspect(name.to_owned()))?;
+        if state.panic_on_inspect.contains(name) {
+            drop(state);
+            panic!("scripted: inspect of {name} panics");
+        }
         Ok(state.containers.get(name).map(|c| ContainerInfo {
             id: c.id.clone(),
             name: c.spec.name.clone(),
