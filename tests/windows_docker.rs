@@ -589,18 +589,20 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
 
     // Stopping the unit ends the run: the step's PID 1 ignores SIGTERM, so
     // it is killed once the stop grace (10 s) has passed, long before its
-    // 60 s are up. The window still closes.
+    // 60 s are up. The run is reported stopped, and the window closes.
     let stopping = std::time::Instant::now();
     w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
     let out = child.wait_with_output().expect("mesh-host run");
     let took = stopping.elapsed();
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("exited with status 137")
-            || stdout(&out).contains("exited with status 143"),
+        stdout(&out).contains("stopped: its unit was stopped (systemctl stop), status 137"),
         "{}",
         stdout(&out)
     );
+    assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "137", "killed");
+    let failed = w.journal(&["MESH_EVENT=step-failed", &format!("MESH_STEP={id}")]);
+    assert!(failed.contains("stopped"), "{failed}");
     assert!(
         took < Duration::from_secs(30),
         "the run ended {took:?} after the stop"

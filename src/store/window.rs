@@ -7,7 +7,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::boot::{boot_id, process_start_time};
+use super::boot::{boot_id, live_process_start_time};
+#[cfg(test)]
+use super::boot::process_start_time;
 use super::StoreError;
 
 /// The bound of a window whose step has no timeout: opened longer ago than
@@ -42,7 +44,7 @@ pub struct WindowRecord {
     pub boot_id: String,
     /// The process that opened the window and is expected to close it.
     pub pid: u32,
-    /// That process's start time (see [`process_start_time`]), so a recycled
+    /// That process's start time (see [`crate::store::process_start_time`]), so a recycled
     /// pid is not taken for the owner.
     pub pid_start_time: u64,
     /// The runtime name of the step's container.
@@ -171,7 +173,7 @@ impl WindowRecord {
         if boot != self.boot_id || self.pid == 0 {
             return false;
         }
-        match process_start_time(self.pid) {
+        match live_process_start_time(self.pid) {
             Ok(start) => start == self.pid_start_time,
             Err(err) if err.is_not_found() => false,
             Err(err) => {
