@@ -37,12 +37,16 @@ fn docker_back(node: &Node) {
             .then_some(())
     });
     let registry = node.var("MESH_NODE_REGISTRY_CONTAINER").to_string();
-    wait_for("the node's registry to run", Duration::from_secs(60), || {
-        node.docker(&["inspect", "-f", "{{.State.Running}}", &registry])
-            .stdout
-            .starts_with(b"true")
-            .then_some(())
-    });
+    wait_for(
+        "the node's registry to run",
+        Duration::from_secs(60),
+        || {
+            node.docker(&["inspect", "-f", "{{.State.Running}}", &registry])
+                .stdout
+                .starts_with(b"true")
+                .then_some(())
+        },
+    );
 }
 
 #[test]
@@ -107,8 +111,14 @@ fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
     });
     assert!(!w.running(&run), "the step no longer runs");
     let alerts = d.journal(&journal_since, &["MESH_EVENT=will-not-start-again"]);
-    assert!(alerts.trim().is_empty(), "no alert within the budget: {alerts}");
-    let closed = d.journal(&journal_since, &["MESH_EVENT=window-closed", "MESH_STEP=gc"]);
+    assert!(
+        alerts.trim().is_empty(),
+        "no alert within the budget: {alerts}"
+    );
+    let closed = d.journal(
+        &journal_since,
+        &["MESH_EVENT=window-closed", "MESH_STEP=gc"],
+    );
     assert!(closed.contains("window of gc closed"), "{closed}");
     // Docker's own record: each held service started again after the
     // outage, and the step was never started twice.
@@ -144,7 +154,11 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
     let _back = w.node.on_drop("systemctl start docker.socket docker");
     w.node.sh_ok("systemctl stop docker docker.socket");
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-    let now = w.node.sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ").trim().to_string();
+    let now = w
+        .node
+        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
+        .trim()
+        .to_string();
     let record = json!({
         "record": 1, "step": "gc", "module": "m", "fire-time": now, "opened-at": now,
         "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,

@@ -96,13 +96,19 @@ fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
         "the daemon to take over the window",
         Duration::from_secs(10),
         || {
-            d.journal(&journal_since, &["MESH_EVENT=window-resumed", "MESH_STEP=ad"])
-                .contains("resuming the window of ad")
-                .then_some(())
+            d.journal(
+                &journal_since,
+                &["MESH_EVENT=window-resumed", "MESH_STEP=ad"],
+            )
+            .contains("resuming the window of ad")
+            .then_some(())
         },
     );
     let took = d.journal(&journal_since, &["MESH_STEP=ad"]);
-    assert!(took.contains("took over the window of ad from pid"), "{took}");
+    assert!(
+        took.contains("took over the window of ad from pid"),
+        "{took}"
+    );
     // It waits for the step, then starts svc; the record goes.
     wait_for("svc to run again", Duration::from_secs(30), || {
         w.running(&svc).then_some(())
@@ -120,7 +126,10 @@ fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
         .iter()
         .rposition(|(n, a)| n == &svc && a == "start")
         .unwrap_or_else(|| panic!("no start of svc: {events:?}"));
-    assert!(step_die < svc_up, "the step ended before svc started: {events:?}");
+    assert!(
+        step_die < svc_up,
+        "the step ended before svc started: {events:?}"
+    );
     assert_eq!(starts(&w, &since, &run), 1, "the step ran once");
     assert!(d.active(), "the daemon kept running");
 }
@@ -137,7 +146,12 @@ fn status_tells_who_closes_a_window_whose_owner_is_gone() {
         service("svc", &svc, &img),
         step("os", &run, &img, "sleep 3", &["svc"]),
     ]));
-    assert_eq!(w.mesh(&["apply", &w.path("declaration.json"), "--local"]).status.code(), Some(0));
+    assert_eq!(
+        w.mesh(&["apply", &w.path("declaration.json"), "--local"])
+            .status
+            .code(),
+        Some(0)
+    );
     let local = w.mesh_spawn(&["run", "os", "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
         w.running(&run).then_some(())
@@ -255,7 +269,11 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
         mid_window += usize::from(open);
         eprintln!(
             "iteration {i}: SIGKILL of {} after {delay:?}{}",
-            if kill_daemon { "the daemon" } else { "the local run" },
+            if kill_daemon {
+                "the daemon"
+            } else {
+                "the local run"
+            },
             if open { ", window open" } else { "" }
         );
         // Whatever the point, the window closes: every held service runs,
@@ -265,11 +283,8 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
             &format!("iteration {i} to settle"),
             Duration::from_secs(90),
             || {
-                (records(&state).is_empty()
-                    && all_held_run(&w)
-                    && !w.running(&run)
-                    && d.active())
-                .then_some(())
+                (records(&state).is_empty() && all_held_run(&w) && !w.running(&run) && d.active())
+                    .then_some(())
             },
         );
         let n = starts(&w, &since, &run);

@@ -790,12 +790,12 @@ impl Windows {
             warn,
             Event::WindowResumed,
             MESH_STEP = %record.step,
-            "resuming the window of {} left open by pid {} (opened {}{})",
+            "resuming the window of {}, left open by a process that is gone (opened {}{})",
             record.step,
-            record.pid,
             record.opened_at,
             if record.owed { ", owing starts" } else { "" }
         );
+        self.settle_dead_owner(&record).await;
         // Age alone never releases a window whose step still runs: the
         // step is waited for (within what is left of the bound), or stopped
         // and confirmed stopped, before anything held starts.
@@ -822,6 +822,34 @@ impl Windows {
             step: record.step,
             waited_exit,
             report,
+        }
+    }
+
+    /// What a dead owner may have left in flight is settled before the
+    /// close: a step container it created but had not started (or whose
+    /// start was in flight) is removed, so it cannot start beside the held
+    /// containers; a held container it was stopping is stopped (a second
+    /// stop waits for the first), so that a stop still in flight cannot
+    /// land after the container is started again.
+    async fn settle_dead_owner(&self, record: &WindowRecord) {
+        if let Ok(Some(info)) = self.runtime.inspect(&record.step_container).await {
+            if info.status == "created" {
+                if let Err(e) = self.runtime.remove(&record.step_container).await {
+                    tracing::warn!(MESH_STEP = %record.step, "cannot remove the never-started step container {}: {e}", record.step_container);
+                }
+            }
+        }
+        if record.owed {
+            return;
+        }
+        for name in record.held_names() {
+            if let Ok(Some(info)) = self.runtime.inspect(name).await {
+                if info.running {
+                    if let Err(e) = self.runtime.stop(name).await {
+                        tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot settle {name} before starting it again: {e}");
+                    }
+                }
+            }
         }
     }
 

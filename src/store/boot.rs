@@ -124,7 +124,10 @@ mod tests {
         }
         let err = live_process_start_time(pid).expect_err("zombie");
         assert!(err.is_not_found(), "{err}");
-        assert!(process_start_time(pid).is_ok(), "still in /proc until reaped");
+        assert!(
+            process_start_time(pid).is_ok(),
+            "still in /proc until reaped"
+        );
         child.wait().expect("wait");
         assert!(live_process_start_time(std::process::id()).is_ok());
     }

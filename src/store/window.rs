@@ -7,9 +7,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::boot::{boot_id, live_process_start_time};
 #[cfg(test)]
 use super::boot::process_start_time;
+use super::boot::{boot_id, live_process_start_time};
 use super::StoreError;
 
 /// The bound of a window whose step has no timeout: opened longer ago than
