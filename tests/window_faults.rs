@@ -248,7 +248,7 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
     let mut mid_window = 0;
     let mut step_starts = 0;
     for i in 0..iterations {
-        let kill_daemon = rng.next() % 2 == 0;
+        let kill_daemon = rng.next().is_multiple_of(2);
         let delay = Duration::from_millis(rng.next() % 4500);
         let since = stamp();
         let child = if kill_daemon {
