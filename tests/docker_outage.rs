@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::world::{World, SERVICE_CMD};
+use support::world::{stamp, World, SERVICE_CMD};
 use support::{wait_for, Node};
 
 /// One outage at a time, whatever the test threads.
@@ -198,4 +198,87 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
     );
     assert!(said.contains("window of gc closed"), "{said}");
     assert!(d.active());
+}
+
+/// Docker with `--live-restore` while this lives: containers keep running
+/// while dockerd is away, so a run outlives the connection waiting for it.
+/// Back to the node's own settings (Docker restarted) when dropped.
+struct LiveRestore {
+    node: Node,
+}
+
+const LIVE_RESTORE_DROP_IN: &str = "/run/systemd/system/docker.service.d/20-live-restore.conf";
+
+impl LiveRestore {
+    fn enable(node: &Node) -> LiveRestore {
+        let exec = node
+            .sh_ok("grep '^ExecStart=/' /run/systemd/system/docker.service.d/10-mesh-node.conf")
+            .trim()
+            .to_string();
+        node.sh_ok(&format!(
+            "printf '[Service]\\nExecStart=\\n%s --live-restore\\n' {} > {LIVE_RESTORE_DROP_IN}; systemctl daemon-reload; systemctl restart docker",
+            support::quote(&exec)
+        ));
+        docker_back(node);
+        LiveRestore { node: node.clone() }
+    }
+}
+
+impl Drop for LiveRestore {
+    fn drop(&mut self) {
+        let _ = self.node.sh(&format!(
+            "rm -f {LIVE_RESTORE_DROP_IN}; systemctl daemon-reload; systemctl restart docker.socket docker"
+        ));
+        docker_back(&self.node);
+    }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
+    let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = World::new("lost");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    let _live = LiveRestore::enable(&w.node);
+    w.run_service(&svc, &["--restart", "unless-stopped"]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        {"id": "gc", "type": "container", "module": "m", "name": run, "image": img,
+         "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 120 & wait"], "network": "none",
+         "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
+    ]));
+    let client = w.mesh_spawn(&["run", "gc", "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    // dockerd goes away; with live-restore the step keeps running, and the
+    // wait for it is cut: mesh-host has lost track of the run.
+    let _back = w.node.on_drop("systemctl start docker.socket docker");
+    w.node.sh_ok("systemctl stop docker docker.socket");
+    std::thread::sleep(Duration::from_secs(8));
+    let since = stamp();
+    docker_back(&w.node);
+    let out = client.wait_with_output().expect("mesh-host run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("lost track of"), "{text}");
+    // The step did not run on to its end: it was stopped (its trap exits 0),
+    // and only then was svc started again.
+    assert!(!w.running(&run));
+    assert!(w.running(&svc));
+    let events = w.events(&since, &[&run, &svc]);
+    let step_died = events
+        .iter()
+        .position(|(n, a)| n == &run && a == "die")
+        .unwrap_or_else(|| panic!("the step was not stopped after Docker came back: {events:?}"));
+    let svc_started = events
+        .iter()
+        .position(|(n, a)| n == &svc && a == "start")
+        .unwrap_or_else(|| panic!("svc was not started: {events:?}"));
+    assert!(step_died < svc_started, "step stopped first: {events:?}");
+    assert!(!w.dir.join("state/windows/gc.json").exists());
 }
