@@ -750,3 +750,50 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
     let resumed = w.journal(&["MESH_EVENT=window-resumed", "MESH_STEP=oldgc"]);
     assert!(resumed.contains("another boot"), "{resumed}");
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_removed_during_the_window_is_created_again_from_its_declaration() {
+    let mut w = World::new("removed");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    let decl = w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("gc", &step, &img, "sleep 4", &["svc"], Some(60)),
+    ]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    let before = w.inspect(&svc, "{{.Id}}");
+    let child = w.mesh_spawn(&["run", "gc", "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        (w.running(&step) && !w.running(&svc)).then_some(())
+    });
+    w.node.docker_ok(&["rm", "-f", &svc]);
+    let out = child.wait_with_output().expect("run");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(&format!(
+            "removed during the window, created again from the declaration: {svc}"
+        )),
+        "{text}"
+    );
+    assert!(w.running(&svc), "created again and started");
+    assert_ne!(w.inspect(&svc, "{{.Id}}"), before, "a new container");
+    assert_eq!(w.inspect(&svc, "{{.Config.Image}}"), img);
+    assert_eq!(
+        w.inspect(&svc, "{{.HostConfig.RestartPolicy.Name}}"),
+        "unless-stopped"
+    );
+    // Created as the declaration says: the next apply finds nothing to do.
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("svc unchanged"), "{}", stdout(&out));
+    let container = format!("MESH_CONTAINER={svc}");
+    wait_for("the journal to say it", Duration::from_secs(10), || {
+        w.journal(&["MESH_STEP=gc", &container])
+            .contains("created again from its declaration")
+            .then_some(())
+    });
+}

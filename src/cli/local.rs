@@ -184,6 +184,12 @@ pub fn render_fire(report: &FireReport) -> String {
             report.started_again.join(", ")
         ));
     }
+    if !report.recreated.is_empty() {
+        out.push_str(&format!(
+            "  removed during the window, created again from the declaration: {}\n",
+            report.recreated.join(", ")
+        ));
+    }
     for name in &report.not_started {
         out.push_str(&format!("  {name}: WILL NOT START AGAIN\n"));
     }

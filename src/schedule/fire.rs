@@ -33,6 +33,9 @@ pub struct StepDef {
     pub timeout: Option<Duration>,
     /// `(resource id, runtime name)` of the containers held still, in stop order.
     pub holds: Vec<(String, String)>,
+    /// How each held container is created, by runtime name, as declared:
+    /// one removed during the window is created again from it.
+    pub hold_specs: std::collections::BTreeMap<String, ContainerSpec>,
 }
 
 /// How the step's run ended.
@@ -105,6 +108,10 @@ pub struct FireReport {
     pub started_again: Vec<String>,
     /// Held containers that would not start (alerted).
     pub not_started: Vec<String>,
+    /// Of `started_again`, those removed during the window and created
+    /// again from their declaration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recreated: Vec<String>,
 }
 
 impl FireReport {
@@ -156,6 +163,7 @@ impl Firer {
             duration_secs: 0.0,
             started_again: Vec::new(),
             not_started: Vec::new(),
+            recreated: Vec::new(),
         };
         mesh_event!(
             info,
@@ -175,6 +183,7 @@ impl Firer {
                 step_container: step.spec.name.clone(),
                 step_timeout: step.timeout,
                 holds: step.holds.clone(),
+                hold_specs: step.hold_specs.clone(),
             };
             match self.windows.open(&plan).await {
                 Ok(w) => window = Some(w),
@@ -287,6 +296,7 @@ impl Firer {
 
 fn absorb(report: &mut FireReport, closed: &CloseReport) {
     report.started_again.extend(closed.started.iter().cloned());
+    report.recreated.extend(closed.recreated.iter().cloned());
     report
         .not_started
         .extend(closed.lost.iter().map(|(n, _)| n.clone()));

@@ -348,6 +348,7 @@ impl Scheduler {
                     duration_secs: 0.0,
                     started_again: Vec::new(),
                     not_started: Vec::new(),
+                    recreated: Vec::new(),
                 };
                 mesh_event!(
                     error,

@@ -78,6 +78,7 @@ fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
             .iter()
             .map(|h| (h.to_string(), h.to_string()))
             .collect(),
+        hold_specs: holds.iter().map(|h| (h.to_string(), spec(h))).collect(),
     }
 }
 
@@ -682,4 +683,29 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
     assert!(!again.ok());
     stop.send(true).expect("stop");
     task.await.expect("scheduler");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_container_removed_during_the_window_is_created_again_from_its_declaration() {
+    let r = rig(&[("db", true), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(10));
+    let def = step("gc", &["db", "app"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Someone removes db while it is held.
+    r.fake.remove("db").await.expect("remove");
+    let report = fire.await.expect("fire task");
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.started_again, vec!["app", "db"]);
+    assert_eq!(report.recreated, vec!["db"]);
+    assert!(r.fake.is_running("db") && r.fake.is_running("app"));
+    assert!(r.fake.calls().contains(&Call::Create(s("db"))));
+    let made = r.fake.spec_of("db").expect("db exists");
+    assert_eq!(
+        (made.image, made.command),
+        (spec("db").image, None),
+        "as declared"
+    );
+    assert!(r.store.windows().expect("records").is_empty());
 }

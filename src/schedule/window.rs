@@ -83,6 +83,9 @@ pub struct WindowPlan {
     pub step_timeout: Option<Duration>,
     /// `(resource id, runtime name)` of each container to hold, in order.
     pub holds: Vec<(String, String)>,
+    /// How each held container is created (by runtime name): one removed
+    /// during the window is created again from it at the close.
+    pub hold_specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
 }
 
 /// Why a window did not open.
@@ -126,6 +129,8 @@ pub enum OpenError {
 pub struct OpenWindow {
     record: WindowRecord,
     watcher: Option<JoinHandle<()>>,
+    /// See [`WindowPlan::hold_specs`]; none for a resumed window.
+    specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
 }
 
 impl OpenWindow {
@@ -148,6 +153,9 @@ pub struct CloseReport {
     /// not answer: still owed, started as soon as it answers again (the
     /// record stays, marked owed).
     pub owed: Vec<String>,
+    /// Of `started`, those removed during the window and created again from
+    /// their declaration.
+    pub recreated: Vec<String>,
 }
 
 impl CloseReport {
@@ -227,6 +235,8 @@ struct StartFailure {
     reason: String,
     /// The runtime did not answer (rather than refusing).
     unanswered: bool,
+    /// The container no longer exists.
+    gone: bool,
 }
 
 impl Windows {
@@ -354,7 +364,11 @@ impl Windows {
         );
         // Watch before the first stop so that no start can slip between.
         let watcher = self.spawn_watcher(&record).await;
-        let mut window = OpenWindow { record, watcher };
+        let mut window = OpenWindow {
+            record,
+            watcher,
+            specs: plan.hold_specs.clone(),
+        };
         for name in held {
             if let Err(source) = self.runtime.stop(&name).await {
                 let closed = self.close(&mut window).await;
@@ -374,7 +388,11 @@ impl Windows {
         self.stop_watcher(window).await;
         let this = self.clone();
         let record = window.record.clone();
-        let task = tokio::spawn(async move { this.close_record(&record, CLOSE_BUDGET).await });
+        let specs = window.specs.clone();
+        let task =
+            tokio::spawn(
+                async move { this.close_record_with(&record, CLOSE_BUDGET, &specs).await },
+            );
         match task.await {
             Ok(report) => report,
             Err(e) => {
@@ -428,6 +446,18 @@ impl Windows {
     /// Start the held containers of `record` again (reverse order) and erase
     /// the record, or keep it for what is owed.
     async fn close_record(&self, record: &WindowRecord, budget: Duration) -> CloseReport {
+        self.close_record_with(record, budget, &Default::default())
+            .await
+    }
+
+    /// [`Self::close_record`], creating again from `specs` a held container
+    /// that was removed during the window.
+    async fn close_record_with(
+        &self,
+        record: &WindowRecord,
+        budget: Duration,
+        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+    ) -> CloseReport {
         let deadline = tokio::time::Instant::now() + budget;
         let mut report = CloseReport::default();
         // Holds are counted across records: a container another live window
@@ -458,7 +488,16 @@ impl Windows {
             // left still gets one short try, so what is owed is told apart
             // from what was refused.
             let until = deadline.max(tokio::time::Instant::now() + LAST_TRY);
-            match self.start_confirmed(name, until).await {
+            let mut started = self.start_confirmed(name, until).await;
+            if let (Err(failure), Some(spec)) = (&started, specs.get(name)) {
+                if failure.gone {
+                    started = self.recreate(record, spec, until).await;
+                    if started.is_ok() {
+                        report.recreated.push(name.to_string());
+                    }
+                }
+            }
+            match started {
                 Ok(()) => {
                     if record.owed {
                         tracing::warn!(
@@ -548,11 +587,13 @@ impl Windows {
                         CLOSE_BUDGET.as_secs()
                     ),
                     unanswered,
+                    gone: false,
                 });
             }
             let gone = || StartFailure {
                 reason: "the container no longer exists".to_string(),
                 unanswered: false,
+                gone: true,
             };
             match tokio::time::timeout(deadline - now, self.runtime.start(name)).await {
                 Ok(Ok(())) => match self.runtime.inspect(name).await {
@@ -584,6 +625,7 @@ impl Windows {
                 return Err(StartFailure {
                     reason: last,
                     unanswered: false,
+                    gone: false,
                 });
             }
             let pause = if unanswered {
@@ -596,6 +638,33 @@ impl Windows {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             tokio::time::sleep(pause.min(left)).await;
         }
+    }
+
+    /// Create a held container that was removed during the window again,
+    /// from its declaration, and start it.
+    async fn recreate(
+        &self,
+        record: &WindowRecord,
+        spec: &crate::runtime::ContainerSpec,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), StartFailure> {
+        let name = &spec.name;
+        if let Err(e) = self.runtime.create(spec).await {
+            return Err(StartFailure {
+                reason: format!(
+                    "it was removed during the window and cannot be created again: {e}"
+                ),
+                unanswered: e.is_transient(),
+                gone: true,
+            });
+        }
+        tracing::warn!(
+            MESH_STEP = %record.step,
+            MESH_CONTAINER = %name,
+            "{name} was removed during the window of {}: created again from its declaration",
+            record.step
+        );
+        self.start_confirmed(name, deadline).await
     }
 
     /// Watch the held containers and stop again any that someone starts.
@@ -806,6 +875,7 @@ impl Windows {
                     let mut window = OpenWindow {
                         record: record.clone(),
                         watcher: None,
+                        specs: Default::default(),
                     };
                     let report = self.close_unconfirmed(&mut window, &reason).await;
                     return Resumed::Closed {
