@@ -797,3 +797,74 @@ fn a_held_container_removed_during_the_window_is_created_again_from_its_declarat
             .then_some(())
     });
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_counts_as_started_again_when_healthy_and_an_unhealthy_one_is_logged() {
+    let mut w = World::new("health");
+    let ok = w.name("ok");
+    let bad = w.name("bad");
+    let step = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    // Turns healthy 3 s after each start.
+    w.node.docker_ok(&[
+        "run", "-d", "--name", &ok, "--network", "none",
+        "--health-cmd", "test -e /tmp/ready", "--health-interval", "1s",
+        "--health-retries", "60", &img, "sh", "-c",
+        "rm -f /tmp/ready; trap 'exit 0' TERM; sleep 3; touch /tmp/ready; while :; do sleep 1; done",
+    ]);
+    // Never healthy.
+    w.node.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &bad,
+        "--network",
+        "none",
+        "--health-cmd",
+        "echo backend not ready; exit 1",
+        "--health-interval",
+        "1s",
+        "--health-retries",
+        "2",
+        &img,
+        "sh",
+        "-c",
+        SERVICE_CMD,
+    ]);
+    w.write_declaration(json!([
+        service_json("ok", &ok, &img),
+        service_json("bad", &bad, &img),
+        step_json("hc", &step, &img, "true", &["ok", "bad"], Some(60)),
+    ]));
+    let out = w.mesh(&["run", "hc", "--local"]);
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an unhealthy one fails the run: {text}"
+    );
+    assert!(text.contains(&format!("healthy again: {ok}")), "{text}");
+    assert!(
+        text.contains(&format!("{bad}: started again but NOT HEALTHY")),
+        "{text}"
+    );
+    // The close waited for ok's health check: it is healthy now, not starting.
+    assert_eq!(w.inspect(&ok, "{{.State.Health.Status}}"), "healthy");
+    assert!(w.running(&bad), "its neighbour still started, and it runs");
+    let container = format!("MESH_CONTAINER={bad}");
+    wait_for(
+        "held-unhealthy at priority err",
+        Duration::from_secs(10),
+        || {
+            let found = w.journal(&["MESH_EVENT=held-unhealthy", "-p", "err", &container]);
+            found.contains("backend not ready").then_some(found)
+        },
+    );
+    let ok_field = format!("MESH_CONTAINER={ok}");
+    assert!(w
+        .journal(&["MESH_EVENT=held-unhealthy", &ok_field])
+        .trim()
+        .is_empty());
+}

@@ -190,6 +190,12 @@ pub fn render_fire(report: &FireReport) -> String {
             report.recreated.join(", ")
         ));
     }
+    if !report.healthy.is_empty() {
+        out.push_str(&format!("  healthy again: {}\n", report.healthy.join(", ")));
+    }
+    for name in &report.unhealthy {
+        out.push_str(&format!("  {name}: started again but NOT HEALTHY\n"));
+    }
     for name in &report.not_started {
         out.push_str(&format!("  {name}: WILL NOT START AGAIN\n"));
     }

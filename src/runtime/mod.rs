@@ -258,6 +258,17 @@ pub struct ContainerInfo {
     pub labels: BTreeMap<String, String>,
     /// Host PID of its main process while it runs.
     pub pid: Option<u32>,
+    /// Its health check's state, when it has one.
+    pub health: Option<Health>,
+}
+
+/// The state of a container's health check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// `starting`, `healthy` or `unhealthy`.
+    pub status: String,
+    /// The output of the last check, trimmed (empty before the first).
+    pub last_output: String,
 }
 
 /// One entry of [`ContainerRuntime::list_managed`].

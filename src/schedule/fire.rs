@@ -112,12 +112,22 @@ pub struct FireReport {
     /// again from their declaration.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recreated: Vec<String>,
+    /// Of `started_again`, those whose health check reported `healthy`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub healthy: Vec<String>,
+    /// Of `started_again`, those whose health check did not report
+    /// `healthy` within the closing budget (`held-unhealthy`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unhealthy: Vec<String>,
 }
 
 impl FireReport {
-    /// The step succeeded and every held container runs again.
+    /// The step succeeded and every held container runs again (healthy,
+    /// when it has a health check).
     pub fn ok(&self) -> bool {
-        self.outcome == RunOutcome::Succeeded && self.not_started.is_empty()
+        self.outcome == RunOutcome::Succeeded
+            && self.not_started.is_empty()
+            && self.unhealthy.is_empty()
     }
 }
 
@@ -164,6 +174,8 @@ impl Firer {
             started_again: Vec::new(),
             not_started: Vec::new(),
             recreated: Vec::new(),
+            healthy: Vec::new(),
+            unhealthy: Vec::new(),
         };
         mesh_event!(
             info,
@@ -297,6 +309,10 @@ impl Firer {
 fn absorb(report: &mut FireReport, closed: &CloseReport) {
     report.started_again.extend(closed.started.iter().cloned());
     report.recreated.extend(closed.recreated.iter().cloned());
+    report.healthy.extend(closed.healthy.iter().cloned());
+    report
+        .unhealthy
+        .extend(closed.unhealthy.iter().map(|(n, _)| n.clone()));
     report
         .not_started
         .extend(closed.lost.iter().map(|(n, _)| n.clone()));

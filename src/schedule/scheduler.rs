@@ -349,6 +349,8 @@ impl Scheduler {
                     started_again: Vec::new(),
                     not_started: Vec::new(),
                     recreated: Vec::new(),
+                    healthy: Vec::new(),
+                    unhealthy: Vec::new(),
                 };
                 mesh_event!(
                     error,

@@ -709,3 +709,34 @@ async fn a_held_container_removed_during_the_window_is_created_again_from_its_de
     );
     assert!(r.store.windows().expect("records").is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn started_again_means_healthy_and_an_unhealthy_one_does_not_hold_up_the_others() {
+    let r = rig(&[("db", true), ("app", true), ("web", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(5));
+    // db turns healthy 20 s after its start; app never does.
+    r.fake
+        .set_health("db", "healthy", "ok", Duration::from_secs(20));
+    r.fake.set_health(
+        "app",
+        "unhealthy",
+        "connection refused",
+        Duration::from_secs(3),
+    );
+    let started = tokio::time::Instant::now();
+    let report = r
+        .firer
+        .fire(&step("gc", &["db", "app", "web"], None), t0())
+        .await;
+    assert_eq!(report.started_again, vec!["web", "app", "db"]);
+    assert_eq!(report.healthy, vec!["db"]);
+    assert_eq!(report.unhealthy, vec!["app"]);
+    assert!(!report.ok(), "an unhealthy held container fails the fire");
+    assert!(
+        started.elapsed() >= Duration::from_secs(25),
+        "the close waited for db's health: {:?}",
+        started.elapsed()
+    );
+    assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
+    assert!(r.store.windows().expect("records").is_empty());
+}

@@ -58,6 +58,19 @@ const START_ATTEMPTS: u32 = 3;
 /// Pause between two start attempts of the same container.
 const START_RETRY_PAUSE: Duration = Duration::from_secs(2);
 
+/// How often a held container's health is looked at while it is `starting`.
+const HEALTH_POLL: Duration = Duration::from_secs(1);
+
+/// What a held container's health check said after its start.
+enum Healthy {
+    /// It has none.
+    NoCheck,
+    /// `healthy`.
+    Yes,
+    /// `unhealthy`, or still `starting` at the deadline.
+    No { status: String, output: String },
+}
+
 /// The one try a container gets when the closing budget is already spent.
 const LAST_TRY: Duration = Duration::from_secs(10);
 
@@ -156,6 +169,11 @@ pub struct CloseReport {
     /// Of `started`, those removed during the window and created again from
     /// their declaration.
     pub recreated: Vec<String>,
+    /// Of `started`, those with a health check that reported `healthy`.
+    pub healthy: Vec<String>,
+    /// Of `started`, those with a health check that did not report
+    /// `healthy` within the budget (`held-unhealthy`), with the last output.
+    pub unhealthy: Vec<(String, String)>,
 }
 
 impl CloseReport {
@@ -497,6 +515,24 @@ impl Windows {
                     }
                 }
             }
+            if started.is_ok() {
+                match self.wait_healthy(name, until).await {
+                    Healthy::NoCheck => {}
+                    Healthy::Yes => report.healthy.push(name.to_string()),
+                    Healthy::No { status, output } => {
+                        mesh_event!(
+                            error,
+                            Event::HeldUnhealthy,
+                            MESH_STEP = %record.step,
+                            MESH_CONTAINER = %name,
+                            MESH_MODULE = %record.module.as_deref().unwrap_or(""),
+                            "container {name} started again after the window of {} but is {status}: last health check said: {output}",
+                            record.step
+                        );
+                        report.unhealthy.push((name.to_string(), output));
+                    }
+                }
+            }
             match started {
                 Ok(()) => {
                     if record.owed {
@@ -637,6 +673,42 @@ impl Windows {
             };
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             tokio::time::sleep(pause.min(left)).await;
+        }
+    }
+
+    /// Wait, within `deadline`, for a container with a health check to
+    /// report `healthy`: started again means serving again.
+    async fn wait_healthy(&self, name: &str, deadline: tokio::time::Instant) -> Healthy {
+        let mut last = None;
+        loop {
+            match self.runtime.inspect(name).await {
+                Ok(Some(info)) => match info.health {
+                    None => return Healthy::NoCheck,
+                    Some(h) if h.status == "healthy" => return Healthy::Yes,
+                    Some(h) if h.status == "unhealthy" => {
+                        return Healthy::No {
+                            status: h.status,
+                            output: h.last_output,
+                        }
+                    }
+                    Some(h) => last = Some(h),
+                },
+                Ok(None) => return Healthy::NoCheck,
+                Err(e) => {
+                    tracing::warn!(MESH_CONTAINER = %name, "cannot read the health of {name}: {e}")
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                let (status, output) = last
+                    .map(|h| (h.status, h.last_output))
+                    .unwrap_or_else(|| ("unknown".into(), String::new()));
+                return Healthy::No {
+                    status: format!("still {status} when the closing budget ran out"),
+                    output,
+                };
+            }
+            tokio::time::sleep(HEALTH_POLL.min(deadline - now)).await;
         }
     }
 
