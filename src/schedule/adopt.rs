@@ -189,7 +189,10 @@ impl Adopter {
                 Ok(Some(resumed)) => log_adopted(&resumed),
                 Ok(None) => {}
                 Err(e) => {
-                    tracing::error!(MESH_STEP = %step, "cannot adopt the window of {step}: {e}")
+                    tracing::error!(MESH_STEP = %step, "cannot adopt the window of {step}: {e}; trying again in {}s", OWNER_POLL.as_secs());
+                    // Not at once: a failure that lasts (a full disk) must
+                    // not become a busy loop.
+                    tokio::time::sleep(OWNER_POLL).await;
                 }
             }
             step
