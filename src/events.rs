@@ -47,11 +47,14 @@ pub enum Event {
     HoldViolated,
     /// A held container could not be started again after its window.
     WillNotStartAgain,
+    /// A held container started again but its health check did not report
+    /// `healthy` within the closing budget.
+    HeldUnhealthy,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 13] = [
+    pub const ALL: [Event; 14] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -65,6 +68,7 @@ impl Event {
         Event::WindowResumed,
         Event::HoldViolated,
         Event::WillNotStartAgain,
+        Event::HeldUnhealthy,
     ];
 
     /// The `MESH_EVENT` value.
@@ -83,6 +87,7 @@ impl Event {
             Event::WindowResumed => "window-resumed",
             Event::HoldViolated => "hold-violated",
             Event::WillNotStartAgain => "will-not-start-again",
+            Event::HeldUnhealthy => "held-unhealthy",
         }
     }
 
@@ -102,6 +107,7 @@ impl Event {
             Event::WindowResumed => "7f1c6aeaa5ac441f8e1afb6dd476a779",
             Event::HoldViolated => "1b65895ccb3b410fb02e6cf4e2499a67",
             Event::WillNotStartAgain => "ab50638306cd43f4884b6fefbd280992",
+            Event::HeldUnhealthy => "4c0baca3055f4c2c8e7c582487e5b01b",
         }
     }
 }

@@ -37,6 +37,18 @@ pub fn fire(report: &FireReport) -> String {
             report.started_again.join(", ")
         ));
     }
+    if !report.recreated.is_empty() {
+        out.push_str(&format!(
+            "  removed during the window, created again from the declaration: {}\n",
+            report.recreated.join(", ")
+        ));
+    }
+    if !report.healthy.is_empty() {
+        out.push_str(&format!("  healthy again: {}\n", report.healthy.join(", ")));
+    }
+    for name in &report.unhealthy {
+        out.push_str(&format!("  {name}: started again but NOT HEALTHY\n"));
+    }
     for name in &report.not_started {
         out.push_str(&format!("  {name}: WILL NOT START AGAIN\n"));
     }
@@ -83,8 +95,13 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
                     .collect()
             })
             .unwrap_or_default();
+        let owed = if w.get("owed").and_then(|v| v.as_bool()) == Some(true) {
+            " (OWED: the container runtime did not answer; the daemon starts them as soon as it does)"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "OPEN WINDOW: {} since {}, holding {}\n",
+            "OPEN WINDOW: {} since {}, holding {}{owed}\n",
             text(w.get("step"), "?"),
             when(w.get("opened-at"), "?"),
             if held.is_empty() {
@@ -152,16 +169,33 @@ mod tests {
             outcome: RunOutcome::Exited { status: 3 },
             unit: Some("mesh-host-step-gc-20261201T030000Z.scope".into()),
             duration_secs: 1.25,
-            started_again: vec!["web".into()],
+            started_again: vec!["web".into(), "cache".into(), "api".into()],
             not_started: vec!["db".into()],
+            recreated: vec!["cache".into()],
+            healthy: vec!["web".into()],
+            unhealthy: vec!["api".into()],
         };
         let text = fire(&report);
+        assert!(
+            text.contains(
+                "  removed during the window, created again from the declaration: cache\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  healthy again: web\n"), "{text}");
+        assert!(
+            text.contains("  api: started again but NOT HEALTHY\n"),
+            "{text}"
+        );
         assert!(text.starts_with("gc: exited with status 3\n"), "{text}");
         assert!(
             text.contains("  fired: 2026-12-01 03:00:00 UTC\n"),
             "{text}"
         );
-        assert!(text.contains("  started again: web\n"), "{text}");
+        assert!(
+            text.contains("  started again: web, cache, api\n"),
+            "{text}"
+        );
         assert!(text.contains("  db: WILL NOT START AGAIN\n"), "{text}");
         assert!(!text.contains("T03:00:00"), "{text}");
     }

@@ -589,18 +589,20 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
 
     // Stopping the unit ends the run: the step's PID 1 ignores SIGTERM, so
     // it is killed once the stop grace (10 s) has passed, long before its
-    // 60 s are up. The window still closes.
+    // 60 s are up. The run is reported stopped, and the window closes.
     let stopping = std::time::Instant::now();
     w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
     let out = child.wait_with_output().expect("mesh-host run");
     let took = stopping.elapsed();
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("exited with status 137")
-            || stdout(&out).contains("exited with status 143"),
+        stdout(&out).contains("stopped: its unit was stopped (systemctl stop), status 137"),
         "{}",
         stdout(&out)
     );
+    assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "137", "killed");
+    let failed = w.journal(&["MESH_EVENT=step-failed", &format!("MESH_STEP={id}")]);
+    assert!(failed.contains("stopped"), "{failed}");
     assert!(
         took < Duration::from_secs(30),
         "the run ended {took:?} after the stop"
@@ -657,11 +659,12 @@ fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
         "{}",
         stdout(&out)
     );
-    let skipped = w.journal(&["MESH_EVENT=step-skipped", "MESH_STEP=second"]);
-    assert!(
-        skipped.contains(&format!("the window of first holds {b}")),
-        "{skipped}"
-    );
+    // journald may store the entry a moment after the command returned.
+    wait_for("the skip in the journal", Duration::from_secs(10), || {
+        w.journal(&["MESH_EVENT=step-skipped", "MESH_STEP=second"])
+            .contains(&format!("the window of first holds {b}"))
+            .then_some(())
+    });
     assert!(
         !w.exists(&s2),
         "the second step's container was never created"
@@ -746,4 +749,122 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
     assert!(!windows.join("oldgc.json").exists(), "the record is erased");
     let resumed = w.journal(&["MESH_EVENT=window-resumed", "MESH_STEP=oldgc"]);
     assert!(resumed.contains("another boot"), "{resumed}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_removed_during_the_window_is_created_again_from_its_declaration() {
+    let mut w = World::new("removed");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    let decl = w.write_declaration(json!([
+        service_json("svc", &svc, &img),
+        step_json("gc", &step, &img, "sleep 4", &["svc"], Some(60)),
+    ]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    let before = w.inspect(&svc, "{{.Id}}");
+    let child = w.mesh_spawn(&["run", "gc", "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        (w.running(&step) && !w.running(&svc)).then_some(())
+    });
+    w.node.docker_ok(&["rm", "-f", &svc]);
+    let out = child.wait_with_output().expect("run");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(&format!(
+            "removed during the window, created again from the declaration: {svc}"
+        )),
+        "{text}"
+    );
+    assert!(w.running(&svc), "created again and started");
+    assert_ne!(w.inspect(&svc, "{{.Id}}"), before, "a new container");
+    assert_eq!(w.inspect(&svc, "{{.Config.Image}}"), img);
+    assert_eq!(
+        w.inspect(&svc, "{{.HostConfig.RestartPolicy.Name}}"),
+        "unless-stopped"
+    );
+    // Created as the declaration says: the next apply finds nothing to do.
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("svc unchanged"), "{}", stdout(&out));
+    let container = format!("MESH_CONTAINER={svc}");
+    wait_for("the journal to say it", Duration::from_secs(10), || {
+        w.journal(&["MESH_STEP=gc", &container])
+            .contains("created again from its declaration")
+            .then_some(())
+    });
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_counts_as_started_again_when_healthy_and_an_unhealthy_one_is_logged() {
+    let mut w = World::new("health");
+    let ok = w.name("ok");
+    let bad = w.name("bad");
+    let step = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    // Turns healthy 3 s after each start.
+    w.node.docker_ok(&[
+        "run", "-d", "--name", &ok, "--network", "none",
+        "--health-cmd", "test -e /tmp/ready", "--health-interval", "1s",
+        "--health-retries", "60", &img, "sh", "-c",
+        "rm -f /tmp/ready; trap 'exit 0' TERM; sleep 3; touch /tmp/ready; while :; do sleep 1; done",
+    ]);
+    // Never healthy.
+    w.node.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &bad,
+        "--network",
+        "none",
+        "--health-cmd",
+        "echo backend not ready; exit 1",
+        "--health-interval",
+        "1s",
+        "--health-retries",
+        "2",
+        &img,
+        "sh",
+        "-c",
+        SERVICE_CMD,
+    ]);
+    w.write_declaration(json!([
+        service_json("ok", &ok, &img),
+        service_json("bad", &bad, &img),
+        step_json("hc", &step, &img, "true", &["ok", "bad"], Some(60)),
+    ]));
+    let out = w.mesh(&["run", "hc", "--local"]);
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an unhealthy one fails the run: {text}"
+    );
+    assert!(text.contains(&format!("healthy again: {ok}")), "{text}");
+    assert!(
+        text.contains(&format!("{bad}: started again but NOT HEALTHY")),
+        "{text}"
+    );
+    // The close waited for ok's health check: it is healthy now, not starting.
+    assert_eq!(w.inspect(&ok, "{{.State.Health.Status}}"), "healthy");
+    assert!(w.running(&bad), "its neighbour still started, and it runs");
+    let container = format!("MESH_CONTAINER={bad}");
+    wait_for(
+        "held-unhealthy at priority err",
+        Duration::from_secs(10),
+        || {
+            let found = w.journal(&["MESH_EVENT=held-unhealthy", "-p", "err", &container]);
+            found.contains("backend not ready").then_some(found)
+        },
+    );
+    let ok_field = format!("MESH_CONTAINER={ok}");
+    assert!(w
+        .journal(&["MESH_EVENT=held-unhealthy", &ok_field])
+        .trim()
+        .is_empty());
 }

@@ -101,6 +101,8 @@ impl Rig {
                 pid_start_time: owner.pid_start_time,
                 step_container: format!("{step}-run"),
                 step_timeout_secs: None,
+                opened_since_boot_secs: None,
+                owed: false,
                 held: held
                     .iter()
                     .map(|n| HeldContainer {
@@ -423,10 +425,38 @@ async fn a_stale_window_record_holds_nothing() {
     r.apply(json!([service("web", &img(1))])).await;
     r.fake.stop("web").await.expect("stop");
     r.open_window("gc", &["web"]);
+    // Its owner is gone (another start time) and it is past its bound.
+    let mut record = r.store.window("gc").expect("read").expect("record");
+    record.pid_start_time += 1;
+    r.store.write_window(&record).expect("write");
     r.clock.jump(chrono::Duration::hours(7));
     let report = r.apply(json!([service("web", &img(1))])).await;
     assert_eq!(report.lines[0].to_string(), "web started: was not running");
     assert!(report.windows.is_empty());
+}
+
+#[tokio::test]
+async fn a_wall_clock_jump_does_not_release_a_window_measured_since_boot() {
+    use crate::schedule::clock::Clock;
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.apply(json!([service("web", &img(1))])).await;
+    r.fake.stop("web").await.expect("stop");
+    r.open_window("gc", &["web"]);
+    let mut record = r.store.window("gc").expect("read").expect("record");
+    record.opened_since_boot_secs = r.clock.since_boot().map(|d| d.as_secs());
+    // Even with its owner gone, the age is what the time since boot says.
+    record.pid_start_time += 1;
+    r.store.write_window(&record).expect("write");
+    r.clock.jump(chrono::Duration::days(2));
+    let report = r.apply(json!([service("web", &img(1))])).await;
+    assert_eq!(
+        actions(&report),
+        pairs(&[("web", "held-still")]),
+        "{report}"
+    );
+    assert!(!r.fake.is_running("web"));
+    assert_eq!(report.windows.len(), 1);
 }
 
 #[tokio::test]

@@ -23,6 +23,8 @@ struct Status {
     state_dir: String,
     /// The node's declaration file (what `apply FILE` installed).
     declaration: String,
+    /// Whether a daemon answers on the control socket.
+    daemon_listening: bool,
     last_apply: Option<LastApply>,
     windows: Vec<OpenWindow>,
     steps: Vec<StepLine>,
@@ -45,6 +47,9 @@ struct OpenWindow {
     window: WindowLine,
     /// Whether the process that opened it still runs.
     owner_alive: bool,
+    /// Its close ran out of budget while the container runtime did not
+    /// answer: its containers are owed a start.
+    owed: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -93,6 +98,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         .map(|r| OpenWindow {
             window: WindowLine::of(&r),
             owner_alive: r.owner_alive(),
+            owed: r.owed,
         })
         .collect();
     let mut steps = Vec::new();
@@ -117,6 +123,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
     Ok(Status {
         state_dir: store.root().display().to_string(),
         declaration: cli.declaration.display().to_string(),
+        daemon_listening: std::os::unix::net::UnixStream::connect(&cli.control_socket).is_ok(),
         last_apply: applied.map(|a| LastApply {
             applied_at: a.applied_at,
             ok: a.ok,
@@ -157,12 +164,21 @@ fn print_text(status: &Status) {
         println!("windows: none open");
     }
     for w in &status.windows {
-        let owner = if w.owner_alive {
-            ""
-        } else {
-            " (its owner is gone: the next mesh-host command closes it)"
+        // Only a promise that holds: with a daemon listening, it adopts the
+        // window within seconds; without one, a local command must run.
+        let owner = match (w.owner_alive, status.daemon_listening) {
+            (true, _) => "",
+            (false, true) => " (its owner is gone: the running daemon adopts and closes it)",
+            (false, false) => {
+                " (its owner is gone and no daemon runs: the next mesh-host command closes it)"
+            }
         };
-        println!("{}{owner}", w.window);
+        let owed = if w.owed {
+            " (OWED: the container runtime did not answer; started as soon as it does)"
+        } else {
+            ""
+        };
+        println!("{}{owner}{owed}", w.window);
     }
     if status.steps.is_empty() {
         println!("scheduled steps: none");

@@ -134,6 +134,9 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // 1. Windows a dead daemon left open are closed before anything else.
     notifier.status("starting: resuming windows left open");
     resume_windows(&windows, &notifier).await?;
+    // From here on, a window whose owner dies (a local command, an
+    // installer) is adopted within seconds of the death.
+    tokio::spawn(crate::schedule::adopt::Adopter::new(windows.clone()).run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog_feeder();
@@ -547,9 +550,10 @@ impl Daemon {
                 "OPEN WINDOW: {}",
                 w.iter()
                     .map(|r| format!(
-                        "{} holds {}",
+                        "{} holds {}{}",
                         r.step,
-                        r.held_names().collect::<Vec<_>>().join(",")
+                        r.held_names().collect::<Vec<_>>().join(","),
+                        if r.owed { " (owed)" } else { "" }
                     ))
                     .collect::<Vec<_>>()
                     .join("; ")

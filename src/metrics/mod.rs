@@ -29,10 +29,11 @@ pub const DEFAULT_FILE: &str = "/var/lib/prometheus/node-exporter/mesh-host.prom
 
 /// Every `outcome` label of `mesh_host_step_fires_total`, so that each
 /// counter exists from the start (a rate over a missing series is nothing).
-pub const OUTCOMES: [&str; 6] = [
+pub const OUTCOMES: [&str; 7] = [
     "succeeded",
     "failed",
     "timed-out",
+    "stopped",
     "interrupted",
     "error",
     "skipped",
@@ -44,6 +45,7 @@ pub fn outcome_label(outcome: &RunOutcome) -> &'static str {
         RunOutcome::Succeeded => "succeeded",
         RunOutcome::Exited { .. } => "failed",
         RunOutcome::TimedOut { .. } => "timed-out",
+        RunOutcome::Stopped { .. } => "stopped",
         RunOutcome::Interrupted { .. } => "interrupted",
         RunOutcome::Error { .. } => "error",
         RunOutcome::Skipped { .. } => "skipped",

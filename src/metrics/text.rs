@@ -75,7 +75,7 @@ pub fn render(snap: &Snapshot) -> String {
     out.family(
         "mesh_host_step_fires_total",
         "counter",
-        "Fires of the step by outcome: succeeded, failed (non-zero exit), timed-out, interrupted, error (could not run), skipped.",
+        "Fires of the step by outcome: succeeded, failed (non-zero exit), timed-out, stopped (its unit was stopped), interrupted, error (could not run), skipped.",
     );
     for s in &snap.steps {
         for (outcome, n) in &s.fires {

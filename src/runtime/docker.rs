@@ -344,6 +344,24 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
             .pid
             .filter(|pid| *pid > 0)
             .and_then(|pid| u32::try_from(pid).ok()),
+        health: state.health.and_then(|h| {
+            let status = h.status?.to_string();
+            // "none" (no check) and "" are no health check at all.
+            if status.is_empty() || status == "none" {
+                return None;
+            }
+            let last_output = h
+                .log
+                .and_then(|log| log.into_iter().last())
+                .and_then(|r| r.output)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            Some(super::Health {
+                status,
+                last_output,
+            })
+        }),
     }
 }
 

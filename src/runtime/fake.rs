@@ -98,6 +98,8 @@ struct Container {
     started_at: Option<String>,
     finished_at: Option<String>,
     pid: Option<u32>,
+    /// When the current run started (tokio time), while it runs.
+    started_instant: Option<tokio::time::Instant>,
 }
 
 #[derive(Debug)]
@@ -129,6 +131,13 @@ struct State {
     fail_create: HashMap<String, RuntimeError>,
     fail_pull: HashMap<String, PullFailure>,
     unreachable: bool,
+    /// Waits on these names fail (the runtime lost track of the run).
+    lost_track: HashSet<String>,
+    /// Inspects of these names panic.
+    panic_on_inspect: HashSet<String>,
+    /// Scripted health: `(status, output)` reported while running, and
+    /// after how long a start it turns to that status (`starting` before).
+    health: HashMap<String, (String, String, Duration)>,
     driver: Option<CgroupDriver>,
     subscribers: Vec<Subscriber>,
     next_id: u64,
@@ -159,6 +168,7 @@ impl State {
         container.started_at = Some(now());
         container.finished_at = None;
         container.pid = Some(pid);
+        container.started_instant = Some(tokio::time::Instant::now());
         let run = container.run;
         self.emit(name, ContainerEventKind::Start);
         Some(run)
@@ -177,6 +187,7 @@ impl State {
         container.exit_code = Some(code);
         container.finished_at = Some(now());
         container.pid = None;
+        container.started_instant = None;
         let auto_remove = container.spec.auto_remove;
         self.exits.entry(name.to_owned()).or_default().push(code);
         self.emit(
@@ -205,6 +216,7 @@ impl State {
                 started_at: None,
                 finished_at: None,
                 pid: None,
+                started_instant: None,
             },
         );
         id
@@ -376,6 +388,26 @@ impl FakeRuntime {
     /// Every call fails with [`RuntimeError::Unreachable`] while set.
     pub fn set_unreachable(&self, unreachable: bool) {
         self.state().unreachable = unreachable;
+    }
+
+    /// Waits on `name`, the one in progress included, fail while the
+    /// container keeps running: the runtime lost track of the run.
+    pub fn lose_track(&self, name: &str) {
+        self.state().lost_track.insert(name.to_owned());
+        self.shared.changed.notify_waiters();
+    }
+
+    /// `name` has a health check: `starting` for `after` once started, then
+    /// `status` (`healthy` or `unhealthy`) with `output`.
+    pub fn set_health(&self, name: &str, status: &str, output: &str, after: Duration) {
+        self.state()
+            .health
+            .insert(name.to_owned(), (status.into(), output.into(), after));
+    }
+
+    /// Every inspect of `name` panics (a bug in the host's code path).
+    pub fn panic_on_inspect(&self, name: &str) {
+        self.state().panic_on_inspect.insert(name.to_owned());
     }
 
     /// The driver [`ContainerRuntime::cgroup_driver`] reports.
@@ -585,6 +617,12 @@ impl ContainerRuntime for FakeRuntime {
                 if let Some(code) = state.exits.get(name).and_then(|e| e.get(seen)) {
                     return Ok(*code);
                 }
+                if state.lost_track.contains(name) {
+                    return Err(RuntimeError::Api {
+                        context: format!("wait for container {name}"),
+                        reason: "scripted: lost track".into(),
+                    });
+                }
                 if !state.containers.contains_key(name) {
                     return Err(not_found(name));
                 }
@@ -595,6 +633,25 @@ impl ContainerRuntime for FakeRuntime {
 
     async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
         let state = self.enter(Call::Inspect(name.to_owned()))?;
+        if state.panic_on_inspect.contains(name) {
+            drop(state);
+            panic!("scripted: inspect of {name} panics");
+        }
+        let health = |c: &Container| {
+            let (status, output, after) = state.health.get(name)?;
+            let started = c.started_instant?;
+            Some(if started.elapsed() >= *after {
+                super::Health {
+                    status: status.clone(),
+                    last_output: output.clone(),
+                }
+            } else {
+                super::Health {
+                    status: "starting".into(),
+                    last_output: String::new(),
+                }
+            })
+        };
         Ok(state.containers.get(name).map(|c| ContainerInfo {
             id: c.id.clone(),
             name: c.spec.name.clone(),
@@ -606,6 +663,7 @@ impl ContainerRuntime for FakeRuntime {
             finished_at: c.finished_at.clone(),
             labels: c.spec.labels.clone(),
             pid: c.pid,
+            health: health(c),
         }))
     }
 

@@ -115,6 +115,53 @@ pub async fn stop_run(runtime: &dyn ContainerRuntime, name: &str) -> Option<i64>
     }
 }
 
+/// Stop a run and confirm that it no longer runs (stopped, or gone),
+/// retrying while the runtime does not answer, until `deadline`: what must
+/// hold before a window's held containers start again. Returns the run's
+/// exit status when one could be read, or why it could not be confirmed.
+pub async fn stop_confirmed(
+    runtime: &dyn ContainerRuntime,
+    name: &str,
+    deadline: tokio::time::Instant,
+) -> Result<Option<i64>, String> {
+    let mut backoff = std::time::Duration::from_millis(500);
+    let mut stopped = false;
+    loop {
+        let last = match runtime.inspect(name).await {
+            Ok(None) => return Ok(None),
+            Ok(Some(info)) if !info.running => return Ok(info.exit_code),
+            // A stop or kill that answered: the next look confirms it.
+            Ok(Some(_)) if !stopped => match runtime.stop(name).await {
+                Ok(()) => {
+                    stopped = true;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("cannot stop {name}: {e}; killing it");
+                    match runtime.kill(name).await {
+                        Ok(()) => {
+                            stopped = true;
+                            continue;
+                        }
+                        Err(e) => e.to_string(),
+                    }
+                }
+            },
+            Ok(Some(_)) => {
+                stopped = false;
+                "still running after a stop".to_string()
+            }
+            Err(e) => e.to_string(),
+        };
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Err(format!("{name} not confirmed stopped: {last}"));
+        }
+        tokio::time::sleep(backoff.min(deadline - now)).await;
+        backoff = (backoff * 2).min(std::time::Duration::from_secs(15));
+    }
+}
+
 /// The stream returned by [`ContainerRuntime::events`].
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<ContainerEvent, RuntimeError>> + Send>>;
 
@@ -211,6 +258,17 @@ pub struct ContainerInfo {
     pub labels: BTreeMap<String, String>,
     /// Host PID of its main process while it runs.
     pub pid: Option<u32>,
+    /// Its health check's state, when it has one.
+    pub health: Option<Health>,
+}
+
+/// The state of a container's health check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// `starting`, `healthy` or `unhealthy`.
+    pub status: String,
+    /// The output of the last check, trimmed (empty before the first).
+    pub last_output: String,
 }
 
 /// One entry of [`ContainerRuntime::list_managed`].

@@ -11,6 +11,12 @@ use chrono::{DateTime, Utc};
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The current wall-clock time.
     fn now(&self) -> DateTime<Utc>;
+
+    /// Time since boot (`CLOCK_BOOTTIME`), which no wall-clock step moves:
+    /// what a window's age is measured on. `None` where it cannot be read.
+    fn since_boot(&self) -> Option<std::time::Duration> {
+        Some(crate::store::since_boot())
+    }
 }
 
 /// The system's real-time clock.
@@ -24,7 +30,9 @@ impl Clock for SystemClock {
 }
 
 /// A wall clock that advances with tokio's (pausable) monotonic time and can
-/// be stepped, for tests: `now = base + elapsed(tokio) + jumps`.
+/// be stepped, for tests: `now = base + elapsed(tokio) + jumps`. Its time
+/// since boot starts at one hour and advances with tokio's time only: a
+/// jump does not move it.
 #[derive(Debug)]
 pub struct FakeClock {
     base: DateTime<Utc>,
@@ -55,5 +63,9 @@ impl Clock for FakeClock {
             chrono::TimeDelta::from_std(self.start.elapsed()).unwrap_or(chrono::TimeDelta::MAX);
         let offset = *self.offset.lock().unwrap_or_else(|e| e.into_inner());
         self.base + elapsed + offset
+    }
+
+    fn since_boot(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(3600) + self.start.elapsed())
     }
 }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::window::{CloseReport, OpenError, WindowPlan, Windows};
+use crate::schedule::window::{CloseReport, OpenError, WindowPlan, Windows, CLOSE_BUDGET};
 use crate::systemd::units::{StepUnit, StepUnits};
 
 /// Everything a fire needs to know of a step, derived from the declaration.
@@ -33,6 +33,9 @@ pub struct StepDef {
     pub timeout: Option<Duration>,
     /// `(resource id, runtime name)` of the containers held still, in stop order.
     pub holds: Vec<(String, String)>,
+    /// How each held container is created, by runtime name, as declared:
+    /// one removed during the window is created again from it.
+    pub hold_specs: std::collections::BTreeMap<String, ContainerSpec>,
 }
 
 /// How the step's run ended.
@@ -48,6 +51,11 @@ pub enum RunOutcome {
     },
     /// Outlived its timeout and was stopped.
     TimedOut {
+        /// The exit status after the stop.
+        status: Option<i64>,
+    },
+    /// Stopped from outside: `systemctl stop` of its unit.
+    Stopped {
         /// The exit status after the stop.
         status: Option<i64>,
     },
@@ -75,7 +83,9 @@ impl RunOutcome {
         match self {
             RunOutcome::Succeeded => Some(0),
             RunOutcome::Exited { status } => Some(*status),
-            RunOutcome::TimedOut { status } | RunOutcome::Interrupted { status } => *status,
+            RunOutcome::TimedOut { status }
+            | RunOutcome::Stopped { status }
+            | RunOutcome::Interrupted { status } => *status,
             RunOutcome::Error { .. } | RunOutcome::Skipped { .. } => None,
         }
     }
@@ -98,12 +108,26 @@ pub struct FireReport {
     pub started_again: Vec<String>,
     /// Held containers that would not start (alerted).
     pub not_started: Vec<String>,
+    /// Of `started_again`, those removed during the window and created
+    /// again from their declaration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recreated: Vec<String>,
+    /// Of `started_again`, those whose health check reported `healthy`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub healthy: Vec<String>,
+    /// Of `started_again`, those whose health check did not report
+    /// `healthy` within the closing budget (`held-unhealthy`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unhealthy: Vec<String>,
 }
 
 impl FireReport {
-    /// The step succeeded and every held container runs again.
+    /// The step succeeded and every held container runs again (healthy,
+    /// when it has a health check).
     pub fn ok(&self) -> bool {
-        self.outcome == RunOutcome::Succeeded && self.not_started.is_empty()
+        self.outcome == RunOutcome::Succeeded
+            && self.not_started.is_empty()
+            && self.unhealthy.is_empty()
     }
 }
 
@@ -149,6 +173,9 @@ impl Firer {
             duration_secs: 0.0,
             started_again: Vec::new(),
             not_started: Vec::new(),
+            recreated: Vec::new(),
+            healthy: Vec::new(),
+            unhealthy: Vec::new(),
         };
         mesh_event!(
             info,
@@ -168,6 +195,7 @@ impl Firer {
                 step_container: step.spec.name.clone(),
                 step_timeout: step.timeout,
                 holds: step.holds.clone(),
+                hold_specs: step.hold_specs.clone(),
             };
             match self.windows.open(&plan).await {
                 Ok(w) => window = Some(w),
@@ -207,19 +235,32 @@ impl Firer {
             );
             tokio::spawn(async move { run_step(&*runtime, &*units, shutdown, &step, due).await })
         };
-        match body.await {
-            Ok((outcome, unit)) => {
-                report.outcome = outcome;
-                report.unit = unit;
+        let ended = match body.await {
+            Ok(run) => {
+                report.outcome = run.outcome;
+                report.unit = run.unit;
+                run.ended
             }
             Err(e) => {
                 report.outcome = RunOutcome::Error {
                     reason: format!("the step's run panicked: {e}"),
-                }
+                };
+                // The container may run on: it ends before anything held
+                // starts again.
+                crate::runtime::stop_confirmed(
+                    &*self.runtime,
+                    &step.spec.name,
+                    Instant::now() + CLOSE_BUDGET,
+                )
+                .await
+                .map(|_| ())
             }
-        }
+        };
         if let Some(mut w) = window {
-            let closed = self.windows.close(&mut w).await;
+            let closed = match ended {
+                Ok(()) => self.windows.close(&mut w).await,
+                Err(reason) => self.windows.close_unconfirmed(&mut w, &reason).await,
+            };
             absorb(&mut report, &closed);
         }
         self.finish(step, report, started)
@@ -267,6 +308,11 @@ impl Firer {
 
 fn absorb(report: &mut FireReport, closed: &CloseReport) {
     report.started_again.extend(closed.started.iter().cloned());
+    report.recreated.extend(closed.recreated.iter().cloned());
+    report.healthy.extend(closed.healthy.iter().cloned());
+    report
+        .unhealthy
+        .extend(closed.unhealthy.iter().map(|(n, _)| n.clone()));
     report
         .not_started
         .extend(closed.lost.iter().map(|(n, _)| n.clone()));
@@ -281,27 +327,46 @@ pub fn describe(outcome: &RunOutcome) -> String {
             "exceeded its timeout and was stopped (status {})",
             status.map_or("unknown".into(), |s| s.to_string())
         ),
+        RunOutcome::Stopped { status } => format!(
+            "stopped: its unit was stopped (systemctl stop), status {}",
+            status.map_or("unknown".into(), |s| s.to_string())
+        ),
         RunOutcome::Interrupted { .. } => "stopped because mesh-host is shutting down".into(),
         RunOutcome::Error { reason } => reason.clone(),
         RunOutcome::Skipped { reason } => format!("skipped: {reason}"),
     }
 }
 
-/// Run the step's container to completion. Returns the outcome and the
-/// transient unit it ran in.
+/// How the step body ended.
+struct StepRun {
+    outcome: RunOutcome,
+    /// The transient unit it ran in.
+    unit: Option<String>,
+    /// `Ok` when the step container is known not to run any more (it
+    /// exited, was stopped and confirmed, or never started); otherwise why
+    /// that could not be confirmed.
+    ended: Result<(), String>,
+}
+
+/// Run the step's container to completion.
 async fn run_step(
     runtime: &dyn ContainerRuntime,
     units: &dyn StepUnits,
     mut shutdown: watch::Receiver<bool>,
     step: &StepDef,
     due: DateTime<Utc>,
-) -> (RunOutcome, Option<String>) {
+) -> StepRun {
     let name = &step.spec.name;
+    let early = |outcome: RunOutcome, unit: Option<String>| StepRun {
+        outcome,
+        unit,
+        ended: Ok(()),
+    };
     // A leftover of an earlier run is removed first; a running one means a
     // run is in flight elsewhere, and runs never stack.
     match runtime.inspect(name).await {
         Ok(Some(info)) if info.running => {
-            return (
+            return early(
                 RunOutcome::Skipped {
                     reason: format!("its container {name} is still running"),
                 },
@@ -310,20 +375,20 @@ async fn run_step(
         }
         Ok(Some(_)) => {
             if let Err(e) = runtime.remove(name).await {
-                return (
+                return early(
                     error(format!("cannot remove the previous run's container: {e}")),
                     None,
                 );
             }
         }
         Ok(None) => {}
-        Err(e) => return (error(format!("cannot inspect {name}: {e}")), None),
+        Err(e) => return early(error(format!("cannot inspect {name}: {e}")), None),
     }
     let mut unit: Option<StepUnit> = match units.begin(&step.id, step.module.as_deref(), due).await
     {
         Ok(u) => u,
         Err(e) => {
-            return (
+            return early(
                 error(format!("cannot create the step's transient unit: {e}")),
                 None,
             )
@@ -334,24 +399,51 @@ async fn run_step(
     spec.cgroup_parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
     if let Err(e) = runtime.create(&spec).await {
         units.end(unit).await;
-        return (error(format!("cannot create {name}: {e}")), unit_name);
+        return early(error(format!("cannot create {name}: {e}")), unit_name);
     }
     if let Err(e) = runtime.start(name).await {
         units.end(unit).await;
-        return (error(format!("cannot start {name}: {e}")), unit_name);
+        // A start that did not answer may still have started it.
+        let ended = crate::runtime::stop_confirmed(runtime, name, Instant::now() + CLOSE_BUDGET)
+            .await
+            .map(|_| ());
+        return StepRun {
+            outcome: error(format!("cannot start {name}: {e}")),
+            unit: unit_name,
+            ended,
+        };
     }
     units.started(&mut unit).await;
-    let outcome = wait_run(runtime, &mut shutdown, name, step.timeout).await;
+    let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
+    let (outcome, exited) =
+        wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
     units.end(unit).await;
-    (outcome, unit_name)
+    // Unless it was seen exiting, the step container is confirmed stopped
+    // (or gone) before the window may close: retried while the runtime
+    // does not answer, within the closing budget.
+    let ended = if exited {
+        Ok(())
+    } else {
+        crate::runtime::stop_confirmed(runtime, name, Instant::now() + CLOSE_BUDGET)
+            .await
+            .map(|_| ())
+    };
+    StepRun {
+        outcome,
+        unit: unit_name,
+        ended,
+    }
 }
 
+/// Wait for the run to end: its exit, its timeout, a stop of its unit, or
+/// the host shutting down. Also says whether the exit was seen.
 async fn wait_run(
     runtime: &dyn ContainerRuntime,
     shutdown: &mut watch::Receiver<bool>,
+    stop_requested: Option<watch::Receiver<bool>>,
     name: &str,
     timeout: Option<Duration>,
-) -> RunOutcome {
+) -> (RunOutcome, bool) {
     let deadline = async {
         match timeout {
             Some(t) => tokio::time::sleep(t).await,
@@ -362,14 +454,29 @@ async fn wait_run(
         // Resolves when shutdown turns true (or its sender is gone).
         let _ = shutdown.wait_for(|s| *s).await;
     };
+    let unit_stopped = async {
+        match stop_requested {
+            Some(mut rx) => {
+                if rx.wait_for(|s| *s).await.is_err() {
+                    // The unit's watch ended without a stop: never.
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         exit = runtime.wait_exit(name) => match exit {
-            Ok(0) => RunOutcome::Succeeded,
-            Ok(status) => RunOutcome::Exited { status },
-            Err(e) => error(format!("lost track of {name}: {e}")),
+            Ok(0) => (RunOutcome::Succeeded, true),
+            Ok(status) => (RunOutcome::Exited { status }, true),
+            Err(e) => (error(format!("lost track of {name}: {e}; it was stopped")), false),
         },
-        () = deadline => RunOutcome::TimedOut { status: crate::runtime::stop_run(runtime, name).await },
-        () = stopping => RunOutcome::Interrupted { status: crate::runtime::stop_run(runtime, name).await },
+        () = deadline => (RunOutcome::TimedOut { status: crate::runtime::stop_run(runtime, name).await }, false),
+        () = unit_stopped => {
+            tracing::info!("the unit of {name} was stopped: stopping the run (SIGTERM, SIGKILL after its grace)");
+            (RunOutcome::Stopped { status: crate::runtime::stop_run(runtime, name).await }, false)
+        }
+        () = stopping => (RunOutcome::Interrupted { status: crate::runtime::stop_run(runtime, name).await }, false),
     }
 }
 

@@ -1,4 +1,5 @@
 //! Scheduled steps: the scheduler, its clock, one fire, maintenance windows.
+pub mod adopt;
 pub mod clock;
 pub mod fire;
 pub mod jobs;

@@ -142,6 +142,9 @@ pub struct Scheduler {
     store: Store,
     inbox: mpsc::Receiver<Command>,
     running: JoinSet<(String, FireReport)>,
+    /// The step and due time of each fire task, by task id: a task that
+    /// panicked still frees its step.
+    fires: BTreeMap<tokio::task::Id, (String, DateTime<Utc>)>,
     waiting: BTreeMap<String, Vec<oneshot::Sender<Result<FireReport, String>>>>,
     on_tick: Box<dyn FnMut() + Send>,
     /// Where each fire's report goes once its history is saved (metrics).
@@ -183,6 +186,7 @@ impl Scheduler {
             store,
             inbox,
             running: JoinSet::new(),
+            fires: BTreeMap::new(),
             waiting: BTreeMap::new(),
             on_tick,
             reports: None,
@@ -215,7 +219,7 @@ impl Scheduler {
                     Some(cmd) => self.command(cmd),
                     None => break,
                 },
-                Some(done) = self.running.join_next() => self.finished(done),
+                Some(done) = self.running.join_next_with_id() => self.finished(done),
                 () = tokio::time::sleep(sleep) => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
@@ -224,7 +228,7 @@ impl Scheduler {
         // close their window. Wait for them, feeding the watchdog meanwhile.
         loop {
             tokio::select! {
-                done = self.running.join_next() => match done {
+                done = self.running.join_next_with_id() => match done {
                     Some(done) => self.finished(done),
                     None => break,
                 },
@@ -282,10 +286,11 @@ impl Scheduler {
         self.table.set_in_flight(step, true);
         let firer = self.firer.clone();
         let id = step.to_string();
-        self.running.spawn(async move {
+        let task = self.running.spawn(async move {
             let report = firer.fire(&def, due).await;
             (id, report)
         });
+        self.fires.insert(task.id(), (step.to_string(), due));
     }
 
     fn command(&mut self, cmd: Command) {
@@ -324,14 +329,47 @@ impl Scheduler {
         }
     }
 
-    fn finished(&mut self, done: Result<(String, FireReport), tokio::task::JoinError>) {
+    fn finished(
+        &mut self,
+        done: Result<(tokio::task::Id, (String, FireReport)), tokio::task::JoinError>,
+    ) {
         let (step, report) = match done {
-            Ok(done) => done,
+            Ok((id, done)) => {
+                self.fires.remove(&id);
+                done
+            }
             Err(e) => {
                 // A fire task can only end like this by a panic outside the
-                // step body; the window's own task still closed it.
-                tracing::error!("a fire task failed: {e}");
-                return;
+                // step body (its window, if one opened, closes on a task of
+                // its own). The step is freed and the fire reported failed.
+                let Some((step, due)) = self.fires.remove(&e.id()) else {
+                    tracing::error!("a fire task of an unknown step failed: {e}");
+                    return;
+                };
+                let report = FireReport {
+                    step: step.clone(),
+                    due,
+                    outcome: RunOutcome::Error {
+                        reason: format!("the fire failed: {e}"),
+                    },
+                    unit: None,
+                    duration_secs: 0.0,
+                    started_again: Vec::new(),
+                    not_started: Vec::new(),
+                    recreated: Vec::new(),
+                    healthy: Vec::new(),
+                    unhealthy: Vec::new(),
+                };
+                mesh_event!(
+                    error,
+                    Event::StepFailed,
+                    MESH_STEP = %step,
+                    "step {step} failed: its fire panicked ({e}); the step is free to fire again"
+                );
+                // A window it left open is handed to the adopter, which
+                // waits for the step container and closes it.
+                self.firer.windows().hand_over(&step);
+                (step, report)
             }
         };
         self.table.set_in_flight(&step, false);

@@ -44,6 +44,20 @@ fn scheduled_step(decl: &Declaration, step: &Step<'_>) -> Result<ScheduledStep, 
                 .map(|c| (id.to_string(), c.name.to_string()))
         })
         .collect();
+    // A held container removed during the window is created again from
+    // its declaration; one whose spec cannot be built is alerted instead.
+    let hold_specs = step
+        .schedule
+        .while_stopped
+        .iter()
+        .filter_map(|id| {
+            let resource = decl.get(id.as_str())?;
+            let container = decl.container(id.as_str())?;
+            spec::build(decl, resource, container)
+                .ok()
+                .map(|b| (container.name.to_string(), b.spec))
+        })
+        .collect();
     // Anything about the step changing re-arms it: its resource as declared
     // and what its container reads.
     let mut hasher = Sha256::new();
@@ -61,6 +75,7 @@ fn scheduled_step(decl: &Declaration, step: &Step<'_>) -> Result<ScheduledStep, 
             spec: built.spec,
             timeout: step.container.timeout,
             holds,
+            hold_specs,
         },
         timing: StepTiming {
             id: step.resource.id.to_string(),

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::clock::FakeClock;
+use crate::schedule::clock::{Clock, FakeClock};
 use crate::schedule::fire::{FireReport, Firer, RunOutcome, StepDef};
 use crate::schedule::window::{Owner, Resumed, Windows};
 use crate::store::{HeldContainer, Store, WindowRecord};
@@ -19,6 +19,7 @@ use crate::systemd::units::NoUnits;
 struct Rig {
     fake: FakeRuntime,
     store: Store,
+    clock: Arc<FakeClock>,
     firer: Firer,
     shutdown: watch::Sender<bool>,
     _dir: tempfile::TempDir,
@@ -39,10 +40,11 @@ fn rig(services: &[(&str, bool)]) -> Rig {
         fake.add_container(spec(name), *running);
     }
     let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
+    let clock = Arc::new(FakeClock::new(t0()));
     let windows = Windows::new(
         store.clone(),
         runtime.clone(),
-        Arc::new(FakeClock::new(t0())),
+        clock.clone(),
         Owner::current().expect("owner"),
     );
     let (shutdown, rx) = watch::channel(false);
@@ -51,6 +53,7 @@ fn rig(services: &[(&str, bool)]) -> Rig {
     Rig {
         fake,
         store,
+        clock,
         firer,
         shutdown,
         _dir: dir,
@@ -75,6 +78,7 @@ fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
             .iter()
             .map(|h| (h.to_string(), h.to_string()))
             .collect(),
+        hold_specs: holds.iter().map(|h| (h.to_string(), spec(h))).collect(),
     }
 }
 
@@ -320,6 +324,8 @@ fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>, timeout_secs: u64) {
         pid_start_time: owner.pid_start_time + 12345,
         step_container: "gc-run".into(),
         step_timeout_secs: Some(timeout_secs),
+        opened_since_boot_secs: None,
+        owed: false,
         held: vec![HeldContainer {
             id: "registry".into(),
             name: "registry".into(),
@@ -356,9 +362,10 @@ async fn a_window_left_by_a_dead_daemon_waits_for_the_step_then_closes() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_record_from_another_boot_or_too_old_holds_nothing() {
+async fn a_record_from_another_boot_holds_nothing_and_one_past_its_bound_closes() {
     for (boot, age_hours) in [("00000000-0000-0000-0000-000000000000", 1), ("", 7)] {
         let r = rig(&[("registry", false)]);
+        let other_boot = !boot.is_empty();
         let boot = if boot.is_empty() {
             crate::store::boot_id().expect("boot")
         } else {
@@ -366,10 +373,23 @@ async fn a_record_from_another_boot_or_too_old_holds_nothing() {
         };
         dead_record(&r, &boot, t0() - chrono::TimeDelta::hours(age_hours), 3600);
         let resumed = r.firer.windows().resume().await.expect("resume");
-        assert!(
-            matches!(&resumed[..], [Resumed::Stale { .. }]),
-            "{resumed:?}"
-        );
+        if other_boot {
+            assert!(
+                matches!(&resumed[..], [Resumed::Stale { .. }]),
+                "{resumed:?}"
+            );
+        } else {
+            assert!(
+                matches!(
+                    &resumed[..],
+                    [Resumed::Closed {
+                        waited_exit: None,
+                        ..
+                    }]
+                ),
+                "{resumed:?}"
+            );
+        }
         assert!(r.fake.is_running("registry"));
         assert!(r.store.windows().expect("records").is_empty());
     }
@@ -398,5 +418,325 @@ async fn a_resumed_step_that_outlives_its_timeout_is_stopped_and_the_window_clos
         vec![Call::Stop(s("gc-run")), Call::Start(s("registry"))]
     );
     assert!(!r.fake.is_running("gc-run"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_runtime_away_at_the_close_is_waited_for_within_the_budget() {
+    let r = rig(&[("db", true), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(10));
+    let def = step("gc", &["db", "app"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    // Docker goes away while the step runs and comes back 60 s later.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    r.fake.set_unreachable(true);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(!fire.is_finished(), "the close waits for the runtime");
+    r.fake.set_unreachable(false);
+    let report = fire.await.expect("fire task");
+    assert!(report.not_started.is_empty(), "{report:?}");
+    assert_eq!(report.started_again, vec!["app", "db"]);
+    assert!(r.fake.is_running("db") && r.fake.is_running("app"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_runtime_away_past_the_budget_leaves_the_starts_owed_until_it_answers() {
+    let r = rig(&[("db", true), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(10));
+    let def = step("gc", &["db", "app"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Before the step exits, the runtime goes away for longer than the budget.
+    r.fake.set_unreachable(true);
+    let report = fire.await.expect("fire task");
+    assert_eq!(
+        report.not_started,
+        vec!["app", "db"],
+        "alerted after the budget"
+    );
+    let records = r.store.windows().expect("records");
+    assert_eq!(records.len(), 1, "what is owed is kept");
+    assert!(records[0].owed);
+    assert_eq!(
+        records[0].held_names().collect::<Vec<_>>(),
+        vec!["db", "app"]
+    );
+    // The window still holds them: nothing else may start them meanwhile.
+    assert_eq!(r.firer.windows().live_records().expect("live").len(), 1);
+    // The daemon's adopter takes the owed record: it waits for the runtime.
+    let windows = r.firer.windows().clone();
+    let adopt = tokio::spawn(async move { windows.adopt("gc").await });
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!adopt.is_finished(), "waits as long as the runtime is away");
+    r.fake.set_unreachable(false);
+    let resumed = adopt.await.expect("task").expect("adopt");
+    match resumed {
+        Some(Resumed::Closed { report, .. }) => {
+            assert_eq!(report.started, vec!["app", "db"]);
+            assert!(report.owed.is_empty());
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(r.fake.is_running("db") && r.fake.is_running("app"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_step_is_stopped_and_confirmed_before_anything_starts() {
+    let r = rig(&[("db", true)]);
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(r.fake.is_running("gc-run"));
+    r.fake.lose_track("gc-run");
+    let report = fire.await.expect("fire task");
+    assert!(
+        matches!(&report.outcome, RunOutcome::Error { reason } if reason.contains("lost track")),
+        "{:?}",
+        report.outcome
+    );
+    assert!(!r.fake.is_running("gc-run"), "the step was stopped");
+    let calls = moves(&r.fake);
+    let stopped = calls.iter().position(|c| *c == Call::Stop(s("gc-run")));
+    let started = calls.iter().position(|c| *c == Call::Start(s("db")));
+    assert!(
+        stopped.is_some() && stopped < started,
+        "step stopped before db started: {calls:?}"
+    );
+    assert!(r.fake.is_running("db"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_step_that_cannot_be_confirmed_stopped_keeps_its_holds_owed() {
+    let r = rig(&[("db", true)]);
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    r.fake.set_unreachable(true);
+    r.fake.lose_track("gc-run");
+    let report = fire.await.expect("fire task");
+    assert_eq!(report.not_started, vec!["db"]);
+    assert!(
+        !r.fake.calls().contains(&Call::Start(s("db"))),
+        "never beside the step"
+    );
+    let records = r.store.windows().expect("records");
+    assert!(records.len() == 1 && records[0].owed, "{records:?}");
+    // The runtime answers again: the adopter stops the step, then starts db.
+    r.fake.set_unreachable(false);
+    let windows = r.firer.windows().clone();
+    let resumed = windows.adopt("gc").await.expect("adopt");
+    assert!(
+        matches!(resumed, Some(Resumed::Closed { .. })),
+        "{resumed:?}"
+    );
+    assert!(!r.fake.is_running("gc-run") && r.fake.is_running("db"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+/// Step units whose unit is "stopped" when the test says so.
+#[derive(Debug)]
+struct StoppableUnits(watch::Receiver<bool>);
+
+#[async_trait::async_trait]
+impl crate::systemd::units::StepUnits for StoppableUnits {
+    async fn begin(
+        &self,
+        step: &str,
+        _module: Option<&str>,
+        _fire_time: DateTime<Utc>,
+    ) -> Result<Option<crate::systemd::units::StepUnit>, String> {
+        Ok(Some(crate::systemd::units::StepUnit {
+            name: format!("{step}.scope"),
+            cgroup_parent: "/test".into(),
+            keeper: None,
+            stop_requested: Some(self.0.clone()),
+            stop_watch: None,
+        }))
+    }
+    async fn started(&self, _unit: &mut Option<crate::systemd::units::StepUnit>) {}
+    async fn end(&self, _unit: Option<crate::systemd::units::StepUnit>) {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_of_the_steps_unit_ends_the_run_reported_stopped() {
+    let r = rig(&[("db", true)]);
+    r.fake.stop_exit_code("gc-run", 137);
+    let (stop, stop_rx) = watch::channel(false);
+    let firer = Firer::new(
+        Arc::new(r.fake.clone()),
+        r.firer.windows().clone(),
+        Arc::new(StoppableUnits(stop_rx)),
+        r.shutdown.subscribe(),
+    );
+    let def = step("gc", &["db"], None);
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    stop.send(true).expect("stop");
+    let report = fire.await.expect("fire task");
+    assert_eq!(report.outcome, RunOutcome::Stopped { status: Some(137) });
+    assert!(!report.ok());
+    assert!(crate::schedule::fire::describe(&report.outcome).contains("stopped"));
+    assert!(!r.fake.is_running("gc-run") && r.fake.is_running("db"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forward_clock_jump_never_releases_holds_under_a_running_step() {
+    let r = rig(&[("db", true)]);
+    // A step with a one-hour timeout, running for 30 minutes.
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(1800));
+    let def = step("gc", &["db"], Some(3600));
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    // NTP steps the wall clock two days forward.
+    r.clock.jump(chrono::TimeDelta::days(2));
+    let live = r.firer.windows().live_records().expect("live");
+    assert_eq!(live.len(), 1, "still holds: its age is measured since boot");
+    assert_eq!(
+        live[0].age(&r.firer.windows().moment()),
+        Duration::from_secs(60)
+    );
+    // Another process taking over now (as if this owner died) waits for
+    // the step rather than stopping it or starting db beside it.
+    let mut orphan = r.store.windows().expect("records").remove(0);
+    orphan.pid_start_time += 1;
+    assert!(!r.fake.calls().contains(&Call::Start(s("db"))));
+    let report = fire.await.expect("fire task");
+    assert_eq!(report.outcome, RunOutcome::Succeeded, "not cut short");
+    assert!(report.duration_secs >= 1800.0);
+    assert!(r.fake.is_running("db"));
+    // And a dead owner's record of a step still running is waited for too.
+    let r2 = rig(&[("registry", false), ("gc-run", true)]);
+    r2.fake.exit_with("gc-run", 0, Duration::from_secs(120));
+    let boot = crate::store::boot_id().expect("boot");
+    let mut record = orphan;
+    record.boot_id = boot;
+    record.step_container = "gc-run".into();
+    record.held = vec![HeldContainer {
+        id: "registry".into(),
+        name: "registry".into(),
+        was_running: true,
+    }];
+    // Opened a minute ago by the time since boot, two days ago by the wall.
+    record.opened_since_boot_secs = r2.clock.since_boot().map(|d| d.as_secs() - 60);
+    record.opened_at = t0() - chrono::TimeDelta::days(2);
+    r2.store.write_window(&record).expect("write");
+    let resumed = r2.firer.windows().resume().await.expect("resume");
+    assert!(
+        matches!(
+            &resumed[..],
+            [Resumed::Closed {
+                waited_exit: Some(0),
+                ..
+            }]
+        ),
+        "the step was waited for: {resumed:?}"
+    );
+    assert!(!r2.fake.calls().contains(&Call::Stop(s("gc-run"))));
+    assert!(r2.fake.is_running("registry"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
+    use crate::schedule::scheduler::{ScheduledStep, Scheduler};
+    let r = rig(&[("db", true)]);
+    // Opening the window inspects db: that panics, outside the step body.
+    r.fake.panic_on_inspect("db");
+    let (scheduler, handle) = Scheduler::new(
+        r.firer.clone(),
+        r.clock.clone(),
+        r.store.clone(),
+        Box::new(|| {}),
+    );
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(scheduler.run(stop_rx));
+    let def = step("gc", &["db"], None);
+    let timing = crate::schedule::jobs::StepTiming {
+        id: "gc".into(),
+        cron: crate::cron::CronSchedule::parse("0 3 * * *").expect("cron"),
+        zone: chrono_tz::UTC,
+        fingerprint: "f".into(),
+    };
+    handle
+        .sync(vec![ScheduledStep { def, timing }])
+        .await
+        .expect("sync");
+    let report = handle.run_now("gc").await.expect("a report");
+    assert!(
+        matches!(&report.outcome, RunOutcome::Error { reason } if reason.contains("panic")),
+        "{:?}",
+        report.outcome
+    );
+    let status = handle.status().await.expect("status");
+    assert!(!status[0].running, "the step is free");
+    assert!(status[0].history.last_outcome.is_some());
+    // Free to fire again (and failing the same way, not hanging).
+    let again = handle.run_now("gc").await.expect("a second report");
+    assert!(!again.ok());
+    stop.send(true).expect("stop");
+    task.await.expect("scheduler");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_container_removed_during_the_window_is_created_again_from_its_declaration() {
+    let r = rig(&[("db", true), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(10));
+    let def = step("gc", &["db", "app"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Someone removes db while it is held.
+    r.fake.remove("db").await.expect("remove");
+    let report = fire.await.expect("fire task");
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.started_again, vec!["app", "db"]);
+    assert_eq!(report.recreated, vec!["db"]);
+    assert!(r.fake.is_running("db") && r.fake.is_running("app"));
+    assert!(r.fake.calls().contains(&Call::Create(s("db"))));
+    let made = r.fake.spec_of("db").expect("db exists");
+    assert_eq!(
+        (made.image, made.command),
+        (spec("db").image, None),
+        "as declared"
+    );
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn started_again_means_healthy_and_an_unhealthy_one_does_not_hold_up_the_others() {
+    let r = rig(&[("db", true), ("app", true), ("web", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(5));
+    // db turns healthy 20 s after its start; app never does.
+    r.fake
+        .set_health("db", "healthy", "ok", Duration::from_secs(20));
+    r.fake.set_health(
+        "app",
+        "unhealthy",
+        "connection refused",
+        Duration::from_secs(3),
+    );
+    let started = tokio::time::Instant::now();
+    let report = r
+        .firer
+        .fire(&step("gc", &["db", "app", "web"], None), t0())
+        .await;
+    assert_eq!(report.started_again, vec!["web", "app", "db"]);
+    assert_eq!(report.healthy, vec!["db"]);
+    assert_eq!(report.unhealthy, vec!["app"]);
+    assert!(!report.ok(), "an unhealthy held container fails the fire");
+    assert!(
+        started.elapsed() >= Duration::from_secs(25),
+        "the close waited for db's health: {:?}",
+        started.elapsed()
+    );
+    assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
     assert!(r.store.windows().expect("records").is_empty());
 }

@@ -4,10 +4,11 @@
 //! A window's life:
 //!
 //! 1. **Open**, under the apply lock (so no apply is in flight): refuse if
-//!    another live window holds any of the same containers, inspect which of
-//!    them run, write the window record **before the first stop**, release
-//!    the lock, then stop the running ones in the order named. Only those
-//!    that were running are held; one already stopped stays stopped.
+//!    another window of this boot holds any of the same containers (or one
+//!    of this step is still on disk), inspect which of them run, write the
+//!    window record **before the first stop**, release the lock, then stop
+//!    the running ones in the order named. Only those that were running are
+//!    held; one already stopped stays stopped.
 //! 2. While open, a watcher stops again any held container someone else
 //!    starts (`hold-violated`).
 //! 3. **Close**, whatever the step did: start the held containers in
@@ -15,12 +16,24 @@
 //!    bounded budget ([`CLOSE_BUDGET`]). A container another live window
 //!    still holds is left to that window (holds are counted across records).
 //!    One that will not start is an alert (`WILL NOT START AGAIN`) and the
-//!    others are still started. Then the record is erased.
+//!    others are still started. While the container runtime does not
+//!    answer, starts are retried with backoff for the whole budget; what is
+//!    still not started then is alerted and **owed**: the record stays,
+//!    narrowed to those containers and marked owed, and the daemon starts
+//!    them as soon as the runtime answers again. Otherwise the record is
+//!    erased.
 //!
-//! A record left by a daemon that died is [resumed](Windows::resume): the
-//! step container is waited for if it still runs, then the window closes. A
-//! record from another boot, or older than six hours, holds nothing: its
-//! containers are started again if they were running.
+//! A record whose owner died is [resumed](Windows::resume) (`takeover`: by the next
+//! daemon at start-up, by a running daemon within seconds of the owner's
+//! death, or by the next local command): it is first taken over (rewritten
+//! with the new owner, under the records lock, so only one process closes
+//! it), the step container is waited for if it still runs, within the
+//! window's bound, then the window closes. A window's bound is its step's
+//! timeout plus the closing budget (six hours without a timeout), measured
+//! on the time since boot, which no wall-clock step moves; a window whose
+//! step still runs is never released by age alone. A record from another
+//! boot holds nothing: its containers are started again if they were
+//! running.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,17 +45,43 @@ use tokio::task::JoinHandle;
 use crate::events::Event;
 use crate::runtime::{ContainerEventKind, ContainerRuntime, RuntimeError};
 use crate::schedule::clock::Clock;
-use crate::store::{HeldContainer, Store, StoreError, WindowRecord};
+use crate::store::{HeldContainer, Moment, Store, StoreError, WindowRecord};
 use crate::{mesh_alert, mesh_event};
 
-/// How long closing a window may take, all starts included.
-pub const CLOSE_BUDGET: Duration = Duration::from_secs(5 * 60);
+mod takeover;
 
-/// Attempts to start one held container before it is declared lost.
+/// How long closing a window may take, all starts included.
+pub const CLOSE_BUDGET: Duration = crate::store::CLOSE_BUDGET;
+
+/// Attempts to start one held container, when the runtime answers with a
+/// refusal, before it is declared lost.
 const START_ATTEMPTS: u32 = 3;
 
 /// Pause between two start attempts of the same container.
 const START_RETRY_PAUSE: Duration = Duration::from_secs(2);
+
+/// How often a held container's health is looked at while it is `starting`.
+const HEALTH_POLL: Duration = Duration::from_secs(1);
+
+/// What a held container's health check said after its start.
+enum Healthy {
+    /// It has none.
+    NoCheck,
+    /// `healthy`.
+    Yes,
+    /// `unhealthy`, or still `starting` at the deadline.
+    No { status: String, output: String },
+}
+
+/// The one try a container gets when the closing budget is already spent.
+const LAST_TRY: Duration = Duration::from_secs(10);
+
+/// The longest pause between two attempts while the runtime does not answer.
+const UNREACHABLE_BACKOFF_MAX: Duration = Duration::from_secs(15);
+
+/// The longest pause between two looks for a runtime that does not answer,
+/// while starts are owed.
+const OWED_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// What a window will hold, in stop order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +98,9 @@ pub struct WindowPlan {
     pub step_timeout: Option<Duration>,
     /// `(resource id, runtime name)` of each container to hold, in order.
     pub holds: Vec<(String, String)>,
+    /// How each held container is created (by runtime name): one removed
+    /// during the window is created again from it at the close.
+    pub hold_specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
 }
 
 /// Why a window did not open.
@@ -102,6 +144,8 @@ pub enum OpenError {
 pub struct OpenWindow {
     record: WindowRecord,
     watcher: Option<JoinHandle<()>>,
+    /// See [`WindowPlan::hold_specs`]; none for a resumed window.
+    specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
 }
 
 impl OpenWindow {
@@ -120,6 +164,18 @@ pub struct CloseReport {
     pub still_held: Vec<String>,
     /// Containers that would not start (each alerted), with the reason.
     pub lost: Vec<(String, String)>,
+    /// Of `lost`, those that could not be started because the runtime did
+    /// not answer: still owed, started as soon as it answers again (the
+    /// record stays, marked owed).
+    pub owed: Vec<String>,
+    /// Of `started`, those removed during the window and created again from
+    /// their declaration.
+    pub recreated: Vec<String>,
+    /// Of `started`, those with a health check that reported `healthy`.
+    pub healthy: Vec<String>,
+    /// Of `started`, those with a health check that did not report
+    /// `healthy` within the budget (`held-unhealthy`), with the last output.
+    pub unhealthy: Vec<(String, String)>,
 }
 
 impl CloseReport {
@@ -151,7 +207,8 @@ impl Owner {
         })
     }
 
-    fn owns(&self, record: &WindowRecord) -> bool {
+    /// Whether `record` was written by this process.
+    pub fn owns(&self, record: &WindowRecord) -> bool {
         record.boot_id == self.boot_id
             && record.pid == self.pid
             && record.pid_start_time == self.pid_start_time
@@ -175,7 +232,7 @@ pub enum Resumed {
         /// How the close went.
         report: CloseReport,
     },
-    /// From another boot or too old: held nothing; containers started again.
+    /// From another boot: held nothing; containers started again.
     Stale {
         /// The step.
         step: String,
@@ -191,6 +248,15 @@ pub struct Windows {
     runtime: Arc<dyn ContainerRuntime>,
     clock: Arc<dyn Clock>,
     owner: Owner,
+}
+
+/// Why a held container did not start.
+struct StartFailure {
+    reason: String,
+    /// The runtime did not answer (rather than refusing).
+    unanswered: bool,
+    /// The container no longer exists.
+    gone: bool,
 }
 
 impl Windows {
@@ -209,15 +275,35 @@ impl Windows {
         }
     }
 
-    /// The records that hold something now (this boot, younger than six
-    /// hours). An unreadable record is an error: never guess.
+    /// The store the records live in.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// This process as window owner.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// Now, as records are measured.
+    pub fn moment(&self) -> Moment {
+        Moment {
+            wall: self.clock.now(),
+            boot_id: self.owner.boot_id.clone(),
+            since_boot: self.clock.since_boot(),
+        }
+    }
+
+    /// The records that hold something now: of this boot, and within their
+    /// bound or with their owner alive. An unreadable record is an error:
+    /// never guess.
     pub fn live_records(&self) -> Result<Vec<WindowRecord>, StoreError> {
-        let now = self.clock.now();
+        let at = self.moment();
         Ok(self
             .store
             .windows()?
             .into_iter()
-            .filter(|r| r.holds(now, &self.owner.boot_id))
+            .filter(|r| r.holds_at(&at))
             .collect())
     }
 
@@ -227,15 +313,26 @@ impl Windows {
             // Taken just to write the record: no apply is in flight while a
             // window opens, and an apply never waits behind a window.
             let _lock = self.store.lock_async().await?;
-            let live = self.live_records()?;
-            if let Some(other) = live.iter().find(|r| r.step == plan.step) {
+            // And no dead owner's record is being taken over meanwhile.
+            let _records = self.store.records_lock_async().await?;
+            // Every record of this boot counts here, live or past its
+            // bound: one not yet closed (its owner died, it is being
+            // taken over) still owes its containers a start.
+            let boot = self.owner.boot_id.clone();
+            let pending: Vec<WindowRecord> = self
+                .store
+                .windows()?
+                .into_iter()
+                .filter(|r| r.boot_id == boot)
+                .collect();
+            if let Some(other) = pending.iter().find(|r| r.step == plan.step) {
                 return Err(OpenError::Busy {
                     other: other.step.clone(),
                     container: plan.step.clone(),
                 });
             }
             for (_, name) in &plan.holds {
-                if let Some(other) = live.iter().find(|r| r.held_names().any(|n| n == name)) {
+                if let Some(other) = pending.iter().find(|r| r.held_names().any(|n| n == name)) {
                     return Err(OpenError::Busy {
                         other: other.step.clone(),
                         container: name.clone(),
@@ -268,6 +365,8 @@ impl Windows {
                 pid_start_time: self.owner.pid_start_time,
                 step_container: plan.step_container.clone(),
                 step_timeout_secs: plan.step_timeout.map(|t| t.as_secs()),
+                opened_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
+                owed: false,
                 held,
             };
             self.store.write_window(&record)?;
@@ -285,7 +384,11 @@ impl Windows {
         );
         // Watch before the first stop so that no start can slip between.
         let watcher = self.spawn_watcher(&record).await;
-        let mut window = OpenWindow { record, watcher };
+        let mut window = OpenWindow {
+            record,
+            watcher,
+            specs: plan.hold_specs.clone(),
+        };
         for name in held {
             if let Err(source) = self.runtime.stop(&name).await {
                 let closed = self.close(&mut window).await;
@@ -302,13 +405,14 @@ impl Windows {
     /// Close a window, whatever its step did. Runs on its own task so that
     /// cancelling the caller cannot cut it short, within [`CLOSE_BUDGET`].
     pub async fn close(&self, window: &mut OpenWindow) -> CloseReport {
-        if let Some(watcher) = window.watcher.take() {
-            watcher.abort();
-            let _ = watcher.await;
-        }
+        self.stop_watcher(window).await;
         let this = self.clone();
         let record = window.record.clone();
-        let task = tokio::spawn(async move { this.close_record(&record, CLOSE_BUDGET).await });
+        let specs = window.specs.clone();
+        let task =
+            tokio::spawn(
+                async move { this.close_record_with(&record, CLOSE_BUDGET, &specs).await },
+            );
         match task.await {
             Ok(report) => report,
             Err(e) => {
@@ -324,9 +428,56 @@ impl Windows {
         }
     }
 
+    /// The step of this window could not be confirmed stopped (the runtime
+    /// did not answer for the whole closing budget): starting the held
+    /// containers could run them beside it. Each is alerted, and the record
+    /// stays, marked owed: the daemon waits for the runtime, for the step to
+    /// end (within the window's bound), then starts them.
+    pub async fn close_unconfirmed(&self, window: &mut OpenWindow, reason: &str) -> CloseReport {
+        self.stop_watcher(window).await;
+        let record = &window.record;
+        let why = format!(
+            "its step container {} could not be confirmed stopped ({reason}); owed until it is",
+            record.step_container
+        );
+        let mut report = CloseReport::default();
+        for name in record.held_names() {
+            alert_lost(record, name, &why);
+            report.lost.push((name.to_string(), why.clone()));
+            report.owed.push(name.to_string());
+        }
+        let owed = WindowRecord {
+            owed: true,
+            ..record.clone()
+        };
+        if let Err(e) = self.store.write_window(&owed) {
+            tracing::error!(MESH_STEP = %record.step, "cannot mark the window of {} owed: {e}", record.step);
+        }
+        report
+    }
+
+    async fn stop_watcher(&self, window: &mut OpenWindow) {
+        if let Some(watcher) = window.watcher.take() {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+    }
+
     /// Start the held containers of `record` again (reverse order) and erase
-    /// the record.
+    /// the record, or keep it for what is owed.
     async fn close_record(&self, record: &WindowRecord, budget: Duration) -> CloseReport {
+        self.close_record_with(record, budget, &Default::default())
+            .await
+    }
+
+    /// [`Self::close_record`], creating again from `specs` a held container
+    /// that was removed during the window.
+    async fn close_record_with(
+        &self,
+        record: &WindowRecord,
+        budget: Duration,
+        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+    ) -> CloseReport {
         let deadline = tokio::time::Instant::now() + budget;
         let mut report = CloseReport::default();
         // Holds are counted across records: a container another live window
@@ -353,13 +504,87 @@ impl Windows {
                 report.still_held.push(name.to_string());
                 continue;
             }
-            match self.start_confirmed(name, deadline).await {
-                Ok(()) => report.started.push(name.to_string()),
-                Err(reason) => {
-                    alert_lost(record, name, &reason);
-                    report.lost.push((name.to_string(), reason));
+            // Past the budget (the runtime was away for it), each container
+            // left still gets one short try, so what is owed is told apart
+            // from what was refused.
+            let until = deadline.max(tokio::time::Instant::now() + LAST_TRY);
+            let mut started = self.start_confirmed(name, until).await;
+            if let (Err(failure), Some(spec)) = (&started, specs.get(name)) {
+                if failure.gone {
+                    started = self.recreate(record, spec, until).await;
+                    if started.is_ok() {
+                        report.recreated.push(name.to_string());
+                    }
                 }
             }
+            if started.is_ok() {
+                match self.wait_healthy(name, until).await {
+                    Healthy::NoCheck => {}
+                    Healthy::Yes => report.healthy.push(name.to_string()),
+                    Healthy::No { status, output } => {
+                        mesh_event!(
+                            error,
+                            Event::HeldUnhealthy,
+                            MESH_STEP = %record.step,
+                            MESH_CONTAINER = %name,
+                            MESH_MODULE = %record.module.as_deref().unwrap_or(""),
+                            "container {name} started again after the window of {} but is {status}: last health check said: {output}",
+                            record.step
+                        );
+                        report.unhealthy.push((name.to_string(), output));
+                    }
+                }
+            }
+            match started {
+                Ok(()) => {
+                    if record.owed {
+                        tracing::warn!(
+                            MESH_STEP = %record.step,
+                            MESH_CONTAINER = %name,
+                            "{name}, owed a start since the window of {} could not close, started: the container runtime answers again",
+                            record.step
+                        );
+                    }
+                    report.started.push(name.to_string())
+                }
+                Err(failure) => {
+                    // An owed container was alerted when it became owed.
+                    if !(record.owed && failure.unanswered) {
+                        alert_lost(record, name, &failure.reason);
+                    }
+                    if failure.unanswered {
+                        report.owed.push(name.to_string());
+                    }
+                    report.lost.push((name.to_string(), failure.reason));
+                }
+            }
+        }
+        if !report.owed.is_empty() {
+            // Keep what is owed: the record, narrowed to those containers.
+            let owed = WindowRecord {
+                owed: true,
+                held: record
+                    .held
+                    .iter()
+                    .filter(|c| c.was_running && report.owed.contains(&c.name))
+                    .cloned()
+                    .collect(),
+                ..record.clone()
+            };
+            match self.store.write_window(&owed) {
+                Ok(()) => tracing::warn!(
+                    MESH_STEP = %record.step,
+                    "window of {} not closed: the container runtime does not answer; {} owed a start, made as soon as it answers",
+                    record.step,
+                    report.owed.join(", ")
+                ),
+                Err(e) => tracing::error!(
+                    MESH_STEP = %record.step,
+                    "cannot keep the window of {} owed: {e}",
+                    record.step
+                ),
+            }
+            return report;
         }
         if let Err(e) = self.store.remove_window(&record.step) {
             tracing::error!(MESH_STEP = %record.step, "cannot erase the window record of {}: {e}", record.step);
@@ -379,39 +604,141 @@ impl Windows {
         report
     }
 
-    /// Start one container, retrying briefly, confirmed running.
+    /// Start one container, confirmed running. A refusal is retried
+    /// briefly; a runtime that does not answer is retried with backoff
+    /// until `deadline`.
     async fn start_confirmed(
         &self,
         name: &str,
         deadline: tokio::time::Instant,
-    ) -> Result<(), String> {
+    ) -> Result<(), StartFailure> {
         let mut last = String::from("closing budget exhausted before the first attempt");
-        for attempt in 1..=START_ATTEMPTS {
+        let mut unanswered = false;
+        let mut refusals = 0;
+        let mut backoff = Duration::from_secs(1);
+        loop {
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(format!(
-                    "closing budget of {}s exhausted: {last}",
-                    CLOSE_BUDGET.as_secs()
-                ));
+                return Err(StartFailure {
+                    reason: format!(
+                        "closing budget of {}s exhausted: {last}",
+                        CLOSE_BUDGET.as_secs()
+                    ),
+                    unanswered,
+                    gone: false,
+                });
             }
+            let gone = || StartFailure {
+                reason: "the container no longer exists".to_string(),
+                unanswered: false,
+                gone: true,
+            };
             match tokio::time::timeout(deadline - now, self.runtime.start(name)).await {
                 Ok(Ok(())) => match self.runtime.inspect(name).await {
                     Ok(Some(info)) if info.running => return Ok(()),
-                    Ok(Some(info)) => last = format!("it exited at once (status {})", info.status),
-                    Ok(None) => return Err("the container no longer exists".to_string()),
-                    Err(e) => last = e.to_string(),
+                    Ok(Some(info)) => {
+                        last = format!("it exited at once (status {})", info.status);
+                        unanswered = false;
+                        refusals += 1;
+                    }
+                    Ok(None) => return Err(gone()),
+                    Err(e) => {
+                        unanswered = e.is_transient();
+                        refusals += u32::from(!unanswered);
+                        last = e.to_string();
+                    }
                 },
-                Ok(Err(RuntimeError::NotFound { .. })) => {
-                    return Err("the container no longer exists".to_string())
+                Ok(Err(RuntimeError::NotFound { .. })) => return Err(gone()),
+                Ok(Err(e)) => {
+                    unanswered = e.is_transient();
+                    refusals += u32::from(!unanswered);
+                    last = e.to_string();
                 }
-                Ok(Err(e)) => last = e.to_string(),
-                Err(_) => last = "the start did not answer in time".to_string(),
+                Err(_) => {
+                    last = "the start did not answer in time".to_string();
+                    unanswered = true;
+                }
             }
-            if attempt < START_ATTEMPTS {
-                tokio::time::sleep(START_RETRY_PAUSE).await;
+            if !unanswered && refusals >= START_ATTEMPTS {
+                return Err(StartFailure {
+                    reason: last,
+                    unanswered: false,
+                    gone: false,
+                });
             }
+            let pause = if unanswered {
+                let p = backoff;
+                backoff = (backoff * 2).min(UNREACHABLE_BACKOFF_MAX);
+                p
+            } else {
+                START_RETRY_PAUSE
+            };
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            tokio::time::sleep(pause.min(left)).await;
         }
-        Err(last)
+    }
+
+    /// Wait, within `deadline`, for a container with a health check to
+    /// report `healthy`: started again means serving again.
+    async fn wait_healthy(&self, name: &str, deadline: tokio::time::Instant) -> Healthy {
+        let mut last = None;
+        loop {
+            match self.runtime.inspect(name).await {
+                Ok(Some(info)) => match info.health {
+                    None => return Healthy::NoCheck,
+                    Some(h) if h.status == "healthy" => return Healthy::Yes,
+                    Some(h) if h.status == "unhealthy" => {
+                        return Healthy::No {
+                            status: h.status,
+                            output: h.last_output,
+                        }
+                    }
+                    Some(h) => last = Some(h),
+                },
+                Ok(None) => return Healthy::NoCheck,
+                Err(e) => {
+                    tracing::warn!(MESH_CONTAINER = %name, "cannot read the health of {name}: {e}")
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                let (status, output) = last
+                    .map(|h| (h.status, h.last_output))
+                    .unwrap_or_else(|| ("unknown".into(), String::new()));
+                return Healthy::No {
+                    status: format!("still {status} when the closing budget ran out"),
+                    output,
+                };
+            }
+            tokio::time::sleep(HEALTH_POLL.min(deadline - now)).await;
+        }
+    }
+
+    /// Create a held container that was removed during the window again,
+    /// from its declaration, and start it.
+    async fn recreate(
+        &self,
+        record: &WindowRecord,
+        spec: &crate::runtime::ContainerSpec,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), StartFailure> {
+        let name = &spec.name;
+        if let Err(e) = self.runtime.create(spec).await {
+            return Err(StartFailure {
+                reason: format!(
+                    "it was removed during the window and cannot be created again: {e}"
+                ),
+                unanswered: e.is_transient(),
+                gone: true,
+            });
+        }
+        tracing::warn!(
+            MESH_STEP = %record.step,
+            MESH_CONTAINER = %name,
+            "{name} was removed during the window of {}: created again from its declaration",
+            record.step
+        );
+        self.start_confirmed(name, deadline).await
     }
 
     /// Watch the held containers and stop again any that someone starts.
@@ -466,95 +793,6 @@ impl Windows {
                 }
             }
         }))
-    }
-
-    /// Take over every record whose owner is gone. Records of a live owner
-    /// (another process mid-window) are left alone.
-    pub async fn resume(&self) -> Result<Vec<Resumed>, StoreError> {
-        let now = self.clock.now();
-        let mut out = Vec::new();
-        for record in self.store.windows()? {
-            if self.owner.owns(&record) {
-                continue;
-            }
-            if record.holds(now, &self.owner.boot_id) && record.owner_alive() {
-                out.push(Resumed::OwnerAlive { step: record.step });
-                continue;
-            }
-            out.push(self.resume_one(record, now).await);
-        }
-        Ok(out)
-    }
-
-    async fn resume_one(&self, record: WindowRecord, now: DateTime<Utc>) -> Resumed {
-        if !record.holds(now, &self.owner.boot_id) {
-            mesh_event!(
-                warn,
-                Event::WindowResumed,
-                MESH_STEP = %record.step,
-                "window record of {} from {} is from another boot or older than six hours: it holds nothing; starting its containers again",
-                record.step,
-                record.opened_at
-            );
-            let report = self.close_record(&record, CLOSE_BUDGET).await;
-            return Resumed::Stale {
-                step: record.step,
-                report,
-            };
-        }
-        mesh_event!(
-            warn,
-            Event::WindowResumed,
-            MESH_STEP = %record.step,
-            "resuming the window of {} left open by pid {} (opened {})",
-            record.step,
-            record.pid,
-            record.opened_at
-        );
-        let waited_exit = match self.runtime.inspect(&record.step_container).await {
-            Ok(Some(info)) if info.running => Some(self.wait_resumed_step(&record, now).await),
-            _ => None,
-        }
-        .flatten();
-        let report = self.close_record(&record, CLOSE_BUDGET).await;
-        Resumed::Closed {
-            step: record.step,
-            waited_exit,
-            report,
-        }
-    }
-}
-
-impl Windows {
-    /// Wait for the step of a resumed window, but no longer than its own
-    /// timeout from when the window opened (or, without one, than the six
-    /// hours after which the record would hold nothing): a hung step must
-    /// not keep the window shut. Past that the step is stopped.
-    async fn wait_resumed_step(&self, record: &WindowRecord, now: DateTime<Utc>) -> Option<i64> {
-        let bound = record
-            .step_timeout_secs
-            .map(Duration::from_secs)
-            .unwrap_or(crate::store::WINDOW_MAX_AGE);
-        let elapsed = (now - record.opened_at).to_std().unwrap_or_default();
-        let left = bound.saturating_sub(elapsed);
-        tracing::info!(
-            MESH_STEP = %record.step,
-            "step container {} still runs: waiting for it, at most {}s",
-            record.step_container,
-            left.as_secs()
-        );
-        match tokio::time::timeout(left, self.runtime.wait_exit(&record.step_container)).await {
-            Ok(exit) => exit.ok(),
-            Err(_) => {
-                tracing::warn!(
-                    MESH_STEP = %record.step,
-                    "step container {} outlived its bound of {}s: stopping it",
-                    record.step_container,
-                    bound.as_secs()
-                );
-                crate::runtime::stop_run(&*self.runtime, &record.step_container).await
-            }
-        }
     }
 }
 

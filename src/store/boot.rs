@@ -35,6 +35,26 @@ pub fn process_start_time(pid: u32) -> Result<u64, StoreError> {
     parse_stat_start_time(&text).map_err(|reason| StoreError::Corrupt { path, reason })
 }
 
+/// [`process_start_time`] of a process that still runs: one that exited
+/// and is not yet reaped (a zombie, state `Z` or `X`) counts as gone, with
+/// an error for which [`StoreError::is_not_found`] is true. What tells a
+/// window's owner dead: a pidfd turns readable at the exit, before the reap.
+pub fn live_process_start_time(pid: u32) -> Result<u64, StoreError> {
+    let path = PathBuf::from(format!("/proc/{pid}/stat"));
+    let text = fs::read_to_string(&path).map_err(|e| StoreError::io("read", &path, e))?;
+    let state = text
+        .rfind(')')
+        .and_then(|close| text[close + 1..].split_ascii_whitespace().next());
+    if matches!(state, Some("Z" | "X" | "x")) {
+        return Err(StoreError::io(
+            "read",
+            &path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "the process has exited"),
+        ));
+    }
+    parse_stat_start_time(&text).map_err(|reason| StoreError::Corrupt { path, reason })
+}
+
 /// Extracts field 22 (`starttime`) from the text of a `/proc/<pid>/stat`.
 ///
 /// Field 2 is the command name in parentheses and may itself contain spaces
@@ -90,6 +110,26 @@ mod tests {
         assert_eq!(process_start_time(me).expect("again"), a);
         // pid 1 started no later than we did.
         assert!(process_start_time(1).expect("pid 1") <= a);
+    }
+
+    #[test]
+    fn a_zombie_is_not_live() {
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        // Exited, not reaped yet.
+        let mut waited = 0;
+        while live_process_start_time(pid).is_ok() && waited < 500 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            waited += 1;
+        }
+        let err = live_process_start_time(pid).expect_err("zombie");
+        assert!(err.is_not_found(), "{err}");
+        assert!(
+            process_start_time(pid).is_ok(),
+            "still in /proc until reaped"
+        );
+        child.wait().expect("wait");
+        assert!(live_process_start_time(std::process::id()).is_ok());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! | path | what | written by |
 //! |---|---|---|
 //! | `lock` | empty file; an exclusive `flock(2)` on it is the apply lock | created by whoever locks first |
+//! | `windows.lock` | empty file; its `flock(2)` serialises writing window records (opening, taking over a dead owner's) | created by whoever locks first |
 //! | `<name>.json` | a typed JSON document of a consumer ([`Store::save`]) | its consumer, under the lock |
 //! | [`APPLIED`]`.json` | what the last apply applied | the apply engine |
 //! | [`CONTAINER_INPUTS`]`.json` | per container, digests of what it was created reading | the apply engine |
@@ -53,7 +54,8 @@ pub use digest::{
 pub use error::StoreError;
 pub use lock::ApplyLock;
 pub use window::{
-    window_file_name, HeldContainer, WindowRecord, WINDOW_MAX_AGE, WINDOW_RECORD_VERSION,
+    since_boot, window_file_name, HeldContainer, Moment, WindowRecord, CLOSE_BUDGET,
+    WINDOW_MAX_AGE, WINDOW_RECORD_VERSION,
 };
 
 /// The default state directory.
@@ -71,6 +73,10 @@ pub const STEP_HISTORY: &str = "step-history";
 
 /// Name of the lock file under the root.
 const LOCK_FILE: &str = "lock";
+
+/// Name of the lock file that serialises writing window records (opening
+/// one, and a process taking over the record of a dead owner).
+const RECORDS_LOCK_FILE: &str = "windows.lock";
 
 /// Name of the directory of window records under the root.
 const WINDOWS_DIR: &str = "windows";
@@ -134,6 +140,27 @@ impl Store {
     /// taken in the background once free and released at once.
     pub async fn lock_async(&self) -> Result<ApplyLock, StoreError> {
         let path = self.lock_path();
+        let wait_path = path.clone();
+        tokio::task::spawn_blocking(move || lock::lock(&wait_path))
+            .await
+            .map_err(|join| StoreError::Lock {
+                path,
+                source: io::Error::other(join),
+            })?
+    }
+
+    /// The directory of window records (watched for new records).
+    pub fn windows_dir(&self) -> &Path {
+        &self.windows
+    }
+
+    /// Takes the lock that serialises writing window records: opening a
+    /// window writes its record under it (inside the apply lock), and a
+    /// process taking over the record of a dead owner rewrites it under it
+    /// alone, so a takeover never waits behind an apply. On Tokio's
+    /// blocking pool, like [`Store::lock_async`].
+    pub async fn records_lock_async(&self) -> Result<ApplyLock, StoreError> {
+        let path = self.root.join(RECORDS_LOCK_FILE);
         let wait_path = path.clone();
         tokio::task::spawn_blocking(move || lock::lock(&wait_path))
             .await

@@ -7,13 +7,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::boot::{boot_id, process_start_time};
+#[cfg(test)]
+use super::boot::process_start_time;
+use super::boot::{boot_id, live_process_start_time};
 use super::StoreError;
 
-/// A window opened longer ago than this holds nothing (the contract: a window
-/// older than six hours holds nothing), so a record that was never erased
-/// cannot keep a service down for good.
+/// The bound of a window whose step has no timeout: opened longer ago than
+/// this (and its owner gone) it holds nothing, so a record that was never
+/// erased cannot keep a service down for good.
 pub const WINDOW_MAX_AGE: Duration = Duration::from_secs(6 * 60 * 60);
+
+/// How long closing a window may take, all starts included (the closing
+/// budget). A window's bound is its step's timeout plus this.
+pub const CLOSE_BUDGET: Duration = Duration::from_secs(5 * 60);
 
 /// The record format version this host writes and reads.
 pub const WINDOW_RECORD_VERSION: u32 = 1;
@@ -38,7 +44,7 @@ pub struct WindowRecord {
     pub boot_id: String,
     /// The process that opened the window and is expected to close it.
     pub pid: u32,
-    /// That process's start time (see [`process_start_time`]), so a recycled
+    /// That process's start time (see [`crate::store::process_start_time`]), so a recycled
     /// pid is not taken for the owner.
     pub pid_start_time: u64,
     /// The runtime name of the step's container.
@@ -46,6 +52,14 @@ pub struct WindowRecord {
     /// The step's `timeout` in seconds, so that whoever resumes the window
     /// ends a step that outlives it (absent in records without one).
     pub step_timeout_secs: Option<u64>,
+    /// Seconds since boot (`CLOCK_BOOTTIME`, which no wall-clock step
+    /// moves) when the window was opened: a window's age is measured on it
+    /// (absent in older records: then on the wall clock).
+    pub opened_since_boot_secs: Option<u64>,
+    /// The close ran out of its budget while the container runtime did not
+    /// answer: the containers still listed are owed a start, made as soon
+    /// as the runtime answers again (already alerted).
+    pub owed: bool,
     /// The containers named by `while-stopped`, in the order they are stopped
     /// (they are started again in reverse).
     pub held: Vec<HeldContainer>,
@@ -65,20 +79,74 @@ pub struct HeldContainer {
     pub was_running: bool,
 }
 
+/// A moment as window records are measured against it: the wall clock,
+/// the boot, and the time since boot (which no wall-clock step moves).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moment {
+    /// Wall-clock time.
+    pub wall: DateTime<Utc>,
+    /// `/proc/sys/kernel/random/boot_id`.
+    pub boot_id: String,
+    /// Time since boot (`CLOCK_BOOTTIME`), when it could be read.
+    pub since_boot: Option<Duration>,
+}
+
+/// Time since boot, counting suspend (`CLOCK_BOOTTIME`, through
+/// `sysinfo(2)`), to the second: a wall-clock step does not move it.
+pub fn since_boot() -> Duration {
+    let secs = rustix::system::sysinfo().uptime;
+    Duration::from_secs(u64::try_from(secs).unwrap_or(0))
+}
+
 impl WindowRecord {
-    /// Whether this window holds its containers at `now` on the boot
-    /// `current_boot`. A window from another boot, or opened more than
-    /// [`WINDOW_MAX_AGE`] before `now`, holds nothing.
-    ///
-    /// The age counts both ways: a record stamped more than six hours in the
-    /// future (the wall clock stepped back) holds nothing either, so a clock
-    /// step cannot stretch a window without bound.
-    pub fn holds(&self, now: DateTime<Utc>, current_boot: &str) -> bool {
-        if self.boot_id != current_boot {
-            return false;
+    /// How long this window may stay open: its step's timeout plus the
+    /// closing budget, or [`WINDOW_MAX_AGE`] when the step has no timeout.
+    pub fn bound(&self) -> Duration {
+        match self.step_timeout_secs {
+            Some(t) => Duration::from_secs(t).saturating_add(CLOSE_BUDGET),
+            None => WINDOW_MAX_AGE,
         }
-        let age = now.signed_duration_since(self.opened_at).abs();
-        age.to_std().is_ok_and(|age| age <= WINDOW_MAX_AGE)
+    }
+
+    /// How long the window has been open at `at` (same boot assumed):
+    /// measured on the time since boot when both sides have it, so that a
+    /// wall-clock step changes nothing; otherwise on the wall clock, both
+    /// ways (a record stamped in the future is as old as it is far).
+    pub fn age(&self, at: &Moment) -> Duration {
+        if let (Some(opened), Some(now)) = (self.opened_since_boot_secs, at.since_boot) {
+            return now.saturating_sub(Duration::from_secs(opened));
+        }
+        at.wall
+            .signed_duration_since(self.opened_at)
+            .abs()
+            .to_std()
+            .unwrap_or(Duration::MAX)
+    }
+
+    /// Whether this window still holds its containers by age alone: of
+    /// this boot and not older than its [bound](Self::bound). A window
+    /// from another boot holds nothing. Past its bound a window still
+    /// holds while its owner lives or its step still runs: callers that
+    /// can check those do ([`Self::owner_alive`]); age alone never
+    /// releases a window whose step still runs.
+    pub fn within_bound(&self, at: &Moment) -> bool {
+        self.boot_id == at.boot_id && self.age(at) <= self.bound()
+    }
+
+    /// Whether this window holds its containers at `now` on the boot
+    /// `current_boot`: of this boot, and within its bound (measured on the
+    /// time since boot) or its owner still alive.
+    pub fn holds(&self, now: DateTime<Utc>, current_boot: &str) -> bool {
+        self.holds_at(&Moment {
+            wall: now,
+            boot_id: current_boot.to_string(),
+            since_boot: Some(since_boot()),
+        })
+    }
+
+    /// [`Self::holds`] at a given moment.
+    pub fn holds_at(&self, at: &Moment) -> bool {
+        self.boot_id == at.boot_id && (self.within_bound(at) || self.owner_alive())
     }
 
     /// Runtime names of the containers this window holds: those that were
@@ -105,7 +173,7 @@ impl WindowRecord {
         if boot != self.boot_id || self.pid == 0 {
             return false;
         }
-        match process_start_time(self.pid) {
+        match live_process_start_time(self.pid) {
             Ok(start) => start == self.pid_start_time,
             Err(err) if err.is_not_found() => false,
             Err(err) => {
@@ -131,6 +199,10 @@ struct WireRecord {
     step_container: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     step_timeout_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    opened_since_boot_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    owed: bool,
     held: Vec<HeldContainer>,
 }
 
@@ -154,6 +226,8 @@ impl TryFrom<WireRecord> for WindowRecord {
             pid_start_time: w.pid_start_time,
             step_container: w.step_container,
             step_timeout_secs: w.step_timeout_secs,
+            opened_since_boot_secs: w.opened_since_boot_secs,
+            owed: w.owed,
             held: w.held,
         })
     }
@@ -172,6 +246,8 @@ impl From<WindowRecord> for WireRecord {
             pid_start_time: r.pid_start_time,
             step_container: r.step_container,
             step_timeout_secs: r.step_timeout_secs,
+            opened_since_boot_secs: r.opened_since_boot_secs,
+            owed: r.owed,
             held: r.held,
         }
     }
@@ -233,6 +309,8 @@ pub(crate) mod tests {
             pid_start_time: process_start_time(std::process::id()).expect("own start time"),
             step_container: "mesh-db-backup".into(),
             step_timeout_secs: Some(3600),
+            opened_since_boot_secs: None,
+            owed: false,
             held: vec![
                 HeldContainer {
                     id: "db".into(),
@@ -279,21 +357,87 @@ pub(crate) mod tests {
         assert!(err.to_string().contains("missing field `record`"), "{err}");
     }
 
+    fn moment(wall: DateTime<Utc>, boot: &str, since_boot: Option<u64>) -> Moment {
+        Moment {
+            wall,
+            boot_id: boot.into(),
+            since_boot: since_boot.map(Duration::from_secs),
+        }
+    }
+
     #[test]
-    fn holds_only_on_this_boot_and_for_six_hours() {
+    fn a_window_is_bounded_by_its_timeout_plus_the_closing_budget() {
+        let rec = sample("boot-a");
+        assert_eq!(rec.bound(), Duration::from_secs(3600 + 300));
+        let none = WindowRecord {
+            step_timeout_secs: None,
+            ..rec.clone()
+        };
+        assert_eq!(none.bound(), WINDOW_MAX_AGE);
+        // A timeout longer than six hours is honoured: the bound follows it.
+        let long = WindowRecord {
+            step_timeout_secs: Some(10 * 3600),
+            ..rec
+        };
+        assert_eq!(long.bound(), Duration::from_secs(10 * 3600 + 300));
+    }
+
+    #[test]
+    fn without_a_boot_clock_the_age_is_on_the_wall_clock_both_ways() {
         let rec = sample("boot-a");
         let opened = rec.opened_at;
-        let six = chrono::Duration::hours(6);
+        let bound = chrono::Duration::seconds(3900);
         let second = chrono::Duration::seconds(1);
-        assert!(rec.holds(opened, "boot-a"));
-        assert!(rec.holds(opened + chrono::Duration::minutes(5), "boot-a"));
-        assert!(rec.holds(opened + six, "boot-a"));
-        assert!(!rec.holds(opened + six + second, "boot-a"));
-        assert!(!rec.holds(opened + chrono::Duration::days(3), "boot-a"));
-        assert!(!rec.holds(opened, "boot-b"));
+        let at = |w| moment(w, "boot-a", None);
+        assert!(rec.within_bound(&at(opened)));
+        assert!(rec.within_bound(&at(opened + bound)));
+        assert!(!rec.within_bound(&at(opened + bound + second)));
+        assert!(!rec.within_bound(&at(opened + chrono::Duration::days(3))));
+        assert!(!rec.within_bound(&moment(opened, "boot-b", None)));
         // Clock stepped back a little: still open; far back: holds nothing.
-        assert!(rec.holds(opened - chrono::Duration::minutes(10), "boot-a"));
-        assert!(!rec.holds(opened - six - second, "boot-a"));
+        assert!(rec.within_bound(&at(opened - chrono::Duration::minutes(10))));
+        assert!(!rec.within_bound(&at(opened - bound - second)));
+    }
+
+    #[test]
+    fn a_wall_clock_jump_does_not_age_a_window_measured_since_boot() {
+        let rec = WindowRecord {
+            opened_since_boot_secs: Some(1000),
+            ..sample("boot-a")
+        };
+        let opened = rec.opened_at;
+        // The wall clock jumped a day forward one minute after opening.
+        let jumped = moment(opened + chrono::Duration::days(1), "boot-a", Some(1060));
+        assert_eq!(rec.age(&jumped), Duration::from_secs(60));
+        assert!(rec.within_bound(&jumped));
+        // And back: no younger than zero.
+        let back = moment(opened - chrono::Duration::days(1), "boot-a", Some(1060));
+        assert!(rec.within_bound(&back));
+        // Time since boot does pass: past the bound, by age it holds nothing.
+        let late = moment(opened, "boot-a", Some(1000 + 3900 + 1));
+        assert!(!rec.within_bound(&late));
+        assert!(!rec.within_bound(&moment(opened, "boot-b", Some(1060))));
+    }
+
+    #[test]
+    fn past_its_bound_a_window_still_holds_while_its_owner_lives() {
+        let boot = boot_id().expect("boot id");
+        let rec = WindowRecord {
+            opened_since_boot_secs: Some(0),
+            step_timeout_secs: Some(0),
+            ..sample(&boot)
+        };
+        // Opened at boot with a bound of five minutes, looked at long past
+        // it: this process owns it, so it holds.
+        let far = moment(rec.opened_at, &boot, Some(10_000));
+        assert!(rec.holds_at(&far));
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("wait");
+        let orphan = WindowRecord { pid, ..rec };
+        assert!(!orphan.holds_at(&far), "past its bound, owner gone");
+        assert!(orphan.holds_at(&moment(orphan.opened_at, &boot, Some(200))));
+        assert!(!orphan.holds_at(&moment(orphan.opened_at, "another-boot", Some(200))));
     }
 
     #[test]

@@ -11,7 +11,14 @@
 //! own, and stopping that slice stops Docker's scope. Docker's scope keeps
 //! systemd's default stop timeout (90 s) and cannot be changed once made, so
 //! a watch on the slice kills what it still holds after the same grace our
-//! scope has: `systemctl stop` ends a run alike with both drivers.
+//! scope has.
+//!
+//! With both drivers a stop job on the unit is also watched for (systemd's
+//! `JobNew` signal, listened to before the unit exists) and handed to the
+//! fire ([`StepUnit::stop_requested`]), which stops the container through
+//! the runtime itself (SIGTERM, SIGKILL after 10 s, as `docker stop`) and
+//! reports the run `stopped`: the run ends within the grace even when the
+//! container's PID 1 ignores SIGTERM, and never passes for a success.
 
 use chrono::{DateTime, Utc};
 
@@ -28,6 +35,13 @@ pub struct StepUnit {
     /// scope until the container is in it, or a task watching the unit,
     /// dropped when the run ends.
     pub keeper: Option<Box<dyn std::any::Any + Send>>,
+    /// Turns true when someone stops the unit (`systemctl stop`): the fire
+    /// then stops its container itself (SIGTERM, SIGKILL after its grace)
+    /// and reports the run stopped, whatever the container's PID 1 does
+    /// with SIGTERM. `None` where stops are not watched.
+    pub stop_requested: Option<tokio::sync::watch::Receiver<bool>>,
+    /// The task watching for that stop, ended with the run.
+    pub stop_watch: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// Makes the transient unit of each fire.
@@ -284,10 +298,16 @@ impl SystemdUnits {
         }
     }
 
-    /// Watch `slice` for a stop (`systemctl stop`), and kill whatever it
-    /// still holds once the stop grace has passed. Listening starts before
-    /// this returns, so no stop made after it is missed.
-    async fn watch_slice_stop(&self, slice: &str) -> Result<AbortOnDrop, String> {
+    /// Watch `unit` for a stop (`systemctl stop`): say so on the returned
+    /// channel and, when `kill_after_grace`, kill whatever it still holds
+    /// once the stop grace has passed (a slice, whose Docker scopes keep
+    /// systemd's 90 s). Listening starts before this returns, so no stop
+    /// made after it is missed.
+    async fn watch_stop(
+        &self,
+        unit: &str,
+        kill_after_grace: bool,
+    ) -> Result<(AbortOnDrop, tokio::sync::watch::Receiver<bool>), String> {
         use futures_util::StreamExt;
         let manager = self.manager().await?;
         let mut jobs = manager
@@ -295,30 +315,36 @@ impl SystemdUnits {
             .await
             .map_err(|e| format!("systemd JobNew: {e}"))?;
         let conn = self.conn.clone();
-        let slice = slice.to_string();
+        let unit = unit.to_string();
+        let (tx, rx) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(async move {
             while let Some(signal) = jobs.next().await {
                 let Ok(args) = signal.args() else { continue };
-                if args.unit != slice || !is_stop_job(&conn, args.job.clone()).await {
+                if args.unit != unit || !is_stop_job(&conn, args.job.clone()).await {
                     continue;
+                }
+                tracing::info!("{unit} is being stopped (systemctl stop): ending the run");
+                let _ = tx.send(true);
+                if !kill_after_grace {
+                    return;
                 }
                 tokio::time::sleep(STOP_GRACE).await;
                 // Still there after the grace: what a stop of our own
                 // scope does at this point (SIGKILL).
                 match manager
-                    .kill_unit(slice.clone(), "all".to_string(), SIGKILL)
+                    .kill_unit(unit.clone(), "all".to_string(), SIGKILL)
                     .await
                 {
                     Ok(()) => tracing::info!(
-                        "{slice} was stopped and still held processes after {STOP_GRACE:?}: killed them"
+                        "{unit} was stopped and still held processes after {STOP_GRACE:?}: killed them"
                     ),
                     // Nothing left to kill: the stop ended it all in time.
-                    Err(e) => tracing::debug!("{slice}: nothing killed after the stop grace: {e}"),
+                    Err(e) => tracing::debug!("{unit}: nothing killed after the stop grace: {e}"),
                 }
                 return;
             }
         });
-        Ok(AbortOnDrop(task))
+        Ok((AbortOnDrop(task), rx))
     }
 
     async fn control_group(&self, name: &str) -> Result<String, String> {
@@ -392,6 +418,7 @@ impl StepUnits for SystemdUnits {
                     .id()
                     .ok_or_else(|| "the scope's keeper exited at once".to_string())?;
                 let name = scope_name(step, fire_time);
+                let (watch, stop_requested) = self.watch_stop(&name, false).await?;
                 let props = vec![
                     (
                         "Description".to_string(),
@@ -413,18 +440,22 @@ impl StepUnits for SystemdUnits {
                     name,
                     cgroup_parent: cgroup,
                     keeper: Some(Box::new(child)),
+                    stop_requested: Some(stop_requested),
+                    stop_watch: Some(Box::new(watch)),
                 }))
             }
             crate::runtime::CgroupDriver::Systemd => {
                 // Docker makes its own scope per container inside the
                 // slice named as cgroup parent; the slice is the step's.
                 let name = step_slice_name(step);
-                let watch = self.watch_slice_stop(&name).await?;
+                let (watch, stop_requested) = self.watch_stop(&name, true).await?;
                 self.ensure_slice(&name, description(step, module)).await?;
                 Ok(Some(StepUnit {
                     name: name.clone(),
                     cgroup_parent: name,
-                    keeper: Some(Box::new(watch)),
+                    keeper: None,
+                    stop_requested: Some(stop_requested),
+                    stop_watch: Some(Box::new(watch)),
                 }))
             }
         }
@@ -432,22 +463,18 @@ impl StepUnits for SystemdUnits {
 
     async fn started(&self, unit: &mut Option<StepUnit>) {
         // The container's processes hold the scope now; the keeper process
-        // goes, so the scope ends when the run does. A slice's watch stays
+        // goes, so the scope ends when the run does. The stop watch stays
         // until the end.
         if let Some(unit) = unit {
-            if unit
-                .keeper
-                .as_ref()
-                .is_some_and(|k| k.is::<tokio::process::Child>())
-            {
-                drop_keeper(unit).await;
-            }
+            drop_keeper(unit).await;
         }
     }
 
     async fn end(&self, unit: Option<StepUnit>) {
         if let Some(mut unit) = unit {
             drop_keeper(&mut unit).await;
+            // The watch task is aborted when dropped.
+            unit.stop_watch.take();
         }
     }
 }

@@ -10,6 +10,7 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod daemon_unit;
 pub mod world;
 
 use std::collections::HashMap;

@@ -1,0 +1,320 @@
+//! The running daemon adopts windows whose owner died: a `mesh-host run
+//! --local` killed mid-window, an installer's apply, a fire of its own that
+//! panicked, or a close that still owes starts because the container
+//! runtime did not answer.
+//!
+//! It sleeps on the kernel, never on a timer: an inotify watch on the
+//! records directory wakes it when a record appears, changes or goes, and a
+//! pidfd of each live foreign owner wakes it when that process dies (a
+//! pidfd turns readable at its process's exit). Only where a pidfd cannot
+//! be had (an old kernel, a seccomp filter) is that owner looked at again
+//! every [`OWNER_POLL`]; where inotify cannot be had, the directory is.
+//!
+//! Each adoption runs on a task of its own ([`Windows::adopt`]): take the
+//! record over (rewritten as this daemon's, under the records lock, so no
+//! other process closes it too), wait for a step container that still runs
+//! (within the window's bound), then close. A record that still owes
+//! starts is retried as soon as the runtime answers.
+
+use std::collections::BTreeSet;
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::schedule::window::{Resumed, Windows};
+use crate::store::WindowRecord;
+
+/// How often an owner without a pidfd, or a directory without inotify, is
+/// looked at again.
+pub const OWNER_POLL: Duration = Duration::from_secs(5);
+
+/// One live foreign owner being watched.
+#[derive(Debug)]
+struct OwnerWatch {
+    step: String,
+    pid: u32,
+    pidfd: AsyncFd<OwnedFd>,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Adopter {
+    windows: Windows,
+    owners: Vec<OwnerWatch>,
+    /// Steps whose record an adoption task is working on.
+    busy: BTreeSet<String>,
+    tasks: JoinSet<String>,
+    /// Something could only be polled (no pidfd, or no inotify).
+    poll: bool,
+}
+
+impl Adopter {
+    /// An adopter over this window engine (the daemon's).
+    pub fn new(windows: Windows) -> Self {
+        Adopter {
+            windows,
+            owners: Vec::new(),
+            busy: BTreeSet::new(),
+            tasks: JoinSet::new(),
+            poll: false,
+        }
+    }
+
+    /// Run until `shutdown` turns true. Adoptions in flight are then
+    /// abandoned: their records stay (this daemon's, soon dead), and the
+    /// next daemon or local command resumes them.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let dir = self.windows.store().windows_dir().to_path_buf();
+        let inotify = match watch_dir(&dir) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot watch {} for window records ({e}); looking every {}s",
+                    dir.display(),
+                    OWNER_POLL.as_secs()
+                );
+                None
+            }
+        };
+        self.scan();
+        loop {
+            let poll = self.poll || inotify.is_none();
+            tokio::select! {
+                _ = shutdown.wait_for(|s| *s) => break,
+                ready = readable(inotify.as_ref()) => {
+                    if let Err(e) = ready {
+                        tracing::warn!("window records watch: {e}");
+                    }
+                    self.scan();
+                }
+                i = owner_exited(&self.owners) => {
+                    let w = self.owners.swap_remove(i);
+                    tracing::info!(
+                        MESH_STEP = %w.step,
+                        "the owner of the window of {} (pid {}) is gone: adopting it",
+                        w.step,
+                        w.pid
+                    );
+                    self.scan();
+                }
+                Some(done) = self.tasks.join_next() => {
+                    match done {
+                        Ok(step) => { self.busy.remove(&step); }
+                        Err(e) => {
+                            tracing::error!("a window adoption failed: {e}");
+                            // Which step is unknown: look at all again.
+                            self.busy.clear();
+                        }
+                    }
+                    self.scan();
+                }
+                () = tokio::time::sleep(OWNER_POLL), if poll => self.scan(),
+            }
+        }
+        self.tasks.abort_all();
+    }
+
+    /// Look at every record: watch live foreign owners, adopt the rest
+    /// that need it.
+    fn scan(&mut self) {
+        let records = match self.windows.store().windows() {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("cannot read window records to adopt: {e}");
+                return;
+            }
+        };
+        // Owners whose record went or changed hands are no longer watched.
+        self.owners
+            .retain(|w| records.iter().any(|r| r.step == w.step && r.pid == w.pid));
+        self.poll = false;
+        for record in records {
+            if self.busy.contains(&record.step) {
+                continue;
+            }
+            if self.windows.owner().owns(&record) {
+                if record.owed {
+                    self.spawn(record.step);
+                }
+                continue;
+            }
+            if record.boot_id == self.windows.owner().boot_id && record.owner_alive() {
+                if !self.owners.iter().any(|w| w.step == record.step) {
+                    self.watch_owner(&record);
+                }
+                continue;
+            }
+            self.spawn(record.step);
+        }
+    }
+
+    /// Watch a live owner's death through a pidfd; fall back to polling.
+    fn watch_owner(&mut self, record: &WindowRecord) {
+        match open_pidfd(record.pid) {
+            Ok(pidfd) => {
+                // The pid may have died and been reused between the look
+                // and the open: the record's owner must still be alive now
+                // that the descriptor pins the process.
+                if record.owner_alive() {
+                    self.owners.push(OwnerWatch {
+                        step: record.step.clone(),
+                        pid: record.pid,
+                        pidfd,
+                    });
+                } else {
+                    self.spawn(record.step.clone());
+                }
+            }
+            Err(e) => {
+                tracing::debug!(
+                    MESH_STEP = %record.step,
+                    "no pidfd for the owner of the window of {} (pid {}): {e}; looking every {}s",
+                    record.step,
+                    record.pid,
+                    OWNER_POLL.as_secs()
+                );
+                self.poll = true;
+            }
+        }
+    }
+
+    fn spawn(&mut self, step: String) {
+        self.busy.insert(step.clone());
+        let windows = self.windows.clone();
+        self.tasks.spawn(async move {
+            match windows.adopt(&step).await {
+                Ok(Some(resumed)) => log_adopted(&resumed),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(MESH_STEP = %step, "cannot adopt the window of {step}: {e}; trying again in {}s", OWNER_POLL.as_secs());
+                    // Not at once: a failure that lasts (a full disk) must
+                    // not become a busy loop.
+                    tokio::time::sleep(OWNER_POLL).await;
+                }
+            }
+            step
+        });
+    }
+}
+
+fn log_adopted(resumed: &Resumed) {
+    match resumed {
+        Resumed::Closed { step, report, .. } | Resumed::Stale { step, report } => {
+            if report.owed.is_empty() {
+                tracing::info!(MESH_STEP = %step, "adopted the window of {step}: started {:?}", report.started);
+            }
+        }
+        Resumed::OwnerAlive { .. } => {}
+    }
+}
+
+/// An inotify descriptor watching `dir` for records appearing, being
+/// replaced or going.
+fn watch_dir(dir: &std::path::Path) -> std::io::Result<AsyncFd<OwnedFd>> {
+    use rustix::fs::inotify;
+    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
+    inotify::add_watch(
+        &fd,
+        dir,
+        inotify::WatchFlags::CREATE
+            | inotify::WatchFlags::MOVED_TO
+            | inotify::WatchFlags::CLOSE_WRITE
+            | inotify::WatchFlags::DELETE
+            | inotify::WatchFlags::MOVED_FROM,
+    )?;
+    register(fd)
+}
+
+/// Resolves when the inotify descriptor has events (drained here); never
+/// without one.
+async fn readable(fd: Option<&AsyncFd<OwnedFd>>) -> std::io::Result<()> {
+    let Some(fd) = fd else {
+        return std::future::pending().await;
+    };
+    let mut guard = fd.readable().await?;
+    let mut buf = [0u8; 4096];
+    loop {
+        match rustix::io::read(fd.get_ref(), &mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(rustix::io::Errno::AGAIN) => {
+                guard.clear_ready();
+                break;
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// A pidfd of `pid`, readable once it exits.
+fn open_pidfd(pid: u32) -> std::io::Result<AsyncFd<OwnedFd>> {
+    let raw = i32::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
+    let pid = rustix::process::Pid::from_raw(raw)
+        .ok_or_else(|| std::io::Error::other("pid 0 is nobody"))?;
+    let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
+    register(fd)
+}
+
+/// Registers a descriptor with tokio's reactor. `AsyncFd::new` is deprecated
+/// for types that do not own their descriptor (its replacement, `register`,
+/// is `unsafe`, which this crate forbids); an `OwnedFd` owns it and is
+/// closed only when the `AsyncFd` is dropped, after deregistration.
+#[allow(deprecated)]
+fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
+    AsyncFd::new(fd)
+}
+
+/// The index of an owner that exited; never when there is none.
+async fn owner_exited(owners: &[OwnerWatch]) -> usize {
+    if owners.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = owners.iter().map(|w| Box::pin(w.pidfd.readable()));
+    let (_, index, _) = futures_util::future::select_all(waits).await;
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pidfd_turns_readable_when_its_process_exits() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn");
+        let pidfd = open_pidfd(child.id()).expect("pidfd");
+        let watch = [OwnerWatch {
+            step: "s".into(),
+            pid: child.id(),
+            pidfd,
+        }];
+        let early = tokio::time::timeout(Duration::from_millis(200), owner_exited(&watch)).await;
+        assert!(early.is_err(), "readable while the process lives");
+        child.kill().expect("kill");
+        let index = tokio::time::timeout(Duration::from_secs(10), owner_exited(&watch))
+            .await
+            .expect("readable after the exit");
+        assert_eq!(index, 0);
+        child.wait().expect("reap");
+    }
+
+    #[tokio::test]
+    async fn the_records_directory_watch_wakes_on_a_new_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fd = watch_dir(dir.path()).expect("inotify");
+        let quiet = tokio::time::timeout(Duration::from_millis(200), readable(Some(&fd))).await;
+        assert!(quiet.is_err(), "nothing happened yet");
+        crate::store::write_atomic(&dir.path().join("gc.json"), b"{}", 0o600).expect("write");
+        tokio::time::timeout(Duration::from_secs(10), readable(Some(&fd)))
+            .await
+            .expect("woken")
+            .expect("read");
+    }
+}

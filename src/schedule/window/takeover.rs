@@ -1,0 +1,271 @@
+//! Taking over windows whose owner is gone: by the next daemon at
+//! start-up, by a running daemon's adopter within seconds of the owner's
+//! death ([`crate::schedule::adopt`]), by the next local command. The
+//! record is first rewritten as the taker's (under the records lock, so
+//! only one process closes it), what the dead owner left in flight is
+//! settled, a step still running is waited for within the window's bound,
+//! then the window closes.
+
+use std::time::Duration;
+
+use crate::events::Event;
+use crate::mesh_event;
+use crate::store::{Moment, StoreError, WindowRecord};
+
+use super::{OpenWindow, Resumed, Windows, CLOSE_BUDGET, OWED_BACKOFF_MAX};
+
+impl Windows {
+    /// A fire of `step` in this process ended without closing its window
+    /// (it panicked): mark the record, if this process still has one, owed,
+    /// so that the adopter ([`crate::schedule::adopt`]) waits for the step
+    /// container and closes it.
+    pub fn hand_over(&self, step: &str) {
+        match self.store.window(step) {
+            Ok(Some(record)) if self.owner.owns(&record) && !record.owed => {
+                let owed = WindowRecord {
+                    owed: true,
+                    ..record
+                };
+                match self.store.write_window(&owed) {
+                    Ok(()) => tracing::warn!(
+                        MESH_STEP = %step,
+                        "the window of {step} is left to be closed by the adopter"
+                    ),
+                    Err(e) => {
+                        tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}")
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(MESH_STEP = %step, "cannot read the window record of {step}: {e}")
+            }
+        }
+    }
+
+    /// Take over every record whose owner is gone and close it. Records of
+    /// a live owner (another process mid-window, a daemon keeping what is
+    /// owed) are left alone.
+    pub async fn resume(&self) -> Result<Vec<Resumed>, StoreError> {
+        let mut out = Vec::new();
+        for record in self.store.windows()? {
+            if self.owner.owns(&record) {
+                continue;
+            }
+            match self.claim(&record.step).await? {
+                Some(claimed) => out.push(self.resume_one(claimed).await),
+                None => out.push(Resumed::OwnerAlive { step: record.step }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Take over the record of `step` and close it: the record of a dead
+    /// owner, or one of this process's own that is owed (then the runtime
+    /// is first waited for, without bound, while it does not answer).
+    /// `None` when there is nothing to take over: the record is gone, its
+    /// owner lives, or it is this process's own and owes nothing.
+    pub async fn adopt(&self, step: &str) -> Result<Option<Resumed>, StoreError> {
+        let Some(record) = self.claim(step).await? else {
+            return Ok(None);
+        };
+        if record.owed {
+            self.wait_for_runtime(&record).await;
+        }
+        Ok(Some(self.resume_one(record).await))
+    }
+
+    /// Rewrite the record of `step` as this process's, under the records
+    /// lock, if its owner is gone (see [`Windows::adopt`]). A record of
+    /// another boot is returned as it is: it holds nothing.
+    async fn claim(&self, step: &str) -> Result<Option<WindowRecord>, StoreError> {
+        let _records = self.store.records_lock_async().await?;
+        let Some(record) = self.store.window(step)? else {
+            return Ok(None);
+        };
+        if self.owner.owns(&record) {
+            return Ok(record.owed.then_some(record));
+        }
+        if record.boot_id != self.owner.boot_id {
+            return Ok(Some(record));
+        }
+        if record.owner_alive() {
+            return Ok(None);
+        }
+        let claimed = WindowRecord {
+            pid: self.owner.pid,
+            pid_start_time: self.owner.pid_start_time,
+            ..record.clone()
+        };
+        self.store.write_window(&claimed)?;
+        tracing::info!(
+            MESH_STEP = %record.step,
+            "took over the window of {} from pid {}, which is gone",
+            record.step,
+            record.pid
+        );
+        Ok(Some(claimed))
+    }
+
+    /// Wait until the runtime answers (an inspect of the step container),
+    /// with backoff: what a window owes is started as soon as it does.
+    async fn wait_for_runtime(&self, record: &WindowRecord) {
+        let mut backoff = Duration::from_secs(1);
+        let mut said = false;
+        loop {
+            match self.runtime.inspect(&record.step_container).await {
+                Err(e) if e.is_transient() => {
+                    if !said {
+                        tracing::warn!(
+                            MESH_STEP = %record.step,
+                            "the window of {} owes {} a start; waiting for the container runtime: {e}",
+                            record.step,
+                            record.held_names().collect::<Vec<_>>().join(", ")
+                        );
+                        said = true;
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(OWED_BACKOFF_MAX);
+                }
+                _ => return,
+            }
+        }
+    }
+
+    async fn resume_one(&self, record: WindowRecord) -> Resumed {
+        let at = self.moment();
+        if record.boot_id != at.boot_id {
+            mesh_event!(
+                warn,
+                Event::WindowResumed,
+                MESH_STEP = %record.step,
+                "window record of {} from {} is from another boot: it holds nothing; starting its containers again",
+                record.step,
+                record.opened_at
+            );
+            let report = self.close_record(&record, CLOSE_BUDGET).await;
+            return Resumed::Stale {
+                step: record.step,
+                report,
+            };
+        }
+        mesh_event!(
+            warn,
+            Event::WindowResumed,
+            MESH_STEP = %record.step,
+            "resuming the window of {}, left open by a process that is gone (opened {}{})",
+            record.step,
+            record.opened_at,
+            if record.owed { ", owing starts" } else { "" }
+        );
+        self.settle_dead_owner(&record).await;
+        // Age alone never releases a window whose step still runs: the
+        // step is waited for (within what is left of the bound), or stopped
+        // and confirmed stopped, before anything held starts.
+        let waited_exit = match self.runtime.inspect(&record.step_container).await {
+            Ok(Some(info)) if info.running => match self.wait_resumed_step(&record, &at).await {
+                Ok(exit) => exit,
+                Err(reason) => {
+                    let mut window = OpenWindow {
+                        record: record.clone(),
+                        watcher: None,
+                        specs: Default::default(),
+                    };
+                    let report = self.close_unconfirmed(&mut window, &reason).await;
+                    return Resumed::Closed {
+                        step: record.step,
+                        waited_exit: None,
+                        report,
+                    };
+                }
+            },
+            _ => None,
+        };
+        let report = self.close_record(&record, CLOSE_BUDGET).await;
+        Resumed::Closed {
+            step: record.step,
+            waited_exit,
+            report,
+        }
+    }
+
+    /// What a dead owner may have left in flight is settled before the
+    /// close: a step container it created but had not started (or whose
+    /// start was in flight) is removed, so it cannot start beside the held
+    /// containers; a held container it was stopping is stopped (a second
+    /// stop waits for the first), so that a stop still in flight cannot
+    /// land after the container is started again.
+    async fn settle_dead_owner(&self, record: &WindowRecord) {
+        if let Ok(Some(info)) = self.runtime.inspect(&record.step_container).await {
+            if info.status == "created" {
+                if let Err(e) = self.runtime.remove(&record.step_container).await {
+                    tracing::warn!(MESH_STEP = %record.step, "cannot remove the never-started step container {}: {e}", record.step_container);
+                }
+            }
+        }
+        if record.owed {
+            return;
+        }
+        for name in record.held_names() {
+            if let Ok(Some(info)) = self.runtime.inspect(name).await {
+                if info.running {
+                    if let Err(e) = self.runtime.stop(name).await {
+                        tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot settle {name} before starting it again: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wait for the step of a resumed window, but no longer than what is
+    /// left of the window's bound (its timeout, or six hours) measured since
+    /// it opened: a hung step must not keep the window shut. Past that the
+    /// step is stopped and confirmed stopped (`Err` when it cannot be).
+    async fn wait_resumed_step(
+        &self,
+        record: &WindowRecord,
+        at: &Moment,
+    ) -> Result<Option<i64>, String> {
+        let bound = record
+            .step_timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(crate::store::WINDOW_MAX_AGE);
+        let left = bound.saturating_sub(record.age(at));
+        tracing::info!(
+            MESH_STEP = %record.step,
+            "step container {} still runs: waiting for it, at most {}s",
+            record.step_container,
+            left.as_secs()
+        );
+        match tokio::time::timeout(left, self.runtime.wait_exit(&record.step_container)).await {
+            Ok(Ok(exit)) => Ok(Some(exit)),
+            Ok(Err(e)) => {
+                tracing::warn!(
+                    MESH_STEP = %record.step,
+                    "lost track of step container {}: {e}; stopping it",
+                    record.step_container
+                );
+                crate::runtime::stop_confirmed(
+                    &*self.runtime,
+                    &record.step_container,
+                    tokio::time::Instant::now() + CLOSE_BUDGET,
+                )
+                .await
+            }
+            Err(_) => {
+                tracing::warn!(
+                    MESH_STEP = %record.step,
+                    "step container {} outlived its bound of {}s: stopping it",
+                    record.step_container,
+                    bound.as_secs()
+                );
+                crate::runtime::stop_confirmed(
+                    &*self.runtime,
+                    &record.step_container,
+                    tokio::time::Instant::now() + CLOSE_BUDGET,
+                )
+                .await
+            }
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Docker away mid-window, for real: `systemctl stop docker docker.socket`
+//! inside the node while a step holds three services, then Docker started
+//! again. The close retries for the whole closing budget, so the held
+//! services end running and the record goes.
+//!
+//! This stops the node's Docker, which every other node test needs:
+//! `tests/run` runs this target alone, single-threaded, after the others
+//! (its tests are named `outage_*`, and the main run skips that prefix).
+//! Its tests also serialise among themselves.
+
+mod support;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::daemon_unit::DaemonUnit;
+use support::world::{stamp, World, SERVICE_CMD};
+use support::{wait_for, Node};
+
+/// One outage at a time, whatever the test threads.
+static OUTAGE: Mutex<()> = Mutex::new(());
+
+fn service(id: &str, name: &str, image: &str) -> Value {
+    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
+           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
+}
+
+/// Docker comes back (and with it the node's registry, `--restart always`)
+/// whatever the test did.
+fn docker_back(node: &Node) {
+    node.sh_ok("systemctl start docker.socket docker");
+    wait_for("Docker to answer", Duration::from_secs(60), || {
+        node.docker(&["info", "-f", "{{.ID}}"])
+            .status
+            .success()
+            .then_some(())
+    });
+    let registry = node.var("MESH_NODE_REGISTRY_CONTAINER").to_string();
+    wait_for(
+        "the node's registry to run",
+        Duration::from_secs(60),
+        || {
+            node.docker(&["inspect", "-f", "{{.State.Running}}", &registry])
+                .stdout
+                .starts_with(b"true")
+                .then_some(())
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
+    let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = World::new("outage");
+    let held: Vec<String> = (1..=3).map(|i| w.name(&format!("svc{i}"))).collect();
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    let mut resources: Vec<Value> = held
+        .iter()
+        .enumerate()
+        .map(|(i, n)| service(&format!("svc{}", i + 1), n, &img))
+        .collect();
+    // Docker forgets its events when it stops: the step marks its starts
+    // in a bind-mounted file instead.
+    let marks = w.dir.join("marks");
+    std::fs::create_dir_all(&marks).expect("marks dir");
+    resources.push(json!({
+        "id": "gc", "type": "container", "module": "m", "name": run, "image": img,
+        "command": ["sh", "-c", "echo start >> /marks/starts; trap 'exit 0' TERM; sleep 8 & wait"],
+        "network": "none",
+        "mounts": [{"source": marks.display().to_string(), "target": "/marks"}],
+        "schedule": "0 3 * * *", "while-stopped": ["svc1", "svc2", "svc3"], "timeout": 600
+    }));
+    w.write_declaration(Value::Array(resources));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    assert!(held.iter().all(|n| w.running(n)), "applied at start");
+    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+
+    let client = d.cli_spawn(&["run", "gc"]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    assert!(held.iter().all(|n| !w.running(n)), "held by the window");
+    // Docker away for about 20 s mid-window.
+    let _back = w.node.on_drop("systemctl start docker.socket docker");
+    w.node.sh_ok("systemctl stop docker docker.socket");
+    std::thread::sleep(Duration::from_secs(20));
+    docker_back(&w.node);
+
+    // The close kept trying: every held service runs again, the record
+    // is gone, and nothing was alerted.
+    let out = client.wait_with_output().expect("mesh-host run");
+    eprintln!(
+        "run -> {:?}\n{}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(
+        "the held services to run again",
+        Duration::from_secs(120),
+        || held.iter().all(|n| w.running(n)).then_some(()),
+    );
+    wait_for("the record to go", Duration::from_secs(30), || {
+        let left = std::fs::read_dir(w.dir.join("state/windows"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .unwrap_or(false);
+        (!left).then_some(())
+    });
+    assert!(!w.running(&run), "the step no longer runs");
+    let alerts = d.journal(&journal_since, &["MESH_EVENT=will-not-start-again"]);
+    assert!(
+        alerts.trim().is_empty(),
+        "no alert within the budget: {alerts}"
+    );
+    let closed = d.journal(
+        &journal_since,
+        &["MESH_EVENT=window-closed", "MESH_STEP=gc"],
+    );
+    assert!(closed.contains("window of gc closed"), "{closed}");
+    // The step was never started twice.
+    let marked = std::fs::read_to_string(marks.join("starts")).unwrap_or_default();
+    assert_eq!(marked.lines().count(), 1, "{marked}");
+    assert!(d.active(), "the daemon rode the outage out");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
+    let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = World::new("owed");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        {"id": "gc", "type": "container", "module": "m", "name": run, "image": img,
+         "command": ["sh", "-c", "true"], "network": "none",
+         "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    assert!(w.running(&svc));
+    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    // A close that spent its budget while Docker was away leaves this: the
+    // record, narrowed to what is owed, marked owed, its owner (a local
+    // run) gone. Docker is still away when it appears.
+    w.node.docker_ok(&["stop", &svc]);
+    let _back = w.node.on_drop("systemctl start docker.socket docker");
+    w.node.sh_ok("systemctl stop docker docker.socket");
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+    let now = w
+        .node
+        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
+        .trim()
+        .to_string();
+    let record = json!({
+        "record": 1, "step": "gc", "module": "m", "fire-time": now, "opened-at": now,
+        "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,
+        "step-container": run, "step-timeout-secs": 600, "owed": true,
+        "held": [{"id": "svc", "name": svc, "was-running": true}]
+    });
+    let record_path = w.dir.join("state/windows/gc.json");
+    let tmp = w.dir.join("state/windows/.gc.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
+    std::fs::rename(&tmp, &record_path).expect("rename");
+    // The daemon takes it over at once and waits for Docker.
+    wait_for(
+        "the daemon to wait for Docker",
+        Duration::from_secs(10),
+        || {
+            d.journal(&journal_since, &["MESH_STEP=gc"])
+                .contains("waiting for the container runtime")
+                .then_some(())
+        },
+    );
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(record_path.exists(), "kept while Docker is away");
+    docker_back(&w.node);
+    wait_for("the owed start", Duration::from_secs(60), || {
+        w.running(&svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(30), || {
+        (!record_path.exists()).then_some(())
+    });
+    let said = d.journal(&journal_since, &["MESH_STEP=gc"]);
+    assert!(
+        said.contains("owed a start since the window of gc could not close, started"),
+        "the daemon logged the owed start: {said}"
+    );
+    assert!(said.contains("window of gc closed"), "{said}");
+    assert!(d.active());
+}
+
+/// Docker with `--live-restore` while this lives: containers keep running
+/// while dockerd is away, so a run outlives the connection waiting for it.
+/// Back to the node's own settings (Docker restarted) when dropped.
+struct LiveRestore {
+    node: Node,
+}
+
+const LIVE_RESTORE_DROP_IN: &str = "/run/systemd/system/docker.service.d/20-live-restore.conf";
+
+impl LiveRestore {
+    fn enable(node: &Node) -> LiveRestore {
+        let exec = node
+            .sh_ok("grep '^ExecStart=/' /run/systemd/system/docker.service.d/10-mesh-node.conf")
+            .trim()
+            .to_string();
+        node.sh_ok(&format!(
+            "printf '[Service]\\nExecStart=\\n%s --live-restore\\n' {} > {LIVE_RESTORE_DROP_IN}; systemctl daemon-reload; systemctl restart docker",
+            support::quote(&exec)
+        ));
+        docker_back(node);
+        LiveRestore { node: node.clone() }
+    }
+}
+
+impl Drop for LiveRestore {
+    fn drop(&mut self) {
+        let _ = self.node.sh(&format!(
+            "rm -f {LIVE_RESTORE_DROP_IN}; systemctl daemon-reload; systemctl restart docker.socket docker"
+        ));
+        docker_back(&self.node);
+    }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
+    let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = World::new("lost");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    let _live = LiveRestore::enable(&w.node);
+    w.run_service(&svc, &["--restart", "unless-stopped"]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        {"id": "gc", "type": "container", "module": "m", "name": run, "image": img,
+         "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 120 & wait"], "network": "none",
+         "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
+    ]));
+    let client = w.mesh_spawn(&["run", "gc", "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    // dockerd goes away; with live-restore the step keeps running, and the
+    // wait for it is cut: mesh-host has lost track of the run.
+    let _back = w.node.on_drop("systemctl start docker.socket docker");
+    w.node.sh_ok("systemctl stop docker docker.socket");
+    std::thread::sleep(Duration::from_secs(8));
+    let since = stamp();
+    docker_back(&w.node);
+    let out = client.wait_with_output().expect("mesh-host run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("lost track of"), "{text}");
+    // The step did not run on to its end: it was stopped (its trap exits 0),
+    // and only then was svc started again.
+    assert!(!w.running(&run));
+    assert!(w.running(&svc));
+    let events = w.events(&since, &[&run, &svc]);
+    let step_died = events
+        .iter()
+        .position(|(n, a)| n == &run && a == "die")
+        .unwrap_or_else(|| panic!("the step was not stopped after Docker came back: {events:?}"));
+    let svc_started = events
+        .iter()
+        .position(|(n, a)| n == &svc && a == "start")
+        .unwrap_or_else(|| panic!("svc was not started: {events:?}"));
+    assert!(step_died < svc_started, "step stopped first: {events:?}");
+    assert!(!w.dir.join("state/windows/gc.json").exists());
+}

@@ -1,0 +1,134 @@
+//! `mesh-host daemon` as a real unit of the node, over a [`World`]'s state
+//! directory and declaration file: the shipped `units/mesh-host.service`,
+//! only its paths changed (and `extra` lines added to `[Service]`).
+
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+
+use super::world::World;
+use super::{quote, Node};
+
+/// See the module documentation. Stopped and removed when dropped.
+pub struct DaemonUnit {
+    /// The node.
+    pub node: Node,
+    /// The unit's name.
+    pub unit: String,
+    bin: String,
+    socket: String,
+}
+
+impl DaemonUnit {
+    /// Write the unit for `w`'s state and declaration; nothing is started.
+    pub fn install(w: &World, extra: &str) -> DaemonUnit {
+        let node = w.node.clone();
+        let unit = format!("{}-daemon.service", w.prefix);
+        let socket = w.path("control.sock");
+        let exec = format!(
+            "ExecStart={} daemon --state-dir {} --declaration {} --control-socket {socket} --unit-dir /run/systemd/system",
+            w.bin,
+            w.path("state"),
+            w.path("declaration.json"),
+        );
+        let shipped = include_str!("../../units/mesh-host.service");
+        let text: Vec<String> = shipped
+            .lines()
+            // Its socket lives in the test's directory: /run/mesh-host
+            // belongs to a packaged daemon.
+            .filter(|l| !l.starts_with("RuntimeDirectory"))
+            .map(|l| {
+                if l.starts_with("ExecStart=") {
+                    exec.clone()
+                } else if l == "[Service]" && !extra.is_empty() {
+                    format!("[Service]\n{extra}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        let path = PathBuf::from(format!(
+            "/proc/{}/root/run/systemd/system/{unit}",
+            node.pid()
+        ));
+        std::fs::write(&path, text.join("\n") + "\n").expect("write unit");
+        node.sh_ok("systemctl daemon-reload");
+        DaemonUnit {
+            node,
+            unit,
+            bin: w.bin.clone(),
+            socket,
+        }
+    }
+
+    /// `systemctl start`: returns once READY=1 was sent (Type=notify).
+    pub fn start(&self) {
+        self.node
+            .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
+    }
+
+    /// One property of the unit.
+    pub fn prop(&self, property: &str) -> String {
+        self.node.unit_property(&self.unit, property)
+    }
+
+    /// The daemon's pid, when it runs (else "0").
+    pub fn main_pid(&self) -> String {
+        self.prop("MainPID")
+    }
+
+    /// Whether it runs and told systemd it is ready.
+    pub fn active(&self) -> bool {
+        self.prop("ActiveState") == "active" && self.main_pid() != "0"
+    }
+
+    fn args(&self, args: &[&str]) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.push("--control-socket".into());
+        all.push(self.socket.clone());
+        all
+    }
+
+    /// A command through the daemon's control socket, waited for.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        self.node
+            .command(&self.bin, &self.args(args))
+            .output()
+            .expect("mesh-host")
+    }
+
+    /// A command through the daemon's control socket, not waited for.
+    pub fn cli_spawn(&self, args: &[&str]) -> Child {
+        self.node
+            .command(&self.bin, &self.args(args))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mesh-host")
+    }
+
+    /// `journalctl -u UNIT -t mesh-host ARGS -o cat` since `since` (a
+    /// `journalctl --since` value).
+    pub fn journal(&self, since: &str, args: &[&str]) -> String {
+        let mut all = vec![
+            "-u",
+            self.unit.as_str(),
+            "-t",
+            "mesh-host",
+            "--since",
+            since,
+            "-o",
+            "cat",
+        ];
+        all.extend_from_slice(args);
+        self.node.journal(&all)
+    }
+}
+
+impl Drop for DaemonUnit {
+    fn drop(&mut self) {
+        let _ = self.node.sh(&format!(
+            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{u}; systemctl daemon-reload",
+            u = quote(&self.unit)
+        ));
+    }
+}
