@@ -47,11 +47,13 @@ pub enum Event {
     HoldViolated,
     /// A held container could not be started again after its window.
     WillNotStartAgain,
+    /// A shared folder's entries, removed or narrowed, were put back.
+    AclRestored,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 13] = [
+    pub const ALL: [Event; 14] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -65,6 +67,7 @@ impl Event {
         Event::WindowResumed,
         Event::HoldViolated,
         Event::WillNotStartAgain,
+        Event::AclRestored,
     ];
 
     /// The `MESH_EVENT` value.
@@ -83,6 +86,7 @@ impl Event {
             Event::WindowResumed => "window-resumed",
             Event::HoldViolated => "hold-violated",
             Event::WillNotStartAgain => "will-not-start-again",
+            Event::AclRestored => "acl-restored",
         }
     }
 
@@ -102,6 +106,7 @@ impl Event {
             Event::WindowResumed => "7f1c6aeaa5ac441f8e1afb6dd476a779",
             Event::HoldViolated => "1b65895ccb3b410fb02e6cf4e2499a67",
             Event::WillNotStartAgain => "ab50638306cd43f4884b6fefbd280992",
+            Event::AclRestored => "d2890cb406fd4d2d9414284c1bd8d0e9",
         }
     }
 }
