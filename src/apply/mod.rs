@@ -53,8 +53,11 @@ use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
 
 mod containers;
 mod files;
+pub mod grants;
+mod identities;
 pub mod pull;
 mod run_once;
+mod shared_folders;
 pub mod spec;
 pub mod state;
 #[cfg(test)]
@@ -607,6 +610,11 @@ impl<'a> Run<'a> {
                     Role::Scheduled(_) => self.scheduled(id, c).await,
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
+                ResourceKind::Identity(identity) => self.identity(id, identity),
+                ResourceKind::SharedFolder(folder) => self.shared_folder(id, folder),
+            }
+            if let ResourceKind::Container(c) = &res.kind {
+                self.note_unhealthy_grants(id, c);
             }
         }
     }
@@ -734,6 +742,24 @@ impl<'a> Run<'a> {
     async fn removals(&mut self) {
         self.remove_containers().await;
         self.remove_units().await;
+        self.remove_shared_folders();
+        self.remove_identities();
+    }
+
+    /// A grant whose group cannot write its path is said on the
+    /// container's line (`unhealthy: ...`); it fails nothing.
+    fn note_unhealthy_grants(&mut self, id: &str, c: &crate::declaration::Container) {
+        let unhealthy = grants::unhealthy(c);
+        if unhealthy.is_empty() {
+            return;
+        }
+        let note = format!("unhealthy: {}", unhealthy.join("; "));
+        if let Some(line) = self.lines.iter_mut().rev().find(|l| l.id == id) {
+            line.reason = Some(match line.reason.take() {
+                Some(reason) => format!("{reason}; {note}"),
+                None => note,
+            });
+        }
     }
 
     async fn remove_units(&mut self) {

@@ -15,6 +15,7 @@ mod local;
 mod output;
 mod remote;
 mod status;
+mod take;
 
 pub use local::render_fire;
 pub use remote::render_status;
@@ -156,6 +157,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Consent to take over a shared folder that already holds data: the
+    /// next apply sets its entries on what is there (objects owned by root
+    /// excepted). Until then apply reports it `refused: holds data`.
+    Take {
+        /// The shared folder's resource id in the declaration file.
+        id: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run as the node's service (systemd Type=notify).
     Daemon {
         /// Seconds between two reconciliations of the declaration file.
@@ -189,6 +200,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         } => cron::run(expr, from.as_deref(), count, zone.as_deref(), json),
         Command::Generate { ref dir } => generate::run(dir),
+        Command::Take { ref id, json } => take::run(&cli, id, json),
         Command::Run {
             ref step,
             local: true,

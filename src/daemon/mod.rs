@@ -77,6 +77,8 @@ struct Daemon {
     declaration: Mutex<Option<Declaration>>,
     last_apply: std::sync::Mutex<Option<LastApply>>,
     notifier: Notifier,
+    /// Keeps shared folders' entries between applies.
+    folders: crate::acl::watch::Watcher,
 }
 
 /// Run the daemon; returns the process exit code.
@@ -137,6 +139,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         declaration: Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
         notifier: notifier.clone(),
+        folders: crate::acl::watch::Watcher::start(store.clone()),
     });
 
     // 3. Apply the declaration file, arm the schedules.
@@ -280,6 +283,7 @@ impl Daemon {
     async fn apply(&self, decl: Declaration) -> ApplyReport {
         let _serial = self.applying.lock().await;
         let report = self.applier.apply(&decl).await;
+        self.folders.reload();
         if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
             tracing::info!(
                 "schedules: {} kept, {} added, {} re-armed, {} dropped",
