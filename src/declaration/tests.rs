@@ -1601,7 +1601,7 @@ fn every_example_is_accepted_without_warnings() {
         seen.push(name);
     }
     seen.sort();
-    assert_eq!(seen, ["registry.json", "webapp.json"]);
+    assert_eq!(seen, ["media.json", "registry.json", "webapp.json"]);
 }
 
 #[test]
