@@ -269,7 +269,11 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
     let resources = json!([ia, ib, folder, ca, cb]);
     let out = apply(&w, resources.clone());
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(line(&out, "share").starts_with("share created"), "{}", stdout(&out));
+    assert!(
+        line(&out, "share").starts_with("share created"),
+        "{}",
+        stdout(&out)
+    );
 
     let want_dir = vec![
         "user::rwx".to_string(),

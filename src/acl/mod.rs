@@ -139,7 +139,7 @@ impl Acl {
 
     /// Decode the kernel's form.
     pub fn decode(bytes: &[u8]) -> Result<Acl, BadAcl> {
-        if bytes.len() < 4 || (bytes.len() - 4) % 8 != 0 {
+        if bytes.len() < 4 || !(bytes.len() - 4).is_multiple_of(8) {
             return Err(BadAcl(format!("{} bytes", bytes.len())));
         }
         let version = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
