@@ -458,6 +458,29 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
         "the path is never changed"
     );
 
+    // The path's group changes: the container follows.
+    let (other, other_gid) = account();
+    let _og = w
+        .node
+        .on_drop(format!("groupdel {other} >/dev/null 2>&1; true"));
+    w.node.sh_ok(&format!(
+        "groupadd --system -g {other_gid} {other} && chgrp {other_gid} {}",
+        quote(&media)
+    ));
+    let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": media}]}));
+    let out = apply(&w, json!([ia.clone(), c]));
+    assert_eq!(line(&out, "app"), "app recreated: grant changed");
+    wait_for(
+        "the container to run again",
+        Duration::from_secs(30),
+        || w.running(&cname).then_some(()),
+    );
+    let groups = w.node.docker_ok(&["exec", &cname, "id", "-G"]);
+    assert_eq!(
+        groups.split_whitespace().collect::<Vec<_>>(),
+        vec![a.to_string(), other_gid.to_string()]
+    );
+
     // A group that cannot write is reported, not refused.
     let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": readonly}]}));
     let out = apply(&w, json!([ia.clone(), c]));
@@ -615,4 +638,63 @@ fn the_watch_puts_back_entries_a_chmod_700_took_away() {
     assert!(fields.contains(&format!("MESH_PATH={sub}")), "{fields}");
     // The owner's own bits stay as the application set them.
     assert!(getfacl(&node, &sub).contains(&"group::---".to_string()));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_folder_under_an_unmounted_fstab_mount_point_waits_and_is_not_made() {
+    let w = World::new("share-mount");
+    let (ia, _, a, _ga) = identity(&w.node, "ia");
+    let point = w.path("mnt");
+    std::fs::create_dir_all(&point).expect("mount point");
+    let share = format!("{point}/share");
+    // The node shares the machine's /etc/fstab: a `noauto` line (never
+    // mounted at any boot) marked with this test's name, taken out again
+    // whatever happens; sed -i replaces the file atomically.
+    let marker = point.replace('/', "_");
+    let _fstab = w.node.on_drop(format!("sed -i '/{marker}/d' /etc/fstab"));
+    w.node.sh_ok(&format!(
+        "sed -i '$a tmpfs {point} tmpfs noauto,mode=0755 0 0 # {marker}' /etc/fstab"
+    ));
+    let _umount = w
+        .node
+        .on_drop(format!("umount {} 2>/dev/null; true", quote(&point)));
+    let folder = json!({"id": "share", "type": "shared-folder", "path": share,
+        "access": [{"identity": "ia", "write": true}]});
+    let resources = json!([ia, folder]);
+
+    let out = apply(&w, resources.clone());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "waiting fails nothing: {}",
+        stdout(&out)
+    );
+    assert_eq!(
+        line(&out, "share"),
+        format!("share waiting: not mounted: {point} is declared in /etc/fstab but not mounted; {share} is not made on the filesystem beneath it")
+    );
+    assert!(
+        !w.node
+            .sh(&format!("test -e {}", quote(&share)))
+            .status
+            .success(),
+        "never made on the filesystem beneath"
+    );
+
+    // Mounted (in the node): the next apply makes it there.
+    w.node.sh_ok(&format!(
+        "mount -t tmpfs -o mode=0755 tmpfs {}",
+        quote(&point)
+    ));
+    let out = apply(&w, resources);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        line(&out, "share").starts_with("share created"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(named_users(&getfacl(&w.node, &share)).contains(&format!("user:{a}:rwx")));
+    let fs = w.node.sh_ok(&format!("stat -f -c %T {}", quote(&share)));
+    assert_eq!(fs.trim(), "tmpfs", "made on the mounted filesystem");
 }
