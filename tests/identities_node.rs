@@ -303,6 +303,12 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
     ]);
     let out = apply(&w, resources.clone());
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // from-a was made 0644, which narrowed the inherited entries: put back.
+    let restored = w.journal(&["MESH_EVENT=acl-restored"]);
+    assert!(
+        restored.contains(&format!("entries restored on {share}/from-a")),
+        "{restored}"
+    );
     w.node.docker_ok(&[
         "exec",
         &name_b,

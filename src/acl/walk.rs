@@ -8,6 +8,10 @@
 //! dropped unless it is still the same object. Symbolic links, FIFOs,
 //! sockets and devices are left alone and never followed. Below the folder
 //! itself, anything owned by root is never taken: not changed, not entered.
+//! The walk stays on the folder's filesystem (a mount inside it is not
+//! entered, as `find -xdev`), and a regular file with other hard links is
+//! left alone: its other names may lie outside the folder, and entries on
+//! it would give the identities access there too.
 //!
 //! A walk visits at most [`SWEEP_BOUND`] objects: the sweep at every apply
 //! costs at most that, and a bigger tree is finished by the watch (which
@@ -169,7 +173,8 @@ pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool,
     Ok(changed)
 }
 
-/// A child of a directory, opened without following anything.
+/// A child of a directory, opened without following anything, on the
+/// folder's filesystem `dev`.
 #[derive(Debug)]
 pub enum Child {
     /// A directory or regular file, opened, with its owner.
@@ -181,13 +186,14 @@ pub enum Child {
         /// Its owner.
         uid: u32,
     },
-    /// Anything else (a link, FIFO, socket, device), or gone: left alone.
+    /// Anything else (a link, FIFO, socket, device, a mount, a file with
+    /// other hard links), or gone: left alone.
     Skipped,
 }
 
 /// Open `name` beneath `dir` if it is a directory or regular file, never
 /// following a link and never blocking on a FIFO.
-pub fn open_child(dir: BorrowedFd<'_>, name: &CStr) -> Result<Child, Errno> {
+pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64) -> Result<Child, Errno> {
     let before = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(s) => s,
         Err(Errno::NOENT) => return Ok(Child::Skipped),
@@ -195,9 +201,12 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &CStr) -> Result<Child, Errno> {
     };
     let is_dir = match FileType::from_raw_mode(before.st_mode) {
         FileType::Directory => true,
-        FileType::RegularFile => false,
+        FileType::RegularFile if before.st_nlink <= 1 => false,
         _ => return Ok(Child::Skipped),
     };
+    if before.st_dev != dev {
+        return Ok(Child::Skipped);
+    }
     let mut flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     if is_dir {
         flags |= OFlags::DIRECTORY;
@@ -212,6 +221,7 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &CStr) -> Result<Child, Errno> {
     if after.st_dev != before.st_dev
         || after.st_ino != before.st_ino
         || FileType::from_raw_mode(after.st_mode) != FileType::from_raw_mode(before.st_mode)
+        || (!is_dir && after.st_nlink > 1)
     {
         return Ok(Child::Skipped);
     }
@@ -276,6 +286,13 @@ pub fn sweep(
             return out;
         }
     };
+    let dev = match rustix::fs::fstat(&first) {
+        Ok(stat) => stat.st_dev,
+        Err(e) => {
+            note(&mut out, start, e);
+            return out;
+        }
+    };
     out.visited += 1;
     match converge_fd(first.as_fd(), true, op) {
         Ok(true) => out.changed.push(start.to_string()),
@@ -310,7 +327,7 @@ pub fn sweep(
                 return out;
             }
             let child_path = join(&path, &String::from_utf8_lossy(bytes));
-            let (fd, is_dir, uid) = match open_child(dir.as_fd(), name) {
+            let (fd, is_dir, uid) = match open_child(dir.as_fd(), name, dev) {
                 Ok(Child::Open { fd, is_dir, uid }) => (fd, is_dir, uid),
                 Ok(Child::Skipped) => continue,
                 Err(e) => {
@@ -395,7 +412,9 @@ mod tests {
             0,
         )
         .expect("fifo");
-        for p in ["sub", "sub/deeper", "sub/file", "fifo"] {
+        // A hard link to a file outside: other names, never taken.
+        std::fs::hard_link(outside.join("secret"), folder.join("hard-link")).expect("link");
+        for p in ["sub", "sub/deeper", "sub/file", "fifo", "hard-link"] {
             give_away(&folder.join(p));
         }
         std::fs::set_permissions(
@@ -416,7 +435,8 @@ mod tests {
         );
         assert!(sweep.errors.is_empty(), "{:?}", sweep.errors);
         assert_eq!(dirs, vec![".", "sub", "sub/deeper"]);
-        // ., sub, sub/deeper, sub/file; links and the FIFO are not opened.
+        // ., sub, sub/deeper, sub/file; links, the FIFO and the file with
+        // another name are not opened.
         assert_eq!(sweep.visited, 4, "{sweep:?}");
 
         for dir in [".", "sub", "sub/deeper"] {
@@ -434,7 +454,7 @@ mod tests {
         assert_eq!(file.user(2001), Some(R | W), "{file}");
         assert_eq!(file.user(2002), Some(R), "{file}");
         assert_eq!(acl_of(&outside), None, "a link's target is never changed");
-        assert_eq!(acl_of(&outside.join("secret")), None);
+        assert_eq!(acl_of(&outside.join("secret")), None, "nor a hard link's");
 
         // A second sweep finds nothing to do.
         let again = super::sweep(root.as_fd(), ".", Op::Set(&wanted), SWEEP_BOUND, |_, _| {});

@@ -66,6 +66,8 @@ struct Folder {
     id: String,
     path: String,
     root: OwnedFd,
+    /// The folder's filesystem: the watch never leaves it.
+    dev: u64,
     wanted: Wanted,
 }
 
@@ -76,6 +78,26 @@ struct State {
     /// Watch descriptor → (folder index, directory path relative to it).
     dirs: HashMap<i32, (usize, String)>,
     full_logged: bool,
+    /// The document it was built from.
+    source: ManagedFolders,
+}
+
+impl State {
+    /// Whether it still watches what `managed` records: the same folders,
+    /// each still the directory found at its path (not one removed and
+    /// made again, which would leave the watches on the old one).
+    fn current(&self, managed: &ManagedFolders) -> bool {
+        self.source == *managed
+            && self.folders.iter().all(|f| {
+                let (Ok(now), Ok(held)) = (
+                    walk::open_path(&f.path).and_then(|fd| rustix::fs::fstat(&fd)),
+                    rustix::fs::fstat(&f.root),
+                ) else {
+                    return false;
+                };
+                now.st_dev == held.st_dev && now.st_ino == held.st_ino
+            })
+    }
 }
 
 fn run(store: Store, rx: mpsc::Receiver<()>) {
@@ -84,9 +106,15 @@ fn run(store: Store, rx: mpsc::Receiver<()>) {
     loop {
         match rx.try_recv() {
             Ok(()) => {
-                // Coalesce reloads queued meanwhile.
+                // Coalesce reloads queued meanwhile. An apply that changed
+                // no folder leaves the watches as they are (the apply's own
+                // sweep already set what was new).
                 while rx.try_recv().is_ok() {}
-                state = load(&store);
+                match read(&store) {
+                    Some(managed) if state.as_ref().is_some_and(|s| s.current(&managed)) => {}
+                    Some(managed) => state = load(managed),
+                    None => state = None,
+                }
             }
             Err(mpsc::TryRecvError::Empty) => {}
             Err(mpsc::TryRecvError::Disconnected) => return,
@@ -132,18 +160,19 @@ fn run(store: Store, rx: mpsc::Receiver<()>) {
     }
 }
 
-/// Open the recorded folders and watch them (sweeping each once).
-fn load(store: &Store) -> Option<State> {
-    let managed: ManagedFolders = match store.load(SHARED_FOLDERS) {
-        Ok(m) => m.unwrap_or_default(),
+/// The recorded folders; `None` when there are none or they cannot be read.
+fn read(store: &Store) -> Option<ManagedFolders> {
+    match store.load::<ManagedFolders>(SHARED_FOLDERS) {
+        Ok(m) => m.filter(|m| !m.folders.is_empty()),
         Err(e) => {
             tracing::error!("the shared-folder watch cannot read its folders: {e}");
-            return None;
+            None
         }
-    };
-    if managed.folders.is_empty() {
-        return None;
     }
+}
+
+/// Open the recorded folders and watch them (sweeping each once).
+fn load(managed: ManagedFolders) -> Option<State> {
     let inotify = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
         Ok(fd) => fd,
         Err(e) => {
@@ -156,6 +185,7 @@ fn load(store: &Store) -> Option<State> {
         folders: Vec::new(),
         dirs: HashMap::new(),
         full_logged: false,
+        source: managed.clone(),
     };
     for (id, folder) in managed.folders {
         let root = match walk::open_path(&folder.path) {
@@ -165,10 +195,18 @@ fn load(store: &Store) -> Option<State> {
                 continue;
             }
         };
+        let dev = match rustix::fs::fstat(&root) {
+            Ok(stat) => stat.st_dev,
+            Err(e) => {
+                tracing::warn!("shared folder {id}: not watched: {e}");
+                continue;
+            }
+        };
         st.folders.push(Folder {
             id,
             path: folder.path.clone(),
             root,
+            dev,
             wanted: Wanted::of(&folder.pairs()),
         });
     }
@@ -254,7 +292,7 @@ impl State {
         // A new object only gets its entries (its mode may have narrowed
         // what it inherited); a changed one had them taken away.
         let new = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
-        match walk::open_child(dir_fd.as_fd(), &cname) {
+        match walk::open_child(dir_fd.as_fd(), &cname, folder.dev) {
             Ok(Child::Open {
                 is_dir: true, uid, ..
             }) if uid != 0 && new => {
@@ -278,7 +316,8 @@ impl State {
         restored: bool,
     ) {
         let folder = &self.folders[index];
-        if let Ok(Child::Open { fd, is_dir, .. }) = walk::open_child(dir.as_fd(), name) {
+        if let Ok(Child::Open { fd, is_dir, .. }) = walk::open_child(dir.as_fd(), name, folder.dev)
+        {
             match walk::converge_fd(fd.as_fd(), is_dir, Op::Set(&folder.wanted)) {
                 Ok(true) => log_set(folder, rel, restored),
                 Ok(false) => {}
@@ -289,21 +328,30 @@ impl State {
 }
 
 fn log_set(folder: &Folder, rel: &str, restored: bool) {
-    let path = if rel == "." {
-        folder.path.clone()
-    } else {
-        format!("{}/{rel}", folder.path)
-    };
+    let path = absolute(&folder.path, rel);
     if !restored {
         tracing::debug!("shared folder {}: entries set on new {path}", folder.id);
         return;
     }
+    log_restored(&folder.id, &path);
+}
+
+/// `rel` (relative to folder `path`, `.` for itself) as an absolute path.
+pub fn absolute(path: &str, rel: &str) -> String {
+    if rel == "." {
+        path.to_string()
+    } else {
+        format!("{path}/{rel}")
+    }
+}
+
+/// Log `acl-restored`: shared folder `id`'s entries put back on `path`.
+pub fn log_restored(id: &str, path: &str) {
     mesh_event!(
         info,
         Event::AclRestored,
-        MESH_FOLDER = %folder.id,
+        MESH_FOLDER = %id,
         MESH_PATH = %path,
-        "shared folder {}: entries restored on {path}",
-        folder.id
+        "shared folder {id}: entries restored on {path}"
     );
 }

@@ -24,6 +24,11 @@ use crate::acl::folders::{
     Consents, FolderAccess, ManagedFolder, ManagedFolders, CONSENTS, SHARED_FOLDERS,
 };
 use crate::acl::walk::{self, Op, Wanted, SWEEP_BOUND};
+use crate::acl::watch;
+
+/// Most `acl-restored` events one apply's sweep logs per folder, one per
+/// object; the rest are counted in one more.
+const LOGGED_RESTORES: usize = 100;
 use crate::declaration::{Declaration, ResourceKind, SharedFolder};
 
 /// The mount point `path` waits for: the deepest one `fstab` declares that
@@ -186,6 +191,18 @@ impl Run<'_> {
         let pairs: Vec<(u32, bool)> = access.iter().map(|a| (a.uid, a.write)).collect();
         let wanted = Wanted::of(&pairs);
         let sweep = walk::sweep(root.as_fd(), ".", Op::Set(&wanted), SWEEP_BOUND, |_, _| {});
+        if previous.is_some() {
+            // A folder the host keeps: what the sweep changed had been
+            // removed or narrowed since (by an application, or by the
+            // creation mode of something new while no watch ran).
+            for rel in sweep.changed.iter().take(LOGGED_RESTORES) {
+                watch::log_restored(id, &watch::absolute(path, rel));
+            }
+            if sweep.changed.len() > LOGGED_RESTORES {
+                let more = sweep.changed.len() - LOGGED_RESTORES;
+                watch::log_restored(id, &format!("{path} ({more} more objects beneath it)"));
+            }
+        }
         notes.extend(describe(&sweep));
         if !sweep.errors.is_empty() {
             notes.push(format!("could not set: {}", sweep.errors.join("; ")));
