@@ -266,7 +266,7 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
     let mount = json!({"mounts": [{"source": share, "target": "/share"}]});
     let (ca, name_a) = container(&mut w, "ca", "ia", mount.clone());
     let (cb, name_b) = container(&mut w, "cb", "ib", mount);
-    let resources = json!([ia, ib, folder, ca, cb]);
+    let resources = json!([ia.clone(), ib.clone(), folder, ca, cb]);
     let out = apply(&w, resources.clone());
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
@@ -342,6 +342,27 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
             .sh_ok(&format!("cat {}", quote(&format!("{share}/from-a")))),
         "a\nb\n"
     );
+
+    // ib loses its access: its entries go, everywhere; ia's stay.
+    let folder = json!({"id": "share", "type": "shared-folder", "path": share,
+        "access": [{"identity": "ia", "write": true}]});
+    let out = apply(&w, json!([ia, ib, folder]));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        line(&out, "share").contains(&format!("entries of uid [{b}] taken away")),
+        "{}",
+        stdout(&out)
+    );
+    for p in ["", "/from-a", "/from-b", "/dir-a", "/dir-a/from-b"] {
+        let acl = getfacl(&w.node, &format!("{share}{p}"));
+        let users = named_users(&acl);
+        assert_eq!(users.len(), 1, "{p}: {acl:?}");
+        assert!(users[0].starts_with(&format!("user:{a}:")), "{p}: {acl:?}");
+        assert!(
+            !acl.iter().any(|l| l.contains(&b.to_string())),
+            "{p}: {acl:?}"
+        );
+    }
 }
 
 #[test]

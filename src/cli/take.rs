@@ -64,7 +64,7 @@ pub fn run(cli: &Cli, id: &str, json: bool) -> u8 {
     if json {
         print_json(&Taken { id, path: &path });
     } else {
-        println!("{id}: consent recorded: the next apply takes {path} over (objects owned by root beneath it are never taken)");
+        println!("{id}: consent recorded: the next apply takes {path} over (objects owned by root beneath it are never taken); `systemctl reload mesh-host` applies now");
     }
     EXIT_OK
 }
