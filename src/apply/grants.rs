@@ -89,6 +89,12 @@ pub fn unhealthy(container: &Container) -> Vec<String> {
 /// one: the owning group's entry as the mask allows); `None` when it
 /// cannot be read.
 fn group_can_write(path: &str) -> Option<bool> {
+    // Only a directory or a file is opened (never a device, whose open
+    // may act).
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    if !kind.is_dir() && !kind.is_file() {
+        return None;
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         // Never wait on a FIFO put at the path.

@@ -114,8 +114,15 @@ impl Run<'_> {
                 _ => None,
             })
             .collect();
-        let Ok(Some(mut record)) = self.applier.store.load::<Record>(ACCOUNTS) else {
-            return;
+        let mut record = match self.applier.store.load::<Record>(ACCOUNTS) {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(e) => {
+                self.ok = false;
+                self.warnings
+                    .push(format!("accounts no longer declared are not removed: {e}"));
+                return;
+            }
         };
         let gone: Vec<(String, MadeAccount)> = record
             .iter()

@@ -14,6 +14,8 @@
 //! | run-once step | `ran`, `failed` (halts the apply) |
 //! | scheduled step | `installed` (image made present, never run) |
 //! | unit | what the unit manager reports |
+//! | identity | `created`, `unchanged`, `failed` (a name or number taken) |
+//! | shared folder | `created`, `updated`, `unchanged`, `waiting`, `refused` |
 //! | no longer declared | `removed` (after the declared ones) |
 //!
 //! Removal touches only managed containers this state directory declared
@@ -33,7 +35,9 @@
 //! Submodules: [`spec`] (what a container is), `files` (files and
 //! directories, never through a symbolic link), `containers` (services),
 //! `run_once`, `pull` (pull policy), `state` (the documents), [`units`] (the
-//! seam to systemd unit files).
+//! seam to systemd unit files), `identities` (system accounts),
+//! `shared_folders` (ACL entries on shared folders), [`grants`] (a
+//! container's identity and grants as the runtime takes them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

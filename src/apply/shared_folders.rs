@@ -242,9 +242,16 @@ impl Run<'_> {
                 _ => None,
             })
             .collect();
-        let Ok(Some(mut managed)) = self.applier.store.load::<ManagedFolders>(SHARED_FOLDERS)
-        else {
-            return;
+        let mut managed = match self.applier.store.load::<ManagedFolders>(SHARED_FOLDERS) {
+            Ok(Some(managed)) => managed,
+            Ok(None) => return,
+            Err(e) => {
+                self.ok = false;
+                self.warnings.push(format!(
+                    "shared folders no longer declared keep their entries: {e}"
+                ));
+                return;
+            }
         };
         let gone: Vec<(String, ManagedFolder)> = managed
             .folders
