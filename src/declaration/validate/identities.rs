@@ -273,6 +273,19 @@ pub(super) fn cross_check(
             _ => {}
         }
     }
+    // A directory resource's mode would fight the folder's mask at every
+    // apply (chmod narrows it, the watch widens it again).
+    for entry in entries {
+        let Kind::Directory(Some(path)) = &entry.kind else {
+            continue;
+        };
+        if let Some((_, label)) = folders.iter().find(|(f, _)| *f == path) {
+            entry.sink(found).at(
+                "path",
+                format!("{path} is shared folder {label}: its permissions are the folder's entries; declare it once, as the shared folder"),
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -379,6 +392,12 @@ mod tests {
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
+        let p = problems(json!([
+            {"id": "a", "type": "identity", "name": "app", "uid": 2001, "gid": 2001},
+            {"id": "s", "type": "shared-folder", "path": "/srv/s", "access": [{"identity": "a"}]},
+            {"id": "d", "type": "directory", "path": "/srv/s"}
+        ]));
+        assert_eq!(p, vec!["d: path: /srv/s is shared folder s: its permissions are the folder's entries; declare it once, as the shared folder"]);
         let p = problems(
             json!([{"id": "s", "type": "shared-folder", "path": "/srv/s", "access": [], "extra": 1}]),
         );
