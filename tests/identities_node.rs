@@ -372,19 +372,25 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
     let (ia, _, a, _ga) = identity(&w.node, "ia");
     let share = w.path("srv/data");
     let outside = w.path("outside");
-    // Data of an application (uid 4242), data of root, a link to /etc and
-    // one to a directory outside, a FIFO.
+    let root_share = w.path("srv/root-data");
+    // A folder of an application (uid 4242) holding its data, data of root,
+    // a link to /etc and one to a directory outside, a FIFO; and a folder
+    // of root's holding data.
     w.node.sh_ok(&format!(
-        "mkdir -p {s}/app {o} && echo x > {s}/app/file && chown -R 4242:4242 {s}/app && echo r > {s}/root-file && ln -s /etc {s}/etc-link && ln -s {o} {s}/out-link && mkfifo {s}/fifo && chown 4242 {s}/fifo",
+        "mkdir -p {s}/app {o} {r} && echo x > {s}/app/file && chown -R 4242:4242 {s} && echo r > {s}/root-file && ln -s /etc {s}/etc-link && ln -s {o} {s}/out-link && mkfifo {s}/fifo && chown 4242 {s}/fifo && echo r > {r}/file",
         s = quote(&share),
-        o = quote(&outside)
+        o = quote(&outside),
+        r = quote(&root_share)
     ));
+    let root_share_before = getfacl(&w.node, &root_share);
     let etc_before = getfacl(&w.node, "/etc");
     let outside_before = getfacl(&w.node, &outside);
     let root_before = getfacl(&w.node, &format!("{share}/root-file"));
     let folder = json!({"id": "data", "type": "shared-folder", "path": share,
         "access": [{"identity": "ia", "write": true}]});
-    let resources = json!([ia, folder]);
+    let root_folder = json!({"id": "root-data", "type": "shared-folder", "path": root_share,
+        "access": [{"identity": "ia", "write": true}]});
+    let resources = json!([ia, folder, root_folder]);
 
     let out = apply(&w, resources.clone());
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -399,8 +405,16 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
 
     let taken = w.mesh(&["take", "data"]);
     assert_eq!(taken.status.code(), Some(0), "{}", stdout(&taken));
+    let taken = w.mesh(&["take", "root-data"]);
+    assert_eq!(taken.status.code(), Some(0), "{}", stdout(&taken));
     let out = apply(&w, resources);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // Root's folder is never taken, even after take.
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        line(&out, "root-data"),
+        format!("root-data refused: holds data and is owned by root: never taken, even after take (give {root_share} to the owner of its data to share it)")
+    );
+    assert_eq!(getfacl(&w.node, &root_share), root_share_before);
     assert!(
         line(&out, "data").starts_with("data updated"),
         "{}",

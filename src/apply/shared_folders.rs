@@ -8,6 +8,7 @@
 //! | missing | made (mode 0700, root's), entries set: `created` |
 //! | empty, or taken before, or consented to (`mesh-host take ID`) | entries set: `updated` / `unchanged` |
 //! | holding data, no consent | `refused: holds data, run mesh-host take ID` |
+//! | holding data, owned by root | `refused: holds data and is owned by root: never taken, ...` |
 //! | no longer declared | the host's entries taken away, data left: `removed` |
 //!
 //! Beneath the folder, objects owned by root are never taken, even after
@@ -144,25 +145,33 @@ impl Run<'_> {
             }
         };
         let previous = managed.folders.get(id).filter(|m| m.path == path).cloned();
-        if !created
-            && previous.is_none()
-            && consents.taken.get(id).map(String::as_str) != Some(path)
-        {
-            match holds_data(&root) {
-                Ok(false) => {}
-                Ok(true) => {
-                    self.ok = false;
-                    let reason = format!("holds data, run mesh-host take {id}");
-                    self.lines.push(super::ReportLine::new(
-                        id,
-                        Action::Other("refused".into()),
-                        Some(reason),
-                    ));
-                    return;
+        if !created && previous.is_none() {
+            let consented = consents.taken.get(id).map(String::as_str) == Some(path);
+            let owner = rustix::fs::fstat(&root).map(|s| s.st_uid);
+            let refusal = match (holds_data(&root), owner) {
+                (Ok(false), Ok(_)) => None,
+                // A directory of root's that holds data is root's data:
+                // entries on it would let an identity rename or remove
+                // what is in it (think of /etc). Never taken, even after
+                // take.
+                (Ok(true), Ok(0)) => Some(format!(
+                    "holds data and is owned by root: never taken, even after take (give {path} to the owner of its data to share it)"
+                )),
+                (Ok(true), Ok(_)) if consented => None,
+                (Ok(true), Ok(_)) => Some(format!("holds data, run mesh-host take {id}")),
+                (Err(e), _) | (_, Err(e)) => {
+                    let reason = format!("cannot read {path}: {e}");
+                    return self.push(id, Action::Failed, Some(reason));
                 }
-                Err(e) => {
-                    return self.push(id, Action::Failed, Some(format!("cannot read {path}: {e}")))
-                }
+            };
+            if let Some(reason) = refusal {
+                self.ok = false;
+                self.lines.push(super::ReportLine::new(
+                    id,
+                    Action::Other("refused".into()),
+                    Some(reason),
+                ));
+                return;
             }
         }
         // Identities no longer given access lose their entries first.
