@@ -233,11 +233,16 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64) -> Result<Child, E
 }
 
 /// Open a directory by a path relative to `root` (`.` for root itself),
-/// one component at a time, never following a link.
-pub fn open_relative(root: BorrowedFd<'_>, rel: &str) -> Result<OwnedFd, Errno> {
+/// one component at a time, never following a link. Paths are bytes: a
+/// name need not be UTF-8.
+pub fn open_relative(root: BorrowedFd<'_>, rel: impl AsRef<[u8]>) -> Result<OwnedFd, Errno> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut dir = rustix::fs::openat(root, ".", flags, Mode::empty())?;
-    for component in rel.split('/').filter(|c| !c.is_empty() && *c != ".") {
+    for component in rel
+        .as_ref()
+        .split(|b| *b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+    {
         dir = rustix::fs::openat(&dir, component, flags, Mode::empty())?;
     }
     Ok(dir)
@@ -251,11 +256,12 @@ pub fn open_path(path: &str) -> Result<OwnedFd, Errno> {
     open_relative(root.as_fd(), path.trim_start_matches('/'))
 }
 
-fn join(parent: &str, name: &str) -> String {
-    if parent == "." {
-        name.to_string()
+/// `name` beneath relative path `parent` (`.` for the folder itself).
+pub fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
+    if parent == b"." {
+        name.to_vec()
     } else {
-        format!("{parent}/{name}")
+        [parent, b"/", name].concat()
     }
 }
 
@@ -268,15 +274,17 @@ const KEPT_ERRORS: usize = 5;
 /// and relative path), for the watch to follow it.
 pub fn sweep(
     root: BorrowedFd<'_>,
-    start: &str,
+    start: impl AsRef<[u8]>,
     op: Op<'_>,
     bound: usize,
-    mut on_dir: impl FnMut(BorrowedFd<'_>, &str),
+    mut on_dir: impl FnMut(BorrowedFd<'_>, &[u8]),
 ) -> Sweep {
+    let start = start.as_ref();
     let mut out = Sweep::default();
-    let note = |out: &mut Sweep, path: &str, e: Errno| {
+    let note = |out: &mut Sweep, path: &[u8], e: Errno| {
         if out.errors.len() < KEPT_ERRORS {
-            out.errors.push(format!("{path}: {e}"));
+            out.errors
+                .push(format!("{}: {e}", String::from_utf8_lossy(path)));
         }
     };
     let first = match open_relative(root, start) {
@@ -295,11 +303,13 @@ pub fn sweep(
     };
     out.visited += 1;
     match converge_fd(first.as_fd(), true, op) {
-        Ok(true) => out.changed.push(start.to_string()),
+        Ok(true) => out
+            .changed
+            .push(String::from_utf8_lossy(start).into_owned()),
         Ok(false) => {}
         Err(e) => note(&mut out, start, e),
     }
-    let mut queue = std::collections::VecDeque::from([(first, start.to_string())]);
+    let mut queue = std::collections::VecDeque::from([(first, start.to_vec())]);
     while let Some((dir, path)) = queue.pop_front() {
         on_dir(dir.as_fd(), &path);
         let entries = match rustix::fs::Dir::read_from(&dir) {
@@ -326,7 +336,7 @@ pub fn sweep(
                 out.truncated = true;
                 return out;
             }
-            let child_path = join(&path, &String::from_utf8_lossy(bytes));
+            let child_path = join(&path, bytes);
             let (fd, is_dir, uid) = match open_child(dir.as_fd(), name, dev) {
                 Ok(Child::Open { fd, is_dir, uid }) => (fd, is_dir, uid),
                 Ok(Child::Skipped) => continue,
@@ -341,7 +351,9 @@ pub fn sweep(
                 continue;
             }
             match converge_fd(fd.as_fd(), is_dir, op) {
-                Ok(true) => out.changed.push(child_path.clone()),
+                Ok(true) => out
+                    .changed
+                    .push(String::from_utf8_lossy(&child_path).into_owned()),
                 Ok(false) => {}
                 Err(e) => note(&mut out, &child_path, e),
             }
@@ -431,7 +443,7 @@ mod tests {
             ".",
             Op::Set(&wanted),
             SWEEP_BOUND,
-            |_, rel| dirs.push(rel.to_string()),
+            |_, rel| dirs.push(String::from_utf8_lossy(rel).into_owned()),
         );
         assert!(sweep.errors.is_empty(), "{:?}", sweep.errors);
         assert_eq!(dirs, vec![".", "sub", "sub/deeper"]);
@@ -477,6 +489,36 @@ mod tests {
             );
         }
         assert_eq!(default_of(&folder), None);
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_walked_and_reopened() {
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let folder = tmp.path().join("share");
+        let odd = std::ffi::OsStr::from_bytes(b"caf\xe9");
+        std::fs::create_dir_all(folder.join(odd)).expect("dir");
+        std::fs::write(folder.join(odd).join("f"), "x").expect("file");
+        give_away(&folder.join(odd));
+        give_away(&folder.join(odd).join("f"));
+        let wanted = Wanted::of(&[(2001, true)]);
+        let root = open_path(folder.to_str().expect("utf-8")).expect("open");
+        let mut dirs: Vec<Vec<u8>> = Vec::new();
+        let sweep = sweep(
+            root.as_fd(),
+            ".",
+            Op::Set(&wanted),
+            SWEEP_BOUND,
+            |_, rel| dirs.push(rel.to_vec()),
+        );
+        assert!(sweep.errors.is_empty(), "{:?}", sweep.errors);
+        assert_eq!(dirs, vec![b".".to_vec(), b"caf\xe9".to_vec()]);
+        assert!(acl_of(&folder.join(odd).join("f")).is_some_and(|a| a.user(2001) == Some(R | W)));
+        // The watch reopens a directory by the path the walk gave it.
+        let again = open_relative(root.as_fd(), &dirs[1]).expect("reopen");
+        let inner = rustix::fs::fstat(&again).expect("stat");
+        let direct = std::fs::metadata(folder.join(odd)).expect("stat");
+        assert_eq!(inner.st_ino, std::os::unix::fs::MetadataExt::ino(&direct));
     }
 
     #[test]

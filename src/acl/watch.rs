@@ -75,8 +75,9 @@ struct Folder {
 struct State {
     inotify: OwnedFd,
     folders: Vec<Folder>,
-    /// Watch descriptor → (folder index, directory path relative to it).
-    dirs: HashMap<i32, (usize, String)>,
+    /// Watch descriptor → (folder index, directory path relative to it, as
+    /// bytes: a name need not be UTF-8).
+    dirs: HashMap<i32, (usize, Vec<u8>)>,
     full_logged: bool,
     /// The document it was built from.
     source: ManagedFolders,
@@ -137,15 +138,14 @@ fn run(store: Store, rx: mpsc::Receiver<()>) {
                 continue;
             }
         }
-        let mut events: Vec<(i32, ReadFlags, Option<String>)> = Vec::new();
+        let mut events: Vec<(i32, ReadFlags, Option<Vec<u8>>)> = Vec::new();
         let mut reader = inotify::Reader::new(&st.inotify, &mut buf);
         loop {
             match reader.next() {
                 Ok(ev) => events.push((
                     ev.wd(),
                     ev.events(),
-                    ev.file_name()
-                        .map(|n| String::from_utf8_lossy(n.to_bytes()).into_owned()),
+                    ev.file_name().map(|n| n.to_bytes().to_vec()),
                 )),
                 Err(Errno::AGAIN | Errno::INTR) => break,
                 Err(e) => {
@@ -211,7 +211,7 @@ fn load(managed: ManagedFolders) -> Option<State> {
         });
     }
     for index in 0..st.folders.len() {
-        st.sweep(index, ".", true);
+        st.sweep(index, b".", true);
     }
     Some(st)
 }
@@ -219,7 +219,7 @@ fn load(managed: ManagedFolders) -> Option<State> {
 impl State {
     /// Set `start` (relative to folder `index`) and beneath it, watching each
     /// directory; changes are logged as restorations when `restored`.
-    fn sweep(&mut self, index: usize, start: &str, restored: bool) {
+    fn sweep(&mut self, index: usize, start: &[u8], restored: bool) {
         let folder = &self.folders[index];
         let inotify = &self.inotify;
         let dirs = &mut self.dirs;
@@ -237,12 +237,12 @@ impl State {
                     | WatchFlags::EXCL_UNLINK;
                 match inotify::add_watch(inotify, walk::fd_path(fd), flags) {
                     Ok(wd) => {
-                        dirs.insert(wd, (index, rel.to_string()));
+                        dirs.insert(wd, (index, rel.to_vec()));
                     }
                     Err(e) => {
                         if !*full_logged {
                             *full_logged = true;
-                            tracing::warn!("shared folder {}: {}/{rel} is not watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps it", folder.id, folder.path);
+                            tracing::warn!("shared folder {}: {}/{} is not watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps it", folder.id, folder.path, String::from_utf8_lossy(rel));
                         }
                     }
                 }
@@ -253,11 +253,11 @@ impl State {
         }
     }
 
-    fn handle(&mut self, wd: i32, flags: ReadFlags, name: Option<String>) {
+    fn handle(&mut self, wd: i32, flags: ReadFlags, name: Option<Vec<u8>>) {
         if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
             tracing::warn!("the shared-folder watch lost events; sweeping every folder");
             for index in 0..self.folders.len() {
-                self.sweep(index, ".", true);
+                self.sweep(index, b".", true);
             }
             return;
         }
@@ -277,18 +277,18 @@ impl State {
             match walk::converge_fd(dir_fd.as_fd(), true, Op::Set(&folder.wanted)) {
                 Ok(true) => log_set(folder, &dir, true),
                 Ok(false) => {}
-                Err(e) => tracing::warn!("shared folder {}: {}/{dir}: {e}", folder.id, folder.path),
+                Err(e) => tracing::warn!(
+                    "shared folder {}: {}: {e}",
+                    folder.id,
+                    absolute(&folder.path, &String::from_utf8_lossy(&dir))
+                ),
             }
             return;
         };
         let Ok(cname) = std::ffi::CString::new(name.clone()) else {
             return;
         };
-        let rel = if dir == "." {
-            name
-        } else {
-            format!("{dir}/{name}")
-        };
+        let rel = walk::join(&dir, &name);
         // A new object only gets its entries (its mode may have narrowed
         // what it inherited); a changed one had them taken away.
         let new = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
@@ -303,7 +303,11 @@ impl State {
                 self.set_one(index, &dir_fd, &cname, &rel, !new)
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!("shared folder {}: {}/{rel}: {e}", folder.id, folder.path),
+            Err(e) => tracing::warn!(
+                "shared folder {}: {}: {e}",
+                folder.id,
+                absolute(&folder.path, &String::from_utf8_lossy(&rel))
+            ),
         }
     }
 
@@ -312,7 +316,7 @@ impl State {
         index: usize,
         dir: &OwnedFd,
         name: &std::ffi::CStr,
-        rel: &str,
+        rel: &[u8],
         restored: bool,
     ) {
         let folder = &self.folders[index];
@@ -321,14 +325,18 @@ impl State {
             match walk::converge_fd(fd.as_fd(), is_dir, Op::Set(&folder.wanted)) {
                 Ok(true) => log_set(folder, rel, restored),
                 Ok(false) => {}
-                Err(e) => tracing::warn!("shared folder {}: {}/{rel}: {e}", folder.id, folder.path),
+                Err(e) => tracing::warn!(
+                    "shared folder {}: {}: {e}",
+                    folder.id,
+                    absolute(&folder.path, &String::from_utf8_lossy(rel))
+                ),
             }
         }
     }
 }
 
-fn log_set(folder: &Folder, rel: &str, restored: bool) {
-    let path = absolute(&folder.path, rel);
+fn log_set(folder: &Folder, rel: impl AsRef<[u8]>, restored: bool) {
+    let path = absolute(&folder.path, &String::from_utf8_lossy(rel.as_ref()));
     if !restored {
         tracing::debug!("shared folder {}: entries set on new {path}", folder.id);
         return;
