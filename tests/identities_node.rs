@@ -623,7 +623,7 @@ fn the_watch_puts_back_entries_a_chmod_700_took_away() {
     // Its parent exists, searchable by the application below.
     std::fs::create_dir_all(&base).expect("base");
     let daemon = Daemon::start(
-        json!([ia, {"id": "share", "type": "shared-folder", "path": share,
+        json!([ia, {"id": "share", "type": "shared-folder", "module": "media", "path": share,
         "access": [{"identity": "ia", "write": true}]}]),
     );
     // Made by the daemon under the shipped unit's hardening.
@@ -677,6 +677,8 @@ fn the_watch_puts_back_entries_a_chmod_700_took_away() {
         "{fields}"
     );
     assert!(fields.contains(&format!("MESH_PATH={sub}")), "{fields}");
+    assert!(fields.contains("MESH_FOLDER=share"), "{fields}");
+    assert!(fields.contains("MESH_MODULE=media"), "{fields}");
     // The owner's own bits stay as the application set them.
     assert!(getfacl(&node, &sub).contains(&"group::---".to_string()));
 }

@@ -27,6 +27,9 @@ pub struct ManagedFolder {
     pub path: String,
     /// The entries it keeps: uid and whether it may write.
     pub access: Vec<FolderAccess>,
+    /// The resource's module, for the journal (`MESH_MODULE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
 }
 
 /// One entry of a managed folder.

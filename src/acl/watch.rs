@@ -68,6 +68,7 @@ struct Folder {
     root: OwnedFd,
     /// The folder's filesystem: the watch never leaves it.
     dev: u64,
+    module: Option<String>,
     wanted: Wanted,
 }
 
@@ -207,6 +208,7 @@ fn load(managed: ManagedFolders) -> Option<State> {
             path: folder.path.clone(),
             root,
             dev,
+            module: folder.module.clone(),
             wanted: Wanted::of(&folder.pairs()),
         });
     }
@@ -341,7 +343,7 @@ fn log_set(folder: &Folder, rel: impl AsRef<[u8]>, restored: bool) {
         tracing::debug!("shared folder {}: entries set on new {path}", folder.id);
         return;
     }
-    log_restored(&folder.id, &path);
+    log_restored(&folder.id, folder.module.as_deref(), &path);
 }
 
 /// `rel` (relative to folder `path`, `.` for itself) as an absolute path.
@@ -353,13 +355,24 @@ pub fn absolute(path: &str, rel: &str) -> String {
     }
 }
 
-/// Log `acl-restored`: shared folder `id`'s entries put back on `path`.
-pub fn log_restored(id: &str, path: &str) {
-    mesh_event!(
-        info,
-        Event::AclRestored,
-        MESH_FOLDER = %id,
-        MESH_PATH = %path,
-        "shared folder {id}: entries restored on {path}"
-    );
+/// Log `acl-restored`: shared folder `id`'s (of `module`) entries put
+/// back on `path`.
+pub fn log_restored(id: &str, module: Option<&str>, path: &str) {
+    match module {
+        Some(module) => mesh_event!(
+            info,
+            Event::AclRestored,
+            MESH_FOLDER = %id,
+            MESH_MODULE = %module,
+            MESH_PATH = %path,
+            "shared folder {id}: entries restored on {path}"
+        ),
+        None => mesh_event!(
+            info,
+            Event::AclRestored,
+            MESH_FOLDER = %id,
+            MESH_PATH = %path,
+            "shared folder {id}: entries restored on {path}"
+        ),
+    }
 }

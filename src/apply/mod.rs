@@ -615,7 +615,7 @@ impl<'a> Run<'a> {
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
                 ResourceKind::Identity(identity) => self.identity(id, identity),
-                ResourceKind::SharedFolder(folder) => self.shared_folder(id, folder),
+                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder),
             }
             if let ResourceKind::Container(c) = &res.kind {
                 self.note_unhealthy_grants(id, c);

@@ -30,7 +30,7 @@ use crate::acl::watch;
 /// Most `acl-restored` events one apply's sweep logs per folder, one per
 /// object; the rest are counted in one more.
 const LOGGED_RESTORES: usize = 100;
-use crate::declaration::{Declaration, ResourceKind, SharedFolder};
+use crate::declaration::{Declaration, Resource, ResourceKind, SharedFolder};
 
 /// The mount point `path` waits for: the deepest one `fstab` declares that
 /// holds `path` and that `mountinfo` (`/proc/self/mountinfo`) does not show
@@ -109,7 +109,9 @@ impl Run<'_> {
     }
 
     /// Converge one shared folder.
-    pub(super) fn shared_folder(&mut self, id: &str, folder: &SharedFolder) {
+    pub(super) fn shared_folder(&mut self, res: &Resource, folder: &SharedFolder) {
+        let id = res.id.as_str();
+        let module = res.module.as_ref().map(|m| m.to_string());
         let path = folder.path.as_str();
         let fstab = std::fs::read_to_string("/etc/fstab").unwrap_or_default();
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -205,11 +207,12 @@ impl Run<'_> {
             // removed or narrowed since (by an application, or by the
             // creation mode of something new while no watch ran).
             for rel in sweep.changed.iter().take(LOGGED_RESTORES) {
-                watch::log_restored(id, &watch::absolute(path, rel));
+                watch::log_restored(id, module.as_deref(), &watch::absolute(path, rel));
             }
             if sweep.changed.len() > LOGGED_RESTORES {
                 let more = sweep.changed.len() - LOGGED_RESTORES;
-                watch::log_restored(id, &format!("{path} ({more} more objects beneath it)"));
+                let all = format!("{path} ({more} more objects beneath it)");
+                watch::log_restored(id, module.as_deref(), &all);
             }
         }
         notes.extend(describe(&sweep));
@@ -222,6 +225,7 @@ impl Run<'_> {
             ManagedFolder {
                 path: path.to_string(),
                 access,
+                module,
             },
         );
         if let Err(e) = self.applier.store.save(SHARED_FOLDERS, &managed) {
