@@ -50,11 +50,13 @@ pub enum Event {
     /// A held container started again but its health check did not report
     /// `healthy` within the closing budget.
     HeldUnhealthy,
+    /// A shared folder's entries, removed or narrowed, were put back.
+    AclRestored,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 14] = [
+    pub const ALL: [Event; 15] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -69,6 +71,7 @@ impl Event {
         Event::HoldViolated,
         Event::WillNotStartAgain,
         Event::HeldUnhealthy,
+        Event::AclRestored,
     ];
 
     /// The `MESH_EVENT` value.
@@ -88,6 +91,7 @@ impl Event {
             Event::HoldViolated => "hold-violated",
             Event::WillNotStartAgain => "will-not-start-again",
             Event::HeldUnhealthy => "held-unhealthy",
+            Event::AclRestored => "acl-restored",
         }
     }
 
@@ -108,6 +112,7 @@ impl Event {
             Event::HoldViolated => "1b65895ccb3b410fb02e6cf4e2499a67",
             Event::WillNotStartAgain => "ab50638306cd43f4884b6fefbd280992",
             Event::HeldUnhealthy => "4c0baca3055f4c2c8e7c582487e5b01b",
+            Event::AclRestored => "d2890cb406fd4d2d9414284c1bd8d0e9",
         }
     }
 }

@@ -6,6 +6,8 @@
 //! runtime ([`runtime`]), systemd ([`systemd`]), the on-disk state
 //! ([`store`]) and the clock ([`schedule::clock`]).
 
+pub mod accounts;
+pub mod acl;
 pub mod apply;
 pub mod cli;
 pub mod control;

@@ -25,7 +25,7 @@ fn example(name: &str) -> String {
 
 #[test]
 fn check_accepts_the_examples_with_a_one_line_summary() {
-    for name in ["registry.json", "webapp.json"] {
+    for name in ["media.json", "registry.json", "webapp.json"] {
         let out = mesh(&["check", &example(name)]);
         assert_eq!(
             out.status.code(),

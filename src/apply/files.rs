@@ -197,7 +197,7 @@ pub(crate) fn converge_directory(dir: &Directory) -> Result<Change, String> {
 /// Opens the parent directory of `path` without following any link,
 /// creating missing directories on the way. Returns it and the last
 /// component.
-fn open_parent(path: &AbsPath) -> Result<(OwnedFd, &str), String> {
+pub(super) fn open_parent(path: &AbsPath) -> Result<(OwnedFd, &str), String> {
     let components: Vec<&str> = path.as_str().split('/').filter(|c| !c.is_empty()).collect();
     let Some((name, parents)) = components.split_last() else {
         return Err(format!("{path} names no file"));

@@ -14,6 +14,8 @@
 //! | run-once step | `ran`, `failed` (halts the apply) |
 //! | scheduled step | `installed` (image made present, never run) |
 //! | unit | what the unit manager reports |
+//! | identity | `created`, `unchanged`, `failed` (a name or number taken) |
+//! | shared folder | `created`, `updated`, `unchanged`, `waiting`, `refused` |
 //! | no longer declared | `removed` (after the declared ones) |
 //!
 //! Removal touches only managed containers this state directory declared
@@ -33,7 +35,9 @@
 //! Submodules: [`spec`] (what a container is), `files` (files and
 //! directories, never through a symbolic link), `containers` (services),
 //! `run_once`, `pull` (pull policy), `state` (the documents), [`units`] (the
-//! seam to systemd unit files).
+//! seam to systemd unit files), `identities` (system accounts),
+//! `shared_folders` (ACL entries on shared folders), [`grants`] (a
+//! container's identity and grants as the runtime takes them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -53,9 +57,12 @@ use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
 
 mod containers;
 mod files;
+pub mod grants;
+mod identities;
 pub mod node_declaration;
 pub mod pull;
 mod run_once;
+mod shared_folders;
 pub mod spec;
 pub mod state;
 #[cfg(test)]
@@ -669,6 +676,11 @@ impl<'a> Run<'a> {
                     Role::Scheduled(_) => self.scheduled(id, c).await,
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
+                ResourceKind::Identity(identity) => self.identity(id, identity),
+                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder),
+            }
+            if let ResourceKind::Container(c) = &res.kind {
+                self.note_unhealthy_grants(id, c);
             }
         }
     }
@@ -812,6 +824,24 @@ impl<'a> Run<'a> {
     async fn removals(&mut self) {
         self.remove_containers().await;
         self.remove_units().await;
+        self.remove_shared_folders();
+        self.remove_identities();
+    }
+
+    /// A grant whose group cannot write its path is said on the
+    /// container's line (`unhealthy: ...`); it fails nothing.
+    fn note_unhealthy_grants(&mut self, id: &str, c: &crate::declaration::Container) {
+        let unhealthy = grants::unhealthy(c);
+        if unhealthy.is_empty() {
+            return;
+        }
+        let note = format!("unhealthy: {}", unhealthy.join("; "));
+        if let Some(line) = self.lines.iter_mut().rev().find(|l| l.id == id) {
+            line.reason = Some(match line.reason.take() {
+                Some(reason) => format!("{reason}; {note}"),
+                None => note,
+            });
+        }
     }
 
     async fn remove_units(&mut self) {

@@ -120,7 +120,8 @@ pub fn build(
         });
     }
     let role = role_name(&container.role);
-    let fields: BTreeMap<String, Value> = [
+    let access = super::grants::resolve(decl, container).map_err(err)?;
+    let mut fields: BTreeMap<String, Value> = [
         ("image", json!(container.image.as_str())),
         ("command", json!(container.command)),
         ("env", json!(container.env)),
@@ -150,6 +151,7 @@ pub fn build(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
+    fields.extend(access.fields);
     let identity = identity_of(&fields, &reads);
     let mut labels = BTreeMap::from([
         (LABEL_MANAGED.to_string(), MANAGED_VALUE.to_string()),
@@ -175,9 +177,11 @@ pub fn build(
                 _ => String::new(),
             }),
         dns: container.dns.clone(),
-        user: container.user.as_ref().map(|u| match u.gid {
-            Some(g) => format!("{}:{g}", u.uid),
-            None => u.uid.to_string(),
+        user: access.user.or_else(|| {
+            container.user.as_ref().map(|u| match u.gid {
+                Some(g) => format!("{}:{g}", u.uid),
+                None => u.uid.to_string(),
+            })
         }),
         labels,
         restart: if matches!(container.role, Role::Service) {
@@ -187,6 +191,7 @@ pub fn build(
         },
         cgroup_parent: None,
         auto_remove: false,
+        groups: access.groups,
     };
     Ok(BuiltContainer {
         spec,

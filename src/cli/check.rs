@@ -44,9 +44,30 @@ pub fn run(file: &Path, json: bool) -> u8 {
         Ok(b) => b,
         Err(code) => return code,
     };
-    match declaration::parse(&bytes) {
+    // An identity is also checked against the machine's accounts: a name
+    // or number taken by another account is refused like a bad field.
+    let mut unchecked = None;
+    let parsed = declaration::parse(&bytes).and_then(|decl| {
+        let accounts = match crate::accounts::Accounts::system() {
+            Ok(accounts) => accounts,
+            Err(e) => {
+                unchecked = Some(e);
+                return Ok(decl);
+            }
+        };
+        let problems = crate::accounts::problems(&decl, &accounts);
+        if problems.is_empty() {
+            Ok(decl)
+        } else {
+            Err(declaration::Refusal { problems })
+        }
+    });
+    match parsed {
         Ok(decl) => {
             let warnings = declaration::lint(&decl);
+            if let Some(e) = unchecked {
+                eprintln!("mesh-host: identities not checked against this machine's accounts: {e}");
+            }
             let summary = summarize(&decl);
             if json {
                 print_json(&CheckResult {
@@ -88,6 +109,7 @@ pub fn run(file: &Path, json: bool) -> u8 {
 pub fn summarize(decl: &Declaration) -> String {
     let (mut services, mut run_once, mut steps, mut files, mut dirs, mut units) =
         (0, 0, 0, 0, 0, 0);
+    let (mut identities, mut folders) = (0, 0);
     for r in &decl.resources {
         match &r.kind {
             ResourceKind::Container(c) => match c.role {
@@ -98,6 +120,8 @@ pub fn summarize(decl: &Declaration) -> String {
             ResourceKind::File(_) => files += 1,
             ResourceKind::Directory(_) => dirs += 1,
             ResourceKind::Unit(_) => units += 1,
+            ResourceKind::Identity(_) => identities += 1,
+            ResourceKind::SharedFolder(_) => folders += 1,
         }
     }
     let parts: Vec<String> = [
@@ -107,6 +131,8 @@ pub fn summarize(decl: &Declaration) -> String {
         (files, "file", "files"),
         (dirs, "directory", "directories"),
         (units, "unit", "units"),
+        (identities, "identity", "identities"),
+        (folders, "shared folder", "shared folders"),
     ]
     .iter()
     .filter(|(n, _, _)| *n > 0)

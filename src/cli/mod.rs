@@ -16,6 +16,7 @@ mod metrics;
 mod output;
 mod remote;
 mod status;
+mod take;
 
 /// Exit code: the command did what was asked.
 pub const EXIT_OK: u8 = 0;
@@ -158,6 +159,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Consent to take over a shared folder that already holds data: the
+    /// next apply sets its entries on what is there (objects owned by root
+    /// excepted). Until then apply reports it `refused: holds data`.
+    Take {
+        /// The shared folder's resource id in the declaration file.
+        id: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run as the node's service (systemd Type=notify).
     Daemon {
         /// Seconds between two reconciliations of the declaration file.
@@ -216,6 +227,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         } => cron::run(expr, from.as_deref(), count, zone.as_deref(), json),
         Command::Generate { ref dir } => generate::run(dir),
+        Command::Take { ref id, json } => take::run(&cli, id, json),
         Command::Run {
             ref step,
             local: true,

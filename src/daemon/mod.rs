@@ -91,6 +91,8 @@ struct Daemon {
     last_apply: std::sync::Mutex<Option<LastApply>>,
     notifier: Notifier,
     metrics: MetricsHandle,
+    /// Keeps shared folders' entries between applies.
+    folders: crate::acl::watch::Watcher,
 }
 
 /// Run the daemon; returns the process exit code.
@@ -176,6 +178,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         last_apply: std::sync::Mutex::new(None),
         notifier: notifier.clone(),
         metrics,
+        folders: crate::acl::watch::Watcher::start(store.clone()),
     });
 
     // 3. Apply the declaration file, arm the schedules.
@@ -355,6 +358,7 @@ impl Daemon {
     /// declaration; after one that halted or could not start they stay as
     /// armed (CONTRACT "Apply").
     async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
+        self.folders.reload();
         self.metrics.applied(
             Utc::now(),
             report.ok,

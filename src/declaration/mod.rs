@@ -24,6 +24,7 @@
 //! container's serialised form to notice a changed declaration.
 
 mod base64;
+pub mod identity;
 pub mod lint;
 pub mod model;
 mod raw;
@@ -40,6 +41,9 @@ use std::fmt;
 
 use serde::Serialize;
 
+pub use identity::{
+    root_granting_group, Access, AccountName, Grant, Identity, SharedFolder, ROOT_GRANTING,
+};
 pub use lint::{lint, Warning};
 pub use model::{
     Container, Declaration, Directory, File, Mount, MountSource, Network, Resource, ResourceKind,

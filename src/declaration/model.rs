@@ -81,6 +81,14 @@ impl Declaration {
             })
     }
 
+    /// The identity resource with this id.
+    pub fn identity(&self, id: &str) -> Option<&super::identity::Identity> {
+        match &self.get(id)?.kind {
+            ResourceKind::Identity(i) => Some(i),
+            _ => None,
+        }
+    }
+
     /// The scheduled step with this id.
     pub fn step(&self, id: &str) -> Option<Step<'_>> {
         self.steps().find(|s| s.resource.id.as_str() == id)
@@ -115,6 +123,10 @@ pub enum ResourceKind {
     Directory(Directory),
     /// A systemd unit.
     Unit(Unit),
+    /// A system account and group.
+    Identity(super::identity::Identity),
+    /// A folder kept usable by declared identities through POSIX ACLs.
+    SharedFolder(super::identity::SharedFolder),
 }
 
 /// `type: "container"`.
@@ -153,6 +165,12 @@ pub struct Container {
     pub timeout: Option<Duration>,
     /// File resources whose change restarts this (service) container.
     pub restart_on: Vec<ResourceId>,
+    /// The identity resource it runs as (exclusive with `user`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<ResourceId>,
+    /// Paths whose owning group it is given as a supplementary group.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grant: Vec<super::identity::Grant>,
 }
 
 fn serialize_seconds<S: Serializer>(

@@ -178,10 +178,21 @@ pub enum RawResource {
     Directory(RawDirectory),
     /// `type: "unit"`.
     Unit(RawUnit),
+    /// `type: "identity"`.
+    Identity(RawIdentity),
+    /// `type: "shared-folder"`.
+    SharedFolder(RawSharedFolder),
 }
 
 /// The type names a resource may have, for messages.
-pub const RESOURCE_TYPES: [&str; 4] = ["container", "file", "directory", "unit"];
+pub const RESOURCE_TYPES: [&str; 6] = [
+    "container",
+    "file",
+    "directory",
+    "unit",
+    "identity",
+    "shared-folder",
+];
 
 impl RawResource {
     /// The `id` field, whatever the type.
@@ -191,6 +202,8 @@ impl RawResource {
             RawResource::File(r) => &r.id,
             RawResource::Directory(r) => &r.id,
             RawResource::Unit(r) => &r.id,
+            RawResource::Identity(r) => &r.id,
+            RawResource::SharedFolder(r) => &r.id,
         }
     }
 }
@@ -233,6 +246,10 @@ pub struct RawContainer {
     pub timeout: Field<Value>,
     /// File ids whose change restarts this container.
     pub restart_on: List<String>,
+    /// The id of the identity it runs as.
+    pub identity: Field<String>,
+    /// Paths whose owning group it is given.
+    pub grant: List<RawGrant>,
     /// Keys a container does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
@@ -312,6 +329,70 @@ pub struct RawUnit {
     /// Enabled at boot.
     pub enabled: Field<bool>,
     /// Keys a unit does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "identity"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "an identity object")]
+pub struct RawIdentity {
+    /// Unique id.
+    pub id: Field<String>,
+    /// Module grouping resources.
+    pub module: Field<String>,
+    /// The account and group name.
+    pub name: Field<String>,
+    /// The user id.
+    pub uid: Field<Value>,
+    /// The group id.
+    pub gid: Field<Value>,
+    /// Keys an identity does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "shared-folder"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    default,
+    rename_all = "kebab-case",
+    expecting = "a shared-folder object"
+)]
+pub struct RawSharedFolder {
+    /// Unique id.
+    pub id: Field<String>,
+    /// Module grouping resources.
+    pub module: Field<String>,
+    /// Absolute path.
+    pub path: Field<String>,
+    /// Who may use it.
+    pub access: List<RawAccess>,
+    /// Keys a shared folder does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of a shared folder's `access`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "an access object")]
+pub struct RawAccess {
+    /// The identity's id.
+    pub identity: Field<String>,
+    /// Read-write (default false: read-only).
+    pub write: Field<bool>,
+    /// Keys an access entry does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of a container's `grant`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a grant object")]
+pub struct RawGrant {
+    /// The path whose owning group is given.
+    pub path: Field<String>,
+    /// Keys a grant does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

@@ -338,7 +338,7 @@ fn unknown_or_missing_type_is_refused() {
         &problems,
         Some("v"),
         Some("type"),
-        "unknown type \"volume\": one of container, file, directory, unit",
+        "unknown type \"volume\": one of container, file, directory, unit, identity, shared-folder",
     );
     assert_problem(
         &problems,
@@ -1379,12 +1379,12 @@ fn refusal_display_and_json() {
         json!([without(service("a", "aa"), "image"), {"type": "x"}]),
     ))
     .unwrap_err();
-    assert_eq!(refusal.to_string(), "a: image: missing\nresources[1]: type: unknown type \"x\": one of container, file, directory, unit");
+    assert_eq!(refusal.to_string(), "a: image: missing\nresources[1]: type: unknown type \"x\": one of container, file, directory, unit, identity, shared-folder");
     assert_eq!(
         serde_json::to_value(&refusal).unwrap(),
         json!({"problems": [
             {"resource": "a", "field": "image", "message": "missing"},
-            {"resource": "resources[1]", "field": "type", "message": "unknown type \"x\": one of container, file, directory, unit"},
+            {"resource": "resources[1]", "field": "type", "message": "unknown type \"x\": one of container, file, directory, unit, identity, shared-folder"},
         ]})
     );
 }
@@ -1601,7 +1601,7 @@ fn every_example_is_accepted_without_warnings() {
         seen.push(name);
     }
     seen.sort();
-    assert_eq!(seen, ["registry.json", "webapp.json"]);
+    assert_eq!(seen, ["media.json", "registry.json", "webapp.json"]);
 }
 
 #[test]

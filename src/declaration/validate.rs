@@ -29,6 +29,8 @@ use super::types::{
 };
 use super::Problem;
 
+mod identities;
+
 /// Longest `timeout` taken: 30 days. Longer is almost surely a unit mistake
 /// (milliseconds), and keeps deadlines far from overflowing.
 pub const MAX_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
@@ -176,6 +178,12 @@ enum Kind {
     File(Option<AbsPath>),
     Directory(Option<AbsPath>),
     Unit(Option<UnitName>),
+    Identity {
+        name: Option<super::identity::AccountName>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    },
+    SharedFolder(Option<AbsPath>),
     /// Not readable as any type.
     Unknown,
 }
@@ -187,6 +195,8 @@ impl Kind {
             Kind::File(_) => "a file",
             Kind::Directory(_) => "a directory",
             Kind::Unit(_) => "a unit",
+            Kind::Identity { .. } => "an identity",
+            Kind::SharedFolder(_) => "a shared folder",
             Kind::Unknown => "a resource of unknown type",
         }
     }
@@ -203,6 +213,9 @@ struct Entry {
     kind: Kind,
     holds: Vec<(String, ResourceId)>,
     restart_on: Vec<(String, ResourceId)>,
+    /// Identity ids it names (a container's `identity`, a shared folder's
+    /// `access`), with their fields.
+    identities: Vec<(String, ResourceId)>,
     built: Option<Resource>,
 }
 
@@ -257,6 +270,7 @@ pub(crate) fn validate(raw: RawDeclaration) -> Result<Declaration, Vec<Problem>>
                 kind: Kind::Unknown,
                 holds: Vec::new(),
                 restart_on: Vec::new(),
+                identities: Vec::new(),
                 built: None,
             };
             let mut s = entry.sink(&mut found);
@@ -351,6 +365,16 @@ fn read_resource(
         RawResource::Unit(mut u) => {
             let (id, module) = common(s, &mut u.id, &mut u.module, entry);
             (id, module, read_unit(s, u, entry).map(ResourceKind::Unit))
+        }
+        RawResource::Identity(mut i) => {
+            let (id, module) = common(s, &mut i.id, &mut i.module, entry);
+            let kind = identities::read_identity(s, i, entry).map(ResourceKind::Identity);
+            (id, module, kind)
+        }
+        RawResource::SharedFolder(mut f) => {
+            let (id, module) = common(s, &mut f.id, &mut f.module, entry);
+            let kind = identities::read_shared_folder(s, f, entry).map(ResourceKind::SharedFolder);
+            (id, module, kind)
         }
     };
     Some(Resource {
@@ -521,8 +545,10 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
         );
     }
 
+    let has_user = !c.user.is_absent();
     let user =
         take(s, "user", c.user).and_then(|u| check(s, "user", UserSpec::try_from(u.as_str())));
+    let access = identities::read_container_access(s, c.identity, c.grant, has_user, entry);
 
     let run_once = take(s, "run-once", c.run_once).unwrap_or(false);
     if run_once && has_schedule {
@@ -616,6 +642,8 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
         role,
         timeout,
         restart_on: restart_on.into_iter().map(|(_, id)| id).collect(),
+        identity: access.as_ref().and_then(|(i, _)| i.clone()),
+        grant: access?.1,
     })
 }
 
@@ -834,6 +862,8 @@ fn cross_check(found: &mut Found, entries: &[Entry]) {
             _ => None,
         },
     );
+
+    identities::cross_check(found, entries, &by_id);
 
     for entry in entries.iter() {
         let mut s = entry.sink(found);

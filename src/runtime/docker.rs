@@ -401,6 +401,7 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         }),
         cgroup_parent: spec.cgroup_parent.clone(),
         auto_remove: Some(spec.auto_remove),
+        group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
         ..Default::default()
     };
     ContainerCreateBody {
@@ -889,6 +890,7 @@ mod tests {
             restart: RestartPolicy::UnlessStopped,
             cgroup_parent: None,
             auto_remove: false,
+            groups: Vec::new(),
         };
         let body = create_body(&spec);
         assert_eq!(body.env, Some(vec!["A=1".to_owned(), "B=x=y".to_owned()]));

@@ -205,6 +205,8 @@ pub struct ContainerSpec {
     pub cgroup_parent: Option<String>,
     /// Remove the container when it exits.
     pub auto_remove: bool,
+    /// Supplementary group ids (`HostConfig.GroupAdd`).
+    pub groups: Vec<String>,
 }
 
 /// One mount of a [`ContainerSpec`].

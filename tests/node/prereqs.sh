@@ -22,7 +22,8 @@ packages=(
 	docker.io             # Docker 20.10 (dockerd, containerd, runc)
 	busybox-static        # the test image's whole userland
 	docker-registry       # distribution 2.8: the loopback image registry
-	util-linux            # unshare, nsenter, setsid
+	util-linux            # unshare, nsenter, setsid, setpriv
+	acl                   # getfacl: shared folders' entries checked by the tests
 	curl                  # registry health checks
 	prometheus            # promtool check metrics (tests/operators_node.rs)
 	ca-certificates

@@ -1,0 +1,378 @@
+//! Keeping shared folders' entries between applies: an inotify watch on
+//! every directory of each folder the host took (`IN_ATTRIB`, `IN_CREATE`,
+//! `IN_MOVED_TO`). A changed object is set again at once; one whose entries
+//! had been removed or narrowed (say by `chmod 700`) is logged as
+//! `acl-restored`. A lost event queue (`IN_Q_OVERFLOW`) sweeps every folder
+//! again. Watches are added through the descriptors of the walk
+//! (`/proc/self/fd/N`), so a link is never followed to add one.
+//!
+//! The watch runs on a thread of its own (it only makes system calls) and
+//! reloads its folders from the store document [`SHARED_FOLDERS`] when told
+//! to, after each apply. Each directory costs one inotify watch; a folder
+//! beyond the kernel's `fs.inotify.max_user_watches` is kept by the sweep
+//! at each apply alone, and that is logged.
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
+
+use super::folders::{ManagedFolders, SHARED_FOLDERS};
+use super::walk::{self, Child, Op, Wanted, SWEEP_BOUND};
+use crate::events::Event;
+use crate::mesh_event;
+use crate::store::Store;
+
+/// How long the thread waits for events before looking for a reload.
+const TICK: Duration = Duration::from_millis(500);
+
+/// The handle the daemon keeps: tells the watch thread to reload.
+#[derive(Debug, Clone)]
+pub struct Watcher {
+    tx: mpsc::Sender<()>,
+}
+
+impl Watcher {
+    /// Start the watch thread over the folders recorded in `store`.
+    /// It ends when every handle is dropped.
+    pub fn start(store: Store) -> Watcher {
+        let (tx, rx) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("acl-watch".into())
+            .spawn(move || run(store, rx));
+        if let Err(e) = spawned {
+            tracing::error!(
+                "shared folders are not watched between applies: cannot start the watch: {e}"
+            );
+        }
+        let watcher = Watcher { tx };
+        watcher.reload();
+        watcher
+    }
+
+    /// Read the folders again (after an apply).
+    pub fn reload(&self) {
+        let _ = self.tx.send(());
+    }
+}
+
+/// One watched folder.
+struct Folder {
+    id: String,
+    path: String,
+    root: OwnedFd,
+    /// The folder's filesystem: the watch never leaves it.
+    dev: u64,
+    module: Option<String>,
+    wanted: Wanted,
+}
+
+/// The watch state: the inotify descriptor and what each watch is.
+struct State {
+    inotify: OwnedFd,
+    folders: Vec<Folder>,
+    /// Watch descriptor → (folder index, directory path relative to it, as
+    /// bytes: a name need not be UTF-8).
+    dirs: HashMap<i32, (usize, Vec<u8>)>,
+    full_logged: bool,
+    /// The document it was built from.
+    source: ManagedFolders,
+}
+
+impl State {
+    /// Whether it still watches what `managed` records: the same folders,
+    /// each still the directory found at its path (not one removed and
+    /// made again, which would leave the watches on the old one).
+    fn current(&self, managed: &ManagedFolders) -> bool {
+        self.source == *managed
+            && self.folders.iter().all(|f| {
+                let (Ok(now), Ok(held)) = (
+                    walk::open_path(&f.path).and_then(|fd| rustix::fs::fstat(&fd)),
+                    rustix::fs::fstat(&f.root),
+                ) else {
+                    return false;
+                };
+                now.st_dev == held.st_dev && now.st_ino == held.st_ino
+            })
+    }
+}
+
+fn run(store: Store, rx: mpsc::Receiver<()>) {
+    let mut state: Option<State> = None;
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
+    loop {
+        match rx.try_recv() {
+            Ok(()) => {
+                // Coalesce reloads queued meanwhile. An apply that changed
+                // no folder leaves the watches as they are (the apply's own
+                // sweep already set what was new).
+                while rx.try_recv().is_ok() {}
+                match read(&store) {
+                    Some(managed) if state.as_ref().is_some_and(|s| s.current(&managed)) => {}
+                    Some(managed) => state = load(managed),
+                    None => state = None,
+                }
+            }
+            Err(mpsc::TryRecvError::Empty) => {}
+            Err(mpsc::TryRecvError::Disconnected) => return,
+        }
+        let Some(st) = state.as_mut() else {
+            std::thread::sleep(TICK);
+            continue;
+        };
+        let mut fds = [PollFd::new(&st.inotify, PollFlags::IN)];
+        let timeout = Timespec {
+            tv_sec: 0,
+            tv_nsec: TICK.as_nanos() as i64,
+        };
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(Errno::INTR) => continue,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!("the shared-folder watch failed ({e}); the sweep at each apply still keeps them");
+                state = None;
+                continue;
+            }
+        }
+        let mut events: Vec<(i32, ReadFlags, Option<Vec<u8>>)> = Vec::new();
+        let mut reader = inotify::Reader::new(&st.inotify, &mut buf);
+        loop {
+            match reader.next() {
+                Ok(ev) => events.push((
+                    ev.wd(),
+                    ev.events(),
+                    ev.file_name().map(|n| n.to_bytes().to_vec()),
+                )),
+                Err(Errno::AGAIN | Errno::INTR) => break,
+                Err(e) => {
+                    tracing::warn!("reading the shared-folder watch: {e}");
+                    break;
+                }
+            }
+        }
+        for (wd, flags, name) in events {
+            st.handle(wd, flags, name);
+        }
+    }
+}
+
+/// The recorded folders; `None` when there are none or they cannot be read.
+fn read(store: &Store) -> Option<ManagedFolders> {
+    match store.load::<ManagedFolders>(SHARED_FOLDERS) {
+        Ok(m) => m.filter(|m| !m.folders.is_empty()),
+        Err(e) => {
+            tracing::error!("the shared-folder watch cannot read its folders: {e}");
+            None
+        }
+    }
+}
+
+/// Open the recorded folders and watch them (sweeping each once).
+fn load(managed: ManagedFolders) -> Option<State> {
+    let inotify = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
+        Ok(fd) => fd,
+        Err(e) => {
+            tracing::error!("shared folders are not watched between applies: inotify: {e}");
+            return None;
+        }
+    };
+    let mut st = State {
+        inotify,
+        folders: Vec::new(),
+        dirs: HashMap::new(),
+        full_logged: false,
+        source: managed.clone(),
+    };
+    for (id, folder) in managed.folders {
+        let root = match walk::open_path(&folder.path) {
+            Ok(fd) => fd,
+            Err(e) => {
+                tracing::warn!("shared folder {id}: not watched: {e}");
+                continue;
+            }
+        };
+        let dev = match rustix::fs::fstat(&root) {
+            Ok(stat) => stat.st_dev,
+            Err(e) => {
+                tracing::warn!("shared folder {id}: not watched: {e}");
+                continue;
+            }
+        };
+        st.folders.push(Folder {
+            id,
+            path: folder.path.clone(),
+            root,
+            dev,
+            module: folder.module.clone(),
+            wanted: Wanted::of(&folder.pairs()),
+        });
+    }
+    for index in 0..st.folders.len() {
+        st.sweep(index, b".", true);
+    }
+    Some(st)
+}
+
+impl State {
+    /// Set `start` (relative to folder `index`) and beneath it, watching each
+    /// directory; changes are logged as restorations when `restored`.
+    fn sweep(&mut self, index: usize, start: &[u8], restored: bool) {
+        let folder = &self.folders[index];
+        let inotify = &self.inotify;
+        let dirs = &mut self.dirs;
+        let full_logged = &mut self.full_logged;
+        let sweep = walk::sweep(
+            folder.root.as_fd(),
+            start,
+            Op::Set(&folder.wanted),
+            SWEEP_BOUND,
+            |fd, rel| {
+                let flags = WatchFlags::ATTRIB
+                    | WatchFlags::CREATE
+                    | WatchFlags::MOVED_TO
+                    | WatchFlags::ONLYDIR
+                    | WatchFlags::EXCL_UNLINK;
+                match inotify::add_watch(inotify, walk::fd_path(fd), flags) {
+                    Ok(wd) => {
+                        dirs.insert(wd, (index, rel.to_vec()));
+                    }
+                    Err(e) => {
+                        if !*full_logged {
+                            *full_logged = true;
+                            tracing::warn!("shared folder {}: {}/{} is not watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps it", folder.id, folder.path, String::from_utf8_lossy(rel));
+                        }
+                    }
+                }
+            },
+        );
+        for path in &sweep.changed {
+            log_set(folder, path, restored);
+        }
+    }
+
+    fn handle(&mut self, wd: i32, flags: ReadFlags, name: Option<Vec<u8>>) {
+        if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+            tracing::warn!("the shared-folder watch lost events; sweeping every folder");
+            for index in 0..self.folders.len() {
+                self.sweep(index, b".", true);
+            }
+            return;
+        }
+        if flags.contains(ReadFlags::IGNORED) {
+            self.dirs.remove(&wd);
+            return;
+        }
+        let Some((index, dir)) = self.dirs.get(&wd).cloned() else {
+            return;
+        };
+        let folder = &self.folders[index];
+        let Ok(dir_fd) = walk::open_relative(folder.root.as_fd(), &dir) else {
+            return;
+        };
+        let Some(name) = name else {
+            // The watched directory itself changed.
+            match walk::converge_fd(dir_fd.as_fd(), true, Op::Set(&folder.wanted)) {
+                Ok(true) => log_set(folder, &dir, true),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(
+                    "shared folder {}: {}: {e}",
+                    folder.id,
+                    absolute(&folder.path, &String::from_utf8_lossy(&dir))
+                ),
+            }
+            return;
+        };
+        let Ok(cname) = std::ffi::CString::new(name.clone()) else {
+            return;
+        };
+        let rel = walk::join(&dir, &name);
+        // A new object only gets its entries (its mode may have narrowed
+        // what it inherited); a changed one had them taken away.
+        let new = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
+        match walk::open_child(dir_fd.as_fd(), &cname, folder.dev) {
+            Ok(Child::Open {
+                is_dir: true, uid, ..
+            }) if uid != 0 && new => {
+                // A new directory: set it and all it holds, and watch it.
+                self.sweep(index, &rel, false);
+            }
+            Ok(Child::Open { uid, .. }) if uid != 0 => {
+                self.set_one(index, &dir_fd, &cname, &rel, !new)
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                "shared folder {}: {}: {e}",
+                folder.id,
+                absolute(&folder.path, &String::from_utf8_lossy(&rel))
+            ),
+        }
+    }
+
+    fn set_one(
+        &self,
+        index: usize,
+        dir: &OwnedFd,
+        name: &std::ffi::CStr,
+        rel: &[u8],
+        restored: bool,
+    ) {
+        let folder = &self.folders[index];
+        if let Ok(Child::Open { fd, is_dir, .. }) = walk::open_child(dir.as_fd(), name, folder.dev)
+        {
+            match walk::converge_fd(fd.as_fd(), is_dir, Op::Set(&folder.wanted)) {
+                Ok(true) => log_set(folder, rel, restored),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(
+                    "shared folder {}: {}: {e}",
+                    folder.id,
+                    absolute(&folder.path, &String::from_utf8_lossy(rel))
+                ),
+            }
+        }
+    }
+}
+
+fn log_set(folder: &Folder, rel: impl AsRef<[u8]>, restored: bool) {
+    let path = absolute(&folder.path, &String::from_utf8_lossy(rel.as_ref()));
+    if !restored {
+        tracing::debug!("shared folder {}: entries set on new {path}", folder.id);
+        return;
+    }
+    log_restored(&folder.id, folder.module.as_deref(), &path);
+}
+
+/// `rel` (relative to folder `path`, `.` for itself) as an absolute path.
+pub fn absolute(path: &str, rel: &str) -> String {
+    if rel == "." {
+        path.to_string()
+    } else {
+        format!("{path}/{rel}")
+    }
+}
+
+/// Log `acl-restored`: shared folder `id`'s (of `module`) entries put
+/// back on `path`.
+pub fn log_restored(id: &str, module: Option<&str>, path: &str) {
+    match module {
+        Some(module) => mesh_event!(
+            info,
+            Event::AclRestored,
+            MESH_FOLDER = %id,
+            MESH_MODULE = %module,
+            MESH_PATH = %path,
+            "shared folder {id}: entries restored on {path}"
+        ),
+        None => mesh_event!(
+            info,
+            Event::AclRestored,
+            MESH_FOLDER = %id,
+            MESH_PATH = %path,
+            "shared folder {id}: entries restored on {path}"
+        ),
+    }
+}

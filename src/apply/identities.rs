@@ -1,0 +1,154 @@
+//! Identities: a system account and group with the declared numbers, made
+//! through the system's tools ([`crate::accounts`]). The store document
+//! [`ACCOUNTS`] records what the host made, so that removing the resource
+//! removes only that: an account that existed before is left.
+//!
+//! | found | action |
+//! |---|---|
+//! | account and group as declared | `unchanged` |
+//! | missing (either) | made: `created` |
+//! | name or numbers taken otherwise | `failed`, naming both parties |
+//! | recorded as made, no longer declared | `removed` (if it still has its numbers) |
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, Run};
+use crate::accounts::{self, Accounts, Made};
+use crate::declaration::{Identity, ResourceKind};
+
+/// Store document of the accounts the host made.
+pub const ACCOUNTS: &str = "accounts";
+
+/// One account (and/or group) the host made, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MadeAccount {
+    /// The resource it was made for.
+    pub id: String,
+    /// Its uid.
+    pub uid: u32,
+    /// Its gid.
+    pub gid: u32,
+    /// The host added the account.
+    pub user: bool,
+    /// The host added the group.
+    pub group: bool,
+}
+
+type Record = BTreeMap<String, MadeAccount>;
+
+impl Run<'_> {
+    fn made_accounts(&mut self, id: &str) -> Option<Record> {
+        match self.applier.store.load::<Record>(ACCOUNTS) {
+            Ok(r) => Some(r.unwrap_or_default()),
+            Err(e) => {
+                self.push(id, Action::Failed, Some(e.to_string()));
+                None
+            }
+        }
+    }
+
+    /// Converge one identity.
+    pub(super) fn identity(&mut self, id: &str, identity: &Identity) {
+        let accounts = match Accounts::system() {
+            Ok(a) => a,
+            Err(e) => return self.push(id, Action::Failed, Some(e)),
+        };
+        let conflicts = accounts.conflicts(identity);
+        if !conflicts.is_empty() {
+            let reason = conflicts
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect::<Vec<_>>()
+                .join("; ");
+            return self.push(id, Action::Failed, Some(reason));
+        }
+        let Some(mut record) = self.made_accounts(id) else {
+            return;
+        };
+        let made = match accounts::make(identity, &accounts) {
+            Ok(made) => made,
+            Err(e) => return self.push(id, Action::Failed, Some(e)),
+        };
+        if made == Made::default() {
+            return self.push(id, Action::Unchanged, None);
+        }
+        let name = identity.name.to_string();
+        let before = record.get(&name).cloned();
+        record.insert(
+            name.clone(),
+            MadeAccount {
+                id: id.to_string(),
+                uid: identity.uid,
+                gid: identity.gid,
+                user: made.user || before.as_ref().is_some_and(|b| b.user),
+                group: made.group || before.as_ref().is_some_and(|b| b.group),
+            },
+        );
+        if let Err(e) = self.applier.store.save(ACCOUNTS, &record) {
+            let reason = format!("made {name}, but cannot record it: {e}");
+            return self.push(id, Action::Failed, Some(reason));
+        }
+        let what = match (made.user, made.group) {
+            (true, true) => "account and group",
+            (true, false) => "account (its group existed)",
+            _ => "group (the account existed)",
+        };
+        self.push(
+            id,
+            Action::Created,
+            Some(format!("{what} {name} {}:{}", identity.uid, identity.gid)),
+        );
+    }
+
+    /// Remove the accounts the host made that no identity declares now.
+    pub(super) fn remove_identities(&mut self) {
+        let declared: Vec<String> = self
+            .decl
+            .resources
+            .iter()
+            .filter_map(|r| match &r.kind {
+                ResourceKind::Identity(i) => Some(i.name.to_string()),
+                _ => None,
+            })
+            .collect();
+        let mut record = match self.applier.store.load::<Record>(ACCOUNTS) {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(e) => {
+                self.ok = false;
+                self.warnings
+                    .push(format!("accounts no longer declared are not removed: {e}"));
+                return;
+            }
+        };
+        let gone: Vec<(String, MadeAccount)> = record
+            .iter()
+            .filter(|(name, _)| !declared.contains(name))
+            .map(|(n, m)| (n.clone(), m.clone()))
+            .collect();
+        for (name, m) in gone {
+            let made = Made {
+                user: m.user,
+                group: m.group,
+            };
+            match accounts::remove(&name, m.uid, m.gid, made) {
+                Ok(()) => {
+                    record.remove(&name);
+                    self.push(&m.id, Action::Removed, Some(format!("account {name}")));
+                }
+                Err(e) => self.push(
+                    &m.id,
+                    Action::Failed,
+                    Some(format!("cannot remove {name}: {e}")),
+                ),
+            }
+        }
+        if let Err(e) = self.applier.store.save(ACCOUNTS, &record) {
+            self.warnings
+                .push(format!("cannot record the accounts removed: {e}"));
+        }
+    }
+}

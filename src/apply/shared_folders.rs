@@ -1,0 +1,400 @@
+//! Shared folders: one POSIX ACL entry per declared identity on the folder
+//! and everything beneath it ([`crate::acl`]), kept by a sweep at every
+//! apply (bounded: [`SWEEP_BOUND`] objects) and by the daemon's watch.
+//!
+//! | found | action |
+//! |---|---|
+//! | under a mount point `/etc/fstab` declares, not mounted | `waiting: not mounted ...` (nothing made) |
+//! | missing | made (mode 0700, root's), entries set: `created` |
+//! | empty, or taken before, or consented to (`mesh-host take ID`) | entries set: `updated` / `unchanged` |
+//! | holding data, no consent | `refused: holds data, run mesh-host take ID` |
+//! | holding data, owned by root | `refused: holds data and is owned by root: never taken, ...` |
+//! | no longer declared | the host's entries taken away, data left: `removed` |
+//!
+//! Beneath the folder, objects owned by root are never taken, even after
+//! `take`. Waiting does not fail the apply (the next apply looks again); a
+//! refusal does, until the operator decides.
+
+use std::os::fd::AsFd;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+use super::{files, Action, Run};
+use crate::acl::folders::{
+    Consents, FolderAccess, ManagedFolder, ManagedFolders, CONSENTS, SHARED_FOLDERS,
+};
+use crate::acl::walk::{self, Op, Wanted, SWEEP_BOUND};
+use crate::acl::watch;
+
+/// Most `acl-restored` events one apply's sweep logs per folder, one per
+/// object; the rest are counted in one more.
+const LOGGED_RESTORES: usize = 100;
+use crate::declaration::{Declaration, Resource, ResourceKind, SharedFolder};
+
+/// The mount point `path` waits for: the deepest one `fstab` declares that
+/// holds `path` and that `mountinfo` (`/proc/self/mountinfo`) does not show
+/// mounted. `/` and swap never count.
+pub fn unmounted_mount_point(path: &str, fstab: &str, mountinfo: &str) -> Option<String> {
+    let unescape = |s: &str| {
+        s.replace("\\040", " ")
+            .replace("\\011", "\t")
+            .replace("\\012", "\n")
+            .replace("\\134", "\\")
+    };
+    let declared = fstab
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let point = unescape(fields.get(1)?);
+            let kind = fields.get(2).copied().unwrap_or("");
+            (kind != "swap" && point.starts_with('/') && point != "/")
+                .then(|| point.trim_end_matches('/').to_string())
+        })
+        .filter(|point| path == point || path.starts_with(&format!("{point}/")))
+        .max_by_key(|point| point.len())?;
+    let mounted = mountinfo.lines().any(|l| {
+        l.split_whitespace()
+            .nth(4)
+            .is_some_and(|m| unescape(m) == declared)
+    });
+    (!mounted).then_some(declared)
+}
+
+fn wanted_of(decl: &Declaration, folder: &SharedFolder) -> Vec<FolderAccess> {
+    folder
+        .access
+        .iter()
+        .filter_map(|a| {
+            decl.identity(a.identity.as_str()).map(|i| FolderAccess {
+                uid: i.uid,
+                write: a.write,
+            })
+        })
+        .collect()
+}
+
+/// What setting a folder's entries said, for the report.
+fn describe(sweep: &walk::Sweep) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !sweep.changed.is_empty() {
+        notes.push(format!("entries set on {} object(s)", sweep.changed.len()));
+    }
+    if sweep.root_owned > 0 {
+        notes.push(format!(
+            "{} object(s) owned by root left alone",
+            sweep.root_owned
+        ));
+    }
+    if sweep.truncated {
+        notes.push(format!(
+            "the sweep stopped at its bound of {SWEEP_BOUND} objects"
+        ));
+    }
+    notes
+}
+
+impl Run<'_> {
+    fn folder_docs(&mut self, id: &str) -> Option<(ManagedFolders, Consents)> {
+        let store = &self.applier.store;
+        match (store.load(SHARED_FOLDERS), store.load(CONSENTS)) {
+            (Ok(m), Ok(c)) => Some((m.unwrap_or_default(), c.unwrap_or_default())),
+            (Err(e), _) | (_, Err(e)) => {
+                self.push(id, Action::Failed, Some(e.to_string()));
+                None
+            }
+        }
+    }
+
+    /// Converge one shared folder.
+    pub(super) fn shared_folder(&mut self, res: &Resource, folder: &SharedFolder) {
+        let id = res.id.as_str();
+        let module = res.module.as_ref().map(|m| m.to_string());
+        let path = folder.path.as_str();
+        let fstab = std::fs::read_to_string("/etc/fstab").unwrap_or_default();
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if let Some(point) = unmounted_mount_point(path, &fstab, &mountinfo) {
+            let reason = format!("not mounted: {point} is declared in /etc/fstab but not mounted; {path} is not made on the filesystem beneath it");
+            self.lines.push(super::ReportLine::new(
+                id,
+                Action::Other("waiting".into()),
+                Some(reason),
+            ));
+            return;
+        }
+        let Some((mut managed, consents)) = self.folder_docs(id) else {
+            return;
+        };
+        let access = wanted_of(self.decl, folder);
+        let mut created = false;
+        let root = match walk::open_path(path) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => match make(folder) {
+                Ok(fd) => {
+                    created = true;
+                    fd
+                }
+                Err(e) => return self.push(id, Action::Failed, Some(e)),
+            },
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                let reason = format!("{path} (or a parent) is a symbolic link or not a directory: a shared folder is never reached through a link");
+                return self.push(id, Action::Failed, Some(reason));
+            }
+            Err(e) => {
+                return self.push(id, Action::Failed, Some(format!("cannot open {path}: {e}")))
+            }
+        };
+        let previous = managed.folders.get(id).filter(|m| m.path == path).cloned();
+        if !created && previous.is_none() {
+            let consented = consents.taken.get(id).map(String::as_str) == Some(path);
+            let owner = rustix::fs::fstat(&root).map(|s| s.st_uid);
+            let refusal = match (holds_data(&root), owner) {
+                (Ok(false), Ok(_)) => None,
+                // A directory of root's that holds data is root's data:
+                // entries on it would let an identity rename or remove
+                // what is in it (think of /etc). Never taken, even after
+                // take.
+                (Ok(true), Ok(0)) => Some(format!(
+                    "holds data and is owned by root: never taken, even after take (give {path} to the owner of its data to share it)"
+                )),
+                (Ok(true), Ok(_)) if consented => None,
+                (Ok(true), Ok(_)) => Some(format!("holds data, run mesh-host take {id}")),
+                (Err(e), _) | (_, Err(e)) => {
+                    let reason = format!("cannot read {path}: {e}");
+                    return self.push(id, Action::Failed, Some(reason));
+                }
+            };
+            if let Some(reason) = refusal {
+                self.ok = false;
+                self.lines.push(super::ReportLine::new(
+                    id,
+                    Action::Other("refused".into()),
+                    Some(reason),
+                ));
+                return;
+            }
+        }
+        // Identities no longer given access lose their entries first.
+        let mut notes = Vec::new();
+        if let Some(previous) = &previous {
+            let dropped: Vec<u32> = previous
+                .access
+                .iter()
+                .map(|a| a.uid)
+                .filter(|uid| !access.iter().any(|a| a.uid == *uid))
+                .collect();
+            if !dropped.is_empty() {
+                let sweep = walk::sweep(
+                    root.as_fd(),
+                    ".",
+                    Op::Unset(&dropped),
+                    SWEEP_BOUND,
+                    |_, _| {},
+                );
+                notes.push(format!(
+                    "entries of uid {dropped:?} taken away from {} object(s)",
+                    sweep.changed.len()
+                ));
+            }
+        }
+        let pairs: Vec<(u32, bool)> = access.iter().map(|a| (a.uid, a.write)).collect();
+        let wanted = Wanted::of(&pairs);
+        let sweep = walk::sweep(root.as_fd(), ".", Op::Set(&wanted), SWEEP_BOUND, |_, _| {});
+        if previous.is_some() {
+            // A folder the host keeps: what the sweep changed had been
+            // removed or narrowed since (by an application, or by the
+            // creation mode of something new while no watch ran).
+            for rel in sweep.changed.iter().take(LOGGED_RESTORES) {
+                watch::log_restored(id, module.as_deref(), &watch::absolute(path, rel));
+            }
+            if sweep.changed.len() > LOGGED_RESTORES {
+                let more = sweep.changed.len() - LOGGED_RESTORES;
+                let all = format!("{path} ({more} more objects beneath it)");
+                watch::log_restored(id, module.as_deref(), &all);
+            }
+        }
+        notes.extend(describe(&sweep));
+        if !sweep.errors.is_empty() {
+            notes.push(format!("could not set: {}", sweep.errors.join("; ")));
+            return self.push(id, Action::Failed, Some(notes.join("; ")));
+        }
+        managed.folders.insert(
+            id.to_string(),
+            ManagedFolder {
+                path: path.to_string(),
+                access,
+                module,
+            },
+        );
+        if let Err(e) = self.applier.store.save(SHARED_FOLDERS, &managed) {
+            notes.push(format!("cannot record the folder: {e}"));
+            return self.push(id, Action::Failed, Some(notes.join("; ")));
+        }
+        let action = if created {
+            Action::Created
+        } else if sweep.changed.is_empty() {
+            Action::Unchanged
+        } else {
+            Action::Updated
+        };
+        let reason = (!notes.is_empty()).then(|| notes.join("; "));
+        self.push(id, action, reason);
+    }
+
+    /// Take the host's entries away from folders no longer declared (or
+    /// declared at another path); their data stays.
+    pub(super) fn remove_shared_folders(&mut self) {
+        let declared: Vec<(String, String)> = self
+            .decl
+            .resources
+            .iter()
+            .filter_map(|r| match &r.kind {
+                ResourceKind::SharedFolder(f) => Some((r.id.to_string(), f.path.to_string())),
+                _ => None,
+            })
+            .collect();
+        let mut managed = match self.applier.store.load::<ManagedFolders>(SHARED_FOLDERS) {
+            Ok(Some(managed)) => managed,
+            Ok(None) => return,
+            Err(e) => {
+                self.ok = false;
+                self.warnings.push(format!(
+                    "shared folders no longer declared keep their entries: {e}"
+                ));
+                return;
+            }
+        };
+        let gone: Vec<(String, ManagedFolder)> = managed
+            .folders
+            .iter()
+            .filter(|(id, m)| !declared.iter().any(|(d, p)| d == *id && *p == m.path))
+            .map(|(id, m)| (id.clone(), m.clone()))
+            .collect();
+        for (id, m) in gone {
+            let uids: Vec<u32> = m.access.iter().map(|a| a.uid).collect();
+            match walk::open_path(&m.path) {
+                Ok(root) => {
+                    let sweep =
+                        walk::sweep(root.as_fd(), ".", Op::Unset(&uids), SWEEP_BOUND, |_, _| {});
+                    if !sweep.errors.is_empty() {
+                        let reason = format!(
+                            "entries not all taken away from {}: {}",
+                            m.path,
+                            sweep.errors.join("; ")
+                        );
+                        self.push(&id, Action::Failed, Some(reason));
+                        continue;
+                    }
+                    let reason = format!(
+                        "entries taken away from {} object(s) of {}, data left",
+                        sweep.changed.len(),
+                        m.path
+                    );
+                    self.push(&id, Action::Removed, Some(reason));
+                }
+                Err(Errno::NOENT) => {
+                    self.push(&id, Action::Removed, Some(format!("{} is gone", m.path)))
+                }
+                Err(e) => {
+                    let reason = format!("cannot open {} to take the entries away: {e}", m.path);
+                    self.push(&id, Action::Failed, Some(reason));
+                    continue;
+                }
+            }
+            managed.folders.remove(&id);
+        }
+        if let Err(e) = self.applier.store.save(SHARED_FOLDERS, &managed) {
+            self.warnings
+                .push(format!("cannot record the shared folders: {e}"));
+        }
+    }
+}
+
+/// Make a missing folder (and its parents, as `mkdir -p`), private to root
+/// until the entries give the identities their access.
+fn make(folder: &SharedFolder) -> Result<std::os::fd::OwnedFd, String> {
+    let path = folder.path.as_str();
+    let (parent, name) = files::open_parent(&folder.path)?;
+    match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(format!("cannot create {path}: {e}")),
+    }
+    let fd = rustix::fs::openat(
+        &parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("cannot open {path}: {e}"))?;
+    rustix::fs::fsync(&parent).map_err(|e| format!("cannot sync the parent of {path}: {e}"))?;
+    Ok(fd)
+}
+
+/// Whether the directory holds anything.
+fn holds_data(dir: &std::os::fd::OwnedFd) -> Result<bool, Errno> {
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unmounted_mount_point;
+
+    const FSTAB: &str = "# <file system> <mount point> <type>\nUUID=1 / ext4 defaults 0 1\nUUID=2 /srv/data ext4 defaults 0 2\nUUID=3 /srv/data/deep xfs defaults 0 2\n/swapfile none swap sw 0 0\nserver:/x /mnt/my\\040share nfs defaults 0 0\n";
+
+    fn mountinfo(points: &[&str]) -> String {
+        points
+            .iter()
+            .map(|p| format!("22 1 8:1 / {p} rw,relatime shared:1 - ext4 /dev/sda1 rw\n"))
+            .collect()
+    }
+
+    #[test]
+    fn a_folder_under_an_unmounted_declared_mount_point_waits() {
+        let only_root = mountinfo(&["/"]);
+        assert_eq!(
+            unmounted_mount_point("/srv/data/media", FSTAB, &only_root).as_deref(),
+            Some("/srv/data")
+        );
+        assert_eq!(
+            unmounted_mount_point("/srv/data/deep/x", FSTAB, &mountinfo(&["/", "/srv/data"]))
+                .as_deref(),
+            Some("/srv/data/deep"),
+            "the deepest declared mount point counts"
+        );
+        assert_eq!(
+            unmounted_mount_point("/mnt/my share/a", FSTAB, &only_root).as_deref(),
+            Some("/mnt/my share"),
+            "fstab escapes"
+        );
+    }
+
+    #[test]
+    fn a_mounted_or_undeclared_mount_point_does_not_wait() {
+        let mounted = mountinfo(&["/", "/srv/data"]);
+        assert_eq!(
+            unmounted_mount_point("/srv/data/media", FSTAB, &mounted),
+            None
+        );
+        assert_eq!(
+            unmounted_mount_point("/srv/other", FSTAB, &mountinfo(&["/"])),
+            None
+        );
+        assert_eq!(
+            unmounted_mount_point("/srv/database", FSTAB, &mountinfo(&["/"])),
+            None,
+            "a prefix of a name is not a parent"
+        );
+        assert_eq!(
+            unmounted_mount_point("/swapfile/x", FSTAB, &mountinfo(&["/"])),
+            None
+        );
+    }
+}
