@@ -977,7 +977,7 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
     );
     assert_eq!(
         actions(&report),
-        pairs(&[("web", "unchanged"), ("gc", "installed")])
+        pairs(&[("web", "unchanged"), ("gc", "unchanged")])
     );
     // A file that cannot be installed fails the apply with nothing changed.
     let blocked = r.dir.path().join("blocker");
