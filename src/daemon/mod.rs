@@ -128,9 +128,10 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let runtime = connect_runtime(cfg.docker_host.as_deref()).await?;
     let owner = Owner::current().map_err(|e| e.to_string())?;
     let clock = Arc::new(SystemClock);
-    let windows = Windows::new(store.clone(), runtime.clone(), clock.clone(), owner);
-    let units = crate::systemd::units::for_runtime(&*runtime).await;
     let (shutdown_tx, shutdown) = watch::channel(false);
+    let windows = Windows::new(store.clone(), runtime.clone(), clock.clone(), owner)
+        .stopping_on(shutdown.clone());
+    let units = crate::systemd::units::for_runtime(&*runtime).await;
     let firer = Firer::new(runtime.clone(), windows.clone(), units, shutdown.clone());
 
     // 1. Windows a dead daemon left open are closed before anything else.
@@ -138,7 +139,8 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     resume_windows(&windows, &notifier).await?;
     // From here on, a window whose owner dies (a local command, an
     // installer) is adopted within seconds of the death.
-    tokio::spawn(crate::schedule::adopt::Adopter::new(windows.clone()).run(shutdown.clone()));
+    let adopter_task =
+        tokio::spawn(crate::schedule::adopt::Adopter::new(windows.clone()).run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog_feeder();
@@ -243,6 +245,8 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     tracing::info!("stopping: letting running steps end and their windows close");
     let _ = shutdown_tx.send(true);
     let _ = scheduler_task.await;
+    // Windows taken over from dead owners close the same way.
+    let _ = adopter_task.await;
     // An apply in flight is let finish: cut short between removing and
     // creating a container, it would leave a service missing.
     let _applying = daemon.applying.lock().await;

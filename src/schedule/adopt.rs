@@ -31,6 +31,11 @@ use crate::store::WindowRecord;
 /// looked at again.
 pub const OWNER_POLL: Duration = Duration::from_secs(5);
 
+/// How long a stopping daemon waits for adoptions in flight: stopping a step
+/// (its grace and kill) and one close.
+pub const SHUTDOWN_BOUND: Duration =
+    Duration::from_secs(crate::schedule::window::CLOSE_BUDGET.as_secs() + 30);
+
 /// One live foreign owner being watched.
 #[derive(Debug)]
 struct OwnerWatch {
@@ -63,9 +68,11 @@ impl Adopter {
         }
     }
 
-    /// Run until `shutdown` turns true. Adoptions in flight are then
-    /// abandoned: their records stay (this daemon's, soon dead), and the
-    /// next daemon or local command resumes them.
+    /// Run until `shutdown` turns true. Adoptions in flight then stop the
+    /// step they wait for and close their window (the engine is told of the
+    /// shutdown through [`Windows::stopping_on`]); each is waited for,
+    /// within [`SHUTDOWN_BOUND`]. One waiting for the runtime to answer
+    /// leaves its record owed, for the next daemon or local command.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         let dir = self.windows.store().windows_dir().to_path_buf();
         let inotify = match watch_dir(&dir) {
@@ -114,7 +121,21 @@ impl Adopter {
                 () = tokio::time::sleep(OWNER_POLL), if poll => self.scan(),
             }
         }
-        self.tasks.abort_all();
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_BOUND;
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next()).await {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::error!(
+                        "window adoptions still running after {}s of stopping: left to the next mesh-host",
+                        SHUTDOWN_BOUND.as_secs()
+                    );
+                    self.tasks.abort_all();
+                    break;
+                }
+            }
+        }
     }
 
     /// Look at every record: watch live foreign owners, adopt the rest

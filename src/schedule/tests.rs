@@ -362,6 +362,44 @@ async fn a_window_left_by_a_dead_daemon_waits_for_the_step_then_closes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_window_taken_over_when_the_daemon_stops_stops_its_step_and_closes() {
+    // A dead owner's step still runs (for an hour); the adopting daemon is
+    // told to stop ten seconds into the wait.
+    let r = rig(&[("registry", false), ("gc-run", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(3600));
+    let boot = crate::store::boot_id().expect("boot id");
+    dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(1), 7200);
+    let (stop, stopping) = watch::channel(false);
+    let windows = r.firer.windows().clone().stopping_on(stopping);
+    let adopt = tokio::spawn(async move { windows.adopt("gc").await });
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        !adopt.is_finished(),
+        "the step is waited for while the daemon runs"
+    );
+    assert!(r.fake.is_running("gc-run") && !r.fake.is_running("registry"));
+    stop.send(true).expect("send");
+    let resumed = tokio::time::timeout(Duration::from_secs(60), adopt)
+        .await
+        .expect("closes within the step's grace, not the step's hour")
+        .expect("task")
+        .expect("adopt");
+    match resumed {
+        Some(Resumed::Closed { report, .. }) => assert_eq!(report.started, vec!["registry"]),
+        other => panic!("unexpected {other:?}"),
+    }
+    let calls = moves(&r.fake);
+    let stopped = calls.iter().position(|c| *c == Call::Stop(s("gc-run")));
+    let started = calls.iter().position(|c| *c == Call::Start(s("registry")));
+    assert!(
+        stopped.is_some() && stopped < started,
+        "step stopped before the registry started: {calls:?}"
+    );
+    assert!(!r.fake.is_running("gc-run") && r.fake.is_running("registry"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_record_from_another_boot_holds_nothing_and_one_past_its_bound_closes() {
     for (boot, age_hours) in [("00000000-0000-0000-0000-000000000000", 1), ("", 7)] {
         let r = rig(&[("registry", false)]);

@@ -248,6 +248,9 @@ pub struct Windows {
     runtime: Arc<dyn ContainerRuntime>,
     clock: Arc<dyn Clock>,
     owner: Owner,
+    /// Turns true when the process is stopping: a taken-over window's step
+    /// is then stopped rather than waited for, so its window still closes.
+    stopping: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// Why a held container did not start.
@@ -272,6 +275,26 @@ impl Windows {
             runtime,
             clock,
             owner,
+            stopping: None,
+        }
+    }
+
+    /// The same engine, told by `stopping` turning true that the process is
+    /// stopping (the daemon's SIGTERM): a window it took over then stops
+    /// its step and closes instead of waiting for the step to end, as the
+    /// daemon's own fires do.
+    pub fn stopping_on(mut self, stopping: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.stopping = Some(stopping);
+        self
+    }
+
+    /// Resolves once the process is stopping; never without a signal.
+    async fn until_stopping(&self) {
+        match self.stopping.clone() {
+            Some(mut rx) => {
+                let _ = rx.wait_for(|s| *s).await;
+            }
+            None => std::future::pending().await,
         }
     }
 

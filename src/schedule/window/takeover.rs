@@ -69,8 +69,10 @@ impl Windows {
         let Some(record) = self.claim(step).await? else {
             return Ok(None);
         };
-        if record.owed {
-            self.wait_for_runtime(&record).await;
+        if record.owed && !self.wait_for_runtime(&record).await {
+            // Stopping while the runtime is away: the record stays owed,
+            // for the next daemon or local command.
+            return Ok(None);
         }
         Ok(Some(self.resume_one(record).await))
     }
@@ -109,7 +111,8 @@ impl Windows {
 
     /// Wait until the runtime answers (an inspect of the step container),
     /// with backoff: what a window owes is started as soon as it does.
-    async fn wait_for_runtime(&self, record: &WindowRecord) {
+    /// `false` when the process began stopping first.
+    async fn wait_for_runtime(&self, record: &WindowRecord) -> bool {
         let mut backoff = Duration::from_secs(1);
         let mut said = false;
         loop {
@@ -124,10 +127,13 @@ impl Windows {
                         );
                         said = true;
                     }
-                    tokio::time::sleep(backoff).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = self.until_stopping() => return false,
+                    }
                     backoff = (backoff * 2).min(OWED_BACKOFF_MAX);
                 }
-                _ => return,
+                _ => return true,
             }
         }
     }
@@ -237,7 +243,26 @@ impl Windows {
             record.step_container,
             left.as_secs()
         );
-        match tokio::time::timeout(left, self.runtime.wait_exit(&record.step_container)).await {
+        let waited = tokio::select! {
+            waited = tokio::time::timeout(left, self.runtime.wait_exit(&record.step_container)) => waited,
+            () = self.until_stopping() => {
+                // As the daemon's own fires on SIGTERM: the step is stopped
+                // so that the window closes within the closing budget.
+                tracing::warn!(
+                    MESH_STEP = %record.step,
+                    "mesh-host is stopping: stopping step container {} so that the window of {} closes",
+                    record.step_container,
+                    record.step
+                );
+                return crate::runtime::stop_confirmed(
+                    &*self.runtime,
+                    &record.step_container,
+                    tokio::time::Instant::now() + CLOSE_BUDGET,
+                )
+                .await;
+            }
+        };
+        match waited {
             Ok(Ok(exit)) => Ok(Some(exit)),
             Ok(Err(e)) => {
                 tracing::warn!(
