@@ -492,10 +492,13 @@ fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
 
     let out = d.cli(&["status"]);
     let text = stdout(&out);
-    assert!(
-        text.starts_with("last apply: ") && utc(text.lines().next().unwrap_or("")),
-        "{text}"
-    );
+    // The node's declaration comes first, then the last apply.
+    assert!(text.starts_with("declaration: "), "{text}");
+    let last_apply = text
+        .lines()
+        .find(|l| l.starts_with("last apply: "))
+        .unwrap_or_default();
+    assert!(utc(last_apply), "{text}");
     let step_line = text
         .lines()
         .find(|l| l.starts_with(&format!("step {gc}")))
