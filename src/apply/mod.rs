@@ -42,7 +42,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::declaration::{Declaration, ResourceKind, Role};
+use futures_util::StreamExt;
+
+use crate::declaration::{Declaration, Resource, ResourceKind, Role};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
@@ -345,6 +347,12 @@ pub struct Applier {
     pull: PullPolicy,
 }
 
+/// How many service containers one apply converges at once (the runtime
+/// calls of a batch of services declared next to each other: pull, create,
+/// start, stop). Fixed: Docker serialises much of its own work, and a few
+/// requests in flight already keep it busy (docs/apply.md).
+pub const APPLY_WIDTH: usize = 8;
+
 /// Why unit resources fail when no unit manager was given.
 const NO_UNIT_MANAGER: &str = "no systemd unit manager is available to this process";
 
@@ -488,7 +496,9 @@ struct Run<'a> {
     prepared: Option<Result<BTreeMap<String, FileChange>, String>>,
     /// Scheduled steps as the scheduler takes them, by id (or why not).
     step_defs: BTreeMap<String, Result<ScheduledStep, String>>,
-    puller: pull::Puller,
+    /// Shared with the services converged concurrently (it holds the
+    /// apply's one retry budget and the images known present).
+    puller: Arc<tokio::sync::Mutex<pull::Puller>>,
     lines: Vec<ReportLine>,
     ok: bool,
     halted: Option<Halt>,
@@ -545,12 +555,12 @@ impl<'a> Run<'a> {
             .map(|p| p.containers.iter().cloned().collect())
             .unwrap_or_default();
         known.extend(inputs.keys().cloned());
-        let puller = pull::Puller::new(
+        let puller = Arc::new(tokio::sync::Mutex::new(pull::Puller::new(
             applier.runtime.clone(),
             applier.windows.clone(),
             applier.pull.clone(),
             window_bounds(decl),
-        );
+        )));
         Run {
             applier,
             decl,
@@ -587,15 +597,33 @@ impl<'a> Run<'a> {
     }
 
     /// Every declared resource, in order, until a run-once step fails.
+    ///
+    /// Service containers declared next to each other form a batch: each
+    /// is decided in declaration order as the walk reaches it, the batch's
+    /// runtime calls run concurrently ([`APPLY_WIDTH`] at a time), and
+    /// their lines are committed in declaration order. Any other resource
+    /// ends the batch first: a file, directory, unit, scheduled or run-once
+    /// step is applied only once every service before it is done, and a
+    /// service after it is decided only once it is (so `restart-on` sees
+    /// the files changed before it, and a run-once step gates all that
+    /// follows).
     async fn resources(&mut self) {
         let decl = self.decl;
+        let mut batch: Vec<(&Resource, containers::Work)> = Vec::new();
         for (index, res) in decl.resources.iter().enumerate() {
             let id = res.id.as_str();
+            if let ResourceKind::Container(c) = &res.kind {
+                if matches!(c.role, Role::Service) {
+                    batch.push((res, self.decide_service(res, c)));
+                    continue;
+                }
+            }
+            self.converge_batch(&mut batch).await;
             match &res.kind {
                 ResourceKind::File(file) => self.file(id, file),
                 ResourceKind::Directory(dir) => self.directory(id, dir),
                 ResourceKind::Container(c) => match &c.role {
-                    Role::Service => self.service(res, c).await,
+                    Role::Service => {}
                     Role::RunOnce => {
                         if let Some(mut halt) = self.run_once(res, c).await {
                             halt.not_applied = decl.resources.len() - index - 1;
@@ -607,6 +635,40 @@ impl<'a> Run<'a> {
                     Role::Scheduled(_) => self.scheduled(id, c).await,
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
+            }
+        }
+        self.converge_batch(&mut batch).await;
+    }
+
+    /// Execute a batch of decided services, at most [`APPLY_WIDTH`] at a
+    /// time, and commit their outcomes in declaration order.
+    async fn converge_batch(&mut self, batch: &mut Vec<(&'a Resource, containers::Work)>) {
+        if batch.is_empty() {
+            return;
+        }
+        let executor = containers::Executor {
+            runtime: self.applier.runtime.clone(),
+            puller: self.puller.clone(),
+        };
+        let (resources, works): (Vec<&Resource>, Vec<containers::Work>) =
+            std::mem::take(batch).into_iter().unzip();
+        let mut outcomes: Vec<Option<containers::Outcome>> =
+            std::iter::repeat_with(|| None).take(works.len()).collect();
+        let executor = &executor;
+        let mut running = futures_util::stream::iter(
+            works
+                .into_iter()
+                .enumerate()
+                .map(|(i, work)| async move { (i, work.execute(executor).await) }),
+        )
+        .buffer_unordered(APPLY_WIDTH);
+        while let Some((i, outcome)) = running.next().await {
+            outcomes[i] = Some(outcome);
+        }
+        drop(running);
+        for (res, outcome) in resources.into_iter().zip(outcomes) {
+            if let Some(outcome) = outcome {
+                self.commit_service(res, outcome);
             }
         }
     }
@@ -642,7 +704,8 @@ impl<'a> Run<'a> {
     async fn scheduled(&mut self, id: &str, c: &crate::declaration::Container) {
         match self.step_defs.remove(id) {
             Some(Ok(step)) => {
-                let reason = match self.puller.ensure(c.image.as_str()).await {
+                let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;
+                let reason = match ensured {
                     Ok(pull::Ensured::Present) => None,
                     Ok(pull::Ensured::Pulled) => Some("image pulled".to_string()),
                     Err(e) => Some(format!(
