@@ -24,6 +24,7 @@ packages=(
 	docker-registry       # distribution 2.8: the loopback image registry
 	util-linux            # unshare, nsenter, setsid
 	curl                  # registry health checks
+	docker-compose        # the peer of benches/apply-node.sh's first apply
 	ca-certificates
 	"$@"
 )
