@@ -8,6 +8,7 @@
 //! and on `SIGTERM` lets running steps end and their windows close before it
 //! exits 0. The watchdog is fed from the scheduler's own loop.
 
+mod dirwatch;
 pub mod notify;
 
 use std::path::PathBuf;
@@ -53,8 +54,11 @@ pub struct DaemonConfig {
 /// How long the daemon keeps trying to reach the container runtime at start.
 const RUNTIME_WAIT: Duration = Duration::from_secs(90);
 
-/// How often `STATUS=` is refreshed (only sent when it changed).
-const STATUS_EVERY: Duration = Duration::from_secs(2);
+/// How often `STATUS=` is refreshed when the window records' directory
+/// cannot be watched (inotify refused): otherwise it is refreshed on change
+/// only (an apply, a fire beginning or ending, a window record written or
+/// erased).
+const STATUS_FALLBACK_EVERY: Duration = Duration::from_secs(2);
 
 /// The last apply, for `STATUS=` and `status`.
 #[derive(Debug, Clone)]
@@ -76,6 +80,8 @@ struct Daemon {
     applying: Mutex<()>,
     declaration: Mutex<Option<Declaration>>,
     last_apply: std::sync::Mutex<Option<LastApply>>,
+    /// Signalled when the last apply changes (for `STATUS=`).
+    applied: tokio::sync::Notify,
     notifier: Notifier,
 }
 
@@ -118,7 +124,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     resume_windows(&windows, &notifier).await?;
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
-    let watchdog = notifier.watchdog_feeder();
+    let watchdog = notifier.watchdog();
     let (scheduler, handle) = Scheduler::new(firer, clock, store.clone(), watchdog);
     let scheduler_task = tokio::spawn(scheduler.run(shutdown.clone()));
 
@@ -136,6 +142,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         applying: Mutex::new(()),
         declaration: Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
+        applied: tokio::sync::Notify::new(),
         notifier: notifier.clone(),
     });
 
@@ -301,6 +308,8 @@ impl Daemon {
             ok,
             summary,
         });
+        drop(last);
+        self.applied.notify_one();
     }
 
     async fn handle(&self, request: Request) -> Response {
@@ -432,15 +441,28 @@ impl Daemon {
         format!("{apply}; {schedules}; {windows}")
     }
 
-    /// Keep `STATUS=` current and watch for stale steps.
+    /// Keep `STATUS=` current and watch for stale steps: woken by a change
+    /// (an apply, a fire beginning or ending, a window record written or
+    /// erased by any process) or when a step would turn stale, never on a
+    /// timer otherwise.
     async fn status_loop(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut sent = String::new();
         let mut stale = crate::schedule::stale::StaleWatch::default();
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(STATUS_EVERY) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
+        let mut steps_changed = self.scheduler.changes();
+        // The store's window records (src/store: `windows/` under the root).
+        let records_dir = self.cfg.state_dir.join("windows");
+        let records = match dirwatch::DirWatch::new(&records_dir) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot watch {} ({e}): STATUS= is refreshed every {}s instead",
+                    records_dir.display(),
+                    STATUS_FALLBACK_EVERY.as_secs()
+                );
+                None
             }
+        };
+        loop {
             let Some(steps) = self.scheduler.status().await else {
                 return;
             };
@@ -449,7 +471,35 @@ impl Daemon {
                 self.notifier.status(&line);
                 sent = line;
             }
-            stale.check(&steps, Utc::now());
+            let now = Utc::now();
+            stale.check(&steps, now);
+            let stale_at = stale.next_check(&steps);
+            let records_changed = async {
+                match &records {
+                    Some(w) => {
+                        if let Err(e) = w.changed().await {
+                            tracing::warn!("watching {}: {e}", records_dir.display());
+                            tokio::time::sleep(STATUS_FALLBACK_EVERY).await;
+                        }
+                    }
+                    None => tokio::time::sleep(STATUS_FALLBACK_EVERY).await,
+                }
+            };
+            let stale_due = async {
+                match stale_at {
+                    Some(at) => {
+                        crate::schedule::timer::sleep_until(Some(at), now).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = steps_changed.changed() => if changed.is_err() { return },
+                () = self.applied.notified() => {}
+                () = records_changed => {}
+                () = stale_due => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
         }
     }
 }
