@@ -514,12 +514,13 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
         "cat",
     ]);
     assert!(started.contains("step cronstep finished"), "{started}");
-    let status = d.cli(&["status"]);
-    assert!(
-        text(&status).contains("last succeeded"),
-        "{}",
-        text(&status)
-    );
+    // The history is written when the fire's task has returned, a moment
+    // after the window closed.
+    wait_for("status to show the run", Duration::from_secs(20), || {
+        text(&d.cli(&["status"]))
+            .contains("last succeeded")
+            .then_some(())
+    });
 }
 
 /// An RFC 3339 UTC time `secs_ago` seconds ago, on the whole minute.

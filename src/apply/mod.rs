@@ -349,9 +349,10 @@ pub struct Applier {
 
 /// How many service containers one apply converges at once (the runtime
 /// calls of a batch of services declared next to each other: pull, create,
-/// start, stop). Fixed: Docker serialises much of its own work, and a few
-/// requests in flight already keep it busy (docs/apply.md).
-pub const APPLY_WIDTH: usize = 8;
+/// start, stop). Fixed, and small next to docker-compose's 64: enough
+/// requests in flight to keep Docker busy on a small node, few enough not
+/// to flood it (docs/apply.md, docs/benchmarks.md).
+pub const APPLY_WIDTH: usize = 16;
 
 /// Why unit resources fail when no unit manager was given.
 const NO_UNIT_MANAGER: &str = "no systemd unit manager is available to this process";
