@@ -531,3 +531,47 @@ fn chrono_like_rfc3339(secs_ago: i64) -> String {
         .expect("truncate")
         .to_rfc3339()
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_wall_clock_set_wakes_the_sleeping_scheduler_at_once() {
+    let mut d = Daemon::new("clockset", "");
+    let run = d.name("run");
+    let img = d.busybox();
+    // Due at 03:00 only: the scheduler sleeps on its timer until then.
+    d.declare(json!([step("daily", &run, &img, "echo fired", &[])]));
+    d.start();
+    // (journalctl --grep exits 1 when nothing matches.)
+    let noticed = || {
+        let out = d.node.sh(&format!(
+            "journalctl --no-pager -u {} -t mesh-host -o cat --grep 'the wall clock was set' || true",
+            quote(&d.unit)
+        ));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert!(noticed().is_empty(), "no set before the test's own");
+    // A clock set to what the clock reads: it moves the machine's clock by
+    // about a microsecond (harmless to anything else running here), and the
+    // kernel cancels every TFD_TIMER_CANCEL_ON_SET timer, as for an NTP step.
+    d.node.sh_ok(
+        "python3 -c 'import time; time.clock_settime(time.CLOCK_REALTIME, time.clock_gettime(time.CLOCK_REALTIME))'",
+    );
+    wait_for(
+        "the daemon to notice the set",
+        Duration::from_secs(10),
+        || (!noticed().is_empty()).then_some(()),
+    );
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains("step daily"),
+        "still armed: {}",
+        text(&status)
+    );
+    assert!(
+        !d.node
+            .docker(&["container", "inspect", &run])
+            .status
+            .success(),
+        "a set fires nothing that is not due"
+    );
+}

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::schedule::timer;
+use crate::schedule::timer::{self, Woken};
 
-/// A future the clock resolves when it is time to look again.
-pub type Wake<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+/// A future the clock resolves when it is time to look again, saying why.
+pub type Wake<'a> = Pin<Box<dyn Future<Output = Woken> + Send + 'a>>;
 
 /// A source of wall-clock time.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -31,7 +31,10 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
         let left = due
             .and_then(|d| (d - seen).to_std().ok())
             .unwrap_or(timer::FALLBACK_CAP);
-        Box::pin(tokio::time::sleep(left.min(timer::FALLBACK_CAP)))
+        Box::pin(async move {
+            tokio::time::sleep(left.min(timer::FALLBACK_CAP)).await;
+            Woken::Cap
+        })
     }
 }
 
@@ -46,9 +49,7 @@ impl Clock for SystemClock {
 
     /// A real-time timerfd armed at `due`, cancelled by a clock set.
     fn sleep_until(&self, due: Option<DateTime<Utc>>, seen: DateTime<Utc>) -> Wake<'_> {
-        Box::pin(async move {
-            timer::sleep_until(due, seen).await;
-        })
+        Box::pin(timer::sleep_until(due, seen))
     }
 }
 
@@ -98,7 +99,7 @@ impl Clock for FakeClock {
         let left: Option<Duration> = due.map(|d| (d - now).to_std().unwrap_or(Duration::ZERO));
         Box::pin(async move {
             if now < seen {
-                return;
+                return Woken::ClockSet;
             }
             let sleep = async {
                 match left {
@@ -107,8 +108,8 @@ impl Clock for FakeClock {
                 }
             };
             tokio::select! {
-                () = sleep => {}
-                _ = jumped.changed() => {}
+                () = sleep => Woken::Due,
+                _ = jumped.changed() => Woken::ClockSet,
             }
         })
     }

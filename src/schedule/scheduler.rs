@@ -26,6 +26,7 @@ use crate::mesh_event;
 use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome, StepDef};
 use crate::schedule::jobs::{Decision, JobTable, StepTiming, SyncReport};
+use crate::schedule::timer::Woken;
 use crate::store::Store;
 
 /// The watchdog as the scheduler's loop feeds it: `feed` is called every
@@ -266,7 +267,12 @@ impl Scheduler {
                     self.finished(done);
                     changed = true;
                 }
-                () = clock.sleep_until(wake, now) => {}
+                woken = clock.sleep_until(wake, now) => if woken == Woken::ClockSet {
+                    tracing::info!(
+                        "the wall clock was set (it reads {}): due times looked at again",
+                        clock.now().to_rfc3339()
+                    );
+                },
                 () = tokio::time::sleep_until(feed_at), if fed => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
