@@ -8,7 +8,7 @@
 //! state file are listed at the end (docs/state-dir.md gives their bounds).
 //!
 //! `cargo bench --bench memory` (10,000 fires, 1,000 applies; about a
-//! minute); any other run (`cargo test --benches`) does 50 and 10, as a
+//! minute; `BENCH_FIRES` and `BENCH_APPLIES` change the counts); any other run (`cargo test --benches`) does 50 and 10, as a
 //! check that the bench still works.
 //!
 //! The fake runtime records every call it gets, for tests to read: the
@@ -70,11 +70,22 @@ fn declaration(dir: &Path, variant: u32) -> Vec<u8> {
 fn main() {
     let measure = std::env::args().any(|a| a == "--bench");
     let (fires, applies) = if measure { (10_000, 1_000) } else { (50, 10) };
+    // BENCH_FIRES / BENCH_APPLIES: other counts, e.g. to see whether a
+    // growth is a one-off or per fire.
+    let (fires, applies) = (count("BENCH_FIRES", fires), count("BENCH_APPLIES", applies));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     rt.block_on(run(fires, applies, measure));
+}
+
+/// `$var` as a number, or `default`.
+fn count<T: std::str::FromStr>(var: &str, default: T) -> T {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 async fn run(fires: usize, applies: u32, measure: bool) {
