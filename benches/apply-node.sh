@@ -4,8 +4,12 @@
 #
 #  1. `mesh-host apply FILE --local` for N busybox service containers:
 #     the first apply (creates and starts N) and a no-op second apply, with
-#     their peers by hand in the same run (`docker run -d` N times; one
-#     `docker ps -a`); and
+#     their peers in the same run, rounds alternating: `docker-compose up -d`
+#     of the same N services (Debian's docker-compose 1.29, which creates in
+#     parallel; tests/node/prereqs.sh installs it) and `docker run -d` N
+#     times by hand; one `docker ps -a` for the no-op. Above 100 services,
+#     one first-apply round of mesh-host alone (the peers take many minutes
+#     on a small node; the no-op is what such a size measures); and
 #     the Docker API requests of one no-op apply, read by a logging proxy in
 #     front of Docker's socket, with `docker events` showing no mutating
 #     event (the contract: a no-op apply costs one container listing and
@@ -20,7 +24,7 @@
 # Usage: benches/apply-node.sh          (a node must be up: tests/node/node up)
 # Environment:
 #   MESH_HOST_BIN      the binary to measure (default: cargo build --release)
-#   BENCH_SIZES        service counts for apply (default "1 10 30")
+#   BENCH_SIZES        service counts for apply (default "1 10 30 300")
 #   BENCH_HOLDS        held-container counts for the window (default "1 5")
 #   BENCH_CREATE_RUNS  first applies per size (default 5)
 #   BENCH_NOOP_RUNS    no-op applies per size (default 10)
@@ -40,7 +44,7 @@ SERVICE_CMD='trap "exit 0" TERM; while :; do sleep 1 & wait $!; done'
 # socket, systemd and the journal are.
 inside() {
 	local dir=$1 bin=$2 img=$3 prefix=$4
-	local sizes=${BENCH_SIZES:-1 10 30} holds=${BENCH_HOLDS:-1 5}
+	local sizes=${BENCH_SIZES:-1 10 30 300} holds=${BENCH_HOLDS:-1 5}
 	local create_runs=${BENCH_CREATE_RUNS:-5} noop_runs=${BENCH_NOOP_RUNS:-10}
 	local window_runs=${BENCH_WINDOW_RUNS:-5}
 	proxy_pid=""
@@ -50,30 +54,49 @@ inside() {
 	# Pulled once, so a first apply measures create and start, not a pull.
 	docker pull -q "$img" >/dev/null
 
-	echo "### apply --local: first apply (creates) and no-op apply, against the docker CLI"
+	echo "### apply --local: first apply (creates) against docker-compose and the docker CLI; no-op apply"
 	echo
-	echo "| services | first apply | \`docker run -d\` × N | runs | no-op apply | \`docker ps -a\` | runs |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| services | first apply | \`docker-compose up -d\` | mesh-host / compose | \`docker run -d\` × N | runs | no-op apply | \`docker ps -a\` | runs |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	local n i r out
 	for n in $sizes; do
 		local decl=$dir/apply-$n.json state=$dir/state-apply-$n base=$prefix-a$n
+		local compose=$dir/compose-$n.yml project=${prefix//-/}a$n
 		write_services "$decl" "$base" "$n" "$img"
-		local creates=() peer_creates=() noops=() peer_noops=()
-		for ((r = 0; r < create_runs; r++)); do
-			# The peer: the same containers made by hand, one after another.
-			remove_prefix "$base-"
-			local t0=$EPOCHREALTIME
-			for ((i = 1; i <= n; i++)); do
-				docker run -d --name "$base-$i" --network none --restart unless-stopped \
-					"$img" sh -c "$SERVICE_CMD" >/dev/null
-			done
-			peer_creates+=("$(elapsed_us "$t0")")
+		write_compose "$compose" "$base" "$n" "$img"
+		local creates=() compose_creates=() peer_creates=() ratios=() noops=() peer_noops=()
+		# Hundreds of containers: one round of mesh-host alone (the peers
+		# take many minutes on a small node); the no-op applies are what
+		# such a size is measured for.
+		local rounds=$create_runs peers=1
+		((n <= 100)) || rounds=1 peers=0
+		for ((r = 0; r < rounds; r++)); do
+			local t0
+			if ((peers)); then
+				# The peers: the same containers made by docker-compose (which
+				# creates in parallel), then by hand one after another.
+				remove_prefix "$base-"
+				t0=$EPOCHREALTIME
+				docker-compose -p "$project" -f "$compose" up -d >/dev/null 2>"$dir/compose.log" ||
+					die "docker-compose up failed: $(cat "$dir/compose.log")"
+				compose_creates+=("$(elapsed_us "$t0")")
+				expect_running "$base-" "$n"
+				remove_prefix "$base-"
+				t0=$EPOCHREALTIME
+				for ((i = 1; i <= n; i++)); do
+					docker run -d --name "$base-$i" --network none --restart unless-stopped \
+						"$img" sh -c "$SERVICE_CMD" >/dev/null
+				done
+				peer_creates+=("$(elapsed_us "$t0")")
+			fi
 			remove_prefix "$base-"
 			rm -rf "$state"
 			t0=$EPOCHREALTIME
 			out=$(mesh apply "$decl" --local --state-dir "$state")
 			creates+=("$(elapsed_us "$t0")")
 			expect_count "$out" created "$n"
+			expect_running "$base-" "$n"
+			((!peers)) || ratios+=("$((creates[-1] * 1000 / compose_creates[-1]))")
 			create_since=$t0 create_until=$EPOCHREALTIME
 		done
 		# No-op applies, each followed by the peer: one listing by the CLI.
@@ -86,7 +109,11 @@ inside() {
 			docker ps -a --filter "name=^/$base-" >/dev/null
 			peer_noops+=("$(elapsed_us "$t0")")
 		done
-		echo "| $n | $(stats_ms "${creates[@]}") | $(stats_ms "${peer_creates[@]}") | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
+		if ((peers)); then
+			echo "| $n | $(stats_ms "${creates[@]}") | $(stats_ms "${compose_creates[@]}") | $(ratio_of "${ratios[@]}") | $(stats_ms "${peer_creates[@]}") | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
+		else
+			echo "| $n | $(stats_ms "${creates[@]}") | — | — | — | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
+		fi
 	done
 
 	echo
@@ -173,6 +200,13 @@ inside() {
 inside_cleanup() {
 	if [[ -n ${proxy_pid:-} ]]; then kill "$proxy_pid" 2>/dev/null || true; fi
 	remove_prefix "$run_prefix-"
+	# A network docker-compose may have made for a project.
+	local nets
+	nets=$(docker network ls -q --filter "name=${run_prefix//-/}")
+	if [[ -n $nets ]]; then
+		# shellcheck disable=SC2086
+		docker network rm $nets >/dev/null 2>&1 || true
+	fi
 }
 
 # mesh-host with its log (stderr) kept aside, shown if it fails.
@@ -221,6 +255,23 @@ stats_ms() {
 		}'
 }
 
+# The median of per-round ratios given in thousandths, as "0.62×".
+ratio_of() {
+	printf '%s\n' "$@" | sort -n | awk '
+		{ v[NR] = $1 }
+		END {
+			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%.2f×", m / 1000
+		}'
+}
+
+# Check that $2 containers whose name starts with $1 run.
+expect_running() {
+	local got
+	got=$(docker ps -q --filter "name=^/$1" | wc -l)
+	((got == $2)) || die "expected $2 running containers named $1*, found $got"
+}
+
 # Check that the apply report has $3 lines with action $2.
 expect_count() {
 	local got
@@ -261,6 +312,20 @@ write_services() {
 			sep=$',\n'
 		done
 		printf '\n]}\n'
+	} >"$file"
+}
+
+# The same services as write_services, for docker-compose (1.29, file
+# format 2.4): one per container, same image, command, network and restart
+# policy (`$$` is compose's escape of `$`).
+write_compose() {
+	local file=$1 base=$2 n=$3 img=$4 i
+	{
+		printf 'version: "2.4"\nservices:\n'
+		for ((i = 1; i <= n; i++)); do
+			printf '  s%d:\n    image: "%s"\n    container_name: "%s-%d"\n    network_mode: none\n    restart: unless-stopped\n    command: ["sh", "-c", %s]\n' \
+				"$i" "$img" "$base" "$i" "$(json_string "${SERVICE_CMD//\$/\$\$}")"
+		done
 	} >"$file"
 }
 
@@ -309,6 +374,9 @@ env_value() { "$node" env | sed -n "s/^$1=//p"; }
 state=$(env_value MESH_NODE_STATE)
 img=$(env_value MESH_NODE_IMAGE_BUSYBOX)
 [[ -n $state && -n $img ]] || die "the node env file lacks MESH_NODE_STATE or MESH_NODE_IMAGE_BUSYBOX"
+
+command -v docker-compose >/dev/null ||
+	die "docker-compose (the first apply's peer) is missing: install it with tests/node/prereqs.sh"
 
 bin=${MESH_HOST_BIN:-}
 if [[ -z $bin ]]; then
@@ -379,7 +447,7 @@ echo
 docker_version=$("$node" exec docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})' 2>/dev/null || echo unknown)
 echo "Binary: $bin ($("$bin" --version 2>/dev/null || echo "version unknown")); Docker $docker_version, cgroup driver $(env_value MESH_NODE_CGROUP_DRIVER); load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Times in ms: median (fastest–slowest run)."
 echo
-"$node" exec env BENCH_SIZES="${BENCH_SIZES:-1 10 30}" BENCH_HOLDS="${BENCH_HOLDS:-1 5}" \
+"$node" exec env BENCH_SIZES="${BENCH_SIZES:-1 10 30 300}" BENCH_HOLDS="${BENCH_HOLDS:-1 5}" \
 	BENCH_CREATE_RUNS="${BENCH_CREATE_RUNS:-5}" BENCH_NOOP_RUNS="${BENCH_NOOP_RUNS:-10}" \
 	BENCH_WINDOW_RUNS="${BENCH_WINDOW_RUNS:-5}" \
 	bash "$dir/apply-node.sh" --inside "$dir" "$dir/mesh-host" "$img" "$prefix"

@@ -3,8 +3,11 @@
 //! costs.
 //!
 //! Each turn of the loop (src/schedule/scheduler.rs) calls `due(now)` and
-//! then `next_wake()`, at least once a second ([`TICK`]); a tick here is
-//! that pair. Firing itself (a task, Docker, systemd) is not part of it.
+//! then `next_wake()`; the loop turns when something is due, on a command,
+//! at the end of a fire and for the watchdog (no longer once a second, but
+//! the hour of ticks below still measures that old pace as an upper
+//! bound); a tick here is that pair. Firing itself (a task, Docker,
+//! systemd) is not part of it.
 //!
 //! - idle tick: nothing is due, the common case;
 //! - an hour of ticks, one a second, over a mix of schedules;
@@ -15,8 +18,6 @@
 //!   (all kept), and with every step changed (all re-armed).
 //!
 //! `cargo bench --bench jobs [-- FILTER]`
-//!
-//! [`TICK`]: mesh_host::schedule::scheduler::TICK
 
 mod support;
 

@@ -735,3 +735,283 @@ fn apply_local_installs_the_node_declaration_that_run_and_plan_then_use() {
     assert_eq!(std::fs::read(&node_decl).expect("installed"), before);
     assert!(w.running(&web));
 }
+
+// ------------------------------------------------------------------------
+// Concurrent creates (docs/apply.md "Concurrency"): services declared next
+// to each other are converged several at a time; the orderings the contract
+// needs are checked here through Docker's own event stream.
+
+/// The ids of a report's lines, in order.
+fn line_ids(out: &Output) -> Vec<String> {
+    stdout(out)
+        .lines()
+        .take_while(|l| !l.starts_with("apply ") && !l.starts_with("window "))
+        .filter_map(|l| l.split(' ').next().map(str::to_string))
+        .collect()
+}
+
+/// Index of the first `(name, action)` event, panicking when absent.
+fn event_at(events: &[(String, String)], name: &str, action: &str) -> usize {
+    events
+        .iter()
+        .position(|(n, a)| n == name && a == action)
+        .unwrap_or_else(|| panic!("no {action} event of {name} in {events:?}"))
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn concurrent_creates_report_in_order_and_a_run_once_gates_what_follows() {
+    let mut w = World::new("apply-gate");
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    let before: Vec<String> = (1..=10).map(|i| w.name(&format!("b{i}"))).collect();
+    let after: Vec<String> = (1..=10).map(|i| w.name(&format!("a{i}"))).collect();
+    let gate = w.name("gate");
+    let mut resources = Vec::new();
+    for (i, name) in before.iter().enumerate() {
+        resources.push(service(&w, &format!("b{}", i + 1), name));
+    }
+    // Long enough that a service created beside it would show in between.
+    resources.push(json!({"id": "gate", "type": "container", "name": gate,
+        "image": w.busybox(), "command": ["sh", "-c", "sleep 2; exit 0"],
+        "network": "none", "run-once": true, "timeout": 60}));
+    for (i, name) in after.iter().enumerate() {
+        resources.push(service(&w, &format!("a{}", i + 1), name));
+    }
+    let since = stamp();
+    let out = apply(&w, "d.json", json!(resources));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // The report keeps declaration order, whatever order the creates ended in.
+    let mut expected: Vec<String> = (1..=10).map(|i| format!("b{i}")).collect();
+    expected.push("gate".to_string());
+    expected.extend((1..=10).map(|i| format!("a{i}")));
+    assert_eq!(line_ids(&out), expected, "{}", stdout(&out));
+    for id in expected.iter().filter(|id| *id != "gate") {
+        assert!(has_line(&out, &format!("{id} created")), "{}", stdout(&out));
+    }
+    for name in before.iter().chain(&after) {
+        assert!(w.running(name), "{name} runs");
+    }
+
+    // Docker saw: every service before the gate started before the gate was
+    // created; every service after it created only after the gate died.
+    let mut names: Vec<&str> = before.iter().chain(&after).map(String::as_str).collect();
+    names.push(&gate);
+    let events = w.events(&since, &names);
+    let gate_created = event_at(&events, &gate, "create");
+    let gate_died = event_at(&events, &gate, "die");
+    for name in &before {
+        assert!(
+            event_at(&events, name, "start") < gate_created,
+            "{name} started after the run-once began: {events:?}"
+        );
+    }
+    for name in &after {
+        assert!(
+            event_at(&events, name, "create") > gate_died,
+            "{name} was created before the run-once ended: {events:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_failure_among_concurrent_creates_fails_alone_and_a_failing_run_once_halts() {
+    let mut w = World::new("apply-midfail");
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    let before: Vec<String> = (1..=8).map(|i| w.name(&format!("b{i}"))).collect();
+    let after: Vec<String> = (1..=4).map(|i| w.name(&format!("a{i}"))).collect();
+    let migrate = w.name("migrate");
+    // A container mesh-host does not manage holds the name of b4: its
+    // create fails, the batch around it goes on.
+    w.run_service(&before[3], &[]);
+    let foreign_id = w.inspect(&before[3], "{{.Id}}");
+    let mut resources = Vec::new();
+    for (i, name) in before.iter().enumerate() {
+        resources.push(service(&w, &format!("b{}", i + 1), name));
+    }
+    resources.push(
+        json!({"id": "migrate", "type": "container", "name": migrate,
+        "image": w.busybox(), "command": ["sh", "-c", "exit 4"],
+        "network": "none", "run-once": true, "timeout": 60}),
+    );
+    for (i, name) in after.iter().enumerate() {
+        resources.push(service(&w, &format!("a{}", i + 1), name));
+    }
+    let out = apply(&w, "d.json", json!(resources));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let mut expected: Vec<String> = (1..=8).map(|i| format!("b{i}")).collect();
+    expected.push("migrate".to_string());
+    assert_eq!(
+        line_ids(&out),
+        expected,
+        "nothing after the halt is reported: {}",
+        stdout(&out)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("b4 failed: a container named") && l.contains("does not manage")),
+        "{text}"
+    );
+    assert!(has_line(&out, "migrate failed: exit status 4"), "{text}");
+    assert!(
+        text.contains("halted at migrate (exit status 4); 4 resource(s) after it not applied"),
+        "{text}"
+    );
+    for (i, name) in before.iter().enumerate() {
+        if i != 3 {
+            assert!(has_line(&out, &format!("b{} created", i + 1)), "{text}");
+            assert!(w.running(name), "{name} runs");
+        }
+    }
+    assert_eq!(
+        w.inspect(&before[3], "{{.Id}}"),
+        foreign_id,
+        "the foreign container is left alone"
+    );
+    for name in &after {
+        assert!(
+            !w.exists(name),
+            "{name} after the failed run-once is not created"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn restart_on_follows_the_file_it_names_among_concurrent_services() {
+    let mut w = World::new("apply-restarton");
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    let conf = w.path("etc/app.conf");
+    let watchers: Vec<String> = (1..=6).map(|i| w.name(&format!("w{i}"))).collect();
+    let other = w.name("other");
+    let resources = |content: &str| {
+        let mut all = vec![json!({"id": "conf", "type": "file", "path": conf, "content": content})];
+        for (i, name) in watchers.iter().enumerate() {
+            let mut svc = service(&w, &format!("w{}", i + 1), name);
+            svc["restart-on"] = json!(["conf"]);
+            all.push(svc);
+        }
+        all.push(service(&w, "other", &other));
+        json!(all)
+    };
+    let out = apply(&w, "d1.json", resources("v=1\n"));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let ids_before: Vec<String> = watchers.iter().map(|n| w.inspect(n, "{{.Id}}")).collect();
+    let other_started = w.inspect(&other, "{{.State.StartedAt}}");
+
+    let since = stamp();
+    let out = apply(&w, "d2.json", resources("v=2\n"));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(has_line(&out, "conf updated: content changed"), "{text}");
+    for i in 1..=6 {
+        assert!(
+            has_line(&out, &format!("w{i} started: restart-on: {conf} changed")),
+            "{text}"
+        );
+    }
+    assert!(has_line(&out, "other unchanged"), "{text}");
+    // Restarted, not recreated, each after the file was written.
+    let written = std::fs::metadata(&conf)
+        .expect("conf")
+        .modified()
+        .expect("mtime");
+    let written: chrono::DateTime<chrono::Utc> = written.into();
+    for (name, id) in watchers.iter().zip(&ids_before) {
+        assert_eq!(&w.inspect(name, "{{.Id}}"), id, "{name} restarted in place");
+        let started: chrono::DateTime<chrono::Utc> = w
+            .inspect(name, "{{.State.StartedAt}}")
+            .parse()
+            .expect("StartedAt");
+        assert!(
+            started > written,
+            "{name} started again after {conf} was written"
+        );
+        assert!(w.running(name));
+    }
+    assert_eq!(w.inspect(&other, "{{.State.StartedAt}}"), other_started);
+    let mut names: Vec<&str> = watchers.iter().map(String::as_str).collect();
+    names.push(&other);
+    let events = w.events(&since, &names);
+    for name in &watchers {
+        let died = event_at(&events, name, "die");
+        assert!(event_at(&events, name, "start") > died, "{events:?}");
+    }
+    assert!(
+        !events.iter().any(|(n, _)| n == &other),
+        "the service without restart-on was not touched: {events:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_window_opening_during_a_concurrent_apply_waits_for_it_and_closes() {
+    let mut w = World::new("apply-winrace");
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    let services: Vec<String> = (1..=16).map(|i| w.name(&format!("s{i}"))).collect();
+    let step = w.name("step");
+    let mut resources = Vec::new();
+    for (i, name) in services.iter().enumerate() {
+        let mut svc = service(&w, &format!("s{}", i + 1), name);
+        svc["module"] = json!("m");
+        resources.push(svc);
+    }
+    // The step holds the services the apply creates first and last.
+    resources.push(
+        json!({"id": "step", "type": "container", "module": "m", "name": step,
+        "image": w.busybox(), "command": ["sh", "-c", "sleep 1; exit 0"],
+        "network": "none", "schedule": "0 3 * * *", "timeout": 60,
+        "while-stopped": ["s1", "s16"]}),
+    );
+    let decl = w.declaration("declaration.json", json!(resources));
+    let since = stamp();
+    let applying = w.mesh_spawn(&["apply", &decl, "--local"], Some(&decl));
+    // The window is asked for as soon as the apply is under way.
+    wait_for(
+        "the apply to create a container",
+        Duration::from_secs(30),
+        || services.iter().any(|n| w.exists(n)).then_some(()),
+    );
+    let running = w.mesh_spawn(&["run", "step", "--local"], Some(&decl));
+    let applied = applying.wait_with_output().expect("apply");
+    let ran = running.wait_with_output().expect("run");
+    assert_eq!(applied.status.code(), Some(0), "{}", stdout(&applied));
+    assert!(ran.status.success(), "run: {}", stdout(&ran));
+    let text = stdout(&applied);
+    for i in 1..=16 {
+        assert!(
+            text.lines().any(|l| l == format!("s{i} created")),
+            "the window did not open during the apply, so nothing was held: {text}"
+        );
+    }
+    for name in &services {
+        assert!(w.running(name), "{name} runs after the window closed");
+    }
+    // Docker saw the window's first stop only after the apply's last start.
+    let mut names: Vec<&str> = services.iter().map(String::as_str).collect();
+    names.push(&step);
+    let events = w.events(&since, &names);
+    let last_start = services
+        .iter()
+        .map(|n| event_at(&events, n, "start"))
+        .max()
+        .expect("starts");
+    let first_stop =
+        event_at(&events, &services[0], "stop").min(event_at(&events, &services[15], "stop"));
+    assert!(
+        first_stop > last_start,
+        "the window stopped a service while the apply was creating: {events:?}"
+    );
+    assert!(event_at(&events, &step, "start") > first_stop);
+    let restarted = events
+        .iter()
+        .rposition(|(n, a)| n == &services[0] && a == "start")
+        .expect("s1 started again");
+    assert!(restarted > event_at(&events, &step, "die"), "{events:?}");
+    let records = std::fs::read_dir(w.dir.join("state/windows"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(records, 0, "no window record is left");
+}

@@ -13,16 +13,30 @@
 //!
 //! A recreate pulls first (if the image is absent) and only then removes the
 //! old container, so a pull that fails leaves the service as it was.
+//!
+//! Each service goes through three stages, so that services declared next
+//! to each other can be converged concurrently (see `batch`):
+//! [`Run::decide_service`] (in declaration order, reading only what the
+//! apply already knows: the listing, the recorded inputs, the files changed
+//! so far), [`Work::execute`] (the runtime calls, concurrent, touching no
+//! shared state of the apply but the puller) and [`Run::commit_service`]
+//! (in declaration order again: the report line, the recorded inputs).
+
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
 
 use crate::declaration::{Container, Resource};
 use crate::events::Event;
 use crate::mesh_event;
-use crate::runtime::{ContainerSpec, ContainerSummary, RuntimeError, LABEL_RESOURCE};
+use crate::runtime::{
+    ContainerRuntime, ContainerSpec, ContainerSummary, RuntimeError, LABEL_RESOURCE,
+};
 
-use super::pull::Ensured;
+use super::pull::{Ensured, Puller};
 use super::spec::{self, BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT};
 use super::state::ContainerInputs;
-use super::{Action, Run};
+use super::{Action, ReportLine, Run};
 
 /// Reason of a recreate forced by a container made under an older format.
 pub(crate) const OLDER_RECORD: &str = "made by an older record format";
@@ -31,18 +45,90 @@ fn label<'s>(c: &'s ContainerSummary, key: &str) -> Option<&'s str> {
     c.labels.get(key).map(String::as_str)
 }
 
+/// What one service needs done, decided before any runtime call.
+#[derive(Debug)]
+pub(super) enum Work {
+    /// Nothing to call: the line is known (held still, or refused).
+    Done(ReportLine),
+    /// No container by that name: create it (removing the one it replaces
+    /// under its former name, if any).
+    Create {
+        id: String,
+        built: BuiltContainer,
+        renamed: Option<String>,
+    },
+    /// A container of another identity: recreate it.
+    Recreate {
+        id: String,
+        built: BuiltContainer,
+        name: String,
+        reason: String,
+    },
+    /// The container is as declared: start it if stopped, restart it when
+    /// a file it restarts on changed in this apply (`restart_on`: its path).
+    Keep {
+        id: String,
+        built: BuiltContainer,
+        name: String,
+        running: bool,
+        restart_on: Option<String>,
+    },
+}
+
+/// What executing a [`Work`] did, to be committed in declaration order.
+#[derive(Debug)]
+pub(super) struct Outcome {
+    line: ReportLine,
+    /// Record (or forget) what the container was created reading.
+    inputs: Inputs,
+    /// A managed container dealt with under another name (renamed).
+    consumed: Option<String>,
+    /// Log `container-recreated` for this container name.
+    recreated: Option<String>,
+}
+
+/// The change an [`Outcome`] makes to the recorded inputs.
+#[derive(Debug)]
+enum Inputs {
+    Untouched,
+    /// Record these (replacing what was recorded).
+    Set(String, ContainerInputs),
+    /// Record these only if nothing is recorded (a lost record).
+    Default(String, ContainerInputs),
+    /// Forget what was recorded under this name.
+    Forget(String),
+}
+
+impl Outcome {
+    fn line(id: &str, action: Action, reason: Option<String>) -> Self {
+        Outcome {
+            line: ReportLine::new(id, action, reason),
+            inputs: Inputs::Untouched,
+            consumed: None,
+            recreated: None,
+        }
+    }
+}
+
+/// What [`Work::execute`] may touch: the runtime and the apply's puller.
+#[derive(Debug, Clone)]
+pub(super) struct Executor {
+    pub(super) runtime: Arc<dyn ContainerRuntime>,
+    pub(super) puller: Arc<Mutex<Puller>>,
+}
+
 impl Run<'_> {
-    /// Converge one service container.
-    pub(super) async fn service(&mut self, res: &Resource, c: &Container) {
+    /// Decide what one service container needs (no runtime call).
+    pub(super) fn decide_service(&self, res: &Resource, c: &Container) -> Work {
         let id = res.id.as_str();
+        let done = |action, reason| Work::Done(ReportLine::new(id, action, reason));
         let name = c.name.as_str();
         if let Some(why) = self.held.get(name).cloned() {
-            self.push(id, Action::HeldStill, Some(why));
-            return;
+            return done(Action::HeldStill, Some(why));
         }
         let built = match spec::build(self.decl, res, c) {
             Ok(b) => b,
-            Err(e) => return self.push(id, Action::Failed, Some(e.reason)),
+            Err(e) => return done(Action::Failed, Some(e.reason)),
         };
         let (existing, renamed) = match &self.listing {
             Ok(listing) => {
@@ -66,17 +152,21 @@ impl Run<'_> {
             }
             Err(e) => {
                 let reason = format!("cannot list the managed containers: {e}");
-                return self.push(id, Action::Failed, Some(reason));
+                return done(Action::Failed, Some(reason));
             }
         };
         if let Some(old) = &renamed {
             if let Some(why) = self.held.get(&old.name).cloned() {
-                self.push(id, Action::HeldStill, Some(why));
-                return;
+                return done(Action::HeldStill, Some(why));
             }
         }
+        let id = id.to_string();
         match existing {
-            None => self.create_service(id, res, built, renamed).await,
+            None => Work::Create {
+                id,
+                built,
+                renamed: renamed.map(|old| old.name),
+            },
             Some(current) => {
                 let reason = if label(&current, LABEL_RECORD) != Some(RECORD_FORMAT)
                     || label(&current, LABEL_IDENTITY).is_none()
@@ -88,8 +178,22 @@ impl Run<'_> {
                     None
                 };
                 match reason {
-                    Some(reason) => self.recreate(id, res, built, &current.name, reason).await,
-                    None => self.keep(id, c, built, &current).await,
+                    Some(reason) => Work::Recreate {
+                        id,
+                        built,
+                        name: current.name,
+                        reason,
+                    },
+                    None => Work::Keep {
+                        id,
+                        built,
+                        name: current.name,
+                        running: current.running,
+                        restart_on: c
+                            .restart_on
+                            .iter()
+                            .find_map(|rid| self.changed_files.get(rid.as_str()).cloned()),
+                    },
                 }
             }
         }
@@ -112,159 +216,218 @@ impl Run<'_> {
         }
     }
 
-    async fn create_service(
-        &mut self,
-        id: &str,
-        res: &Resource,
-        built: BuiltContainer,
-        renamed: Option<ContainerSummary>,
-    ) {
-        let pulled = match self.puller.ensure(&built.spec.image).await {
-            Ok(e) => e == Ensured::Pulled,
-            Err(e) => return self.push(id, Action::Failed, Some(format!("image: {e}"))),
-        };
-        if let Some(old) = &renamed {
-            if let Err(e) = self.runtime().remove(&old.name).await {
-                let reason = format!("cannot remove {} (its name changed): {e}", old.name);
-                return self.push(id, Action::Failed, Some(reason));
+    /// Record what a service's execution did, in declaration order.
+    pub(super) fn commit_service(&mut self, res: &Resource, outcome: Outcome) {
+        match outcome.inputs {
+            Inputs::Untouched => {}
+            Inputs::Set(name, inputs) => {
+                self.inputs.insert(name, inputs);
             }
-            self.consumed.insert(old.name.clone());
-            self.inputs.remove(&old.name);
-        }
-        let result = self.create_and_start(&built.spec).await;
-        if !matches!(result, Err(CreateError::NotCreated(_))) {
-            self.inputs
-                .insert(built.spec.name.clone(), ContainerInputs::of(id, &built));
-        }
-        match (result, renamed) {
-            (Err(e), _) => self.push(id, Action::Failed, Some(e.to_string())),
-            (Ok(()), Some(old)) => {
-                let reason = format!("name changed (was {})", old.name);
-                self.recreated(id, res, &built.spec.name, reason);
+            Inputs::Default(name, inputs) => {
+                self.inputs.entry(name).or_insert(inputs);
             }
-            (Ok(()), None) => {
-                let reason = pulled.then(|| "image pulled".to_string());
-                self.push(id, Action::Created, reason);
+            Inputs::Forget(name) => {
+                self.inputs.remove(&name);
             }
         }
-    }
-
-    async fn recreate(
-        &mut self,
-        id: &str,
-        res: &Resource,
-        built: BuiltContainer,
-        name: &str,
-        reason: String,
-    ) {
-        if let Err(e) = self.puller.ensure(&built.spec.image).await {
-            let why = format!("must be recreated ({reason}) but its image is missing: {e}");
-            return self.push(id, Action::Failed, Some(why));
+        if let Some(old) = outcome.consumed {
+            self.inputs.remove(&old);
+            self.consumed.insert(old);
         }
-        if let Err(e) = self.runtime().remove(name).await {
-            let why = format!("must be recreated ({reason}) but cannot be removed: {e}");
-            return self.push(id, Action::Failed, Some(why));
+        let line = outcome.line;
+        if let (Some(name), Some(reason)) = (&outcome.recreated, &line.reason) {
+            let id = &line.id;
+            mesh_event!(
+                info,
+                Event::ContainerRecreated,
+                MESH_CONTAINER = %name,
+                MESH_MODULE = %res.module.as_deref().unwrap_or(""),
+                "container {name} ({id}) recreated: {reason}"
+            );
         }
-        let result = self.create_and_start(&built.spec).await;
-        if matches!(result, Err(CreateError::NotCreated(_))) {
-            self.inputs.remove(name);
-        } else {
-            self.inputs
-                .insert(name.to_string(), ContainerInputs::of(id, &built));
-        }
-        match result {
-            Ok(()) => self.recreated(id, res, name, reason),
-            Err(e) => {
-                let why = format!("removed to be recreated ({reason}), then: {e}");
-                self.push(id, Action::Failed, Some(why));
-            }
-        }
-    }
-
-    fn recreated(&mut self, id: &str, res: &Resource, name: &str, reason: String) {
-        mesh_event!(
-            info,
-            Event::ContainerRecreated,
-            MESH_CONTAINER = %name,
-            MESH_MODULE = %res.module.as_deref().unwrap_or(""),
-            "container {name} ({id}) recreated: {reason}"
-        );
-        self.push(id, Action::Recreated, Some(reason));
-    }
-
-    /// The container is what the declaration makes: start it if stopped,
-    /// restart it if a file it restarts on changed in this apply.
-    async fn keep(
-        &mut self,
-        id: &str,
-        c: &Container,
-        built: BuiltContainer,
-        current: &ContainerSummary,
-    ) {
-        // Record what it reads if the record was lost: no runtime call.
-        self.inputs
-            .entry(current.name.clone())
-            .or_insert_with(|| ContainerInputs::of(id, &built));
-        let restart_on = c
-            .restart_on
-            .iter()
-            .find_map(|rid| self.changed_files.get(rid.as_str()).cloned());
-        let name = current.name.as_str();
-        if !current.running {
-            let reason = match &restart_on {
-                Some(path) => format!("was not running (and restart-on: {path} changed)"),
-                None => "was not running".to_string(),
-            };
-            match self.runtime().start(name).await {
-                Ok(()) => self.push(id, Action::Started, Some(reason)),
-                Err(e) => self.push(id, Action::Failed, Some(format!("would not start: {e}"))),
-            }
-            return;
-        }
-        let Some(path) = restart_on else {
-            self.push(id, Action::Unchanged, None);
-            return;
-        };
-        let restarted = match self.runtime().stop(name).await {
-            Ok(()) => self.runtime().start(name).await,
-            Err(e) => Err(e),
-        };
-        match restarted {
-            Ok(()) => self.push(
-                id,
-                Action::Started,
-                Some(format!("restart-on: {path} changed")),
-            ),
-            Err(e) => self.push(
-                id,
-                Action::Failed,
-                Some(format!(
-                    "restart-on: {path} changed, but the restart failed: {e}"
-                )),
-            ),
-        }
-    }
-
-    /// Create and start a container from `spec`.
-    pub(super) async fn create_and_start(&self, spec: &ContainerSpec) -> Result<(), CreateError> {
-        let name = &spec.name;
-        match self.runtime().create(spec).await {
-            Ok(_) => {}
-            Err(RuntimeError::Conflict { .. }) => {
-                return Err(CreateError::NotCreated(format!(
-                    "a container named {name} exists that mesh-host does not manage (no mesh-host.managed label): it is left alone; rename or remove it"
-                )))
-            }
-            Err(e) => return Err(CreateError::NotCreated(format!("cannot create {name}: {e}"))),
-        }
-        self.runtime()
-            .start(name)
-            .await
-            .map_err(|e| CreateError::NotStarted(format!("created, but it would not start: {e}")))
+        self.push(&line.id.clone(), line.action, line.reason);
     }
 }
 
-/// Why [`Run::create_and_start`] failed.
+impl Work {
+    /// Do the runtime calls `self` needs. Touches no state of the apply
+    /// but the puller (shared, behind its lock).
+    pub(super) async fn execute(self, ex: &Executor) -> Outcome {
+        match self {
+            Work::Done(line) => Outcome {
+                line,
+                inputs: Inputs::Untouched,
+                consumed: None,
+                recreated: None,
+            },
+            Work::Create { id, built, renamed } => create_service(ex, &id, built, renamed).await,
+            Work::Recreate {
+                id,
+                built,
+                name,
+                reason,
+            } => recreate(ex, &id, built, &name, reason).await,
+            Work::Keep {
+                id,
+                built,
+                name,
+                running,
+                restart_on,
+            } => keep(ex, &id, built, &name, running, restart_on).await,
+        }
+    }
+}
+
+async fn create_service(
+    ex: &Executor,
+    id: &str,
+    built: BuiltContainer,
+    renamed: Option<String>,
+) -> Outcome {
+    let pulled = match ex.puller.lock().await.ensure(&built.spec.image).await {
+        Ok(e) => e == Ensured::Pulled,
+        Err(e) => return Outcome::line(id, Action::Failed, Some(format!("image: {e}"))),
+    };
+    let mut consumed = None;
+    if let Some(old) = &renamed {
+        if let Err(e) = ex.runtime.remove(old).await {
+            let reason = format!("cannot remove {old} (its name changed): {e}");
+            return Outcome::line(id, Action::Failed, Some(reason));
+        }
+        consumed = Some(old.clone());
+    }
+    let result = create_and_start(&*ex.runtime, &built.spec).await;
+    let inputs = if matches!(result, Err(CreateError::NotCreated(_))) {
+        Inputs::Untouched
+    } else {
+        Inputs::Set(built.spec.name.clone(), ContainerInputs::of(id, &built))
+    };
+    let (action, reason, recreated) = match (result, renamed) {
+        (Err(e), _) => (Action::Failed, Some(e.to_string()), None),
+        (Ok(()), Some(old)) => (
+            Action::Recreated,
+            Some(format!("name changed (was {old})")),
+            Some(built.spec.name.clone()),
+        ),
+        (Ok(()), None) => (
+            Action::Created,
+            pulled.then(|| "image pulled".to_string()),
+            None,
+        ),
+    };
+    Outcome {
+        line: ReportLine::new(id, action, reason),
+        inputs,
+        consumed,
+        recreated,
+    }
+}
+
+async fn recreate(
+    ex: &Executor,
+    id: &str,
+    built: BuiltContainer,
+    name: &str,
+    reason: String,
+) -> Outcome {
+    if let Err(e) = ex.puller.lock().await.ensure(&built.spec.image).await {
+        let why = format!("must be recreated ({reason}) but its image is missing: {e}");
+        return Outcome::line(id, Action::Failed, Some(why));
+    }
+    if let Err(e) = ex.runtime.remove(name).await {
+        let why = format!("must be recreated ({reason}) but cannot be removed: {e}");
+        return Outcome::line(id, Action::Failed, Some(why));
+    }
+    let result = create_and_start(&*ex.runtime, &built.spec).await;
+    let inputs = if matches!(result, Err(CreateError::NotCreated(_))) {
+        Inputs::Forget(name.to_string())
+    } else {
+        Inputs::Set(name.to_string(), ContainerInputs::of(id, &built))
+    };
+    let (action, why, recreated) = match result {
+        Ok(()) => (Action::Recreated, reason, Some(name.to_string())),
+        Err(e) => (
+            Action::Failed,
+            format!("removed to be recreated ({reason}), then: {e}"),
+            None,
+        ),
+    };
+    Outcome {
+        line: ReportLine::new(id, action, Some(why)),
+        inputs,
+        consumed: None,
+        recreated,
+    }
+}
+
+/// The container is what the declaration makes: start it if stopped,
+/// restart it if a file it restarts on changed in this apply.
+async fn keep(
+    ex: &Executor,
+    id: &str,
+    built: BuiltContainer,
+    name: &str,
+    running: bool,
+    restart_on: Option<String>,
+) -> Outcome {
+    // Record what it reads if the record was lost: no runtime call.
+    let inputs = Inputs::Default(name.to_string(), ContainerInputs::of(id, &built));
+    let with_inputs = |action, reason| Outcome {
+        line: ReportLine::new(id, action, reason),
+        inputs,
+        consumed: None,
+        recreated: None,
+    };
+    if !running {
+        let reason = match &restart_on {
+            Some(path) => format!("was not running (and restart-on: {path} changed)"),
+            None => "was not running".to_string(),
+        };
+        return match ex.runtime.start(name).await {
+            Ok(()) => with_inputs(Action::Started, Some(reason)),
+            Err(e) => with_inputs(Action::Failed, Some(format!("would not start: {e}"))),
+        };
+    }
+    let Some(path) = restart_on else {
+        return with_inputs(Action::Unchanged, None);
+    };
+    let restarted = match ex.runtime.stop(name).await {
+        Ok(()) => ex.runtime.start(name).await,
+        Err(e) => Err(e),
+    };
+    match restarted {
+        Ok(()) => with_inputs(Action::Started, Some(format!("restart-on: {path} changed"))),
+        Err(e) => with_inputs(
+            Action::Failed,
+            Some(format!(
+                "restart-on: {path} changed, but the restart failed: {e}"
+            )),
+        ),
+    }
+}
+
+/// Create and start a container from `spec`.
+pub(super) async fn create_and_start(
+    runtime: &dyn ContainerRuntime,
+    spec: &ContainerSpec,
+) -> Result<(), CreateError> {
+    let name = &spec.name;
+    match runtime.create(spec).await {
+        Ok(_) => {}
+        Err(RuntimeError::Conflict { .. }) => {
+            return Err(CreateError::NotCreated(format!(
+                "a container named {name} exists that mesh-host does not manage (no mesh-host.managed label): it is left alone; rename or remove it"
+            )))
+        }
+        Err(e) => return Err(CreateError::NotCreated(format!("cannot create {name}: {e}"))),
+    }
+    runtime
+        .start(name)
+        .await
+        .map_err(|e| CreateError::NotStarted(format!("created, but it would not start: {e}")))
+}
+
+/// Why [`create_and_start`] failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum CreateError {
     /// Nothing was created.

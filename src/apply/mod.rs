@@ -46,7 +46,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::declaration::{Declaration, ResourceKind, Role};
+use futures_util::StreamExt;
+
+use crate::declaration::{Declaration, Resource, ResourceKind, Role};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
@@ -359,6 +361,13 @@ pub struct Applier {
     pull: PullPolicy,
 }
 
+/// How many service containers one apply converges at once (the runtime
+/// calls of a batch of services declared next to each other: pull, create,
+/// start, stop). Fixed, and small next to docker-compose's 64: enough
+/// requests in flight to keep Docker busy on a small node, few enough not
+/// to flood it (docs/apply.md, docs/benchmarks.md).
+pub const APPLY_WIDTH: usize = 16;
+
 /// Why unit resources fail when no unit manager was given.
 const NO_UNIT_MANAGER: &str = "no systemd unit manager is available to this process";
 
@@ -555,7 +564,9 @@ struct Run<'a> {
     /// Scheduled steps the last apply installed (or found unchanged), as
     /// it declared them: one declared alike now is `unchanged`.
     steps_before: BTreeMap<String, serde_json::Value>,
-    puller: pull::Puller,
+    /// Shared with the services converged concurrently (it holds the
+    /// apply's one retry budget and the images known present).
+    puller: Arc<tokio::sync::Mutex<pull::Puller>>,
     lines: Vec<ReportLine>,
     ok: bool,
     halted: Option<Halt>,
@@ -613,12 +624,12 @@ impl<'a> Run<'a> {
             .unwrap_or_default();
         known.extend(inputs.keys().cloned());
         let steps_before = previous.as_ref().map(installed_steps).unwrap_or_default();
-        let puller = pull::Puller::new(
+        let puller = Arc::new(tokio::sync::Mutex::new(pull::Puller::new(
             applier.runtime.clone(),
             applier.windows.clone(),
             applier.pull.clone(),
             window_bounds(decl),
-        );
+        )));
         Run {
             applier,
             decl,
@@ -656,15 +667,33 @@ impl<'a> Run<'a> {
     }
 
     /// Every declared resource, in order, until a run-once step fails.
+    ///
+    /// Service containers declared next to each other form a batch: each
+    /// is decided in declaration order as the walk reaches it, the batch's
+    /// runtime calls run concurrently ([`APPLY_WIDTH`] at a time), and
+    /// their lines are committed in declaration order. Any other resource
+    /// ends the batch first: a file, directory, unit, scheduled or run-once
+    /// step is applied only once every service before it is done, and a
+    /// service after it is decided only once it is (so `restart-on` sees
+    /// the files changed before it, and a run-once step gates all that
+    /// follows).
     async fn resources(&mut self) {
         let decl = self.decl;
+        let mut batch: Vec<(&Resource, containers::Work)> = Vec::new();
         for (index, res) in decl.resources.iter().enumerate() {
             let id = res.id.as_str();
+            if let ResourceKind::Container(c) = &res.kind {
+                if matches!(c.role, Role::Service) {
+                    batch.push((res, self.decide_service(res, c)));
+                    continue;
+                }
+            }
+            self.converge_batch(&mut batch).await;
             match &res.kind {
                 ResourceKind::File(file) => self.file(id, file),
                 ResourceKind::Directory(dir) => self.directory(id, dir),
                 ResourceKind::Container(c) => match &c.role {
-                    Role::Service => self.service(res, c).await,
+                    Role::Service => {}
                     Role::RunOnce => {
                         if let Some(mut halt) = self.run_once(res, c).await {
                             halt.not_applied = decl.resources.len() - index - 1;
@@ -681,6 +710,43 @@ impl<'a> Run<'a> {
             }
             if let ResourceKind::Container(c) = &res.kind {
                 self.note_unhealthy_grants(id, c);
+            }
+        }
+        self.converge_batch(&mut batch).await;
+    }
+
+    /// Execute a batch of decided services, at most [`APPLY_WIDTH`] at a
+    /// time, and commit their outcomes in declaration order.
+    async fn converge_batch(&mut self, batch: &mut Vec<(&'a Resource, containers::Work)>) {
+        if batch.is_empty() {
+            return;
+        }
+        let executor = containers::Executor {
+            runtime: self.applier.runtime.clone(),
+            puller: self.puller.clone(),
+        };
+        let (resources, works): (Vec<&Resource>, Vec<containers::Work>) =
+            std::mem::take(batch).into_iter().unzip();
+        let mut outcomes: Vec<Option<containers::Outcome>> =
+            std::iter::repeat_with(|| None).take(works.len()).collect();
+        let executor = &executor;
+        let mut running = futures_util::stream::iter(
+            works
+                .into_iter()
+                .enumerate()
+                .map(|(i, work)| async move { (i, work.execute(executor).await) }),
+        )
+        .buffer_unordered(APPLY_WIDTH);
+        while let Some((i, outcome)) = running.next().await {
+            outcomes[i] = Some(outcome);
+        }
+        drop(running);
+        for (res, outcome) in resources.into_iter().zip(outcomes) {
+            if let Some(outcome) = outcome {
+                self.commit_service(res, outcome);
+            }
+            if let ResourceKind::Container(c) = &res.kind {
+                self.note_unhealthy_grants(&res.id, c);
             }
         }
     }
@@ -717,7 +783,8 @@ impl<'a> Run<'a> {
         match self.step_defs.remove(id) {
             Some(Ok(step)) => {
                 let mut action = Action::Installed;
-                let reason = match self.puller.ensure(c.image.as_str()).await {
+                let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;
+                let reason = match ensured {
                     Ok(pull::Ensured::Present) => {
                         if self.declared_alike_before(id) {
                             action = Action::Unchanged;

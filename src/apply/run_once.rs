@@ -60,10 +60,8 @@ impl Run<'_> {
             Ok(listing) => listing.contains_key(name),
             Err(e) => return Err(fail(format!("cannot list the managed containers: {e}"))),
         };
-        self.puller
-            .ensure(&built.spec.image)
-            .await
-            .map_err(|e| fail(format!("image: {e}")))?;
+        let ensured = self.puller.lock().await.ensure(&built.spec.image).await;
+        ensured.map_err(|e| fail(format!("image: {e}")))?;
         if leftover {
             self.runtime()
                 .remove(name)
@@ -71,7 +69,7 @@ impl Run<'_> {
                 .map_err(|e| fail(format!("cannot remove the previous run's container: {e}")))?;
         }
         let began = Instant::now();
-        self.create_and_start(&built.spec)
+        super::containers::create_and_start(self.runtime(), &built.spec)
             .await
             .map_err(|e| fail(e.to_string()))?;
         let runtime = self.applier.runtime.clone();

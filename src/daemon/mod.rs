@@ -12,6 +12,7 @@
 //! watchdog is fed from the scheduler's own loop.
 
 mod armed;
+mod dirwatch;
 pub mod notify;
 mod reload;
 
@@ -64,8 +65,11 @@ pub struct DaemonConfig {
 /// How long the daemon keeps trying to reach the container runtime at start.
 const RUNTIME_WAIT: Duration = Duration::from_secs(90);
 
-/// How often `STATUS=` is refreshed (only sent when it changed).
-const STATUS_EVERY: Duration = Duration::from_secs(2);
+/// How often `STATUS=` is refreshed when the window records' directory
+/// cannot be watched (inotify refused): otherwise it is refreshed on change
+/// only (an apply, a fire beginning or ending, a window record written or
+/// erased).
+const STATUS_FALLBACK_EVERY: Duration = Duration::from_secs(2);
 
 /// The last apply, for `STATUS=` and `status`.
 #[derive(Debug, Clone)]
@@ -89,6 +93,8 @@ struct Daemon {
     applying: Mutex<()>,
     declaration: Mutex<Option<Declaration>>,
     last_apply: std::sync::Mutex<Option<LastApply>>,
+    /// Signalled when the last apply changes (for `STATUS=`).
+    applied: tokio::sync::Notify,
     notifier: Notifier,
     metrics: MetricsHandle,
     /// Keeps shared folders' entries between applies.
@@ -143,7 +149,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         tokio::spawn(crate::schedule::adopt::Adopter::new(windows.clone()).run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
-    let watchdog = notifier.watchdog_feeder();
+    let watchdog = notifier.watchdog();
     let (mut scheduler, handle) = Scheduler::new(firer, clock, store.clone(), watchdog);
     let (fires_tx, fires) = mpsc::unbounded_channel();
     scheduler.report_fires_to(fires_tx);
@@ -178,6 +184,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         applying: Mutex::new(()),
         declaration: Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
+        applied: tokio::sync::Notify::new(),
         notifier: notifier.clone(),
         metrics,
         folders: crate::acl::watch::Watcher::start(store.clone()),
@@ -430,6 +437,8 @@ impl Daemon {
         }
         let mut last = self.last_apply.lock().unwrap_or_else(|e| e.into_inner());
         *last = Some(LastApply { at, ok, summary });
+        drop(last);
+        self.applied.notify_one();
     }
 
     async fn handle(&self, request: Request) -> Response {
@@ -571,15 +580,28 @@ impl Daemon {
         format!("{apply}; {schedules}; {windows}")
     }
 
-    /// Keep `STATUS=` current and watch for stale steps.
+    /// Keep `STATUS=` current and watch for stale steps: woken by a change
+    /// (an apply, a fire beginning or ending, a window record written or
+    /// erased by any process) or when a step would turn stale, never on a
+    /// timer otherwise.
     async fn status_loop(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut sent = String::new();
         let mut stale = crate::schedule::stale::StaleWatch::default();
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(STATUS_EVERY) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
+        let mut steps_changed = self.scheduler.changes();
+        // The store's window records (src/store: `windows/` under the root).
+        let records_dir = self.cfg.state_dir.join("windows");
+        let records = match dirwatch::DirWatch::new(&records_dir) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot watch {} ({e}): STATUS= is refreshed every {}s instead",
+                    records_dir.display(),
+                    STATUS_FALLBACK_EVERY.as_secs()
+                );
+                None
             }
+        };
+        loop {
             let Some(steps) = self.scheduler.status().await else {
                 return;
             };
@@ -588,7 +610,35 @@ impl Daemon {
                 self.notifier.status(&line);
                 sent = line;
             }
-            stale.check(&steps, Utc::now());
+            let now = Utc::now();
+            stale.check(&steps, now);
+            let stale_at = stale.next_check(&steps);
+            let records_changed = async {
+                match &records {
+                    Some(w) => {
+                        if let Err(e) = w.changed().await {
+                            tracing::warn!("watching {}: {e}", records_dir.display());
+                            tokio::time::sleep(STATUS_FALLBACK_EVERY).await;
+                        }
+                    }
+                    None => tokio::time::sleep(STATUS_FALLBACK_EVERY).await,
+                }
+            };
+            let stale_due = async {
+                match stale_at {
+                    Some(at) => {
+                        crate::schedule::timer::sleep_until(Some(at), now).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = steps_changed.changed() => if changed.is_err() { return },
+                () = self.applied.notified() => {}
+                () = records_changed => {}
+                () = stale_due => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
         }
     }
 }

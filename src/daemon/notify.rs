@@ -3,9 +3,11 @@
 //! Everything is a no-op when the daemon does not run under systemd
 //! (`NOTIFY_SOCKET` unset), so the same binary runs by hand.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sd_notify::NotifyState;
+
+use crate::schedule::scheduler::Watchdog;
 
 /// How much time one `EXTEND_TIMEOUT_USEC` asks for (while resuming a
 /// window whose step is still running, or while an apply runs at start or
@@ -68,29 +70,24 @@ impl Notifier {
         self.send(&[NotifyState::ExtendTimeoutUsec(usec)]);
     }
 
-    /// A callback for the scheduler's loop that sends `WATCHDOG=1` at half
-    /// the interval systemd asked for, or does nothing without a watchdog.
-    pub fn watchdog_feeder(&self) -> Box<dyn FnMut() + Send> {
-        let interval = if self.enabled {
-            sd_notify::watchdog_enabled()
-        } else {
-            None
-        };
-        match interval {
-            Some(interval) => {
-                let half = interval / 2;
-                tracing::info!("watchdog: fed every {half:?} from the scheduler's loop");
-                let mut last: Option<Instant> = None;
-                Box::new(move || {
-                    if last.is_none_or(|t| t.elapsed() >= half) {
-                        if let Err(e) = sd_notify::notify(&[NotifyState::Watchdog]) {
-                            tracing::warn!("watchdog ping failed: {e}");
-                        }
-                        last = Some(Instant::now());
-                    }
-                })
-            }
-            None => Box::new(|| {}),
+    /// The watchdog for the scheduler's loop to feed: `WATCHDOG=1` every
+    /// half of the interval systemd asked for (`WatchdogSec`), or `None`
+    /// without a watchdog. The loop wakes for it and for nothing else
+    /// while idle.
+    pub fn watchdog(&self) -> Option<Watchdog> {
+        if !self.enabled {
+            return None;
         }
+        let interval = sd_notify::watchdog_enabled()?;
+        let every = interval / 2;
+        tracing::info!("watchdog: fed every {every:?} from the scheduler's loop");
+        Some(Watchdog {
+            every,
+            feed: Box::new(|| {
+                if let Err(e) = sd_notify::notify(&[NotifyState::Watchdog]) {
+                    tracing::warn!("watchdog ping failed: {e}");
+                }
+            }),
+        })
     }
 }

@@ -1,11 +1,22 @@
-//! The wall clock the scheduler reads: the system clock in production, a
-//! fake in tests.
+//! The wall clock the scheduler reads and sleeps on: the system clock in
+//! production, a fake in tests.
 //!
-//! Sleeping is always done on tokio's monotonic timer, capped short by the
-//! scheduler, so that a wall-clock step (NTP, an operator) is noticed within
-//! one cap instead of after a long monotonic sleep.
+//! The scheduler sleeps until its next due time *on the wall clock*, and is
+//! woken early when the clock is set ([`Clock::sleep_until`]): the system
+//! clock does it with a real-time timerfd (src/schedule/timer.rs), the fake
+//! one when a test steps it. So a wall-clock step (NTP, an operator) is
+//! noticed at once, and an idle scheduler does not wake at all.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+
+use crate::schedule::timer::{self, Woken};
+
+/// A future the clock resolves when it is time to look again, saying why.
+pub type Wake<'a> = Pin<Box<dyn Future<Output = Woken> + Send + 'a>>;
 
 /// A source of wall-clock time.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -17,6 +28,20 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     fn since_boot(&self) -> Option<std::time::Duration> {
         Some(crate::store::since_boot())
     }
+
+    /// Resolve when this clock reads `due` (never, for `None`) or when it is
+    /// set (stepped) after it read `seen`, whichever comes first. The
+    /// default sleeps on tokio's monotonic timer, at most a second at a
+    /// time, so a clock without its own wake-up is still looked at often.
+    fn sleep_until(&self, due: Option<DateTime<Utc>>, seen: DateTime<Utc>) -> Wake<'_> {
+        let left = due
+            .and_then(|d| (d - seen).to_std().ok())
+            .unwrap_or(timer::FALLBACK_CAP);
+        Box::pin(async move {
+            tokio::time::sleep(left.min(timer::FALLBACK_CAP)).await;
+            Woken::Cap
+        })
+    }
 }
 
 /// The system's real-time clock.
@@ -26,6 +51,11 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
+    }
+
+    /// A real-time timerfd armed at `due`, cancelled by a clock set.
+    fn sleep_until(&self, due: Option<DateTime<Utc>>, seen: DateTime<Utc>) -> Wake<'_> {
+        Box::pin(timer::sleep_until(due, seen))
     }
 }
 
@@ -38,6 +68,8 @@ pub struct FakeClock {
     base: DateTime<Utc>,
     start: tokio::time::Instant,
     offset: std::sync::Mutex<chrono::TimeDelta>,
+    /// Bumped by every [`FakeClock::jump`], waking sleepers.
+    jumps: tokio::sync::watch::Sender<u64>,
 }
 
 impl FakeClock {
@@ -47,6 +79,7 @@ impl FakeClock {
             base,
             start: tokio::time::Instant::now(),
             offset: std::sync::Mutex::new(chrono::TimeDelta::zero()),
+            jumps: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -54,6 +87,8 @@ impl FakeClock {
     pub fn jump(&self, delta: chrono::TimeDelta) {
         let mut offset = self.offset.lock().unwrap_or_else(|e| e.into_inner());
         *offset += delta;
+        drop(offset);
+        self.jumps.send_modify(|n| *n += 1);
     }
 }
 
@@ -67,5 +102,27 @@ impl Clock for FakeClock {
 
     fn since_boot(&self) -> Option<std::time::Duration> {
         Some(std::time::Duration::from_secs(3600) + self.start.elapsed())
+    }
+
+    /// Sleeps on tokio's (pausable) timer until `due`, woken by a jump.
+    fn sleep_until(&self, due: Option<DateTime<Utc>>, seen: DateTime<Utc>) -> Wake<'_> {
+        let mut jumped = self.jumps.subscribe();
+        let now = self.now();
+        let left: Option<Duration> = due.map(|d| (d - now).to_std().unwrap_or(Duration::ZERO));
+        Box::pin(async move {
+            if now < seen {
+                return Woken::ClockSet;
+            }
+            let sleep = async {
+                match left {
+                    Some(left) => tokio::time::sleep(left).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = sleep => Woken::Due,
+                _ = jumped.changed() => Woken::ClockSet,
+            }
+        })
     }
 }

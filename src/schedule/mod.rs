@@ -1,12 +1,15 @@
-//! Scheduled steps: the scheduler, its clock, one fire, maintenance windows.
+//! Scheduled steps: the scheduler, its clock and timer, one fire, maintenance windows.
 pub mod adopt;
 pub mod clock;
 pub mod fire;
 pub mod jobs;
 pub mod plan;
 pub mod scheduler;
+#[cfg(test)]
+mod sleep_tests;
 pub mod stale;
 pub mod step;
 #[cfg(test)]
 mod tests;
+pub mod timer;
 pub mod window;

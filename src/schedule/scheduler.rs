@@ -1,10 +1,15 @@
 //! The scheduler: one task that owns the job table, fires due steps on
 //! tasks of their own, and answers its inbox (re-sync, run now, status).
 //!
-//! Its loop never sleeps longer than [`TICK`], so a wall-clock step is
-//! noticed within seconds and the watchdog, fed from this loop and nowhere
-//! else, stops being fed if the loop wedges. A long step never starves it:
-//! steps run on their own tasks.
+//! Its loop sleeps until the next due time on the wall clock
+//! ([`Clock::sleep_until`]: a real-time timerfd that a clock set cancels, so
+//! a wall-clock step is noticed at once), a command, the end of a fire, or
+//! the next watchdog feed ([`Watchdog`], fed from this loop and nowhere
+//! else, so a wedged loop stops feeding it). With nothing due it wakes only
+//! for the watchdog. A long step never starves it: steps run on their own
+//! tasks. Every turn that changed something (a fire began or ended, a
+//! sync, a run asked for) bumps [`SchedulerHandle::changes`], which
+//! `STATUS=` follows.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,16 +19,45 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 use crate::events::Event;
 use crate::mesh_event;
 use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome, StepDef};
 use crate::schedule::jobs::{Decision, JobTable, StepTiming, SyncReport};
+use crate::schedule::timer::Woken;
 use crate::store::Store;
 
-/// The longest the loop sleeps between two looks at the clock.
-pub const TICK: Duration = Duration::from_secs(1);
+/// The watchdog as the scheduler's loop feeds it: `feed` is called every
+/// `every` (and once at start), from the loop itself.
+pub struct Watchdog {
+    /// Time between two feeds (the daemon uses half of `WatchdogSec`).
+    pub every: Duration,
+    /// Sends the keep-alive.
+    pub feed: Box<dyn FnMut() + Send>,
+}
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watchdog")
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watchdog {
+    /// Feed it if its time has come; when the next feed is due.
+    fn feed_if_due(&mut self, next: Instant) -> Instant {
+        let now = Instant::now();
+        if now >= next {
+            (self.feed)();
+            now + self.every
+        } else {
+            next
+        }
+    }
+}
 
 /// The store document holding each step's history.
 const HISTORY_DOC: &str = crate::store::STEP_HISTORY;
@@ -100,6 +134,7 @@ pub enum Command {
 #[derive(Debug, Clone)]
 pub struct SchedulerHandle {
     inbox: mpsc::Sender<Command>,
+    changes: watch::Receiver<u64>,
 }
 
 impl SchedulerHandle {
@@ -124,6 +159,13 @@ impl SchedulerHandle {
             .map_err(|_| "the scheduler stopped before the run ended".to_string())?
     }
 
+    /// A counter bumped whenever the steps' state may have changed (a fire
+    /// began or ended, a sync, a run): wait on it rather than polling
+    /// [`SchedulerHandle::status`].
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.clone()
+    }
+
     /// Every step's state.
     pub async fn status(&self) -> Option<Vec<StepStatus>> {
         let (reply, rx) = oneshot::channel();
@@ -146,9 +188,10 @@ pub struct Scheduler {
     /// panicked still frees its step.
     fires: BTreeMap<tokio::task::Id, (String, DateTime<Utc>)>,
     waiting: BTreeMap<String, Vec<oneshot::Sender<Result<FireReport, String>>>>,
-    on_tick: Box<dyn FnMut() + Send>,
     /// Where each fire's report goes once its history is saved (metrics).
     reports: Option<mpsc::UnboundedSender<FireReport>>,
+    watchdog: Option<Watchdog>,
+    changes: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -161,15 +204,15 @@ impl std::fmt::Debug for Scheduler {
 }
 
 impl Scheduler {
-    /// A scheduler and its handle. `on_tick` is called on every turn of
-    /// the loop (at least every [`TICK`]): the watchdog is fed from it.
+    /// A scheduler and its handle; the loop feeds `watchdog`, if any.
     pub fn new(
         firer: Firer,
         clock: Arc<dyn Clock>,
         store: Store,
-        on_tick: Box<dyn FnMut() + Send>,
+        watchdog: Option<Watchdog>,
     ) -> (Scheduler, SchedulerHandle) {
         let (tx, inbox) = mpsc::channel(64);
+        let (changes, changes_rx) = watch::channel(0);
         let history = match store.load::<BTreeMap<String, StepHistory>>(HISTORY_DOC) {
             Ok(h) => h.unwrap_or_default(),
             Err(e) => {
@@ -188,10 +231,17 @@ impl Scheduler {
             running: JoinSet::new(),
             fires: BTreeMap::new(),
             waiting: BTreeMap::new(),
-            on_tick,
             reports: None,
+            watchdog,
+            changes,
         };
-        (scheduler, SchedulerHandle { inbox: tx })
+        (
+            scheduler,
+            SchedulerHandle {
+                inbox: tx,
+                changes: changes_rx,
+            },
+        )
     }
 
     /// Send each fire's report to `tx` once the step's history is saved.
@@ -202,39 +252,69 @@ impl Scheduler {
     /// Run until `shutdown` turns true, then wait for in-flight fires (they
     /// stop their steps and close their windows) and return.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let clock = self.clock.clone();
+        let mut watchdog = self.watchdog.take();
+        let mut feed_at = Instant::now();
         loop {
-            let now = self.clock.now();
+            let now = clock.now();
             let decisions = self.table.due(now);
-            for d in decisions {
-                self.decide(d, now);
+            if !decisions.is_empty() {
+                for d in decisions {
+                    self.decide(d, now);
+                }
+                self.changed();
             }
-            (self.on_tick)();
-            let sleep = self
-                .table
-                .next_wake()
-                .and_then(|next| (next - now).to_std().ok())
-                .map_or(TICK, |d| d.min(TICK));
+            let mut changed = false;
+            if let Some(w) = &mut watchdog {
+                feed_at = w.feed_if_due(feed_at);
+            }
+            let wake = self.table.next_wake();
+            let fed = watchdog.is_some();
             tokio::select! {
                 cmd = self.inbox.recv() => match cmd {
-                    Some(cmd) => self.command(cmd),
+                    Some(cmd) => changed |= self.command(cmd),
                     None => break,
                 },
-                Some(done) = self.running.join_next_with_id() => self.finished(done),
-                () = tokio::time::sleep(sleep) => {}
+                Some(done) = self.running.join_next_with_id() => {
+                    self.finished(done);
+                    changed = true;
+                }
+                woken = clock.sleep_until(wake, now) => if woken == Woken::ClockSet {
+                    tracing::info!(
+                        "the wall clock was set (it reads {}): due times looked at again",
+                        clock.now().to_rfc3339()
+                    );
+                },
+                () = tokio::time::sleep_until(feed_at), if fed => {}
                 _ = shutdown.wait_for(|s| *s) => break,
+            }
+            if changed {
+                self.changed();
             }
         }
         // Fires in flight see the shutdown too: they stop their step and
         // close their window. Wait for them, feeding the watchdog meanwhile.
         loop {
+            if let Some(w) = &mut watchdog {
+                feed_at = w.feed_if_due(feed_at);
+            }
+            let fed = watchdog.is_some();
             tokio::select! {
                 done = self.running.join_next_with_id() => match done {
-                    Some(done) => self.finished(done),
+                    Some(done) => {
+                        self.finished(done);
+                        self.changed();
+                    }
                     None => break,
                 },
-                () = tokio::time::sleep(TICK) => (self.on_tick)(),
+                () = tokio::time::sleep_until(feed_at), if fed => {}
             }
         }
+    }
+
+    /// Tell [`SchedulerHandle::changes`] watchers the steps' state moved.
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     fn decide(&mut self, decision: Decision, now: DateTime<Utc>) {
@@ -293,7 +373,8 @@ impl Scheduler {
         self.fires.insert(task.id(), (step.to_string(), due));
     }
 
-    fn command(&mut self, cmd: Command) {
+    /// Answer a command; whether the steps' state may have changed.
+    fn command(&mut self, cmd: Command) -> bool {
         match cmd {
             Command::Sync { steps, reply } => {
                 let now = self.clock.now();
@@ -305,26 +386,41 @@ impl Scheduler {
                     .collect();
                 let (report, missed) = self.table.sync(timings, &history, now);
                 self.steps = steps.into_iter().map(|s| (s.def.id.clone(), s)).collect();
+                // The history keeps declared steps only, so it is bounded by
+                // the declaration (docs/state-dir.md), not by every step ever
+                // declared.
+                let remembered = self.history.len();
+                let steps = &self.steps;
+                self.history.retain(|id, _| steps.contains_key(id));
+                if self.history.len() != remembered {
+                    self.save_history();
+                }
                 for d in missed {
                     self.decide(d, now);
                 }
                 let _ = reply.send(report);
+                true
             }
             Command::RunNow { step, reply } => {
                 if !self.steps.contains_key(&step) {
                     let _ = reply.send(Err(format!("no scheduled step {step} is declared")));
+                    false
                 } else if self.table.in_flight(&step) {
                     let _ = reply.send(Err(format!(
                         "step {step} is already running; runs never stack"
                     )));
+                    false
                 } else {
                     let now = self.clock.now();
                     self.spawn_fire(&step, now);
                     self.waiting.entry(step).or_default().push(reply);
+                    true
                 }
             }
             Command::Status { reply } => {
+                // A read: never a change (STATUS= asks it on every change).
                 let _ = reply.send(self.status());
+                false
             }
         }
     }

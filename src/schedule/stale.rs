@@ -48,6 +48,26 @@ impl StaleWatch {
         }
         out
     }
+
+    /// When [`StaleWatch::check`] should look again, at the latest: the
+    /// earliest moment a step not yet reported turns stale (its last
+    /// success, or when it was first seen, plus twice its period). Between
+    /// changes of the steps' state nothing else can make one stale, so a
+    /// caller that checks on every change and at this time needs no timer
+    /// of its own.
+    pub fn next_check(&self, steps: &[StepStatus]) -> Option<DateTime<Utc>> {
+        steps
+            .iter()
+            .filter(|s| !self.reported.contains_key(&s.step))
+            .filter_map(|s| {
+                let since = s
+                    .history
+                    .last_success
+                    .or_else(|| self.first_seen.get(&s.step).copied())?;
+                Some(since + period(s)? * 2 + TimeDelta::seconds(1))
+            })
+            .min()
+    }
 }
 
 /// The step's period: the time between its next two fires.
@@ -118,5 +138,20 @@ mod tests {
             .check(std::slice::from_ref(&s), at("2026-01-01T02:00:00Z"))
             .is_empty());
         assert_eq!(w.check(&[s], at("2026-01-01T02:11:00Z")), vec!["gc"]);
+    }
+
+    #[test]
+    fn the_next_check_is_when_a_step_turns_stale() {
+        let mut w = StaleWatch::default();
+        let s = status(Some("2026-01-01T00:00:00Z"), "2026-01-01T01:00:00Z");
+        assert!(w
+            .check(std::slice::from_ref(&s), at("2026-01-01T00:30:00Z"))
+            .is_empty());
+        let next = w
+            .next_check(std::slice::from_ref(&s))
+            .expect("a next check");
+        assert_eq!(next, at("2026-01-01T02:00:01Z"));
+        assert_eq!(w.check(std::slice::from_ref(&s), next), vec!["gc"]);
+        assert_eq!(w.next_check(&[s]), None, "reported: nothing to wait for");
     }
 }

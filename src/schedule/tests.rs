@@ -688,12 +688,8 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
     let r = rig(&[("db", true)]);
     // Opening the window inspects db: that panics, outside the step body.
     r.fake.panic_on_inspect("db");
-    let (scheduler, handle) = Scheduler::new(
-        r.firer.clone(),
-        r.clock.clone(),
-        r.store.clone(),
-        Box::new(|| {}),
-    );
+    let (scheduler, handle) =
+        Scheduler::new(r.firer.clone(), r.clock.clone(), r.store.clone(), None);
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(scheduler.run(stop_rx));
     let def = step("gc", &["db"], None);

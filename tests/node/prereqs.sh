@@ -26,6 +26,7 @@ packages=(
 	acl                   # getfacl: shared folders' entries checked by the tests
 	curl                  # registry health checks
 	prometheus            # promtool check metrics (tests/operators_node.rs)
+	docker-compose        # the peer of benches/apply-node.sh's first apply
 	ca-certificates
 	"$@"
 )
