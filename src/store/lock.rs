@@ -19,9 +19,19 @@ use super::StoreError;
 /// The held apply lock. Dropping it releases the lock.
 #[derive(Debug)]
 pub struct ApplyLock {
-    // Kept only for its descriptor: closing it releases the flock.
-    _file: File,
+    // Kept for its descriptor, unlocked explicitly on drop.
+    file: File,
     path: PathBuf,
+}
+
+impl Drop for ApplyLock {
+    /// Unlocks before closing: a child forked by another thread of this
+    /// process shares the open file description until it execs (and
+    /// `O_CLOEXEC` closes it), and closing only our descriptor would leave
+    /// the lock held for that moment.
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.file, FlockOperation::Unlock);
+    }
 }
 
 impl ApplyLock {
@@ -54,7 +64,7 @@ pub(crate) fn lock(path: &Path) -> Result<ApplyLock, StoreError> {
         match rustix::fs::flock(&file, FlockOperation::LockExclusive) {
             Ok(()) => {
                 return Ok(ApplyLock {
-                    _file: file,
+                    file,
                     path: path.to_owned(),
                 })
             }
@@ -77,7 +87,7 @@ pub(crate) fn try_lock(path: &Path) -> Result<Option<ApplyLock>, StoreError> {
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {
                 return Ok(Some(ApplyLock {
-                    _file: file,
+                    file,
                     path: path.to_owned(),
                 }))
             }
