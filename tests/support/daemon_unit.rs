@@ -15,6 +15,7 @@ pub struct DaemonUnit {
     pub node: Node,
     /// The unit's name.
     pub unit: String,
+    prefix: String,
     bin: String,
     socket: String,
     state: String,
@@ -68,6 +69,7 @@ impl DaemonUnit {
         DaemonUnit {
             node,
             unit,
+            prefix: w.prefix.clone(),
             bin: w.bin.clone(),
             socket,
             state,
@@ -103,12 +105,16 @@ impl DaemonUnit {
         all
     }
 
-    /// A command through the daemon's control socket, waited for.
+    /// A command through the daemon's control socket, waited for; its
+    /// output is logged.
     pub fn cli(&self, args: &[&str]) -> Output {
-        self.node
+        let out = self
+            .node
             .command(&self.bin, &self.args(args))
             .output()
-            .expect("mesh-host")
+            .expect("mesh-host");
+        log(args, &out);
+        out
     }
 
     /// A command through the daemon's control socket that is also given
@@ -127,12 +133,7 @@ impl DaemonUnit {
             .command(&self.bin, &all)
             .output()
             .expect("mesh-host");
-        eprintln!(
-            "mesh-host {args:?} -> {:?}\n{}{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        log(args, &out);
         out
     }
 
@@ -172,11 +173,24 @@ impl DaemonUnit {
     }
 }
 
+/// A command's exit status and output, on the test's stderr.
+fn log(args: &[&str], out: &Output) {
+    eprintln!(
+        "mesh-host {args:?} -> {:?}\n{}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 impl Drop for DaemonUnit {
+    /// Stops the unit and removes every unit file named after the test
+    /// (units a test declared too).
     fn drop(&mut self) {
         let _ = self.node.sh(&format!(
-            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{u}; systemctl daemon-reload",
-            u = quote(&self.unit)
+            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{p}*; systemctl daemon-reload",
+            u = quote(&self.unit),
+            p = self.prefix
         ));
     }
 }
