@@ -5,164 +5,13 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Child, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{quote, unique_name, wait_for, Node};
-
-const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
-
-/// A daemon running as its own unit, with its own state, declaration and
-/// socket, so tests can run side by side on one node.
-struct Daemon {
-    node: Node,
-    unit: String,
-    dir: PathBuf,
-    bin: String,
-    prefix: String,
-    containers: Vec<String>,
-}
-
-impl Daemon {
-    /// Write the unit (the shipped one, paths changed, `extra` lines added
-    /// to [Service]) and the declaration; nothing is started yet.
-    fn new(tag: &str, extra: &str) -> Daemon {
-        let node = Node::from_env();
-        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
-        let prefix = unique_name(tag);
-        let dir = node.state_dir().join("tests").join(&prefix);
-        std::fs::create_dir_all(&dir).expect("test dir");
-        let unit = format!("{prefix}.service");
-        let shipped = include_str!("../units/mesh-host.service");
-        let exec = format!(
-            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system --metrics-file=",
-            d = dir.display()
-        );
-        let mut text: String = shipped
-            .lines()
-            .map(|l| {
-                if l.starts_with("ExecStart=") {
-                    exec.clone()
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        text = text.replace("[Service]\n", &format!("[Service]\n{extra}\n"));
-        // Its own socket lives in its test directory: /run/mesh-host belongs
-        // to a packaged daemon, and systemd empties a RuntimeDirectory on stop.
-        text = text
-            .lines()
-            .filter(|l| !l.starts_with("RuntimeDirectory"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let path = PathBuf::from(format!(
-            "/proc/{}/root/run/systemd/system/{unit}",
-            node.pid()
-        ));
-        std::fs::write(&path, text).expect("write unit");
-        node.sh_ok("systemctl daemon-reload");
-        Daemon {
-            node,
-            unit,
-            dir,
-            bin,
-            prefix,
-            containers: Vec::new(),
-        }
-    }
-
-    fn name(&mut self, what: &str) -> String {
-        let n = format!("{}-{what}", self.prefix);
-        self.containers.push(n.clone());
-        n
-    }
-
-    fn path(&self, rel: &str) -> String {
-        self.dir.join(rel).display().to_string()
-    }
-
-    fn declare(&self, resources: Value) {
-        let decl = json!({"declaration": 1, "resources": resources});
-        std::fs::write(
-            self.path("declaration.json"),
-            serde_json::to_vec_pretty(&decl).expect("json"),
-        )
-        .expect("write declaration");
-    }
-
-    fn start(&self) {
-        // Type=notify: this returns only once READY=1 was sent.
-        self.node
-            .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
-    }
-
-    fn prop(&self, p: &str) -> String {
-        self.node.unit_property(&self.unit, p)
-    }
-
-    fn cli_args(&self, args: &[&str]) -> Vec<String> {
-        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        all.push("--control-socket".into());
-        all.push(self.path("control.sock"));
-        all
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        let out = self
-            .node
-            .command(&self.bin, &self.cli_args(args))
-            .output()
-            .expect("mesh-host");
-        eprintln!(
-            "mesh-host {args:?} -> {:?}\n{}{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    fn cli_spawn(&self, args: &[&str]) -> Child {
-        self.node
-            .command(&self.bin, &self.cli_args(args))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("mesh-host")
-    }
-
-    fn running(&self, name: &str) -> bool {
-        self.node
-            .docker(&["inspect", "-f", "{{.State.Running}}", name])
-            .stdout
-            .starts_with(b"true")
-    }
-
-    fn busybox(&self) -> String {
-        self.node.image("busybox")
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.node.sh(&format!(
-            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{p}*; systemctl daemon-reload",
-            u = quote(&self.unit),
-            p = self.prefix
-        ));
-        if !self.containers.is_empty() {
-            let names: Vec<String> = self.containers.iter().map(|n| quote(n)).collect();
-            let _ = self
-                .node
-                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use support::daemon_unit::DaemonUnit;
+use support::world::{World, SERVICE_CMD};
+use support::{quote, wait_for, Node};
 
 fn service(id: &str, name: &str, image: &str) -> Value {
     json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
@@ -186,19 +35,20 @@ fn text(out: &Output) -> String {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
-    let mut d = Daemon::new("daemon", "");
-    let svc = d.name("svc");
-    let svc2 = d.name("svc2");
-    let gc = d.name("gc");
-    let img = d.busybox();
-    d.declare(json!([
+    let mut w = World::new("daemon");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let svc = w.name("svc");
+    let svc2 = w.name("svc2");
+    let gc = w.name("gc");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("svc", &svc, &img),
         step("gc", &gc, &img, "true", &["svc"])
     ]));
     d.start();
     assert_eq!(d.prop("ActiveState"), "active");
     assert_eq!(d.prop("Type"), "notify");
-    assert!(d.running(&svc), "applied at start, before READY");
+    assert!(w.running(&svc), "applied at start, before READY");
     let status = d.prop("StatusText");
     assert!(
         status.contains("last apply") && status.contains(" ok"),
@@ -213,7 +63,7 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     assert!(text(&out).contains("step gc (0 3 * * *"), "{}", text(&out));
 
     // systemctl reload applies a changed declaration.
-    d.declare(json!([
+    w.write_declaration(json!([
         service("svc", &svc, &img),
         service("svc2", &svc2, &img),
         step("gc", &gc, &img, "true", &["svc"])
@@ -221,7 +71,7 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     d.node
         .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
     wait_for("svc2 to run after reload", Duration::from_secs(30), || {
-        d.running(&svc2).then_some(())
+        w.running(&svc2).then_some(())
     });
     assert_eq!(d.prop("ActiveState"), "active");
 
@@ -238,11 +88,11 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         "ran in a transient unit: {}",
         text(&out)
     );
-    assert!(d.running(&svc));
+    assert!(w.running(&svc));
 
     // A oneshot unit resource that ran and exited 0 is satisfied, not stopped.
-    let once = format!("{}-once.service", d.prefix);
-    let with_unit = d.path("with-unit.json");
+    let once = format!("{}-once.service", w.prefix);
+    let with_unit = w.path("with-unit.json");
     let decl = json!({"declaration": 1, "resources": [
         service("svc", &svc, &img),
         service("svc2", &svc2, &img),
@@ -270,10 +120,10 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     assert_eq!(ran, "ran\n", "the oneshot ran once");
 
     // The socket is root-only: by its mode, and by the peer's credentials.
-    let sock = d.path("control.sock");
+    let sock = w.path("control.sock");
     let nobody = format!(
         "setpriv --reuid=65534 --regid=65534 --clear-groups {} status --control-socket {}",
-        quote(&d.bin),
+        quote(&w.bin),
         quote(&sock)
     );
     let denied = d.node.sh(&nobody);
@@ -292,11 +142,13 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_window() {
-    let mut d = Daemon::new("watchdog", "WatchdogSec=3s\nTimeoutAbortSec=5s");
-    let svc = d.name("svc");
-    let gc = d.name("gc");
-    let img = d.busybox();
-    d.declare(json!([
+    let mut w = World::new("watchdog");
+    let d =
+        DaemonUnit::install_with_args(&w, "WatchdogSec=3s\nTimeoutAbortSec=5s", "--metrics-file=");
+    let svc = w.name("svc");
+    let gc = w.name("gc");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("svc", &svc, &img),
         step("wd", &gc, &img, "sleep 12", &["svc"])
     ]));
@@ -305,9 +157,9 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
     let since = d.node.sh_ok("date +%s.%N").trim().to_string();
     let mut client = d.cli_spawn(&["run", "wd"]);
     wait_for("the step to run", Duration::from_secs(30), || {
-        d.running(&gc).then_some(())
+        w.running(&gc).then_some(())
     });
-    assert!(!d.running(&svc), "held by the window");
+    assert!(!w.running(&svc), "held by the window");
     // systemctl status and mesh-host status both say the window is open.
     wait_for(
         "STATUS= to name the window",
@@ -343,7 +195,7 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
     assert_ne!(result.trim(), "0", "systemd says it was the watchdog");
     // The new daemon waited for the step, then closed the window.
     wait_for("svc to run again", Duration::from_secs(60), || {
-        d.running(&svc).then_some(())
+        w.running(&svc).then_some(())
     });
     let until = d.node.sh_ok("date +%s.%N").trim().to_string();
     let events = d.node.docker_ok(&[
@@ -402,11 +254,12 @@ fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
     let _catalog = node.on_drop(format!("rm -f {catalog}; journalctl --update-catalog"));
     node.sh_ok("journalctl --update-catalog");
 
-    let mut d = Daemon::new("alert", "");
-    let svc = d.name("svc");
-    let gc = d.name("gc");
-    let net = format!("{}-net", d.prefix);
-    let img = d.busybox();
+    let mut w = World::new("alert");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let svc = w.name("svc");
+    let gc = w.name("gc");
+    let net = format!("{}-net", w.prefix);
+    let img = w.busybox();
     node.docker_ok(&["network", "create", &net]);
     let _net = node.on_drop(format!(
         "docker network rm {} >/dev/null 2>&1 || true",
@@ -414,12 +267,12 @@ fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
     ));
     let mut held = service("svc", &svc, &img);
     held["network"] = json!(net);
-    d.declare(json!([held, step("al", &gc, &img, "sleep 4", &["svc"])]));
+    w.write_declaration(json!([held, step("al", &gc, &img, "sleep 4", &["svc"])]));
     d.start();
-    assert!(d.running(&svc));
+    assert!(w.running(&svc));
     let client = d.cli_spawn(&["run", "al"]);
     wait_for("svc to be held", Duration::from_secs(30), || {
-        (!d.running(&svc)).then_some(())
+        (!w.running(&svc)).then_some(())
     });
     node.docker_ok(&["network", "rm", &net]);
     let out = client.wait_with_output().expect("run");
@@ -454,15 +307,16 @@ fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once() {
-    let mut d = Daemon::new("cron", "");
-    let svc = d.name("svc");
-    let run = d.name("run");
-    let img = d.busybox();
+    let mut w = World::new("cron");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
     let mut every_minute = step("cronstep", &run, &img, "echo fired", &["svc"]);
     every_minute["schedule"] = json!("* * * * *");
-    d.declare(json!([service("svc", &svc, &img), every_minute]));
+    w.write_declaration(json!([service("svc", &svc, &img), every_minute]));
     // A daemon before this one handled the fire due two hours ago.
-    let state = d.dir.join("state");
+    let state = w.dir.join("state");
     std::fs::create_dir_all(&state).expect("state dir");
     let two_hours_ago = chrono_like_rfc3339(7200);
     std::fs::write(
@@ -512,7 +366,7 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
     let logs = d.node.sh_ok(&format!("docker logs {}", quote(&run)));
     assert_eq!(logs.trim(), "fired");
     wait_for("the window to close", Duration::from_secs(20), || {
-        d.running(&svc).then_some(())
+        w.running(&svc).then_some(())
     });
     let started = d.node.journal(&[
         "-u",
@@ -577,20 +431,21 @@ fn lifecycle(node: &Node, since: &str, names: &[&str]) -> Vec<String> {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_restart() {
-    let mut d = Daemon::new("declared", "");
-    let a = d.name("a");
-    let b = d.name("b");
-    let gc = d.name("gc");
-    let img = d.busybox();
-    d.declare(json!([
+    let mut w = World::new("declared");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let a = w.name("a");
+    let b = w.name("b");
+    let gc = w.name("gc");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("a", &a, &img),
         step("gc", &gc, &img, "true", &["a"])
     ]));
     d.start();
-    assert!(d.running(&a));
+    assert!(w.running(&a));
 
     // apply FILE through the daemon: FILE declares b too.
-    let file = d.path("file.json");
+    let file = w.path("file.json");
     let file_bytes = serde_json::to_vec_pretty(&json!({"declaration": 1, "resources": [
         service("a", &a, &img),
         service("b", &b, &img),
@@ -600,8 +455,8 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
     std::fs::write(&file, &file_bytes).expect("write FILE");
     let out = d.cli(&["apply", &file]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(d.running(&b));
-    let installed = d.path("declaration.json");
+    assert!(w.running(&b));
+    let installed = w.path("declaration.json");
     assert_eq!(
         std::fs::read(&installed).expect("installed"),
         file_bytes,
@@ -625,7 +480,7 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
     d.node
         .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
     assert_ne!(d.prop("MainPID"), pid, "a new daemon");
-    assert!(d.running(&a) && d.running(&b), "b stays applied");
+    assert!(w.running(&a) && w.running(&b), "b stays applied");
     let events = lifecycle(&d.node, &since, &[&a, &b]);
     assert!(
         events.is_empty(),
@@ -635,7 +490,7 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
     assert!(last.contains(" ok"), "{last}");
 
     // A refused FILE changes nothing, the installed file included.
-    let bad = d.path("bad.json");
+    let bad = w.path("bad.json");
     std::fs::write(
         &bad,
         serde_json::to_vec(&json!({"declaration": 1, "resources": [
@@ -647,23 +502,24 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
     let out = d.cli(&["apply", &bad]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(std::fs::read(&installed).expect("installed"), file_bytes);
-    assert!(d.running(&b));
+    assert!(w.running(&b));
 }
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
-    let mut d = Daemon::new("armed", "");
-    let a = d.name("a");
-    let gc = d.name("gc");
-    let fails = d.name("fails");
-    let img = d.busybox();
-    d.declare(json!([
+    let mut w = World::new("armed");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let a = w.name("a");
+    let gc = w.name("gc");
+    let fails = w.name("fails");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("a", &a, &img),
         step("gc", &gc, &img, "true", &["a"])
     ]));
     d.start();
-    let armed = |d: &Daemon| {
+    let armed = |d: &DaemonUnit| {
         let out = d.cli(&["status"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let t = text(&out);
@@ -673,7 +529,7 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     assert!(armed(&d), "armed at start");
 
     // A damaged state file: the reload's apply fails before it starts.
-    let inputs = d.dir.join("state").join("container-inputs.json");
+    let inputs = w.dir.join("state").join("container-inputs.json");
     let good = std::fs::read(&inputs).expect("state file");
     std::fs::write(&inputs, b"{\"a\": ").expect("damage");
     d.node
@@ -684,7 +540,7 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     std::fs::write(&inputs, &good).expect("repair");
 
     // A run-once that fails halts the apply before the step is reached.
-    let file = d.path("halts.json");
+    let file = w.path("halts.json");
     std::fs::write(
         &file,
         serde_json::to_vec(&json!({"declaration": 1, "resources": [
@@ -727,14 +583,15 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_slow_reload_leaves_status_and_sigterm_answered() {
-    let mut d = Daemon::new("reload", "");
-    let a = d.name("a");
-    let slow = d.name("slow");
-    let img = d.busybox();
-    d.declare(json!([service("a", &a, &img)]));
+    let mut w = World::new("reload");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let a = w.name("a");
+    let slow = w.name("slow");
+    let img = w.busybox();
+    w.write_declaration(json!([service("a", &a, &img)]));
     d.start();
     // The reload's apply runs a step that takes a while.
-    d.declare(json!([
+    w.write_declaration(json!([
         service("a", &a, &img),
         {"id": "slow", "type": "container", "module": "m", "name": slow, "image": img,
          "command": ["sh", "-c", "sleep 12"], "network": "none", "run-once": true,
@@ -743,14 +600,14 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
     d.node
         .sh_ok(&format!("systemctl reload --no-block {}", quote(&d.unit)));
     wait_for("the slow step to run", Duration::from_secs(30), || {
-        d.running(&slow).then_some(())
+        w.running(&slow).then_some(())
     });
     assert_eq!(d.prop("ActiveState"), "reloading");
     // A control request is answered while the reload applies.
     let out = d.cli(&["status"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        d.running(&slow),
+        w.running(&slow),
         "answered while the reload's apply still ran"
     );
     // So is SIGTERM: the daemon says it is stopping at once, and lets the
@@ -760,7 +617,7 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
     wait_for("the daemon to be stopping", Duration::from_secs(10), || {
         (d.prop("ActiveState") == "deactivating").then_some(())
     });
-    assert!(d.running(&slow), "stopping while the apply still ran");
+    assert!(w.running(&slow), "stopping while the apply still ran");
     wait_for("the daemon to stop", Duration::from_secs(60), || {
         (d.prop("ActiveState") == "inactive").then_some(())
     });
@@ -796,9 +653,10 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
     use std::os::unix::fs::PermissionsExt;
-    let d = Daemon::new("sandbox", "");
-    let srv = d.path("srv");
-    d.declare(json!([
+    let w = World::new("sandbox");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let srv = w.path("srv");
+    w.write_declaration(json!([
         {"id": "conf", "type": "file", "path": format!("{srv}/a/b/app.conf"),
          "content": "x=1\n", "mode": "0644"},
         {"id": "shared", "type": "directory", "path": format!("{srv}/shared"), "mode": "2775"},
@@ -838,11 +696,11 @@ fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
     assert!(status.contains(" ok"), "{status}");
 
     // Under /tmp: refused with the reason, by check and by the daemon.
-    let tmp_decl = d.path("tmp.json");
+    let tmp_decl = w.path("tmp.json");
     std::fs::write(
         &tmp_decl,
         serde_json::to_vec(&json!({"declaration": 1, "resources": [
-            {"id": "t", "type": "file", "path": format!("/tmp/{}.conf", d.prefix), "content": "x"}
+            {"id": "t", "type": "file", "path": format!("/tmp/{}.conf", w.prefix), "content": "x"}
         ]}))
         .expect("json"),
     )
@@ -857,7 +715,7 @@ fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
     }
     assert!(
         !d.node
-            .sh(&format!("test -e /tmp/{}.conf", d.prefix))
+            .sh(&format!("test -e /tmp/{}.conf", w.prefix))
             .status
             .success(),
         "nothing written"
@@ -867,11 +725,12 @@ fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_wall_clock_set_wakes_the_sleeping_scheduler_at_once() {
-    let mut d = Daemon::new("clockset", "");
-    let run = d.name("run");
-    let img = d.busybox();
+    let mut w = World::new("clockset");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let run = w.name("run");
+    let img = w.busybox();
     // Due at 03:00 only: the scheduler sleeps on its timer until then.
-    d.declare(json!([step("daily", &run, &img, "echo fired", &[])]));
+    w.write_declaration(json!([step("daily", &run, &img, "echo fired", &[])]));
     d.start();
     // (journalctl --grep exits 1 when nothing matches.)
     let noticed = || {

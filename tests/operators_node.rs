@@ -5,140 +5,13 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::daemon_unit::DaemonUnit;
+use support::world::{World, SERVICE_CMD};
 use support::{quote, unique_name, wait_for, Node};
-
-const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
-
-/// A daemon running as its own unit (the shipped unit, its paths changed),
-/// with its own state, declaration, socket and metrics file.
-struct Daemon {
-    node: Node,
-    unit: String,
-    dir: PathBuf,
-    bin: String,
-    prefix: String,
-    containers: Vec<String>,
-}
-
-impl Daemon {
-    /// Write the unit with `args` added to the daemon's command line
-    /// (`{dir}` in them is the daemon's test directory).
-    fn new(tag: &str, args: &str) -> Daemon {
-        let node = Node::from_env();
-        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
-        let prefix = unique_name(tag);
-        let dir = node.state_dir().join("tests").join(&prefix);
-        std::fs::create_dir_all(&dir).expect("test dir");
-        let unit = format!("{prefix}.service");
-        let args = args.replace("{dir}", &dir.display().to_string());
-        let exec = format!(
-            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system {args}",
-            d = dir.display()
-        );
-        let text: String = include_str!("../units/mesh-host.service")
-            .lines()
-            .filter(|l| !l.starts_with("RuntimeDirectory"))
-            .map(|l| {
-                if l.starts_with("ExecStart=") {
-                    exec.clone()
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let path = format!("/proc/{}/root/run/systemd/system/{unit}", node.pid());
-        std::fs::write(path, text).expect("write unit");
-        node.sh_ok("systemctl daemon-reload");
-        Daemon {
-            node,
-            unit,
-            dir,
-            bin,
-            prefix,
-            containers: Vec::new(),
-        }
-    }
-
-    fn name(&mut self, what: &str) -> String {
-        let n = format!("{}-{what}", self.prefix);
-        self.containers.push(n.clone());
-        n
-    }
-
-    fn path(&self, rel: &str) -> String {
-        self.dir.join(rel).display().to_string()
-    }
-
-    fn declare(&self, resources: Value) {
-        let decl = json!({"declaration": 1, "resources": resources});
-        std::fs::write(
-            self.path("declaration.json"),
-            serde_json::to_vec_pretty(&decl).expect("json"),
-        )
-        .expect("write declaration");
-    }
-
-    fn start(&self) {
-        self.node
-            .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        all.push("--control-socket".into());
-        all.push(self.path("control.sock"));
-        all.push("--state-dir".into());
-        all.push(self.path("state"));
-        all.push("--declaration".into());
-        all.push(self.path("declaration.json"));
-        let out = self
-            .node
-            .command(&self.bin, &all)
-            .output()
-            .expect("mesh-host");
-        eprintln!(
-            "mesh-host {args:?} -> {:?}\n{}{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    fn busybox(&self) -> String {
-        self.node.image("busybox")
-    }
-
-    /// `journalctl` of this daemon's unit, with `matches`.
-    fn journal(&self, matches: &[&str]) -> String {
-        let mut args = vec!["-b", "-o", "json", "-u", &self.unit];
-        args.extend_from_slice(matches);
-        self.node.journal(&args)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.node.sh(&format!(
-            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{p}*; systemctl daemon-reload",
-            u = quote(&self.unit),
-            p = self.prefix
-        ));
-        if !self.containers.is_empty() {
-            let names: Vec<String> = self.containers.iter().map(|n| quote(n)).collect();
-            let _ = self
-                .node
-                .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn service(id: &str, name: &str, image: &str) -> Value {
     json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
@@ -214,14 +87,19 @@ fn field<'v>(entry: &'v Value, name: &str) -> &'v str {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     // The textfile's directory does not exist yet: the daemon makes it.
-    let mut d = Daemon::new("metrics", "--metrics-file {dir}/textfile/mesh-host.prom");
-    let prom = d.path("textfile/mesh-host.prom");
-    let svc = d.name("svc");
+    let mut w = World::new("metrics");
+    let d = DaemonUnit::install_with_args(
+        &w,
+        "",
+        &format!("--metrics-file {}", w.path("textfile/mesh-host.prom")),
+    );
+    let prom = w.path("textfile/mesh-host.prom");
+    let svc = w.name("svc");
     // Step ids name transient units, node-wide: unique ones.
-    let gc = d.name("gc");
-    let bad = d.name("bad");
-    let img = d.busybox();
-    d.declare(json!([
+    let gc = w.name("gc");
+    let bad = w.name("bad");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("svc", &svc, &img),
         // Lasts a few seconds, so the open window is seen in the metrics.
         step(&gc, &gc, &img, "sleep 3", &["svc"]),
@@ -248,15 +126,7 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o644);
 
     // During the window: the window is open and holds one container.
-    let run = d
-        .node
-        .command(
-            &d.bin,
-            &["run", &gc, "--control-socket", &d.path("control.sock")],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("mesh-host run");
+    let run = d.cli_spawn(&["run", &gc]);
     let during = wait_for(
         "the open window in the metrics",
         Duration::from_secs(30),
@@ -315,7 +185,7 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     assert_eq!(sample(&after, "mesh_host_held_containers"), Some(0.0));
 
     // A failing step: its exit status and a failed fire.
-    let out = d.cli(&["run", &bad]);
+    let out = d.cli_with_state(&["run", &bad]);
     assert_eq!(out.status.code(), Some(1));
     let failed = wait_for(
         "the failed fire in the metrics",
@@ -340,12 +210,12 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     )));
 
     // `mesh-host metrics` prints the same text, from the daemon and local.
-    let out = d.cli(&["metrics"]);
+    let out = d.cli_with_state(&["metrics"]);
     assert_eq!(out.status.code(), Some(0));
     let printed = stdout(&out);
     assert_promtool_clean(&printed, "mesh-host metrics");
     assert_eq!(printed, std::fs::read_to_string(&prom).expect("file"));
-    let out = d.cli(&["metrics", "--local"]);
+    let out = d.cli_with_state(&["metrics", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     let local = stdout(&out);
     assert_promtool_clean(&local, "mesh-host metrics --local");
@@ -358,7 +228,7 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     // Counters survive a restart of the daemon.
     d.node
         .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
-    let out = d.cli(&["metrics"]);
+    let out = d.cli_with_state(&["metrics"]);
     assert!(stdout(&out).contains(&succeeded), "{}", stdout(&out));
 }
 
@@ -368,11 +238,13 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
     let node = Node::from_env();
     let template_prefix = unique_name("page-alert");
     let template = format!("{template_prefix}@.service");
-    let mut d = Daemon::new("page", &format!("--metrics-file= --on-alert {template}"));
+    let mut w = World::new("page");
+    let d =
+        DaemonUnit::install_with_args(&w, "", &format!("--metrics-file= --on-alert {template}"));
     // The test alert template: reads its event back from the journal as
     // documented, keeps it in a file, says its instance, and lingers so
     // that a second alert finds it still running.
-    let pages = d.path("pages");
+    let pages = w.path("pages");
     std::fs::create_dir_all(&pages).expect("pages dir");
     let unit_text = format!(
         "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do \
@@ -388,16 +260,16 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
         "systemctl stop '{template_prefix}@*' ; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
     ));
     node.sh_ok("systemctl daemon-reload");
-    let svc = d.name("svc");
-    let bad = d.name("bad");
-    let img = d.busybox();
-    d.declare(json!([
+    let svc = w.name("svc");
+    let bad = w.name("bad");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("svc", &svc, &img),
         step(&bad, &bad, &img, "sleep 1; exit 3", &["svc"]),
     ]));
     d.start();
 
-    let out = d.cli(&["run", &bad]);
+    let out = d.cli_with_state(&["run", &bad]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     // systemd-escape 'step-failed:<step>' (a step id's dashes too).
     let instance = format!(
@@ -427,7 +299,12 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
     assert!(field(&page, "MESSAGE").contains(&bad), "{page}");
 
     // It was started only after the step's window had closed.
-    let closed = entries(&d.journal(&["MESH_EVENT=window-closed", &format!("MESH_STEP={bad}")]));
+    let closed = entries(&d.unit_journal(&[
+        "-o",
+        "json",
+        "MESH_EVENT=window-closed",
+        &format!("MESH_STEP={bad}"),
+    ]));
     let closed_at: u64 = field(
         closed.first().expect("window-closed"),
         "__REALTIME_TIMESTAMP",
@@ -444,13 +321,13 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
 
     // A second failure while the instance still runs starts no second one.
     assert_eq!(node.unit_property(&instance, "ActiveState"), "activating");
-    let out = d.cli(&["run", &bad]);
+    let out = d.cli_with_state(&["run", &bad]);
     assert_eq!(out.status.code(), Some(1));
     let skipped = wait_for(
         "the second page to be held back",
         Duration::from_secs(30),
         || {
-            let j = d.journal(&["-o", "cat"]);
+            let j = d.unit_journal(&["-o", "cat"]);
             j.contains("is still running for an earlier step-failed")
                 .then_some(j)
         },
@@ -470,18 +347,19 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
-    let mut d = Daemon::new("readable", "--metrics-file=");
-    let svc = d.name("svc");
-    let gc = d.name("gc");
-    let img = d.busybox();
-    d.declare(json!([
+    let mut w = World::new("readable");
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    let svc = w.name("svc");
+    let gc = w.name("gc");
+    let img = w.busybox();
+    w.write_declaration(json!([
         service("svc", &svc, &img),
         step(&gc, &gc, &img, "true", &["svc"]),
     ]));
     d.start();
     let utc = regex_like_utc_time;
 
-    let out = d.cli(&["run", &gc]);
+    let out = d.cli_with_state(&["run", &gc]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(
@@ -490,7 +368,7 @@ fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
     );
     assert!(!has_rfc3339(&text), "{text}");
 
-    let out = d.cli(&["status"]);
+    let out = d.cli_with_state(&["status"]);
     let text = stdout(&out);
     // The node's declaration comes first, then the last apply.
     assert!(text.starts_with("declaration: "), "{text}");
@@ -508,7 +386,8 @@ fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
         "{step_line}"
     );
     assert!(!has_rfc3339(&text), "{text}");
-    let json: Value = serde_json::from_str(&stdout(&d.cli(&["status", "--json"]))).expect("json");
+    let json: Value =
+        serde_json::from_str(&stdout(&d.cli_with_state(&["status", "--json"]))).expect("json");
     assert!(
         json["steps"][0]["last-success"]
             .as_str()
@@ -516,12 +395,12 @@ fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
         "--json keeps RFC 3339: {json}"
     );
 
-    let out = d.cli(&["status", "--local"]);
+    let out = d.cli_with_state(&["status", "--local"]);
     assert!(!has_rfc3339(&stdout(&out)), "{}", stdout(&out));
 
     // A local apply logs to the journal with fields, and to stderr in
     // sentences: no MESH_* field is printed to the operator.
-    let out = d.cli(&["apply", "--local", &d.path("declaration.json")]);
+    let out = d.cli_with_state(&["apply", "--local", &w.path("declaration.json")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("mesh-host: apply finished"), "{err}");
@@ -614,8 +493,10 @@ fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
 
     let template_prefix = unique_name("hook-alert");
     let template = format!("{template_prefix}@.service");
-    let mut d = Daemon::new("hook", &format!("--metrics-file= --on-alert {template}"));
-    let env_file = d.path("alert.env");
+    let mut w = World::new("hook");
+    let d =
+        DaemonUnit::install_with_args(&w, "", &format!("--metrics-file= --on-alert {template}"));
+    let env_file = w.path("alert.env");
     std::fs::write(
         &env_file,
         format!("MESH_ALERT_WEBHOOK=http://127.0.0.1:{port}/hook\n"),
@@ -633,12 +514,12 @@ fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
         "systemctl stop '{template_prefix}@*'; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
     ));
     node.sh_ok("systemctl daemon-reload");
-    let bad = d.name("bad");
-    let img = d.busybox();
-    d.declare(json!([step(&bad, &bad, &img, "exit 4", &[])]));
+    let bad = w.name("bad");
+    let img = w.busybox();
+    w.write_declaration(json!([step(&bad, &bad, &img, "exit 4", &[])]));
     d.start();
 
-    let out = d.cli(&["run", &bad]);
+    let out = d.cli_with_state(&["run", &bad]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     wait_for("the webhook's post", Duration::from_secs(60), || {
         received.is_finished().then_some(())
@@ -689,9 +570,14 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
     let node = Node::from_env();
     let template_prefix = unique_name("wnsa-alert");
     let template = format!("{template_prefix}@.service");
-    let mut d = Daemon::new(
-        "wnsa",
-        &format!("--metrics-file {{dir}}/mesh-host.prom --on-alert {template}"),
+    let mut w = World::new("wnsa");
+    let d = DaemonUnit::install_with_args(
+        &w,
+        "",
+        &format!(
+            "--metrics-file {} --on-alert {template}",
+            w.path("mesh-host.prom")
+        ),
     );
     std::fs::write(
         format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
@@ -707,23 +593,15 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
     let net = unique_name("wnsa-net");
     node.docker_ok(&["network", "create", &net]);
     let _net = node.on_drop(format!("docker network rm {net}"));
-    let svc = d.name("svc");
-    let gc = d.name("gc");
-    let img = d.busybox();
+    let svc = w.name("svc");
+    let gc = w.name("gc");
+    let img = w.busybox();
     let mut held = service("svc", &svc, &img);
     held["network"] = json!(net);
-    d.declare(json!([held, step(&gc, &gc, &img, "sleep 3", &["svc"])]));
+    w.write_declaration(json!([held, step(&gc, &gc, &img, "sleep 3", &["svc"])]));
     d.start();
 
-    let run = d
-        .node
-        .command(
-            &d.bin,
-            &["run", &gc, "--control-socket", &d.path("control.sock")],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("mesh-host run");
+    let run = d.cli_spawn(&["run", &gc]);
     wait_for(
         "the held container to stop",
         Duration::from_secs(30),
@@ -741,7 +619,7 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
         stdout(&out)
     );
 
-    let prom = d.path("mesh-host.prom");
+    let prom = w.path("mesh-host.prom");
     let text = wait_for("the alert in the metrics", Duration::from_secs(30), || {
         let t = std::fs::read_to_string(&prom).ok()?;
         (sample(&t, "mesh_host_will_not_start_again_total") == Some(1.0)).then_some(t)
@@ -756,7 +634,7 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
         j.contains(&format!("paged for will-not-start-again:{gc}"))
             .then_some(())
     });
-    let page = entries(&d.journal(&[&format!("MESH_ALERT_UNIT={instance}")]));
+    let page = entries(&d.unit_journal(&["-o", "json", &format!("MESH_ALERT_UNIT={instance}")]));
     let page = page.first().expect("the page's entry");
     assert_eq!(field(page, "MESH_CONTAINER"), svc);
     assert_eq!(field(page, "MESH_STEP"), gc);

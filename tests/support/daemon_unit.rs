@@ -1,6 +1,7 @@
 //! `mesh-host daemon` as a real unit of the node, over a [`World`]'s state
 //! directory and declaration file: the shipped `units/mesh-host.service`,
-//! only its paths changed (and `extra` lines added to `[Service]`).
+//! only its paths changed (and `extra` lines added to `[Service]`, and
+//! further daemon arguments to its command line).
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
@@ -14,22 +15,35 @@ pub struct DaemonUnit {
     pub node: Node,
     /// The unit's name.
     pub unit: String,
+    prefix: String,
     bin: String,
     socket: String,
+    state: String,
+    declaration: String,
 }
 
 impl DaemonUnit {
     /// Write the unit for `w`'s state and declaration; nothing is started.
     pub fn install(w: &World, extra: &str) -> DaemonUnit {
+        DaemonUnit::install_with_args(w, extra, "")
+    }
+
+    /// [`DaemonUnit::install`], with `args` (e.g. `--metrics-file=`) added
+    /// to the daemon's command line.
+    pub fn install_with_args(w: &World, extra: &str, args: &str) -> DaemonUnit {
         let node = w.node.clone();
         let unit = format!("{}-daemon.service", w.prefix);
         let socket = w.path("control.sock");
-        let exec = format!(
-            "ExecStart={} daemon --state-dir {} --declaration {} --control-socket {socket} --unit-dir /run/systemd/system",
+        let state = w.path("state");
+        let declaration = w.path("declaration.json");
+        let mut exec = format!(
+            "ExecStart={} daemon --state-dir {state} --declaration {declaration} --control-socket {socket} --unit-dir /run/systemd/system",
             w.bin,
-            w.path("state"),
-            w.path("declaration.json"),
         );
+        if !args.is_empty() {
+            exec.push(' ');
+            exec.push_str(args);
+        }
         let shipped = include_str!("../../units/mesh-host.service");
         let text: Vec<String> = shipped
             .lines()
@@ -55,8 +69,11 @@ impl DaemonUnit {
         DaemonUnit {
             node,
             unit,
+            prefix: w.prefix.clone(),
             bin: w.bin.clone(),
             socket,
+            state,
+            declaration,
         }
     }
 
@@ -88,12 +105,36 @@ impl DaemonUnit {
         all
     }
 
-    /// A command through the daemon's control socket, waited for.
+    /// A command through the daemon's control socket, waited for; its
+    /// output is logged.
     pub fn cli(&self, args: &[&str]) -> Output {
-        self.node
+        let out = self
+            .node
             .command(&self.bin, &self.args(args))
             .output()
-            .expect("mesh-host")
+            .expect("mesh-host");
+        log(args, &out);
+        out
+    }
+
+    /// A command through the daemon's control socket that is also given
+    /// the daemon's state directory and declaration file (so that its
+    /// `--local` form reads the same), waited for; its output is logged.
+    pub fn cli_with_state(&self, args: &[&str]) -> Output {
+        let mut all = self.args(args);
+        all.extend([
+            "--state-dir".to_string(),
+            self.state.clone(),
+            "--declaration".to_string(),
+            self.declaration.clone(),
+        ]);
+        let out = self
+            .node
+            .command(&self.bin, &all)
+            .output()
+            .expect("mesh-host");
+        log(args, &out);
+        out
     }
 
     /// A command through the daemon's control socket, not waited for.
@@ -122,13 +163,34 @@ impl DaemonUnit {
         all.extend_from_slice(args);
         self.node.journal(&all)
     }
+
+    /// `journalctl -b -u UNIT ARGS`: everything of the unit this boot,
+    /// whatever its identifier, in the format `args` ask for.
+    pub fn unit_journal(&self, args: &[&str]) -> String {
+        let mut all = vec!["-b", "-u", self.unit.as_str()];
+        all.extend_from_slice(args);
+        self.node.journal(&all)
+    }
+}
+
+/// A command's exit status and output, on the test's stderr.
+fn log(args: &[&str], out: &Output) {
+    eprintln!(
+        "mesh-host {args:?} -> {:?}\n{}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 impl Drop for DaemonUnit {
+    /// Stops the unit and removes every unit file named after the test
+    /// (units a test declared too).
     fn drop(&mut self) {
         let _ = self.node.sh(&format!(
-            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{u}; systemctl daemon-reload",
-            u = quote(&self.unit)
+            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{p}*; systemctl daemon-reload",
+            u = quote(&self.unit),
+            p = self.prefix
         ));
     }
 }
