@@ -68,8 +68,7 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         service("svc2", &svc2, &img),
         step("gc", &gc, &img, "true", &["svc"])
     ]));
-    d.node
-        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    reload_and_wait(&d);
     wait_for("svc2 to run after reload", Duration::from_secs(30), || {
         w.running(&svc2).then_some(())
     });
@@ -114,8 +113,7 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         "{}",
         text(&out)
     );
-    d.node
-        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    reload_and_wait(&d);
     let ran = d.node.sh_ok(&format!("cat /run/{once}.out"));
     assert_eq!(ran, "ran\n", "the oneshot ran once");
 
@@ -473,9 +471,7 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
 
     // A reload and a restart apply that file: nothing recreated or removed.
     let since = d.node.sh_ok("date +%s.%N").trim().to_string();
-    d.node
-        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
-    assert_eq!(d.prop("ActiveState"), "active");
+    reload_and_wait(&d);
     let pid = d.prop("MainPID");
     d.node
         .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
@@ -532,8 +528,7 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     let inputs = w.dir.join("state").join("container-inputs.json");
     let good = std::fs::read(&inputs).expect("state file");
     std::fs::write(&inputs, b"{\"a\": ").expect("damage");
-    d.node
-        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    reload_and_wait(&d);
     let status = d.prop("StatusText");
     assert!(status.contains("FAILED"), "{status}");
     assert!(armed(&d), "still armed after an apply that could not start");
@@ -765,4 +760,15 @@ fn a_wall_clock_set_wakes_the_sleeping_scheduler_at_once() {
             .success(),
         "a set fires nothing that is not due"
     );
+}
+
+/// `systemctl reload` the daemon and wait until its reload is done: the
+/// reload job ends once SIGHUP is sent, while the daemon says RELOADING=1
+/// until its apply has finished and READY=1 follows.
+fn reload_and_wait(d: &DaemonUnit) {
+    d.node
+        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
+    wait_for("the reload to finish", Duration::from_secs(60), || {
+        (d.prop("ActiveState") == "active").then_some(())
+    });
 }
