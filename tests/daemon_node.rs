@@ -366,18 +366,27 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
     wait_for("the window to close", Duration::from_secs(20), || {
         w.running(&svc).then_some(())
     });
-    let started = d.node.journal(&[
-        "-u",
-        &d.unit,
-        "-t",
-        "mesh-host",
-        "MESH_EVENT=step-finished",
-        "MESH_STEP=cronstep",
-        "--since",
-        "-5min",
-        "-o",
-        "cat",
-    ]);
+    // step-finished is logged once the fire's task returns, a moment after
+    // the window closed: wait for it to reach the journal.
+    let started = wait_for(
+        "step-finished in the journal",
+        Duration::from_secs(20),
+        || {
+            let j = d.node.journal(&[
+                "-u",
+                &d.unit,
+                "-t",
+                "mesh-host",
+                "MESH_EVENT=step-finished",
+                "MESH_STEP=cronstep",
+                "--since",
+                "-5min",
+                "-o",
+                "cat",
+            ]);
+            j.contains("step cronstep finished").then_some(j)
+        },
+    );
     assert!(started.contains("step cronstep finished"), "{started}");
     // The history is written when the fire's task has returned, a moment
     // after the window closed.
