@@ -95,7 +95,7 @@ async fn run(fires: usize, applies: u32, measure: bool) {
     fake.add_image(IMAGE);
     fake.exit_with("mem-gc", 0, Duration::ZERO);
     let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
-    let clock = Arc::new(SystemClock);
+    let clock = Arc::new(SystemClock::new());
     let windows = Windows::new(
         store.clone(),
         runtime.clone(),

@@ -37,7 +37,12 @@ impl LocalHost {
                 .map_err(|e| e.to_string())?,
         );
         let owner = Owner::current().map_err(|e| e.to_string())?;
-        let windows = Windows::new(store.clone(), runtime.clone(), Arc::new(SystemClock), owner);
+        let windows = Windows::new(
+            store.clone(),
+            runtime.clone(),
+            Arc::new(SystemClock::new()),
+            owner,
+        );
         Ok(LocalHost {
             store,
             runtime,

@@ -133,7 +133,9 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let store = Store::open(&cfg.state_dir).map_err(|e| e.to_string())?;
     let runtime = connect_runtime(cfg.docker_host.as_deref()).await?;
     let owner = Owner::current().map_err(|e| e.to_string())?;
-    let clock = Arc::new(SystemClock);
+    let clock = Arc::new(SystemClock::new());
+    // Before READY: a clock set from here on wakes the scheduler.
+    clock.watch_sets();
     let (shutdown_tx, shutdown) = watch::channel(false);
     let windows = Windows::new(store.clone(), runtime.clone(), clock.clone(), owner)
         .stopping_on(shutdown.clone());
@@ -627,7 +629,7 @@ impl Daemon {
             let stale_due = async {
                 match stale_at {
                     Some(at) => {
-                        crate::schedule::timer::sleep_until(Some(at), now).await;
+                        crate::schedule::timer::sleep_until(Some(at), now, None).await;
                     }
                     None => std::future::pending().await,
                 }

@@ -44,18 +44,48 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// The system's real-time clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
+/// The system's real-time clock. It hears of a clock set through one
+/// [`timer::SetWatch`] made at its first sleep and kept for its life, so a
+/// set that lands between two sleeps still wakes the next one.
+#[derive(Debug, Default)]
+pub struct SystemClock {
+    set_watch: std::sync::OnceLock<Option<timer::SetWatch>>,
+}
+
+impl SystemClock {
+    /// The clock, its set watch not yet made.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Make the set watch now, rather than at the first sleep: from here on
+    /// no set of the clock goes unheard. Needs a tokio reactor.
+    pub fn watch_sets(&self) {
+        self.set_watch();
+    }
+
+    fn set_watch(&self) -> Option<&timer::SetWatch> {
+        self.set_watch
+            .get_or_init(|| match timer::SetWatch::new() {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!("no watch on wall-clock sets ({e}): a set is heard only while a sleep's timer is armed");
+                    None
+                }
+            })
+            .as_ref()
+    }
+}
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
     }
 
-    /// A real-time timerfd armed at `due`, cancelled by a clock set.
+    /// A real-time timerfd armed at `due`; woken early by the clock's set
+    /// watch.
     fn sleep_until(&self, due: Option<DateTime<Utc>>, seen: DateTime<Utc>) -> Wake<'_> {
-        Box::pin(timer::sleep_until(due, seen))
+        Box::pin(timer::sleep_until(due, seen, self.set_watch()))
     }
 }
 
