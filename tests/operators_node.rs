@@ -296,6 +296,11 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
     assert_eq!(field(&page, "MESH_ALERT_EVENT"), "step-failed");
     assert_eq!(field(&page, "MESH_STEP"), bad);
     assert_eq!(field(&page, "MESH_EXIT_STATUS"), "3");
+    assert_eq!(
+        field(&page, "MESH_MODULE"),
+        "m",
+        "the step's module: {page}"
+    );
     assert!(field(&page, "MESSAGE").contains(&bad), "{page}");
 
     // It was started only after the step's window had closed.
@@ -529,6 +534,7 @@ fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
     assert_eq!(field(&event, "MESH_ALERT_EVENT"), "step-failed", "{event}");
     assert_eq!(field(&event, "MESH_STEP"), bad);
     assert_eq!(field(&event, "MESH_EXIT_STATUS"), "4");
+    assert_eq!(field(&event, "MESH_MODULE"), "m", "{event}");
 }
 
 /// The ```yaml block of a markdown text.

@@ -278,6 +278,7 @@ impl Firer {
                 info,
                 Event::StepFinished,
                 MESH_STEP = %step.id,
+                MESH_MODULE = step.module.as_deref(),
                 MESH_EXIT_STATUS = %status,
                 "step {} finished in {:.1}s",
                 step.id,
@@ -287,6 +288,7 @@ impl Firer {
                 warn,
                 Event::StepSkipped,
                 MESH_STEP = %step.id,
+                MESH_MODULE = step.module.as_deref(),
                 "step {} skipped its fire due {}: {reason}",
                 step.id,
                 report.due.to_rfc3339()
@@ -295,6 +297,7 @@ impl Firer {
                 warn,
                 Event::StepFailed,
                 MESH_STEP = %step.id,
+                MESH_MODULE = step.module.as_deref(),
                 MESH_EXIT_STATUS = %status,
                 "step {} failed after {:.1}s: {}",
                 step.id,

@@ -456,10 +456,12 @@ impl Scheduler {
                     healthy: Vec::new(),
                     unhealthy: Vec::new(),
                 };
+                let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
                 mesh_event!(
                     error,
                     Event::StepFailed,
                     MESH_STEP = %step,
+                    MESH_MODULE = module.as_deref(),
                     "step {step} failed: its fire panicked ({e}); the step is free to fire again"
                 );
                 // A window it left open is handed to the adopter, which
