@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, HostConfig, Mount, MountType, RestartPolicy as DockerRestart,
-    RestartPolicyNameEnum, SystemInfoCgroupDriverEnum,
+    ContainerSummaryStateEnum, HealthConfig, HostConfig, Mount, MountType,
+    RestartPolicy as DockerRestart, RestartPolicyNameEnum, SystemInfoCgroupDriverEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, CreateImageOptions, EventsOptions, KillContainerOptions,
@@ -326,6 +326,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
     );
     // Docker reports the zero time for a run that never started or ended.
     let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
+    let decides_within = health_decides_within(config.healthcheck.as_ref());
     ContainerInfo {
         id: raw.id.unwrap_or_default(),
         name: raw
@@ -360,9 +361,32 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
             Some(super::Health {
                 status,
                 last_output,
+                decides_within,
             })
         }),
     }
+}
+
+/// How long a health check takes at most to decide after a start (see
+/// [`super::Health::decides_within`]), from its configuration in
+/// nanoseconds; Docker's defaults (30 s interval and timeout, 3 retries,
+/// no start period) stand in for what is unset or zero.
+fn health_decides_within(config: Option<&HealthConfig>) -> Option<Duration> {
+    let config = config?;
+    let nanos = |v: Option<i64>, default: Duration| {
+        v.and_then(|v| u64::try_from(v).ok())
+            .filter(|v| *v > 0)
+            .map_or(default, Duration::from_nanos)
+    };
+    let interval = nanos(config.interval, Duration::from_secs(30));
+    let timeout = nanos(config.timeout, Duration::from_secs(30));
+    let start_period = nanos(config.start_period, Duration::ZERO);
+    let retries = config
+        .retries
+        .and_then(|r| u32::try_from(r).ok())
+        .filter(|r| *r > 0)
+        .unwrap_or(3);
+    Some(start_period + (interval + timeout).saturating_mul(retries.saturating_add(1)))
 }
 
 fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
@@ -823,6 +847,33 @@ impl ContainerRuntime for DockerRuntime {
 mod tests {
     use super::*;
     use crate::runtime::MountSpec;
+
+    #[test]
+    fn a_health_check_decides_within_its_start_period_and_retries() {
+        let second = 1_000_000_000;
+        let declared = HealthConfig {
+            interval: Some(2 * second),
+            timeout: Some(second),
+            retries: Some(4),
+            start_period: Some(10 * second),
+            ..Default::default()
+        };
+        // 10 s of start period, then 5 checks of 2 + 1 s.
+        assert_eq!(
+            health_decides_within(Some(&declared)),
+            Some(Duration::from_secs(25))
+        );
+        // Unset or zero: Docker's 30 s, 30 s, 3 retries, no start period.
+        let unset = HealthConfig {
+            interval: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(
+            health_decides_within(Some(&unset)),
+            Some(Duration::from_secs(240))
+        );
+        assert_eq!(health_decides_within(None), None);
+    }
 
     #[test]
     fn pull_refusals_fail_at_once_and_outages_are_retryable() {

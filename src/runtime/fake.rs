@@ -644,11 +644,13 @@ impl ContainerRuntime for FakeRuntime {
                 super::Health {
                     status: status.clone(),
                     last_output: output.clone(),
+                    decides_within: None,
                 }
             } else {
                 super::Health {
                     status: "starting".into(),
                     last_output: String::new(),
+                    decides_within: None,
                 }
             })
         };

@@ -271,6 +271,10 @@ pub struct Health {
     pub status: String,
     /// The output of the last check, trimmed (empty before the first).
     pub last_output: String,
+    /// The longest the check takes to reach a verdict after a start: its
+    /// start period, then one check more than its retries, each up to
+    /// interval + timeout (Docker's defaults where unset). `None`: unknown.
+    pub decides_within: Option<std::time::Duration>,
 }
 
 /// One entry of [`ContainerRuntime::list_managed`].

@@ -703,7 +703,14 @@ impl Windows {
 
     /// Wait, within `deadline`, for a container with a health check to
     /// report `healthy`: started again means serving again.
+    ///
+    /// Docker itself says `unhealthy` once the check's own timing has run
+    /// out; the wait also ends then if Docker has not decided (a check that
+    /// hangs), and never outlasts `deadline`, the closing budget.
     async fn wait_healthy(&self, name: &str, deadline: tokio::time::Instant) -> Healthy {
+        let started = tokio::time::Instant::now();
+        let mut deadline = deadline;
+        let mut own_timing = None;
         let mut last = None;
         loop {
             match self.runtime.inspect(name).await {
@@ -716,7 +723,15 @@ impl Windows {
                             output: h.last_output,
                         }
                     }
-                    Some(h) => last = Some(h),
+                    Some(h) => {
+                        if let Some(within) = h.decides_within {
+                            if own_timing.is_none() && started + within < deadline {
+                                deadline = started + within;
+                                own_timing = Some(within);
+                            }
+                        }
+                        last = Some(h);
+                    }
                 },
                 Ok(None) => return Healthy::NoCheck,
                 Err(e) => {
@@ -728,10 +743,14 @@ impl Windows {
                 let (status, output) = last
                     .map(|h| (h.status, h.last_output))
                     .unwrap_or_else(|| ("unknown".into(), String::new()));
-                return Healthy::No {
-                    status: format!("still {status} when the closing budget ran out"),
-                    output,
+                let status = match own_timing {
+                    Some(within) => format!(
+                        "still {status} after {}s, the time its health check takes to decide",
+                        within.as_secs()
+                    ),
+                    None => format!("still {status} when the closing budget ran out"),
                 };
+                return Healthy::No { status, output };
             }
             tokio::time::sleep(HEALTH_POLL.min(deadline - now)).await;
         }
