@@ -136,6 +136,62 @@ fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
+fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
+    // The window's opener is killed and the held service removed: the
+    // daemon that adopts the window has no plan of the opener's, and
+    // creates the service again from the declaration its schedules are
+    // armed from.
+    let mut w = World::new("adoptrm");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        step("ad", &run, &img, "sleep 5; echo done", &["svc"]),
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    assert!(w.running(&svc), "applied at start");
+    let first_id = w.inspect(&svc, "{{.Id}}");
+    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+
+    let local = w.mesh_spawn(&["run", "ad", "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    assert!(!w.running(&svc), "held by the local run's window");
+    kill_local_run(&w, "ad");
+    reap(local);
+    w.node.docker_ok(&["rm", "-f", &svc]);
+
+    wait_for("svc to run again", Duration::from_secs(40), || {
+        w.running(&svc).then_some(())
+    });
+    assert_ne!(w.inspect(&svc, "{{.Id}}"), first_id, "a new container");
+    assert_eq!(
+        w.inspect(&svc, "{{.Config.Image}}"),
+        img,
+        "made as declared"
+    );
+    let said = d.journal(&journal_since, &["MESH_STEP=ad"]);
+    assert!(
+        said.contains(&format!(
+            "{svc} was removed during the window of ad: created again from its declaration"
+        )),
+        "{said}"
+    );
+    assert!(
+        !said.contains("WILL NOT START AGAIN"),
+        "not reported lost: {said}"
+    );
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
 fn status_tells_who_closes_a_window_whose_owner_is_gone() {
     let mut w = World::new("orphan-status");
     let svc = w.name("svc");

@@ -144,6 +144,9 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
 
     // 1. Windows a dead daemon left open are closed before anything else.
     notifier.status("starting: resuming windows left open");
+    // What the last complete apply declared is known before any window is
+    // resumed, so that a held container removed meanwhile is created again.
+    know_armed_holds(&store, &windows);
     resume_windows(&windows, &notifier).await?;
     // From here on, a window whose owner dies (a local command, an
     // installer) is adopted within seconds of the death.
@@ -302,6 +305,16 @@ async fn start_pager(
     }
 }
 
+/// Tell `windows` how the steps of the last complete apply's declaration
+/// (`daemon::armed`) declare the containers they hold.
+fn know_armed_holds(store: &Store, windows: &Windows) {
+    match armed::recall(store) {
+        Ok(Some(decl)) => windows.know_held_specs(&crate::schedule::step::scheduled_steps(&decl).0),
+        Ok(None) => {}
+        Err(e) => tracing::warn!("cannot read the declaration the schedules were armed from: {e}"),
+    }
+}
+
 async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), String> {
     // Resuming may wait for a step still running (bounded by its timeout):
     // keep asking systemd for start-up time meanwhile.
@@ -378,6 +391,7 @@ impl Daemon {
             Some(crate::metrics::service::modules(&decl)),
         );
         if report.complete {
+            self.windows.know_held_specs(&report.steps);
             if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
                 tracing::info!(
                     "schedules: {} kept, {} added, {} re-armed, {} dropped",
@@ -422,6 +436,7 @@ impl Daemon {
         for e in errors {
             tracing::warn!("schedule of {} not armed: {}", e.resource, e.reason);
         }
+        self.windows.know_held_specs(&steps);
         if let Some(sync) = self.scheduler.sync(steps).await {
             tracing::warn!(
                 "schedules armed from the last complete apply: {} step(s)",

@@ -362,6 +362,57 @@ async fn a_window_left_by_a_dead_daemon_waits_for_the_step_then_closes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_armed() {
+    // The window's opener died; someone removed the registry meanwhile.
+    // The adopter has no plan of the opener's, only the armed declaration.
+    let r = rig(&[("registry", false)]);
+    let boot = crate::store::boot_id().expect("boot id");
+    dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5), 3600);
+    r.fake.remove("registry").await.expect("remove");
+    let gc = crate::schedule::scheduler::ScheduledStep {
+        def: step("gc", &["registry"], None),
+        timing: crate::schedule::jobs::StepTiming {
+            id: "gc".into(),
+            cron: crate::cron::CronSchedule::parse("0 3 * * *").expect("cron"),
+            zone: chrono_tz::UTC,
+            fingerprint: "f".into(),
+        },
+    };
+    r.firer.windows().know_held_specs(&[gc]);
+    let resumed = r.firer.windows().resume().await.expect("resume");
+    match &resumed[..] {
+        [Resumed::Closed { report, .. }] => {
+            assert_eq!(report.recreated, vec!["registry"]);
+            assert_eq!(report.started, vec!["registry"]);
+            assert!(report.lost.is_empty(), "{report:?}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(r.fake.is_running("registry"));
+    assert_eq!(
+        r.fake.spec_of("registry").expect("made").image,
+        spec("registry").image
+    );
+    assert!(r.store.windows().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_of_a_dead_owner_reports_a_removed_held_container_lost_when_nothing_declares_it() {
+    let r = rig(&[("registry", false)]);
+    let boot = crate::store::boot_id().expect("boot id");
+    dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5), 3600);
+    r.fake.remove("registry").await.expect("remove");
+    let resumed = r.firer.windows().resume().await.expect("resume");
+    match &resumed[..] {
+        [Resumed::Closed { report, .. }] => {
+            assert!(report.recreated.is_empty());
+            assert_eq!(report.lost.len(), 1, "{report:?}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_window_taken_over_when_the_daemon_stops_stops_its_step_and_closes() {
     // A dead owner's step still runs (for an hour); the adopting daemon is
     // told to stop ten seconds into the wait.

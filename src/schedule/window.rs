@@ -251,6 +251,10 @@ pub struct Windows {
     /// Turns true when the process is stopping: a taken-over window's step
     /// is then stopped rather than waited for, so its window still closes.
     stopping: Option<tokio::sync::watch::Receiver<bool>>,
+    /// The spec of every container the armed declaration's steps hold, by
+    /// name ([`Windows::know_held_specs`]).
+    known_specs:
+        Arc<std::sync::RwLock<std::collections::BTreeMap<String, crate::runtime::ContainerSpec>>>,
 }
 
 /// Why a held container did not start.
@@ -276,7 +280,38 @@ impl Windows {
             clock,
             owner,
             stopping: None,
+            known_specs: Arc::default(),
         }
+    }
+
+    /// Remember how each container held by a declared step is declared
+    /// (replacing what was known): a window closed without its opener's
+    /// plan at hand — resumed at start-up, taken over from a dead owner,
+    /// owed starts — still creates again a held container someone removed
+    /// during it, rather than reporting it lost.
+    pub fn know_held_specs(&self, steps: &[crate::schedule::scheduler::ScheduledStep]) {
+        let specs = steps
+            .iter()
+            .flat_map(|s| s.def.hold_specs.iter())
+            .map(|(name, spec)| (name.clone(), spec.clone()))
+            .collect();
+        *self.known_specs.write().unwrap_or_else(|e| e.into_inner()) = specs;
+    }
+
+    /// How `name` is declared, from the opener's plan or else from the
+    /// armed declaration.
+    fn held_spec(
+        &self,
+        name: &str,
+        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+    ) -> Option<crate::runtime::ContainerSpec> {
+        specs.get(name).cloned().or_else(|| {
+            self.known_specs
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .cloned()
+        })
     }
 
     /// The same engine, told by `stopping` turning true that the process is
@@ -532,9 +567,14 @@ impl Windows {
             // from what was refused.
             let until = deadline.max(tokio::time::Instant::now() + LAST_TRY);
             let mut started = self.start_confirmed(name, until).await;
-            if let (Err(failure), Some(spec)) = (&started, specs.get(name)) {
-                if failure.gone {
-                    started = self.recreate(record, spec, until).await;
+            if let Err(failure) = &started {
+                let spec = if failure.gone {
+                    self.held_spec(name, specs)
+                } else {
+                    None
+                };
+                if let Some(spec) = spec {
+                    started = self.recreate(record, &spec, until).await;
                     if started.is_ok() {
                         report.recreated.push(name.to_string());
                     }
