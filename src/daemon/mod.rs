@@ -385,11 +385,8 @@ impl Daemon {
     /// armed (CONTRACT "Apply").
     async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
         self.folders.reload();
-        self.metrics.applied(
-            Utc::now(),
-            report.ok,
-            Some(crate::metrics::service::modules(&decl)),
-        );
+        let modules = crate::metrics::service::modules(&decl);
+        let ended = Utc::now();
         if report.complete {
             self.windows.know_held_specs(&report.steps);
             if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
@@ -412,6 +409,9 @@ impl Daemon {
             );
             self.arm_from_record_if_unarmed().await;
         }
+        // Told once the schedules follow the apply: the metrics written
+        // for it show the next fires it armed.
+        self.metrics.applied(ended, report.ok, Some(modules));
         self.set_last(report.ok, report.summary());
     }
 
