@@ -144,11 +144,13 @@ fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
     let mut w = World::new("adoptrm");
     let svc = w.name("svc");
     let run = w.name("run");
+    // Step ids name transient units, node-wide: one of its own.
+    let ad = w.name("ad");
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
     w.write_declaration(json!([
         service("svc", &svc, &img),
-        step("ad", &run, &img, "sleep 5; echo done", &["svc"]),
+        step(&ad, &run, &img, "sleep 5; echo done", &["svc"]),
     ]));
     let d = DaemonUnit::install(&w, "");
     d.start();
@@ -156,12 +158,12 @@ fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
     let first_id = w.inspect(&svc, "{{.Id}}");
     let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
 
-    let local = w.mesh_spawn(&["run", "ad", "--local"], None);
+    let local = w.mesh_spawn(&["run", &ad, "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
         w.running(&run).then_some(())
     });
     assert!(!w.running(&svc), "held by the local run's window");
-    kill_local_run(&w, "ad");
+    kill_local_run(&w, &ad);
     reap(local);
     w.node.docker_ok(&["rm", "-f", &svc]);
 
@@ -174,10 +176,10 @@ fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
         img,
         "made as declared"
     );
-    let said = d.journal(&journal_since, &["MESH_STEP=ad"]);
+    let said = d.journal(&journal_since, &[format!("MESH_STEP={ad}").as_str()]);
     assert!(
         said.contains(&format!(
-            "{svc} was removed during the window of ad: created again from its declaration"
+            "{svc} was removed during the window of {ad}: created again from its declaration"
         )),
         "{said}"
     );
