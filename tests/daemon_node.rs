@@ -521,15 +521,17 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     let img = w.busybox();
     w.write_declaration(json!([
         service("a", &a, &img),
-        step("gc", &gc, &img, "true", &["a"])
+        step("keep", &gc, &img, "true", &["a"])
     ]));
+    // A step id of its own: step ids name transient units node-wide, and
+    // another test here fires "gc".
     d.start();
     let armed = |d: &DaemonUnit| {
         let out = d.cli(&["status"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let t = text(&out);
         t.lines()
-            .any(|l| l.starts_with("step gc (0 3 * * *") && l.contains("next 20"))
+            .any(|l| l.starts_with("step keep (0 3 * * *") && l.contains("next 20"))
     };
     assert!(armed(&d), "armed at start");
 
@@ -552,7 +554,7 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
              "command": ["sh", "-c", "exit 3"], "network": "none", "run-once": true,
              "timeout": 60},
             service("a", &a, &img),
-            step("gc", &gc, &img, "true", &["a"])
+            step("keep", &gc, &img, "true", &["a"])
         ]}))
         .expect("json"),
     )
@@ -580,7 +582,7 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     ]);
     assert!(kept.lines().count() >= 2, "each failure is logged: {kept}");
     // The step still fires through the daemon.
-    let out = d.cli(&["run", "gc"]);
+    let out = d.cli(&["run", "keep"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
