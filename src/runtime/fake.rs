@@ -279,6 +279,13 @@ impl FakeRuntime {
         self.state().calls.clear();
     }
 
+    /// Forgets the exit codes recorded for waiters (one per run or stop of
+    /// a container), so that a long run does not count them as the
+    /// host's memory. Only while nothing waits for an exit.
+    pub fn forget_exits(&self) {
+        self.state().exits.clear();
+    }
+
     /// The recorded calls other than read-only ones (inspect, list, image
     /// checks, waits, events): what changed the runtime, in order.
     pub fn mutations(&self) -> Vec<Call> {
