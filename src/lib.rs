@@ -15,6 +15,7 @@ pub mod cron;
 pub mod daemon;
 pub mod declaration;
 pub mod events;
+pub mod fault;
 pub mod metrics;
 pub mod page;
 pub mod plain_log;

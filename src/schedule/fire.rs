@@ -235,6 +235,10 @@ impl Firer {
             );
             tokio::spawn(async move { run_step(&*runtime, &*units, shutdown, &step, due).await })
         };
+        // Should this fire unwind, its run must not act on after it: the
+        // window is then closed by another (the adopter), which a run still
+        // creating or starting its container would race.
+        let _run = AbortOnDrop(body.abort_handle());
         let ended = match body.await {
             Ok(run) => {
                 report.outcome = run.outcome;
@@ -256,6 +260,9 @@ impl Firer {
                 .map(|_| ())
             }
         };
+        // A bug here leaves the window open with the step ended and no one
+        // in this fire to close it (the scheduler hands it over).
+        crate::fault::point("panic-in-fire", &step.id);
         if let Some(mut w) = window {
             let closed = match ended {
                 Ok(()) => self.windows.close(&mut w).await,
@@ -352,6 +359,16 @@ struct StepRun {
 }
 
 /// Run the step's container to completion.
+/// Aborts a task when dropped (see its use in [`Firer::fire`]); a no-op once
+/// the task has ended.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn run_step(
     runtime: &dyn ContainerRuntime,
     units: &dyn StepUnits,
@@ -417,6 +434,8 @@ async fn run_step(
         };
     }
     units.started(&mut unit).await;
+    // The worst moment for a bug: the window open, the step running.
+    crate::fault::point("panic-in-step-run", &step.id);
     let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
     let (outcome, exited) =
         wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;

@@ -155,6 +155,18 @@ impl OpenWindow {
     }
 }
 
+/// A window dropped without being closed — its fire panicked — stops
+/// enforcing its holds: whoever closes it next (the adopter) starts the
+/// held containers, which its watcher would otherwise stop again as a
+/// violation.
+impl Drop for OpenWindow {
+    fn drop(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+    }
+}
+
 /// How a close went.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CloseReport {

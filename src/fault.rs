@@ -1,0 +1,30 @@
+//! Faults injected on purpose, for the node tests: debug builds only.
+//!
+//! `MESH_HOST_FAULT=FAULT:STEP` in the daemon's environment makes every
+//! fire of STEP panic at one point, as a bug there would, so that what
+//! frees the step and closes its window is proven on a real node
+//! (tests/window_faults.rs):
+//!
+//! - `panic-in-step-run`: in the task that runs the step container, once
+//!   it runs; the fire catches it, stops the step and closes the window;
+//! - `panic-in-fire`: in the fire itself, once the step has ended and
+//!   before its window closes; the scheduler catches it, frees the step
+//!   and hands the window to the adopter, which closes it.
+//!
+//! Release builds — the packages — compile every fault point to nothing
+//! and never read the variable.
+
+/// Panic here when the environment asks for fault `name` on `subject`.
+#[cfg(debug_assertions)]
+pub fn point(name: &str, subject: &str) {
+    let asked =
+        std::env::var("MESH_HOST_FAULT").is_ok_and(|v| v.split_once(':') == Some((name, subject)));
+    if asked {
+        panic!("injected fault {name} in {subject} (MESH_HOST_FAULT)");
+    }
+}
+
+/// Release builds: no fault is ever injected.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn point(_name: &str, _subject: &str) {}
