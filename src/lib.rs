@@ -25,3 +25,4 @@ pub mod schedule;
 pub mod store;
 pub mod systemd;
 pub mod tap;
+pub mod task;

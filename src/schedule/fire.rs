@@ -238,7 +238,7 @@ impl Firer {
         // Should this fire unwind, its run must not act on after it: the
         // window is then closed by another (the adopter), which a run still
         // creating or starting its container would race.
-        let _run = AbortOnDrop(body.abort_handle());
+        let _run = crate::task::AbortOnDrop::new(&body);
         let ended = match body.await {
             Ok(run) => {
                 report.outcome = run.outcome;
@@ -359,16 +359,6 @@ struct StepRun {
 }
 
 /// Run the step's container to completion.
-/// Aborts a task when dropped (see its use in [`Firer::fire`]); a no-op once
-/// the task has ended.
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 async fn run_step(
     runtime: &dyn ContainerRuntime,
     units: &dyn StepUnits,

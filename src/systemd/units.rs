@@ -184,16 +184,6 @@ impl std::fmt::Display for StartError {
     }
 }
 
-/// A task that ends with the fire: aborted when dropped.
-#[derive(Debug)]
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Transient units made through systemd's D-Bus API.
 #[derive(Debug, Clone)]
 pub struct SystemdUnits {
@@ -307,7 +297,7 @@ impl SystemdUnits {
         &self,
         unit: &str,
         kill_after_grace: bool,
-    ) -> Result<(AbortOnDrop, tokio::sync::watch::Receiver<bool>), String> {
+    ) -> Result<(crate::task::AbortOnDrop, tokio::sync::watch::Receiver<bool>), String> {
         use futures_util::StreamExt;
         let manager = self.manager().await?;
         let mut jobs = manager
@@ -344,7 +334,8 @@ impl SystemdUnits {
                 return;
             }
         });
-        Ok((AbortOnDrop(task), rx))
+        // A task that ends with the fire.
+        Ok((crate::task::AbortOnDrop::new(&task), rx))
     }
 
     async fn control_group(&self, name: &str) -> Result<String, String> {
