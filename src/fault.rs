@@ -11,8 +11,15 @@
 //!   before its window closes; the scheduler catches it, frees the step
 //!   and hands the window to the adopter, which closes it.
 //!
+//! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget a fire
+//! spends (confirming a lost step stopped, starting what its window held)
+//! from five minutes to N seconds, so that a node test can spend it while
+//! Docker is away (tests/docker_outage.rs).
+//!
 //! Release builds — the packages — compile every fault point to nothing
-//! and never read the variable.
+//! and never read these variables.
+
+use std::time::Duration;
 
 /// Panic here when the environment asks for fault `name` on `subject`.
 #[cfg(debug_assertions)]
@@ -28,3 +35,20 @@ pub fn point(name: &str, subject: &str) {
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn point(_name: &str, _subject: &str) {}
+
+/// The closing budget a fire spends: `budget`, or what
+/// `MESH_HOST_CLOSE_BUDGET_SECS` says (debug builds only).
+#[cfg(debug_assertions)]
+pub fn close_budget(budget: Duration) -> Duration {
+    std::env::var("MESH_HOST_CLOSE_BUDGET_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(budget, Duration::from_secs)
+}
+
+/// Release builds: always `budget`.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn close_budget(budget: Duration) -> Duration {
+    budget
+}

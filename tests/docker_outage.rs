@@ -1,7 +1,9 @@
 //! Docker away mid-window, for real: `systemctl stop docker docker.socket`
 //! inside the node while a step holds three services, then Docker started
 //! again. The close retries for the whole closing budget, so the held
-//! services end running and the record goes.
+//! services end running and the record goes. Away for longer than the
+//! budget (shortened for the test), the held service is alerted and owed,
+//! and started once Docker answers.
 //!
 //! This stops the node's Docker, which every other node test needs:
 //! `tests/run` runs this target alone, single-threaded, after the others
@@ -281,4 +283,90 @@ fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
         .unwrap_or_else(|| panic!("svc was not started: {events:?}"));
     assert!(step_died < svc_started, "step stopped first: {events:?}");
     assert!(!w.dir.join("state/windows/gc.json").exists());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_past_the_closing_budget_alerts_then_the_owed_start_is_made_when_docker_answers() {
+    let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = World::new("budget");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    // The step runs on while dockerd is away, and outlives the budget.
+    let _live = LiveRestore::enable(&w.node);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        {"id": "bg", "type": "container", "module": "m", "name": run, "image": img,
+         "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 30 & wait"], "network": "none",
+         "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
+    ]));
+    // A closing budget of 10 s rather than 5 min (debug builds only:
+    // src/fault.rs), so that Docker can be away for all of it.
+    let d = DaemonUnit::install(&w, "Environment=MESH_HOST_CLOSE_BUDGET_SECS=10");
+    d.start();
+    assert!(w.running(&svc), "applied at start");
+    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let client = d.cli_spawn(&["run", "bg"]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    let _back = w.node.on_drop("systemctl start docker.socket docker");
+    w.node.sh_ok("systemctl stop docker docker.socket");
+
+    // The budget spent with Docker away: svc is alerted at priority alert,
+    // and what it is owed is kept.
+    let alert = wait_for("the alert", Duration::from_secs(60), || {
+        let found = w.node.journal(&[
+            "-u",
+            &d.unit,
+            "--since",
+            &journal_since,
+            "-p",
+            "alert",
+            "MESH_EVENT=will-not-start-again",
+            &format!("MESH_CONTAINER={svc}"),
+            "-o",
+            "cat",
+        ]);
+        found.contains("WILL NOT START AGAIN").then_some(found)
+    });
+    assert!(alert.contains(&svc), "{alert}");
+    let out = client.wait_with_output().expect("mesh-host run");
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    let record_path = w.dir.join("state/windows/bg.json");
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(&record_path).expect("the record is kept"))
+            .expect("json");
+    assert_eq!(record["owed"], json!(true), "{record}");
+    assert_eq!(record["held"][0]["name"], json!(svc), "{record}");
+    assert!(!w.running(&svc), "Docker is away: nothing started it");
+
+    // Docker answers again: the daemon waits for the step, which ran on,
+    // then starts svc and says so; the record goes.
+    docker_back(&w.node);
+    wait_for("the owed start", Duration::from_secs(90), || {
+        w.running(&svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(30), || {
+        (!record_path.exists()).then_some(())
+    });
+    let said = d.journal(&journal_since, &["MESH_STEP=bg"]);
+    assert!(
+        said.contains("owed a start since the window of bg could not close, started"),
+        "the daemon logged the owed start: {said}"
+    );
+    let time = |name: &str, field: &str| {
+        let t = w.inspect(name, &format!("{{{{.State.{field}}}}}"));
+        chrono::DateTime::parse_from_rfc3339(&t)
+            .unwrap_or_else(|e| panic!("{name} {field} {t:?}: {e}"))
+    };
+    assert!(!w.running(&run), "the step has ended");
+    assert!(
+        time(&run, "FinishedAt") <= time(&svc, "StartedAt"),
+        "the step ended before svc started again"
+    );
+    assert!(d.active(), "the daemon rode the outage out");
 }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::window::{CloseReport, OpenError, WindowPlan, Windows, CLOSE_BUDGET};
+use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
 
 /// Everything a fire needs to know of a step, derived from the declaration.
@@ -254,7 +254,7 @@ impl Firer {
                 crate::runtime::stop_confirmed(
                     &*self.runtime,
                     &step.spec.name,
-                    Instant::now() + CLOSE_BUDGET,
+                    Instant::now() + close_budget(),
                 )
                 .await
                 .map(|_| ())
@@ -414,7 +414,7 @@ async fn run_step(
     if let Err(e) = runtime.start(name).await {
         units.end(unit).await;
         // A start that did not answer may still have started it.
-        let ended = crate::runtime::stop_confirmed(runtime, name, Instant::now() + CLOSE_BUDGET)
+        let ended = crate::runtime::stop_confirmed(runtime, name, Instant::now() + close_budget())
             .await
             .map(|_| ());
         return StepRun {
@@ -436,7 +436,7 @@ async fn run_step(
     let ended = if exited {
         Ok(())
     } else {
-        crate::runtime::stop_confirmed(runtime, name, Instant::now() + CLOSE_BUDGET)
+        crate::runtime::stop_confirmed(runtime, name, Instant::now() + close_budget())
             .await
             .map(|_| ())
     };

@@ -53,6 +53,12 @@ mod takeover;
 /// How long closing a window may take, all starts included.
 pub const CLOSE_BUDGET: Duration = crate::store::CLOSE_BUDGET;
 
+/// The budget a fire spends on its close: [`CLOSE_BUDGET`], shortened only
+/// by a node test in a debug build ([`crate::fault::close_budget`]).
+pub fn close_budget() -> Duration {
+    crate::fault::close_budget(CLOSE_BUDGET)
+}
+
 /// Attempts to start one held container, when the runtime answers with a
 /// refusal, before it is declared lost.
 const START_ATTEMPTS: u32 = 3;
@@ -479,10 +485,10 @@ impl Windows {
         let this = self.clone();
         let record = window.record.clone();
         let specs = window.specs.clone();
-        let task =
-            tokio::spawn(
-                async move { this.close_record_with(&record, CLOSE_BUDGET, &specs).await },
-            );
+        let task = tokio::spawn(async move {
+            this.close_record_with(&record, close_budget(), &specs)
+                .await
+        });
         match task.await {
             Ok(report) => report,
             Err(e) => {
