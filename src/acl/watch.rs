@@ -8,17 +8,19 @@
 //!
 //! The watch runs on a thread of its own (it only makes system calls) and
 //! reloads its folders from the store document [`SHARED_FOLDERS`] when told
-//! to, after each apply. Each directory costs one inotify watch; a folder
+//! to, after each apply. It sleeps in `poll` on its inotify descriptor and
+//! an eventfd the daemon signals, with no timeout: an idle node never wakes
+//! it. Each directory costs one inotify watch; a folder
 //! beyond the kernel's `fs.inotify.max_user_watches` is kept by the sweep
 //! at each apply alone, and that is logged.
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::event::{EventfdFlags, PollFd, PollFlags};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
@@ -28,36 +30,83 @@ use crate::events::Event;
 use crate::mesh_event;
 use crate::store::Store;
 
-/// How long the thread waits for events before looking for a reload.
-const TICK: Duration = Duration::from_millis(500);
+/// What wakes the watch thread: an eventfd, and whether it is to end.
+#[derive(Debug)]
+struct Wake {
+    fd: Option<OwnedFd>,
+    stop: AtomicBool,
+}
+
+impl Wake {
+    fn signal(&self) {
+        if let Some(fd) = &self.fd {
+            let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
+        }
+    }
+
+    /// Reset the eventfd after a wake.
+    fn drain(&self) {
+        if let Some(fd) = &self.fd {
+            let mut count = [0u8; 8];
+            let _ = rustix::io::read(fd, &mut count);
+        }
+    }
+}
+
+/// The daemon's end of the watch; the thread ends when the last clone of
+/// the [`Watcher`] holding it is dropped.
+#[derive(Debug)]
+struct Handle(Arc<Wake>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+        self.0.signal();
+    }
+}
 
 /// The handle the daemon keeps: tells the watch thread to reload.
 #[derive(Debug, Clone)]
 pub struct Watcher {
-    tx: mpsc::Sender<()>,
+    handle: Arc<Handle>,
 }
 
 impl Watcher {
     /// Start the watch thread over the folders recorded in `store`.
     /// It ends when every handle is dropped.
     pub fn start(store: Store) -> Watcher {
-        let (tx, rx) = mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("acl-watch".into())
-            .spawn(move || run(store, rx));
-        if let Err(e) = spawned {
-            tracing::error!(
-                "shared folders are not watched between applies: cannot start the watch: {e}"
-            );
+        let fd = match rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                tracing::error!("shared folders are not watched between applies: eventfd: {e}");
+                None
+            }
+        };
+        let wake = Arc::new(Wake {
+            fd,
+            stop: AtomicBool::new(false),
+        });
+        if wake.fd.is_some() {
+            let theirs = wake.clone();
+            let spawned = std::thread::Builder::new()
+                .name("acl-watch".into())
+                .spawn(move || run(store, &theirs));
+            if let Err(e) = spawned {
+                tracing::error!(
+                    "shared folders are not watched between applies: cannot start the watch: {e}"
+                );
+            }
         }
-        let watcher = Watcher { tx };
+        let watcher = Watcher {
+            handle: Arc::new(Handle(wake)),
+        };
         watcher.reload();
         watcher
     }
 
     /// Read the folders again (after an apply).
     pub fn reload(&self) {
-        let _ = self.tx.send(());
+        self.handle.0.signal();
     }
 }
 
@@ -102,42 +151,50 @@ impl State {
     }
 }
 
-fn run(store: Store, rx: mpsc::Receiver<()>) {
+fn run(store: Store, wake: &Wake) {
+    let Some(wake_fd) = wake.fd.as_ref() else {
+        return;
+    };
     let mut state: Option<State> = None;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
     loop {
-        match rx.try_recv() {
-            Ok(()) => {
-                // Coalesce reloads queued meanwhile. An apply that changed
-                // no folder leaves the watches as they are (the apply's own
-                // sweep already set what was new).
-                while rx.try_recv().is_ok() {}
-                match read(&store) {
-                    Some(managed) if state.as_ref().is_some_and(|s| s.current(&managed)) => {}
-                    Some(managed) => state = load(managed),
-                    None => state = None,
+        // Asleep until the daemon signals or a watched directory changes.
+        let (woken, changed) = {
+            let mut fds = vec![PollFd::new(wake_fd, PollFlags::IN)];
+            if let Some(st) = &state {
+                fds.push(PollFd::new(&st.inotify, PollFlags::IN));
+            }
+            match rustix::event::poll(&mut fds, None) {
+                Ok(_) => (
+                    !fds[0].revents().is_empty(),
+                    fds.get(1).is_some_and(|f| !f.revents().is_empty()),
+                ),
+                Err(Errno::INTR) => continue,
+                Err(e) => {
+                    tracing::error!("the shared-folder watch failed ({e}); the sweep at each apply still keeps them");
+                    return;
                 }
             }
-            Err(mpsc::TryRecvError::Empty) => {}
-            Err(mpsc::TryRecvError::Disconnected) => return,
+        };
+        if woken {
+            // Reloads signalled meanwhile are one: an apply that changed no
+            // folder leaves the watches as they are (the apply's own sweep
+            // already set what was new).
+            wake.drain();
+            if wake.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            match read(&store) {
+                Some(managed) if state.as_ref().is_some_and(|s| s.current(&managed)) => {}
+                Some(managed) => state = load(managed),
+                None => state = None,
+            }
         }
         let Some(st) = state.as_mut() else {
-            std::thread::sleep(TICK);
             continue;
         };
-        let mut fds = [PollFd::new(&st.inotify, PollFlags::IN)];
-        let timeout = Timespec {
-            tv_sec: 0,
-            tv_nsec: TICK.as_nanos() as i64,
-        };
-        match rustix::event::poll(&mut fds, Some(&timeout)) {
-            Ok(0) | Err(Errno::INTR) => continue,
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!("the shared-folder watch failed ({e}); the sweep at each apply still keeps them");
-                state = None;
-                continue;
-            }
+        if !changed {
+            continue;
         }
         let mut events: Vec<(i32, ReadFlags, Option<Vec<u8>>)> = Vec::new();
         let mut reader = inotify::Reader::new(&st.inotify, &mut buf);
