@@ -433,3 +433,62 @@ pub fn log_restored(id: &str, module: Option<&str>, path: &str) {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Voluntary context switches of this process's `acl-watch` threads
+    /// (one sleep each after a wake); `None` when there is no such thread.
+    fn watch_switches() -> Option<u64> {
+        let mut found = None;
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() != "acl-watch" {
+                continue;
+            }
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            let n: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            found = Some(found.unwrap_or(0) + n);
+        }
+        found
+    }
+
+    fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn an_idle_watch_sleeps_until_told_and_ends_with_its_last_handle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("state")).expect("store");
+        let watcher = Watcher::start(store);
+        until("the watch thread to start", || watch_switches().is_some());
+        // Its first reload (no folders) done, it sleeps.
+        std::thread::sleep(Duration::from_millis(300));
+        let settled = watch_switches();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(watch_switches(), settled, "an idle watch woke");
+        // Told to reload, it wakes (and sleeps again).
+        watcher.reload();
+        until("the watch to wake for a reload", || {
+            watch_switches() > settled
+        });
+        // A clone keeps it; the last handle ends it.
+        let other = watcher.clone();
+        drop(watcher);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(watch_switches().is_some(), "a handle is left");
+        drop(other);
+        until("the watch thread to end", || watch_switches().is_none());
+    }
+}
