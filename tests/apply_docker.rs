@@ -499,7 +499,7 @@ fn a_pull_from_the_held_registry_waits_for_the_window_to_close() {
         "network": "host", "mounts": [
             {"source": storage, "target": "/var/lib/registry", "read-only": false},
             {"source": config, "target": "/etc/docker/registry/config.yml", "read-only": true}]});
-    let step = json!({"id": "hold", "type": "container", "module": "registry", "name": hold,
+    let step = json!({"id": "hold-pull", "type": "container", "module": "registry", "name": hold,
         "image": busybox, "network": "none", "schedule": "0 3 * * *",
         "command": ["sleep", "8"], "while-stopped": ["registry"], "timeout": 120});
     let out = apply(&w, "d1.json", json!([registry.clone(), step.clone()]));
@@ -552,7 +552,7 @@ fn a_pull_from_the_held_registry_waits_for_the_window_to_close() {
     );
 
     // The window opens: the registry the image lives in is held.
-    let child = w.mesh_spawn(&["run", "hold", "--local"], Some(&w.path("d1.json")));
+    let child = w.mesh_spawn(&["run", "hold-pull", "--local"], Some(&w.path("d1.json")));
     wait_for("the registry to be held", Duration::from_secs(30), || {
         (w.running(&hold) && !w.running(&reg)).then_some(())
     });

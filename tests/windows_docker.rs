@@ -333,10 +333,10 @@ fn a_container_already_stopped_before_the_window_stays_stopped() {
     w.write_declaration(json!([
         service_json("up", &up, &img),
         service_json("down", &down, &img),
-        step_json("s", &step, &img, "true", &["down", "up"], Some(60)),
+        step_json("stopped", &step, &img, "true", &["down", "up"], Some(60)),
     ]));
     let since = stamp();
-    let out = w.mesh(&["run", "s", "--local"]);
+    let out = w.mesh(&["run", "stopped", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&up));
     assert!(!w.running(&down));
@@ -363,9 +363,9 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
     w.run_service(&svc, &[]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
-        step_json("s", &step, &img, "sleep 8", &["svc"], Some(60)),
+        step_json("violated", &step, &img, "sleep 8", &["svc"], Some(60)),
     ]));
-    let child = w.mesh_spawn(&["run", "s", "--local"], None);
+    let child = w.mesh_spawn(&["run", "violated", "--local"], None);
     wait_for("svc to be held", Duration::from_secs(30), || {
         (!w.running(&svc)).then_some(())
     });
@@ -409,7 +409,7 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
         step_json("gc", &step, &img, "sleep 6; echo done", &["svc"], Some(120)),
-        step_json("other", &other, &img, "true", &[], Some(60)),
+        step_json("other1", &other, &img, "true", &[], Some(60)),
     ]));
     let since = stamp();
     let mut child = w.mesh_spawn(&["run", "gc", "--local"], None);
@@ -432,7 +432,7 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
         "the window stays shut while its owner is dead"
     );
     // The next mesh-host on this state directory resumes the window first.
-    let out = w.mesh(&["run", "other", "--local"]);
+    let out = w.mesh(&["run", "other1", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc));
     assert_eq!(
@@ -689,7 +689,7 @@ fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
         step_json("hung", &step, &img, "sleep 600", &["svc"], Some(6)),
-        step_json("other", &other, &img, "true", &[], Some(60)),
+        step_json("other2", &other, &img, "true", &[], Some(60)),
     ]));
     let mut child = w.mesh_spawn(&["run", "hung", "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
@@ -708,7 +708,7 @@ fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
     // The next local command resumes the window, ends the step at its
     // timeout (counted from when the window opened) and starts svc.
     let started = std::time::Instant::now();
-    let out = w.mesh(&["run", "other", "--local"]);
+    let out = w.mesh(&["run", "other2", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
         started.elapsed() < Duration::from_secs(40),
@@ -730,7 +730,7 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
     w.node.docker_ok(&["stop", &svc]);
     w.write_declaration(json!([
         service_json("svc", &svc, &img),
-        step_json("other", &other, &img, "true", &[], Some(60)),
+        step_json("other3", &other, &img, "true", &[], Some(60)),
     ]));
     // A window a daemon opened before the last reboot: svc was running then.
     let windows = w.dir.join("state/windows");
@@ -743,7 +743,7 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
         "held": [{"id": "svc", "name": svc, "was-running": true}],
     });
     std::fs::write(windows.join("oldgc.json"), record.to_string()).expect("record");
-    let out = w.mesh(&["run", "other", "--local"]);
+    let out = w.mesh(&["run", "other3", "--local"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc), "the stale window's container runs again");
     assert!(!windows.join("oldgc.json").exists(), "the record is erased");
@@ -760,12 +760,12 @@ fn a_held_container_removed_during_the_window_is_created_again_from_its_declarat
     let img = w.busybox();
     let decl = w.write_declaration(json!([
         service_json("svc", &svc, &img),
-        step_json("gc", &step, &img, "sleep 4", &["svc"], Some(60)),
+        step_json("gcrm", &step, &img, "sleep 4", &["svc"], Some(60)),
     ]));
     let out = w.mesh(&["apply", &decl, "--local"]);
     assert_eq!(out.status.code(), Some(0));
     let before = w.inspect(&svc, "{{.Id}}");
-    let child = w.mesh_spawn(&["run", "gc", "--local"], None);
+    let child = w.mesh_spawn(&["run", "gcrm", "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
         (w.running(&step) && !w.running(&svc)).then_some(())
     });
@@ -792,7 +792,7 @@ fn a_held_container_removed_during_the_window_is_created_again_from_its_declarat
     assert!(stdout(&out).contains("svc unchanged"), "{}", stdout(&out));
     let container = format!("MESH_CONTAINER={svc}");
     wait_for("the journal to say it", Duration::from_secs(10), || {
-        w.journal(&["MESH_STEP=gc", &container])
+        w.journal(&["MESH_STEP=gcrm", &container])
             .contains("created again from its declaration")
             .then_some(())
     });
