@@ -92,7 +92,7 @@ inside() {
 			remove_prefix "$base-"
 			rm -rf "$state"
 			t0=$EPOCHREALTIME
-			out=$(mesh apply "$decl" --local --state-dir "$state")
+			out=$(mesh apply "$decl" --local --state-dir "$state" --declaration "$state.declaration.json")
 			creates+=("$(elapsed_us "$t0")")
 			expect_count "$out" created "$n"
 			expect_running "$base-" "$n"
@@ -102,7 +102,7 @@ inside() {
 		# No-op applies, each followed by the peer: one listing by the CLI.
 		for ((i = 0; i < noop_runs; i++)); do
 			t0=$EPOCHREALTIME
-			out=$(mesh apply "$decl" --local --state-dir "$state")
+			out=$(mesh apply "$decl" --local --state-dir "$state" --declaration "$state.declaration.json")
 			noops+=("$(elapsed_us "$t0")")
 			expect_count "$out" unchanged "$n"
 			t0=$EPOCHREALTIME
@@ -131,7 +131,7 @@ inside() {
 	done
 	[[ -S $sock ]] || die "the logging proxy did not start"
 	local since=$EPOCHREALTIME
-	out=$(mesh apply "$decl" --local --state-dir "$state" --docker-host "unix://$sock")
+	out=$(mesh apply "$decl" --local --state-dir "$state" --declaration "$state.declaration.json" --docker-host "unix://$sock")
 	expect_count "$out" unchanged "$n_last"
 	local until=$EPOCHREALTIME
 	kill "$proxy_pid"
