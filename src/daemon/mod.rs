@@ -145,7 +145,8 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // 1. Windows a dead daemon left open are closed before anything else.
     notifier.status("starting: resuming windows left open");
     // What the last complete apply declared is known before any window is
-    // resumed, so that a held container removed meanwhile is created again.
+    // resumed, so that a held container removed meanwhile is created again
+    // (from here on, every arming of the schedules tells it anew).
     know_armed_holds(&store, &windows);
     resume_windows(&windows, &notifier).await?;
     // From here on, a window whose owner dies (a local command, an
@@ -388,7 +389,6 @@ impl Daemon {
         let modules = crate::metrics::service::modules(&decl);
         let ended = Utc::now();
         if report.complete {
-            self.windows.know_held_specs(&report.steps);
             if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
                 tracing::info!(
                     "schedules: {} kept, {} added, {} re-armed, {} dropped",
@@ -436,7 +436,6 @@ impl Daemon {
         for e in errors {
             tracing::warn!("schedule of {} not armed: {}", e.resource, e.reason);
         }
-        self.windows.know_held_specs(&steps);
         if let Some(sync) = self.scheduler.sync(steps).await {
             tracing::warn!(
                 "schedules armed from the last complete apply: {} step(s)",

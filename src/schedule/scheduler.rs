@@ -385,6 +385,9 @@ impl Scheduler {
                     .filter_map(|(k, h)| h.last_due.map(|d| (k.clone(), d)))
                     .collect();
                 let (report, missed) = self.table.sync(timings, &history, now);
+                // Windows closed for another process (taken over, resumed,
+                // owed) create a removed held container as armed here.
+                self.firer.windows().know_held_specs(&steps);
                 self.steps = steps.into_iter().map(|s| (s.def.id.clone(), s)).collect();
                 // The history keeps declared steps only, so it is bounded by
                 // the declaration (docs/state-dir.md), not by every step ever
