@@ -11,9 +11,9 @@
 //!   before its window closes; the scheduler catches it, frees the step
 //!   and hands the window to the adopter, which closes it.
 //!
-//! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget a fire
-//! spends (confirming a lost step stopped, starting what its window held)
-//! from five minutes to N seconds, so that a node test can spend it while
+//! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget every close
+//! spends (confirming a lost step stopped, starting what a window held,
+//! whoever closes it) from five minutes to N seconds, so that a node test can spend it while
 //! Docker is away (tests/docker_outage.rs).
 //!
 //! Release builds — the packages — compile every fault point to nothing
@@ -36,7 +36,7 @@ pub fn point(name: &str, subject: &str) {
 #[inline(always)]
 pub fn point(_name: &str, _subject: &str) {}
 
-/// The closing budget a fire spends: `budget`, or what
+/// The closing budget a close spends: `budget`, or what
 /// `MESH_HOST_CLOSE_BUDGET_SECS` says (debug builds only).
 #[cfg(debug_assertions)]
 pub fn close_budget(budget: Duration) -> Duration {

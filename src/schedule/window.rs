@@ -53,8 +53,9 @@ mod takeover;
 /// How long closing a window may take, all starts included.
 pub const CLOSE_BUDGET: Duration = crate::store::CLOSE_BUDGET;
 
-/// The budget a fire spends on its close: [`CLOSE_BUDGET`], shortened only
-/// by a node test in a debug build ([`crate::fault::close_budget`]).
+/// The budget every close spends (and a fire confirming its step stopped):
+/// [`CLOSE_BUDGET`], shortened only by a node test in a debug build
+/// ([`crate::fault::close_budget`]).
 pub fn close_budget() -> Duration {
     crate::fault::close_budget(CLOSE_BUDGET)
 }
@@ -303,7 +304,8 @@ impl Windows {
     }
 
     /// Remember how each container held by a declared step is declared
-    /// (replacing what was known): a window closed without its opener's
+    /// (replacing what was known; the scheduler calls it whenever it arms
+    /// its steps): a window closed without its opener's
     /// plan at hand — resumed at start-up, taken over from a dead owner,
     /// owed starts — still creates again a held container someone removed
     /// during it, rather than reporting it lost.
@@ -703,7 +705,7 @@ impl Windows {
                 return Err(StartFailure {
                     reason: format!(
                         "closing budget of {}s exhausted: {last}",
-                        CLOSE_BUDGET.as_secs()
+                        close_budget().as_secs()
                     ),
                     unanswered,
                     gone: false,

@@ -12,7 +12,7 @@ use crate::events::Event;
 use crate::mesh_event;
 use crate::store::{Moment, StoreError, WindowRecord};
 
-use super::{OpenWindow, Resumed, Windows, CLOSE_BUDGET, OWED_BACKOFF_MAX};
+use super::{close_budget, OpenWindow, Resumed, Windows, OWED_BACKOFF_MAX};
 
 impl Windows {
     /// A fire of `step` in this process ended without closing its window
@@ -149,7 +149,7 @@ impl Windows {
                 record.step,
                 record.opened_at
             );
-            let report = self.close_record(&record, CLOSE_BUDGET).await;
+            let report = self.close_record(&record, close_budget()).await;
             return Resumed::Stale {
                 step: record.step,
                 report,
@@ -187,7 +187,7 @@ impl Windows {
             },
             _ => None,
         };
-        let report = self.close_record(&record, CLOSE_BUDGET).await;
+        let report = self.close_record(&record, close_budget()).await;
         Resumed::Closed {
             step: record.step,
             waited_exit,
@@ -257,7 +257,7 @@ impl Windows {
                 return crate::runtime::stop_confirmed(
                     &*self.runtime,
                     &record.step_container,
-                    tokio::time::Instant::now() + CLOSE_BUDGET,
+                    tokio::time::Instant::now() + close_budget(),
                 )
                 .await;
             }
@@ -273,7 +273,7 @@ impl Windows {
                 crate::runtime::stop_confirmed(
                     &*self.runtime,
                     &record.step_container,
-                    tokio::time::Instant::now() + CLOSE_BUDGET,
+                    tokio::time::Instant::now() + close_budget(),
                 )
                 .await
             }
@@ -287,7 +287,7 @@ impl Windows {
                 crate::runtime::stop_confirmed(
                     &*self.runtime,
                     &record.step_container,
-                    tokio::time::Instant::now() + CLOSE_BUDGET,
+                    tokio::time::Instant::now() + close_budget(),
                 )
                 .await
             }
