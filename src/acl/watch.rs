@@ -33,23 +33,19 @@ use crate::store::Store;
 /// What wakes the watch thread: an eventfd, and whether it is to end.
 #[derive(Debug)]
 struct Wake {
-    fd: Option<OwnedFd>,
+    fd: OwnedFd,
     stop: AtomicBool,
 }
 
 impl Wake {
     fn signal(&self) {
-        if let Some(fd) = &self.fd {
-            let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
-        }
+        let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
     }
 
     /// Reset the eventfd after a wake.
     fn drain(&self) {
-        if let Some(fd) = &self.fd {
-            let mut count = [0u8; 8];
-            let _ = rustix::io::read(fd, &mut count);
-        }
+        let mut count = [0u8; 8];
+        let _ = rustix::io::read(&self.fd, &mut count);
     }
 }
 
@@ -65,40 +61,19 @@ impl Drop for Handle {
     }
 }
 
-/// The handle the daemon keeps: tells the watch thread to reload.
+/// The handle the daemon keeps: tells the watch thread to reload. Without
+/// a thread (it could not be started, which was logged) it does nothing.
 #[derive(Debug, Clone)]
 pub struct Watcher {
-    handle: Arc<Handle>,
+    handle: Option<Arc<Handle>>,
 }
 
 impl Watcher {
     /// Start the watch thread over the folders recorded in `store`.
     /// It ends when every handle is dropped.
     pub fn start(store: Store) -> Watcher {
-        let fd = match rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK) {
-            Ok(fd) => Some(fd),
-            Err(e) => {
-                tracing::error!("shared folders are not watched between applies: eventfd: {e}");
-                None
-            }
-        };
-        let wake = Arc::new(Wake {
-            fd,
-            stop: AtomicBool::new(false),
-        });
-        if wake.fd.is_some() {
-            let theirs = wake.clone();
-            let spawned = std::thread::Builder::new()
-                .name("acl-watch".into())
-                .spawn(move || run(store, &theirs));
-            if let Err(e) = spawned {
-                tracing::error!(
-                    "shared folders are not watched between applies: cannot start the watch: {e}"
-                );
-            }
-        }
         let watcher = Watcher {
-            handle: Arc::new(Handle(wake)),
+            handle: spawn(store).map(|wake| Arc::new(Handle(wake))),
         };
         watcher.reload();
         watcher
@@ -106,8 +81,29 @@ impl Watcher {
 
     /// Read the folders again (after an apply).
     pub fn reload(&self) {
-        self.handle.0.signal();
+        if let Some(handle) = &self.handle {
+            handle.0.signal();
+        }
     }
+}
+
+/// The watch thread over `store`'s folders, and what wakes it.
+fn spawn(store: Store) -> Option<Arc<Wake>> {
+    let why = "shared folders are not watched between applies";
+    let fd = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+        .map_err(|e| tracing::error!("{why}: eventfd: {e}"))
+        .ok()?;
+    let wake = Arc::new(Wake {
+        fd,
+        stop: AtomicBool::new(false),
+    });
+    let theirs = wake.clone();
+    std::thread::Builder::new()
+        .name("acl-watch".into())
+        .spawn(move || run(store, &theirs))
+        .map_err(|e| tracing::error!("{why}: cannot start the watch: {e}"))
+        .ok()?;
+    Some(wake)
 }
 
 /// One watched folder.
@@ -152,15 +148,12 @@ impl State {
 }
 
 fn run(store: Store, wake: &Wake) {
-    let Some(wake_fd) = wake.fd.as_ref() else {
-        return;
-    };
     let mut state: Option<State> = None;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
     loop {
         // Asleep until the daemon signals or a watched directory changes.
         let (woken, changed) = {
-            let mut fds = vec![PollFd::new(wake_fd, PollFlags::IN)];
+            let mut fds = vec![PollFd::new(&wake.fd, PollFlags::IN)];
             if let Some(st) = &state {
                 fds.push(PollFd::new(&st.inotify, PollFlags::IN));
             }
