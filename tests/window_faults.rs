@@ -63,31 +63,75 @@ fn reap(mut child: Child) {
     let _ = child.wait();
 }
 
+/// A world whose daemon runs as a unit (`extra(id)` added to its
+/// `[Service]`) and keeps a service `svc`, with a step of an id of its own
+/// (step ids name transient units node-wide) that holds it while it runs
+/// `script`; `journal_since` is the node's time once it is up.
+struct Held {
+    w: World,
+    d: DaemonUnit,
+    img: String,
+    svc: String,
+    run: String,
+    id: String,
+    journal_since: String,
+}
+
+impl Held {
+    fn start(prefix: &str, script: &str, extra: impl FnOnce(&str) -> String) -> Held {
+        let mut w = World::new(prefix);
+        let svc = w.name("svc");
+        let run = w.name("run");
+        let id = w.name("step");
+        let img = w.busybox();
+        w.node.docker_ok(&["pull", &img]);
+        w.write_declaration(json!([
+            service("svc", &svc, &img),
+            step(&id, &run, &img, script, &["svc"]),
+        ]));
+        let d = DaemonUnit::install(&w, &extra(&id));
+        d.start();
+        assert!(w.running(&svc), "applied at start");
+        let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+        Held {
+            w,
+            d,
+            img,
+            svc,
+            run,
+            id,
+            journal_since,
+        }
+    }
+
+    /// `mesh-host run ID --local`, SIGKILLed once its step runs with the
+    /// service held: its window is left open.
+    fn kill_a_local_run_mid_window(&self) {
+        let local = self.w.mesh_spawn(&["run", &self.id, "--local"], None);
+        wait_for("the step to run", Duration::from_secs(30), || {
+            self.w.running(&self.run).then_some(())
+        });
+        assert!(!self.w.running(&self.svc), "held by the local run's window");
+        kill_local_run(&self.w, &self.id);
+        reap(local);
+    }
+
+    /// The daemon's journal lines of this step since it started.
+    fn step_journal(&self, more: &[&str]) -> String {
+        let field = format!("MESH_STEP={}", self.id);
+        let mut args = vec![field.as_str()];
+        args.extend_from_slice(more);
+        self.d.journal(&self.journal_since, &args)
+    }
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
-    let mut w = World::new("adopt");
-    let svc = w.name("svc");
-    let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step("ad", &run, &img, "sleep 5; echo done", &["svc"]),
-    ]));
-    let d = DaemonUnit::install(&w, "");
-    d.start();
-    assert!(w.running(&svc), "applied at start");
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let h = Held::start("adopt", "sleep 5; echo done", |_| String::new());
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
     let since = stamp();
-
-    let local = w.mesh_spawn(&["run", "ad", "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
-    assert!(!w.running(&svc), "held by the local run's window");
-    kill_local_run(&w, "ad");
-    reap(local);
+    h.kill_a_local_run_mid_window();
     assert_eq!(records(&w.dir.join("state")).len(), 1, "left open");
 
     // The daemon notices the owner's death at once (a pidfd), well within
@@ -96,41 +140,38 @@ fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
         "the daemon to take over the window",
         Duration::from_secs(10),
         || {
-            d.journal(
-                &journal_since,
-                &["MESH_EVENT=window-resumed", "MESH_STEP=ad"],
-            )
-            .contains("resuming the window of ad")
-            .then_some(())
+            h.step_journal(&["MESH_EVENT=window-resumed"])
+                .contains(&format!("resuming the window of {id}"))
+                .then_some(())
         },
     );
-    let took = d.journal(&journal_since, &["MESH_STEP=ad"]);
+    let took = h.step_journal(&[]);
     assert!(
-        took.contains("took over the window of ad from pid"),
+        took.contains(&format!("took over the window of {id} from pid")),
         "{took}"
     );
     // It waits for the step, then starts svc; the record goes.
     wait_for("svc to run again", Duration::from_secs(30), || {
-        w.running(&svc).then_some(())
+        w.running(svc).then_some(())
     });
     wait_for("the record to go", Duration::from_secs(10), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
-    assert_eq!(w.inspect(&run, "{{.State.ExitCode}}"), "0", "step finished");
-    let events = w.events(&since, &[&svc, &run]);
+    assert_eq!(w.inspect(run, "{{.State.ExitCode}}"), "0", "step finished");
+    let events = w.events(&since, &[svc, run]);
     let step_die = events
         .iter()
-        .position(|(n, a)| n == &run && a == "die")
+        .position(|(n, a)| n == run && a == "die")
         .unwrap_or_else(|| panic!("no die of the step: {events:?}"));
     let svc_up = events
         .iter()
-        .rposition(|(n, a)| n == &svc && a == "start")
+        .rposition(|(n, a)| n == svc && a == "start")
         .unwrap_or_else(|| panic!("no start of svc: {events:?}"));
     assert!(
         step_die < svc_up,
         "the step ended before svc started: {events:?}"
     );
-    assert_eq!(starts(&w, &since, &run), 1, "the step ran once");
+    assert_eq!(starts(w, &since, run), 1, "the step ran once");
     assert!(d.active(), "the daemon kept running");
 }
 
@@ -141,45 +182,25 @@ fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
     // daemon that adopts the window has no plan of the opener's, and
     // creates the service again from the declaration its schedules are
     // armed from.
-    let mut w = World::new("adoptrm");
-    let svc = w.name("svc");
-    let run = w.name("run");
-    // Step ids name transient units, node-wide: one of its own.
-    let ad = w.name("ad");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step(&ad, &run, &img, "sleep 5; echo done", &["svc"]),
-    ]));
-    let d = DaemonUnit::install(&w, "");
-    d.start();
-    assert!(w.running(&svc), "applied at start");
-    let first_id = w.inspect(&svc, "{{.Id}}");
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
-
-    let local = w.mesh_spawn(&["run", &ad, "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
-    assert!(!w.running(&svc), "held by the local run's window");
-    kill_local_run(&w, &ad);
-    reap(local);
-    w.node.docker_ok(&["rm", "-f", &svc]);
+    let h = Held::start("adoptrm", "sleep 5; echo done", |_| String::new());
+    let (w, svc, id) = (&h.w, &h.svc, &h.id);
+    let first_id = w.inspect(svc, "{{.Id}}");
+    h.kill_a_local_run_mid_window();
+    w.node.docker_ok(&["rm", "-f", svc]);
 
     wait_for("svc to run again", Duration::from_secs(40), || {
-        w.running(&svc).then_some(())
+        w.running(svc).then_some(())
     });
-    assert_ne!(w.inspect(&svc, "{{.Id}}"), first_id, "a new container");
+    assert_ne!(w.inspect(svc, "{{.Id}}"), first_id, "a new container");
     assert_eq!(
-        w.inspect(&svc, "{{.Config.Image}}"),
-        img,
+        w.inspect(svc, "{{.Config.Image}}"),
+        h.img,
         "made as declared"
     );
-    let said = d.journal(&journal_since, &[format!("MESH_STEP={ad}").as_str()]);
+    let said = h.step_journal(&[]);
     assert!(
         said.contains(&format!(
-            "{svc} was removed during the window of {ad}: created again from its declaration"
+            "{svc} was removed during the window of {id}: created again from its declaration"
         )),
         "{said}"
     );
@@ -215,27 +236,15 @@ fn a_step_run_that_panics_mid_window_is_stopped_and_its_window_closes() {
 /// to fire again, and the window is closed once the step container has
 /// ended.
 fn panicking_fires(fault: &str, said: &str, logged: &str) {
-    let mut w = World::new("panic");
-    let svc = w.name("svc");
-    let run = w.name("run");
-    // Step ids name transient units, node-wide: one of its own.
-    let id = w.name("pf");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step(&id, &run, &img, "sleep 4; echo done", &["svc"]),
-    ]));
-    let d = DaemonUnit::install(&w, &format!("Environment=MESH_HOST_FAULT={fault}:{id}"));
-    d.start();
-    assert!(w.running(&svc), "applied at start");
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let h = Held::start("panic", "sleep 4; echo done", |id| {
+        format!("Environment=MESH_HOST_FAULT={fault}:{id}")
+    });
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
     let since = stamp();
-    let step_field = format!("MESH_STEP={id}");
 
     for fire in 1..=2 {
         // Answered, failed, rather than left waiting on a step "in flight".
-        let out = d.cli(&["run", &id]);
+        let out = d.cli(&["run", id]);
         let printed = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -246,21 +255,18 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
         // The window the fire left open is closed: svc runs again once the
         // step has ended, and the record goes.
         wait_for("svc to run again", Duration::from_secs(40), || {
-            w.running(&svc).then_some(())
+            w.running(svc).then_some(())
         });
         wait_for("the record to go", Duration::from_secs(10), || {
             records(&w.dir.join("state")).is_empty().then_some(())
         });
         assert_eq!(
-            w.inspect(&run, "{{.State.ExitCode}}"),
+            w.inspect(run, "{{.State.ExitCode}}"),
             "0",
             "fire {fire}: the step ran to its end"
         );
     }
-    let failed = d.journal(
-        &journal_since,
-        &["MESH_EVENT=step-failed", step_field.as_str()],
-    );
+    let failed = h.step_journal(&["MESH_EVENT=step-failed"]);
     assert_eq!(
         failed.matches(logged).count(),
         2,
@@ -268,18 +274,18 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
     );
     // Each step run ended before svc started again, and each fire ran the
     // step once.
-    let events = w.events(&since, &[&svc, &run]);
-    assert_eq!(starts(&w, &since, &run), 2, "{events:?}");
+    let events = w.events(&since, &[svc, run]);
+    assert_eq!(starts(w, &since, run), 2, "{events:?}");
     let dies: Vec<usize> = events
         .iter()
         .enumerate()
-        .filter(|(_, (n, a))| n == &run && a == "die")
+        .filter(|(_, (n, a))| n == run && a == "die")
         .map(|(i, _)| i)
         .collect();
     let svc_starts: Vec<usize> = events
         .iter()
         .enumerate()
-        .filter(|(_, (n, a))| n == &svc && a == "start")
+        .filter(|(_, (n, a))| n == svc && a == "start")
         .map(|(i, _)| i)
         .collect();
     assert_eq!((dies.len(), svc_starts.len()), (2, 2), "{events:?}");
@@ -291,13 +297,13 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
     // emits kill and stop events) and never while its window was closed.
     let svc_stops = events
         .iter()
-        .filter(|(n, a)| n == &svc && a == "stop")
+        .filter(|(n, a)| n == svc && a == "stop")
         .count();
     assert_eq!(svc_stops, 2, "one stop per window: {events:?}");
     let mut step_running = false;
     let mut svc_running = true;
     for (n, a) in &events {
-        match (n == &run, a.as_str()) {
+        match (n == run, a.as_str()) {
             (true, "start") => step_running = true,
             (true, "die") => step_running = false,
             (false, "start") => svc_running = true,
