@@ -320,6 +320,51 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
+fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_again() {
+    // The daemon is down when the window's owner dies and the held service
+    // is removed: at its next start it resumes the window before anything
+    // else, with no plan of the opener's, and creates the service from the
+    // declaration its schedules were armed from (armed-declaration.json).
+    let h = Held::start("startrm", "true", |_| String::new());
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
+    d.node.sh_ok(&format!("systemctl stop {}", quote(&d.unit)));
+    w.node.docker_ok(&["rm", "-f", svc]);
+    // What an owner SIGKILLed mid-window leaves: its record, pid 0 gone.
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+    let now = w
+        .node
+        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
+        .trim()
+        .to_string();
+    let record = json!({
+        "record": 1, "step": id, "module": "m", "fire-time": now, "opened-at": now,
+        "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,
+        "step-container": run, "step-timeout-secs": 120, "owed": false,
+        "held": [{"id": "svc", "name": svc, "was-running": true}]
+    });
+    let windows = w.dir.join("state/windows");
+    let tmp = windows.join(format!(".{id}.json.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
+    std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
+
+    d.start();
+    assert!(w.running(svc), "running once the daemon is ready");
+    let said = h.step_journal(&[]);
+    assert!(
+        said.contains(&format!(
+            "{svc} was removed during the window of {id}: created again from its declaration"
+        )),
+        "the window's close made it, not the apply after it: {said}"
+    );
+    assert!(
+        !said.contains("WILL NOT START AGAIN"),
+        "not reported lost: {said}"
+    );
+    assert!(records(&w.dir.join("state")).is_empty(), "the record went");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
 fn status_tells_who_closes_a_window_whose_owner_is_gone() {
     let mut w = World::new("orphan-status");
     let svc = w.name("svc");
