@@ -178,7 +178,9 @@ pub fn init_logging(verbose: bool) -> LogSink {
         layers.push(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .event_format(crate::plain_log::PlainLines)
+                .event_format(crate::plain_log::PlainLines {
+                    alert_target: ALERT_TARGET,
+                })
                 .with_filter(env_filter())
                 .boxed(),
         );

@@ -14,8 +14,12 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The event format of the command line's stderr: plain sentences.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PlainLines;
+#[derive(Debug, Clone, Copy)]
+pub struct PlainLines {
+    /// The target whose events are alerts (`ALERT: ` before the sentence);
+    /// the logging set-up that owns the name hands it in.
+    pub alert_target: &'static str,
+}
 
 impl<S, N> FormatEvent<S, N> for PlainLines
 where
@@ -28,17 +32,17 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        writer.write_str(&sentence(event))?;
+        writer.write_str(&sentence(event, self.alert_target))?;
         writer.write_char('\n')
     }
 }
 
 /// The line for one event, without its newline.
-fn sentence(event: &Event<'_>) -> String {
+fn sentence(event: &Event<'_>, alert_target: &str) -> String {
     let mut fields = Sentence::default();
     event.record(&mut fields);
     let meta = event.metadata();
-    let level = if meta.target() == crate::events::ALERT_TARGET {
+    let level = if meta.target() == alert_target {
         "ALERT: "
     } else {
         match *meta.level() {
@@ -110,7 +114,9 @@ mod tests {
         let subscriber = tracing_subscriber::registry().with(
             tracing_subscriber::fmt::layer()
                 .with_writer(move || writer.clone())
-                .event_format(PlainLines),
+                .event_format(PlainLines {
+                    alert_target: crate::events::ALERT_TARGET,
+                }),
         );
         tracing::subscriber::with_default(subscriber, f);
         let bytes = out.0.lock().expect("lock").clone();
