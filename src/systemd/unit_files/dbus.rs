@@ -1,9 +1,24 @@
 //! The D-Bus side: jobs on units (awaited through `JobRemoved`), enabling,
 //! reloading, and reading a unit's state.
 
-use super::file::{suffix, type_interface};
+use super::file::suffix;
 use super::judge::{judge_start, Observed, ServiceState, StateStep};
 use super::*;
+
+/// The D-Bus interface holding the type-specific properties (`Result`) of a
+/// unit type; targets and slices have no `Result`.
+pub(super) fn type_interface(name: &str) -> Option<&'static str> {
+    Some(match suffix(name) {
+        "service" => SERVICE_INTERFACE,
+        "socket" => "org.freedesktop.systemd1.Socket",
+        "timer" => "org.freedesktop.systemd1.Timer",
+        "path" => "org.freedesktop.systemd1.Path",
+        "mount" => "org.freedesktop.systemd1.Mount",
+        "automount" => "org.freedesktop.systemd1.Automount",
+        "swap" => "org.freedesktop.systemd1.Swap",
+        _ => return None,
+    })
+}
 
 pub(super) fn is_no_such_unit(e: &zbus::Error) -> bool {
     matches!(e, zbus::Error::MethodError(name, ..) if name.as_str() == NO_SUCH_UNIT)

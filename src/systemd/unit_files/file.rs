@@ -1,7 +1,44 @@
 //! The unit files themselves: names checked before they become paths,
 //! written atomically, removed.
 
-use super::*;
+use std::fmt;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde::Serialize;
+
+/// Permission bits of every unit file written.
+pub(super) const UNIT_FILE_MODE: u32 = 0o644;
+
+/// What [`UnitFiles::prepare`] did to one unit's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileChange {
+    /// There was no file: it was written.
+    Created,
+    /// The file had other content: it was replaced.
+    Updated,
+    /// The file already had the declared content.
+    Unchanged,
+}
+
+impl FileChange {
+    /// The report word: `created`, `updated` or `unchanged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileChange::Created => "created",
+            FileChange::Updated => "updated",
+            FileChange::Unchanged => "unchanged",
+        }
+    }
+}
+
+impl fmt::Display for FileChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 pub(super) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name == "." || name == ".." {
@@ -21,21 +58,6 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
 /// The unit type of a name (`service`, `timer`, ...).
 pub(super) fn suffix(name: &str) -> &str {
     name.rsplit_once('.').map_or("", |(_, s)| s)
-}
-
-/// The D-Bus interface holding the type-specific properties (`Result`) of a
-/// unit type; targets and slices have no `Result`.
-pub(super) fn type_interface(name: &str) -> Option<&'static str> {
-    Some(match suffix(name) {
-        "service" => SERVICE_INTERFACE,
-        "socket" => "org.freedesktop.systemd1.Socket",
-        "timer" => "org.freedesktop.systemd1.Timer",
-        "path" => "org.freedesktop.systemd1.Path",
-        "mount" => "org.freedesktop.systemd1.Mount",
-        "automount" => "org.freedesktop.systemd1.Automount",
-        "swap" => "org.freedesktop.systemd1.Swap",
-        _ => return None,
-    })
 }
 
 /// Whether a changed file restarts a running unit of this type (see the

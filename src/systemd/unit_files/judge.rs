@@ -1,7 +1,24 @@
 //! Judging a unit from what systemd reports: whether a start came to what
 //! was declared, why it failed, and the report line.
 
-use super::*;
+use serde::Serialize;
+
+use super::file::FileChange;
+
+/// One line of the apply report for a unit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnitReport {
+    /// The resource id (for [`UnitFiles::remove`], the unit's name).
+    pub id: String,
+    /// `created`, `updated`, `unchanged`, `started`, `stopped`, `satisfied`,
+    /// `removed` or `failed`.
+    pub action: String,
+    /// Everything that was done, `; `-separated, or what went wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether the unit is as declared.
+    pub ok: bool,
+}
 
 /// A unit's state as systemd reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -40,13 +40,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde::Serialize;
 use zbus::fdo::PropertiesProxy;
 use zbus::names::InterfaceName;
 use zbus::proxy::CacheProperties;
@@ -70,58 +67,11 @@ pub const JOB_TIMEOUT: Duration = Duration::from_secs(120);
 /// the slowest).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// Permission bits of every unit file written.
-const UNIT_FILE_MODE: u32 = 0o644;
-
 const SYSTEMD: &str = "org.freedesktop.systemd1";
 const UNIT_INTERFACE: &str = "org.freedesktop.systemd1.Unit";
 const SERVICE_INTERFACE: &str = "org.freedesktop.systemd1.Service";
 const NO_SUCH_UNIT: &str = "org.freedesktop.systemd1.NoSuchUnit";
 const ALREADY_SUBSCRIBED: &str = "org.freedesktop.systemd1.AlreadySubscribed";
-
-/// What [`UnitFiles::prepare`] did to one unit's file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FileChange {
-    /// There was no file: it was written.
-    Created,
-    /// The file had other content: it was replaced.
-    Updated,
-    /// The file already had the declared content.
-    Unchanged,
-}
-
-impl FileChange {
-    /// The report word: `created`, `updated` or `unchanged`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileChange::Created => "created",
-            FileChange::Updated => "updated",
-            FileChange::Unchanged => "unchanged",
-        }
-    }
-}
-
-impl fmt::Display for FileChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One line of the apply report for a unit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UnitReport {
-    /// The resource id (for [`UnitFiles::remove`], the unit's name).
-    pub id: String,
-    /// `created`, `updated`, `unchanged`, `started`, `stopped`, `satisfied`,
-    /// `removed` or `failed`.
-    pub action: String,
-    /// Everything that was done, `; `-separated, or what went wrong.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Whether the unit is as declared.
-    pub ok: bool,
-}
 
 /// Unit files in one directory, and the systemd that loads them.
 #[derive(Debug, Clone)]
@@ -140,6 +90,9 @@ pub struct UnitFiles {
 mod dbus;
 mod file;
 mod judge;
+
+pub use file::FileChange;
+pub use judge::UnitReport;
 
 use file::{blocking, check_name, delete_unit_file, restarts_on_change, write_unit_file};
 use judge::{summarize, StateStep, Steps};

@@ -1,9 +1,11 @@
 //! The judging and file handling of unit resources, without systemd; the
 //! D-Bus side is tested on the node (tests/unit_files_node.rs).
 
+use super::dbus::type_interface;
 use super::file::*;
 use super::judge::*;
 use super::*;
+use std::os::unix::fs::PermissionsExt;
 
 fn service(kind: &str, remain: bool, status: i32) -> Option<ServiceState> {
     Some(ServiceState {
