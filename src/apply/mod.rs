@@ -706,7 +706,7 @@ impl<'a> Run<'a> {
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
                 ResourceKind::Identity(identity) => self.identity(id, identity),
-                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder),
+                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder).await,
             }
             if let ResourceKind::Container(c) = &res.kind {
                 self.note_unhealthy_grants(id, c);
@@ -891,7 +891,7 @@ impl<'a> Run<'a> {
     async fn removals(&mut self) {
         self.remove_containers().await;
         self.remove_units().await;
-        self.remove_shared_folders();
+        self.remove_shared_folders().await;
         self.remove_identities();
     }
 
