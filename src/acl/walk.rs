@@ -87,6 +87,8 @@ pub struct Sweep {
     pub visited: usize,
     /// Objects whose ACLs changed.
     pub changed: usize,
+    /// The last of them, relative to the start (bounded).
+    pub last_changed: Option<String>,
     /// Root-owned objects left alone.
     pub root_owned: usize,
     /// Objects that could not be set (or read).
@@ -360,7 +362,10 @@ pub fn sweep(
     }];
     out.visited += 1;
     match converge_fd(start, true, op) {
-        Ok(true) => out.changed += 1,
+        Ok(true) => {
+            out.changed += 1;
+            out.last_changed = Some(".".into());
+        }
         Ok(false) => {}
         Err(e) => out.note(".".into(), e),
     }
@@ -432,7 +437,10 @@ pub fn sweep(
                 continue;
             }
             match converge_fd(fd.as_fd(), is_dir, op) {
-                Ok(true) => out.changed += 1,
+                Ok(true) => {
+                    out.changed += 1;
+                    out.last_changed = Some(shown(&dirs, Some(bytes)));
+                }
                 Ok(false) => {}
                 Err(e) => out.note(shown(&dirs, Some(bytes)), e),
             }

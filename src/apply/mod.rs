@@ -705,7 +705,7 @@ impl<'a> Run<'a> {
                     Role::Scheduled(_) => self.scheduled(id, c).await,
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
-                ResourceKind::Identity(identity) => self.identity(id, identity),
+                ResourceKind::Identity(identity) => self.identity(id, identity).await,
                 ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder).await,
             }
             if let ResourceKind::Container(c) = &res.kind {
@@ -892,7 +892,7 @@ impl<'a> Run<'a> {
         self.remove_containers().await;
         self.remove_units().await;
         self.remove_shared_folders().await;
-        self.remove_identities();
+        self.remove_identities().await;
     }
 
     /// A grant whose group cannot write its path is said on the

@@ -26,7 +26,7 @@ use crate::acl::folders::{
 };
 use crate::acl::walk::{self, Op, Wanted, SWEEP_BOUND};
 use crate::acl::watch;
-use crate::declaration::{Declaration, Resource, ResourceKind, SharedFolder};
+use crate::declaration::{AbsPath, Declaration, Resource, ResourceKind, SharedFolder};
 
 /// The mount point `path` waits for: the deepest one `fstab` declares that
 /// holds `path` and that `mountinfo` (`/proc/self/mountinfo`) does not show
@@ -191,7 +191,7 @@ impl Run<'_> {
         let mut created = false;
         let root = match walk::open_path(path) {
             Ok(fd) => fd,
-            Err(Errno::NOENT) => match make(folder) {
+            Err(Errno::NOENT) => match make(&folder.path) {
                 Ok((fd, made)) => {
                     // Made by someone else between the two (EEXIST): what
                     // is there is checked like any folder found.
@@ -278,7 +278,8 @@ impl Run<'_> {
             // removed or narrowed since (by an application, or by the
             // creation mode of something new while no watch ran). One
             // event with the count.
-            watch::log_restored(id, module.as_deref(), path, swept.changed as u64);
+            let last = watch::absolute(path, swept.last_changed.as_deref().unwrap_or("."));
+            watch::log_restored(id, module.as_deref(), &last, swept.changed as u64);
         }
         // One object the host cannot set (a write lease, a full inode) is
         // reported here; the rest is done and the apply goes on.
@@ -390,9 +391,9 @@ impl Run<'_> {
 /// Make a missing folder (and its parents, as `mkdir -p`), private to root
 /// until the entries give the identities their access. Returns it opened,
 /// and whether it was made here (`false`: it appeared meanwhile).
-fn make(folder: &SharedFolder) -> Result<(OwnedFd, bool), String> {
-    let path = folder.path.as_str();
-    let (parent, name) = files::open_parent(&folder.path)?;
+fn make(at: &AbsPath) -> Result<(OwnedFd, bool), String> {
+    let path = at.as_str();
+    let (parent, name) = files::open_parent(at)?;
     let made = match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
         Ok(()) => true,
         Err(Errno::EXIST) => false,
@@ -425,7 +426,32 @@ fn holds_data(dir: &OwnedFd) -> Result<bool, Errno> {
 
 #[cfg(test)]
 mod tests {
-    use super::unmounted_mount_point;
+    use super::{make, unmounted_mount_point};
+    use crate::declaration::AbsPath;
+
+    #[test]
+    fn a_folder_that_appears_before_it_is_made_is_not_taken_as_made() {
+        // The race itself (another process's mkdir between the host's
+        // open and its own) needs the scheduler's help; what the host does
+        // when it loses it is this: the folder found is reported as not
+        // made here, so the holds-data and root-owned checks apply to it.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("share");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("data"), "x").expect("data");
+        let at = AbsPath::try_from(dir.to_str().expect("utf-8")).expect("path");
+        let (_, made) = make(&at).expect("open");
+        assert!(!made);
+        let fresh =
+            AbsPath::try_from(tmp.path().join("new").to_str().expect("utf-8")).expect("path");
+        let (_, made) = make(&fresh).expect("make");
+        assert!(made);
+        // A link at the name is never followed.
+        std::os::unix::fs::symlink(&dir, tmp.path().join("link")).expect("symlink");
+        let link =
+            AbsPath::try_from(tmp.path().join("link").to_str().expect("utf-8")).expect("path");
+        assert!(make(&link).expect_err("a link").contains("symbolic link"));
+    }
 
     const FSTAB: &str = "# <file system> <mount point> <type>\nUUID=1 / ext4 defaults 0 1\nUUID=2 /srv/data ext4 defaults 0 2\nUUID=3 /srv/data/deep xfs defaults 0 2\n/swapfile none swap sw 0 0\nserver:/x /mnt/my\\040share nfs defaults 0 0\n";
 
