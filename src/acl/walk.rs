@@ -187,6 +187,15 @@ pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool,
             }
         }
     }
+    if let Op::Set(wanted) = op {
+        // Root took the object between the check and the write (a chown
+        // racing the watch): what was just given is taken back, so root's
+        // objects never keep an identity's entries from the host.
+        if changed && stat.st_uid != 0 && rustix::fs::fstat(fd)?.st_uid == 0 {
+            converge_fd(fd, is_dir, Op::Unset(&wanted.uids()))?;
+            return Ok(false);
+        }
+    }
     Ok(changed)
 }
 
