@@ -430,6 +430,29 @@ fn a_chmod_loop_logs_a_bounded_number_of_counted_restorations() {
     assert!(d.active());
 }
 
+/// `uid` makes `path` and holds a write lease on it (every open of it by
+/// anyone else is `EWOULDBLOCK`, non-blocking, meanwhile) until the guard
+/// kills it (or 30 s pass).
+fn hold_lease(node: &Node, uid: u32, path: &str) -> Cleanup {
+    let holder = format!(
+        "setpriv --reuid {uid} --regid {uid} --clear-groups /usr/bin/python3 -c {} {} >/dev/null 2>&1 & echo $!",
+        quote(
+            "import fcntl, os, signal, sys, time\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\nfcntl.fcntl(fd, 1024, fcntl.F_WRLCK)\nopen(sys.argv[1] + '.held', 'w').close()\ntime.sleep(30)"
+        ),
+        quote(path),
+    );
+    let pid = node.sh_ok(&holder);
+    let pid = pid.trim().to_string();
+    let guard = node.on_drop(format!("kill {pid} 2>/dev/null; true"));
+    wait_for("the lease", Duration::from_secs(10), || {
+        node.sh(&format!("test -e {}", quote(&format!("{path}.held"))))
+            .status
+            .success()
+            .then_some(())
+    });
+    guard
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
@@ -443,25 +466,16 @@ fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
     // open of it by anyone else is EWOULDBLOCK (non-blocking) meanwhile.
     let leased = format!("{share}/leased");
     let other = format!("{share}/other");
-    let holder = format!(
-        "setpriv --reuid {uid} --regid {uid} --clear-groups /usr/bin/python3 -c {} {} {} >/dev/null 2>&1 & echo $!",
-        quote(
-            "import fcntl, os, signal, sys, time\nsignal.signal(signal.SIGIO, signal.SIG_IGN)\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\nopen(sys.argv[2], 'w').close()\nfcntl.fcntl(fd, 1024, fcntl.F_WRLCK)\nopen(sys.argv[1] + '.held', 'w').close()\ntime.sleep(30)"
+    ok(
+        as_identity(
+            &w.node,
+            uid,
+            "import sys; open(sys.argv[1], 'w').close()",
+            &[&other],
         ),
-        quote(&leased),
-        quote(&other)
+        "a file",
     );
-    let pid = w.node.sh_ok(&holder);
-    let _kill = w
-        .node
-        .on_drop(format!("kill {} 2>/dev/null; true", pid.trim()));
-    wait_for("the lease", Duration::from_secs(10), || {
-        w.node
-            .sh(&format!("test -e {}", quote(&format!("{leased}.held"))))
-            .status
-            .success()
-            .then_some(())
-    });
+    let _lease = hold_lease(&w.node, uid, &leased);
     // Another file's inode is filled with the identity's user.* attributes
     // once root took its entries off: no room for them again (ENOSPC).
     let full = format!("{share}/full");
@@ -554,4 +568,56 @@ fn revoking_access_reaches_hard_links_the_writer_made() {
             users(&w.node, &p)
         );
     }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_revocation_that_cannot_finish_is_said_and_finished_later() {
+    let w = World::new("acl-retry");
+    let (ia, a, _ga) = identity(&w.node, "ia");
+    let (ib, b, _gb) = identity(&w.node, "ib");
+    w.node.sh_ok(&format!("chmod 755 {}", quote(&w.path(""))));
+    let share = w.path("share");
+    let both = json!({"id": "share", "type": "shared-folder", "path": share,
+        "access": [{"identity": "ia", "write": true}, {"identity": "ib", "write": true}]});
+    let decl = w.write_declaration(json!([ia, ib, both]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // ib holds a write lease on its file while it loses its access.
+    let leased = format!("{share}/leased");
+    let lease = hold_lease(&w.node, b, &leased);
+    assert!(has_entry(&w.node, &leased, b));
+    let only_a = json!({"id": "share", "type": "shared-folder", "path": share,
+        "access": [{"identity": "ia", "write": true}]});
+    let decl = w.write_declaration(json!([ia, ib, only_a]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        report.contains(&format!(
+            "entries of uid [{b}] not all taken away (1 object(s) could not be reached: leased: "
+        )),
+        "{report}"
+    );
+    assert!(report.contains("taken again at the next apply"), "{report}");
+    assert!(!has_entry(&w.node, &share, b), "the rest is done");
+    assert!(
+        has_entry(&w.node, &leased, b),
+        "the leased file was not reached"
+    );
+    // The lease ends: the next apply finishes it.
+    drop(lease);
+    wait_for("the lease to end", Duration::from_secs(10), || {
+        w.mesh(&["apply", &decl, "--local"])
+            .status
+            .success()
+            .then_some(())
+            .filter(|()| !has_entry(&w.node, &leased, b))
+    });
+    assert!(has_entry(&w.node, &leased, a), "ia keeps its access");
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !report.contains("taken away"),
+        "nothing left to take: {report}"
+    );
 }
