@@ -542,10 +542,23 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
 
     // Root's group is refused by name.
     let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": rootdir}]}));
-    let out = apply(&w, json!([ia, c]));
+    let out = apply(&w, json!([ia.clone(), c]));
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
         line(&out, "app").contains("its group is root's (gid 0)"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A link to a granted path is never followed (the link could be
+    // pointed anywhere later).
+    let link = w.path("media-link");
+    std::os::unix::fs::symlink(&media, &link).expect("symlink");
+    let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": link}]}));
+    let out = apply(&w, json!([ia, c]));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        line(&out, "app").contains(&format!("grant {link}: a symbolic link is on the path")),
         "{}",
         stdout(&out)
     );

@@ -194,6 +194,14 @@ pub struct Made {
     pub user: bool,
 }
 
+/// The account tools, by absolute path: never found through `$PATH`
+/// (whose `/usr/local/sbin` comes first and may be writable by others
+/// than root). shadow's tools live in `/usr/sbin` on Debian and RHEL.
+const GROUPADD: &str = "/usr/sbin/groupadd";
+const USERADD: &str = "/usr/sbin/useradd";
+const USERDEL: &str = "/usr/sbin/userdel";
+const GROUPDEL: &str = "/usr/sbin/groupdel";
+
 fn run(program: &str, args: &[&str]) -> Result<(), String> {
     let out = Command::new(program)
         .args(args)
@@ -219,12 +227,12 @@ pub fn make(identity: &Identity, accounts: &Accounts) -> Result<Made, String> {
     let (uid, gid) = (identity.uid.to_string(), identity.gid.to_string());
     let mut made = Made::default();
     if accounts.group(name).is_none() {
-        run("groupadd", &["--system", "--gid", &gid, name])?;
+        run(GROUPADD, &["--system", "--gid", &gid, name])?;
         made.group = true;
     }
     if accounts.user(name).is_none() {
         let result = run(
-            "useradd",
+            USERADD,
             &[
                 "--system",
                 "--uid",
@@ -242,7 +250,7 @@ pub fn make(identity: &Identity, accounts: &Accounts) -> Result<Made, String> {
         if let Err(e) = result {
             if made.group {
                 // Leave nothing half made.
-                let _ = run("groupdel", &[name]);
+                let _ = run(GROUPDEL, &[name]);
             }
             return Err(e);
         }
@@ -256,17 +264,15 @@ pub fn make(identity: &Identity, accounts: &Accounts) -> Result<Made, String> {
 pub fn remove(name: &str, uid: u32, gid: u32, made: Made) -> Result<(), String> {
     let before = Accounts::system()?;
     if made.user && before.user(name).is_some_and(|u| u.uid == uid) {
-        run("userdel", &[name])?;
+        run(USERDEL, &[name])?;
     }
     let after = Accounts::system()?;
     let group = before.group(name).filter(|g| g.gid == gid);
     match (made.group, group, after.group(name)) {
-        (true, Some(_), Some(_)) => run("groupdel", &[name])?,
+        (true, Some(_), Some(_)) => run(GROUPDEL, &[name])?,
         // userdel removes a same-named primary group (USERGROUPS_ENAB);
         // one the host did not make is put back as it was.
-        (false, Some(g), None) => {
-            run("groupadd", &["--system", "--gid", &g.gid.to_string(), name])?
-        }
+        (false, Some(g), None) => run(GROUPADD, &["--system", "--gid", &g.gid.to_string(), name])?,
         _ => {}
     }
     Ok(())

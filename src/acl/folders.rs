@@ -30,6 +30,11 @@ pub struct ManagedFolder {
     /// The resource's module, for the journal (`MESH_MODULE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// Uids whose entries are still to be taken away (a sweep could not
+    /// finish): swept again at each apply until it does. A folder no
+    /// longer declared keeps its record, with no `access`, until then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub narrowing: Vec<u32>,
 }
 
 /// One entry of a managed folder.

@@ -13,6 +13,7 @@
 //! [`watch`] keeps it so between applies.
 
 pub mod folders;
+pub mod tree;
 pub mod walk;
 pub mod watch;
 

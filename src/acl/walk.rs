@@ -1,21 +1,33 @@
 //! Setting (or taking away) a shared folder's entries on the folder and
 //! everything beneath it, through descriptors opened here.
 //!
-//! The tree is walked breadth-first by directory descriptor: each name is
-//! looked at with `fstatat(AT_SYMLINK_NOFOLLOW)`, and only a directory or a
-//! regular file is opened, with `O_NOFOLLOW | O_NONBLOCK` (a name swapped
-//! for a FIFO meanwhile cannot block the open), then `fstat`ed again and
-//! dropped unless it is still the same object. Symbolic links, FIFOs,
-//! sockets and devices are left alone and never followed. Below the folder
-//! itself, anything owned by root is never taken: not changed, not entered.
-//! The walk stays on the folder's filesystem (a mount inside it is not
+//! The tree is walked breadth-first: each name is looked at with
+//! `fstatat(AT_SYMLINK_NOFOLLOW)`, and only a directory or a regular file
+//! is opened, with `O_NOFOLLOW | O_NONBLOCK` (a name swapped for a FIFO
+//! meanwhile cannot block the open), then `fstat`ed again and dropped
+//! unless it is still the same object; what is changed is changed through
+//! that descriptor, never by name again. Symbolic links, FIFOs, sockets
+//! and devices are left alone and never followed. Below the folder itself,
+//! anything owned by root is never taken: not changed, not entered. The
+//! walk stays on the folder's filesystem (a mount inside it is not
 //! entered, as `find -xdev`), and a regular file with other hard links is
-//! left alone: its other names may lie outside the folder, and entries on
-//! it would give the identities access there too.
+//! never given entries: its other names may lie outside the folder, and
+//! entries on it would give the identities access there too. Taking
+//! entries away ([`Op::Unset`]) reaches those files, and root's objects,
+//! too: narrowing is safe wherever an object's other names are, and an
+//! identity that linked a file (`ln f f.keep`) or an object root took back
+//! keep nothing the host gave.
 //!
-//! A walk visits at most [`SWEEP_BOUND`] objects: the sweep at every apply
-//! costs at most that, and a bigger tree is finished by the watch (which
-//! sets new objects as they come) and reported as truncated.
+//! Directories waiting their turn are remembered as [`Link`]s (see
+//! [`super::tree`]), not paths and not open descriptors: the walk's memory
+//! grows with the number of directories, not their depth, and it holds a
+//! bounded number of descriptors whatever the tree.
+//!
+//! A walk reads at most [`SWEEP_BOUND`] names (skipped ones count too):
+//! the sweep at every apply costs at most that, and a bigger tree is
+//! finished by the watch (which sets new objects as they come) and
+//! reported as truncated. An object that cannot be set is counted and
+//! reported; the rest is done.
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -23,6 +35,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, XattrFlags};
 use rustix::io::Errno;
 
+use super::tree::{self, FdCache, Link, CACHED_FDS};
 use super::{Acl, R, W, X, XATTR_ACCESS, XATTR_DEFAULT};
 
 /// Most objects (files and directories) one walk visits.
@@ -72,11 +85,15 @@ pub enum Op<'a> {
 pub struct Sweep {
     /// Objects looked at.
     pub visited: usize,
-    /// Paths (relative to the folder, `.` for itself) whose ACLs changed.
-    pub changed: Vec<String>,
+    /// Objects whose ACLs changed.
+    pub changed: usize,
+    /// The last of them, relative to the start (bounded).
+    pub last_changed: Option<String>,
     /// Root-owned objects left alone.
     pub root_owned: usize,
-    /// Objects that could not be set, with why (the first few).
+    /// Objects that could not be set (or read).
+    pub failed: usize,
+    /// The first few of them, with why (paths bounded).
     pub errors: Vec<String>,
     /// Whether the bound stopped the walk.
     pub truncated: bool,
@@ -170,6 +187,15 @@ pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool,
             }
         }
     }
+    if let Op::Set(wanted) = op {
+        // Root took the object between the check and the write (a chown
+        // racing the watch): what was just given is taken back, so root's
+        // objects never keep an identity's entries from the host.
+        if changed && stat.st_uid != 0 && rustix::fs::fstat(fd)?.st_uid == 0 {
+            converge_fd(fd, is_dir, Op::Unset(&wanted.uids()))?;
+            return Ok(false);
+        }
+    }
     Ok(changed)
 }
 
@@ -177,7 +203,8 @@ pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool,
 /// folder's filesystem `dev`.
 #[derive(Debug)]
 pub enum Child {
-    /// A directory or regular file, opened, with its owner.
+    /// A directory or regular file, opened, with what its descriptor's
+    /// `fstat` said.
     Open {
         /// The descriptor.
         fd: OwnedFd,
@@ -185,15 +212,19 @@ pub enum Child {
         is_dir: bool,
         /// Its owner.
         uid: u32,
+        /// Its inode (on the folder's device).
+        ino: u64,
     },
     /// Anything else (a link, FIFO, socket, device, a mount, a file with
-    /// other hard links), or gone: left alone.
+    /// other hard links unless they are allowed), or gone: left alone.
     Skipped,
 }
 
 /// Open `name` beneath `dir` if it is a directory or regular file, never
-/// following a link and never blocking on a FIFO.
-pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64) -> Result<Child, Errno> {
+/// following a link and never blocking on a FIFO. A regular file with
+/// other hard links is opened only when `links` (taking entries away is
+/// safe wherever its other names are; giving them is not).
+pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64, links: bool) -> Result<Child, Errno> {
     let before = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(s) => s,
         Err(Errno::NOENT) => return Ok(Child::Skipped),
@@ -201,7 +232,7 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64) -> Result<Child, E
     };
     let is_dir = match FileType::from_raw_mode(before.st_mode) {
         FileType::Directory => true,
-        FileType::RegularFile if before.st_nlink <= 1 => false,
+        FileType::RegularFile if before.st_nlink <= 1 || links => false,
         _ => return Ok(Child::Skipped),
     };
     if before.st_dev != dev {
@@ -215,13 +246,15 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64) -> Result<Child, E
         Ok(fd) => fd,
         // Replaced by a link or something else meanwhile, or gone.
         Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT | Errno::NXIO) => return Ok(Child::Skipped),
+        // A write lease (or a mandatory lock) held by the writer.
+        Err(Errno::WOULDBLOCK) => return Err(Errno::WOULDBLOCK),
         Err(e) => return Err(e),
     };
     let after = rustix::fs::fstat(&fd)?;
     if after.st_dev != before.st_dev
         || after.st_ino != before.st_ino
         || FileType::from_raw_mode(after.st_mode) != FileType::from_raw_mode(before.st_mode)
-        || (!is_dir && after.st_nlink > 1)
+        || (!is_dir && !links && after.st_nlink > 1)
     {
         return Ok(Child::Skipped);
     }
@@ -229,6 +262,7 @@ pub fn open_child(dir: BorrowedFd<'_>, name: &CStr, dev: u64) -> Result<Child, E
         fd,
         is_dir,
         uid: after.st_uid,
+        ino: after.st_ino,
     })
 }
 
@@ -256,6 +290,32 @@ pub fn open_path(path: &str) -> Result<OwnedFd, Errno> {
     open_relative(root.as_fd(), path.trim_start_matches('/'))
 }
 
+/// Open whatever is at absolute `path` (a file, a directory, a device:
+/// `O_PATH`, so nothing is read and no device acts) from `/`, one
+/// component at a time, never following a link: a link anywhere on the
+/// path is `ELOOP`.
+pub fn open_any_path(path: &str) -> Result<OwnedFd, Errno> {
+    let rel = path.trim_start_matches('/');
+    let (parent, name) = match rel.rsplit_once('/') {
+        Some((parent, name)) => (parent, name),
+        None => ("", rel),
+    };
+    let dir = open_path(&format!("/{parent}"))?;
+    if name.is_empty() {
+        return Ok(dir);
+    }
+    let fd = rustix::fs::openat(
+        &dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) == FileType::Symlink {
+        return Err(Errno::LOOP);
+    }
+    Ok(fd)
+}
+
 /// `name` beneath relative path `parent` (`.` for the folder itself).
 pub fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
     if parent == b"." {
@@ -268,54 +328,83 @@ pub fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
 /// Most errors a sweep keeps to report.
 const KEPT_ERRORS: usize = 5;
 
-/// Apply `op` to the folder open at `root` (relative path `start`, `.` for
-/// the folder itself) and everything beneath it, visiting at most `bound`
-/// objects. `on_dir` is called with each directory walked (its descriptor
-/// and relative path), for the watch to follow it.
+/// One directory a sweep walks, for the watch to follow it: its
+/// descriptor (the object checked), its index in the sweep (0 for the
+/// start) and its [`Link`] (its parent's index).
+#[derive(Debug)]
+pub struct DirVisit<'a> {
+    /// The directory.
+    pub fd: BorrowedFd<'a>,
+    /// Its index in this sweep.
+    pub index: u32,
+    /// Its parent, name, device and inode.
+    pub link: &'a Link<u32>,
+}
+
+/// Apply `op` to the directory open at `start` and everything beneath it,
+/// visiting at most `bound` entries (every name read counts, skipped ones
+/// too). `on_dir` is called with each directory walked.
+///
+/// Descriptors stay bounded whatever the tree: directories waiting their
+/// turn are kept as [`Link`]s (index of the parent, name, device, inode),
+/// not open, and reopened through a cache of [`CACHED_FDS`].
 pub fn sweep(
-    root: BorrowedFd<'_>,
-    start: impl AsRef<[u8]>,
+    start: BorrowedFd<'_>,
     op: Op<'_>,
     bound: usize,
-    mut on_dir: impl FnMut(BorrowedFd<'_>, &[u8]),
+    mut on_dir: impl FnMut(&DirVisit<'_>),
 ) -> Sweep {
-    let start = start.as_ref();
     let mut out = Sweep::default();
-    let note = |out: &mut Sweep, path: &[u8], e: Errno| {
-        if out.errors.len() < KEPT_ERRORS {
-            out.errors
-                .push(format!("{}: {e}", String::from_utf8_lossy(path)));
-        }
-    };
-    let first = match open_relative(root, start) {
-        Ok(fd) => fd,
+    let (dev, ino) = match rustix::fs::fstat(start) {
+        Ok(stat) => (stat.st_dev, stat.st_ino),
         Err(e) => {
-            note(&mut out, start, e);
+            out.note(".".into(), e);
             return out;
         }
     };
-    let dev = match rustix::fs::fstat(&first) {
-        Ok(stat) => stat.st_dev,
-        Err(e) => {
-            note(&mut out, start, e);
-            return out;
-        }
-    };
+    let unset = matches!(op, Op::Unset(_));
+    let mut dirs: Vec<Link<u32>> = vec![Link {
+        parent: None,
+        name: Box::default(),
+        dev,
+        ino,
+    }];
     out.visited += 1;
-    match converge_fd(first.as_fd(), true, op) {
-        Ok(true) => out
-            .changed
-            .push(String::from_utf8_lossy(start).into_owned()),
+    match converge_fd(start, true, op) {
+        Ok(true) => {
+            out.changed += 1;
+            out.last_changed = Some(".".into());
+        }
         Ok(false) => {}
-        Err(e) => note(&mut out, start, e),
+        Err(e) => out.note(".".into(), e),
     }
-    let mut queue = std::collections::VecDeque::from([(first, start.to_vec())]);
-    while let Some((dir, path)) = queue.pop_front() {
-        on_dir(dir.as_fd(), &path);
+    let mut cache = FdCache::new(CACHED_FDS);
+    let mut next = 0;
+    while next < dirs.len() {
+        let index = next as u32;
+        next += 1;
+        let shown = |dirs: &[Link<u32>], name: Option<&[u8]>| {
+            tree::shown(Some(index), name, |k| dirs.get(k as usize))
+        };
+        let dir = match tree::reopen(start, &mut cache, index, |k| dirs.get(k as usize), next) {
+            Ok(fd) => fd,
+            // Renamed or replaced since it was queued: the watch sees it
+            // where it went.
+            Err(Errno::STALE) => continue,
+            Err(e) => {
+                out.note(shown(&dirs, None), e);
+                continue;
+            }
+        };
+        on_dir(&DirVisit {
+            fd: dir.as_fd(),
+            index,
+            link: &dirs[index as usize],
+        });
         let entries = match rustix::fs::Dir::read_from(&dir) {
             Ok(entries) => entries,
             Err(e) => {
-                note(&mut out, &path, e);
+                out.note(shown(&dirs, None), e);
                 continue;
             }
         };
@@ -323,7 +412,7 @@ pub fn sweep(
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(e) => {
-                    note(&mut out, &path, e);
+                    out.note(shown(&dirs, None), e);
                     break;
                 }
             };
@@ -336,33 +425,54 @@ pub fn sweep(
                 out.truncated = true;
                 return out;
             }
-            let child_path = join(&path, bytes);
-            let (fd, is_dir, uid) = match open_child(dir.as_fd(), name, dev) {
-                Ok(Child::Open { fd, is_dir, uid }) => (fd, is_dir, uid),
+            out.visited += 1;
+            let (fd, is_dir, uid, ino) = match open_child(dir.as_fd(), name, dev, unset) {
+                Ok(Child::Open {
+                    fd,
+                    is_dir,
+                    uid,
+                    ino,
+                }) => (fd, is_dir, uid, ino),
                 Ok(Child::Skipped) => continue,
                 Err(e) => {
-                    note(&mut out, &child_path, e);
+                    out.note(shown(&dirs, Some(bytes)), e);
                     continue;
                 }
             };
-            out.visited += 1;
-            if uid == 0 {
+            // Root's objects are never taken (entries taken away from
+            // them are the identities' own, which is safe).
+            if uid == 0 && !unset {
                 out.root_owned += 1;
                 continue;
             }
             match converge_fd(fd.as_fd(), is_dir, op) {
-                Ok(true) => out
-                    .changed
-                    .push(String::from_utf8_lossy(&child_path).into_owned()),
+                Ok(true) => {
+                    out.changed += 1;
+                    out.last_changed = Some(shown(&dirs, Some(bytes)));
+                }
                 Ok(false) => {}
-                Err(e) => note(&mut out, &child_path, e),
+                Err(e) => out.note(shown(&dirs, Some(bytes)), e),
             }
             if is_dir {
-                queue.push_back((fd, child_path));
+                dirs.push(Link {
+                    parent: Some(index),
+                    name: bytes.into(),
+                    dev,
+                    ino,
+                });
             }
         }
     }
     out
+}
+
+impl Sweep {
+    fn note(&mut self, path: String, e: Errno) {
+        self.failed += 1;
+        if self.errors.len() < KEPT_ERRORS {
+            self.errors.push(format!("{path}: {e}"));
+        }
+    }
 }
 
 /// The path of a descriptor for calls that only take paths (inotify):
@@ -438,18 +548,16 @@ mod tests {
         let wanted = Wanted::of(&[(2001, true), (2002, false)]);
         let root = open_path(folder.to_str().expect("utf-8")).expect("open");
         let mut dirs = Vec::new();
-        let sweep = sweep(
-            root.as_fd(),
-            ".",
-            Op::Set(&wanted),
-            SWEEP_BOUND,
-            |_, rel| dirs.push(String::from_utf8_lossy(rel).into_owned()),
-        );
+        let sweep = sweep(root.as_fd(), Op::Set(&wanted), SWEEP_BOUND, |v| {
+            dirs.push(String::from_utf8_lossy(&v.link.name).into_owned())
+        });
         assert!(sweep.errors.is_empty(), "{:?}", sweep.errors);
-        assert_eq!(dirs, vec![".", "sub", "sub/deeper"]);
-        // ., sub, sub/deeper, sub/file; links, the FIFO and the file with
-        // another name are not opened.
-        assert_eq!(sweep.visited, 4, "{sweep:?}");
+        assert_eq!(dirs, vec!["", "sub", "deeper"]);
+        // Every name counts against the bound: ., sub, sub/deeper,
+        // sub/file, and the links, the FIFO and the file with another
+        // name, which are not opened.
+        assert_eq!(sweep.visited, 8, "{sweep:?}");
+        assert_eq!(sweep.changed, 4, "{sweep:?}");
 
         for dir in [".", "sub", "sub/deeper"] {
             let acl = acl_of(&folder.join(dir)).expect("an ACL");
@@ -469,19 +577,16 @@ mod tests {
         assert_eq!(acl_of(&outside.join("secret")), None, "nor a hard link's");
 
         // A second sweep finds nothing to do.
-        let again = super::sweep(root.as_fd(), ".", Op::Set(&wanted), SWEEP_BOUND, |_, _| {});
-        assert!(again.changed.is_empty(), "{again:?}");
+        let again = super::sweep(root.as_fd(), Op::Set(&wanted), SWEEP_BOUND, |_| {});
+        assert_eq!(again.changed, 0, "{again:?}");
 
+        // A writer keeps a second name of a file it was given: taking the
+        // entries away reaches it all the same.
+        std::fs::hard_link(folder.join("sub/file"), folder.join("sub/file.keep")).expect("ln");
         // Taking the entries away leaves no named entry and no default.
-        let gone = super::sweep(
-            root.as_fd(),
-            ".",
-            Op::Unset(&[2001, 2002]),
-            SWEEP_BOUND,
-            |_, _| {},
-        );
-        assert_eq!(gone.changed.len(), 4, "{gone:?}");
-        for p in [".", "sub", "sub/deeper", "sub/file"] {
+        let gone = super::sweep(root.as_fd(), Op::Unset(&[2001, 2002]), SWEEP_BOUND, |_| {});
+        assert_eq!(gone.changed, 4, "{gone:?}");
+        for p in [".", "sub", "sub/deeper", "sub/file", "sub/file.keep"] {
             let left = acl_of(&folder.join(p)).unwrap_or_else(|| Acl::from_mode(0));
             assert!(
                 !left.entries().iter().any(|e| e.tag == Tag::User),
@@ -504,21 +609,39 @@ mod tests {
         let wanted = Wanted::of(&[(2001, true)]);
         let root = open_path(folder.to_str().expect("utf-8")).expect("open");
         let mut dirs: Vec<Vec<u8>> = Vec::new();
-        let sweep = sweep(
-            root.as_fd(),
-            ".",
-            Op::Set(&wanted),
-            SWEEP_BOUND,
-            |_, rel| dirs.push(rel.to_vec()),
-        );
+        let sweep = sweep(root.as_fd(), Op::Set(&wanted), SWEEP_BOUND, |v| {
+            dirs.push(v.link.name.to_vec())
+        });
         assert!(sweep.errors.is_empty(), "{:?}", sweep.errors);
-        assert_eq!(dirs, vec![b".".to_vec(), b"caf\xe9".to_vec()]);
+        assert_eq!(dirs, vec![b"".to_vec(), b"caf\xe9".to_vec()]);
         assert!(acl_of(&folder.join(odd).join("f")).is_some_and(|a| a.user(2001) == Some(R | W)));
-        // The watch reopens a directory by the path the walk gave it.
-        let again = open_relative(root.as_fd(), &dirs[1]).expect("reopen");
-        let inner = rustix::fs::fstat(&again).expect("stat");
-        let direct = std::fs::metadata(folder.join(odd)).expect("stat");
-        assert_eq!(inner.st_ino, std::os::unix::fs::MetadataExt::ino(&direct));
+    }
+
+    /// Open descriptors of this process.
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").expect("fds").count()
+    }
+
+    #[test]
+    fn a_wide_tree_costs_a_bounded_number_of_descriptors() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let folder = tmp.path().join("share");
+        for i in 0..3000 {
+            std::fs::create_dir_all(folder.join(format!("d{i}/e"))).expect("dirs");
+        }
+        let root = open_path(folder.to_str().expect("utf-8")).expect("open");
+        let before = open_fds();
+        let mut most = 0;
+        let sweep = sweep(root.as_fd(), Op::Unset(&[2001]), SWEEP_BOUND, |_| {
+            most = most.max(open_fds());
+        });
+        assert!(sweep.errors.is_empty(), "{:?}", sweep.errors);
+        assert_eq!(sweep.visited, 6001);
+        // Other tests run beside this one in the process: a margin.
+        assert!(
+            most < before + CACHED_FDS + 40,
+            "{most} descriptors open at most, {before} before"
+        );
     }
 
     #[test]
@@ -539,13 +662,13 @@ mod tests {
         }
         let wanted = Wanted::of(&[(2001, true)]);
         let root = open_path(folder.to_str().expect("utf-8")).expect("open");
-        let sweep = sweep(root.as_fd(), ".", Op::Set(&wanted), SWEEP_BOUND, |_, _| {});
+        let sweep = sweep(root.as_fd(), Op::Set(&wanted), SWEEP_BOUND, |_| {});
         assert_eq!(sweep.root_owned, 1, "roots/, not entered: {sweep:?}");
         assert_eq!(acl_of(&folder.join("roots")), None);
         assert_eq!(acl_of(&folder.join("roots/file")), None);
         assert!(acl_of(&folder.join("f3")).is_some_and(|a| a.user(2001) == Some(R | W)));
 
-        let bounded = super::sweep(root.as_fd(), ".", Op::Unset(&[2001]), 5, |_, _| {});
+        let bounded = super::sweep(root.as_fd(), Op::Unset(&[2001]), 5, |_| {});
         assert!(bounded.truncated);
         assert_eq!(bounded.visited, 5);
     }

@@ -16,15 +16,17 @@
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
 use super::folders::{ManagedFolders, SHARED_FOLDERS};
+use super::tree::{self, FdCache, Link, CACHED_FDS};
 use super::walk::{self, Child, Op, Wanted, SWEEP_BOUND};
 use crate::events::Event;
 use crate::mesh_event;
@@ -115,15 +117,41 @@ struct Folder {
     dev: u64,
     module: Option<String>,
     wanted: Wanted,
+    /// Restorations not yet logged (see [`RESTORED_INTERVAL`]).
+    restored: Restored,
+}
+
+/// The `acl-restored` events of one folder: the first restoration is
+/// logged at once, and those that follow within [`RESTORED_INTERVAL`] are
+/// counted into one event at its end, so a writer looping `chmod` cannot
+/// flood the journal (and push other events out of its rate limit).
+#[derive(Debug, Default)]
+struct Restored {
+    /// When the last event was logged.
+    last: Option<Instant>,
+    /// Restorations since, and the last path.
+    pending: u64,
+    path: String,
+}
+
+/// At most one `acl-restored` event per folder in this time.
+pub const RESTORED_INTERVAL: Duration = Duration::from_secs(10);
+
+/// One watched directory: its folder and how to reach it again (its
+/// parent's watch, its name, its device and inode; never its path).
+struct Watched {
+    folder: usize,
+    link: Link<i32>,
 }
 
 /// The watch state: the inotify descriptor and what each watch is.
 struct State {
     inotify: OwnedFd,
     folders: Vec<Folder>,
-    /// Watch descriptor → (folder index, directory path relative to it, as
-    /// bytes: a name need not be UTF-8).
-    dirs: HashMap<i32, (usize, Vec<u8>)>,
+    /// Watch descriptor → directory.
+    dirs: HashMap<i32, Watched>,
+    /// A few directories' descriptors, by watch descriptor.
+    cache: FdCache<i32>,
     full_logged: bool,
     /// The document it was built from.
     source: ManagedFolders,
@@ -151,13 +179,22 @@ fn run(store: Store, wake: &Wake) {
     let mut state: Option<State> = None;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
     loop {
-        // Asleep until the daemon signals or a watched directory changes.
+        // Asleep until the daemon signals, a watched directory changes, or
+        // counted restorations are due to be logged.
+        let due = state.as_ref().and_then(State::next_due);
         let (woken, changed) = {
             let mut fds = vec![PollFd::new(&wake.fd, PollFlags::IN)];
             if let Some(st) = &state {
                 fds.push(PollFd::new(&st.inotify, PollFlags::IN));
             }
-            match rustix::event::poll(&mut fds, None) {
+            let timeout = due.map(|due| {
+                let left = due.saturating_duration_since(Instant::now());
+                rustix::time::Timespec {
+                    tv_sec: left.as_secs() as i64,
+                    tv_nsec: i64::from(left.subsec_nanos()),
+                }
+            });
+            match rustix::event::poll(&mut fds, timeout.as_ref()) {
                 Ok(_) => (
                     !fds[0].revents().is_empty(),
                     fds.get(1).is_some_and(|f| !f.revents().is_empty()),
@@ -169,17 +206,28 @@ fn run(store: Store, wake: &Wake) {
                 }
             }
         };
+        if let Some(st) = state.as_mut() {
+            st.flush(false);
+        }
         if woken {
             // Reloads signalled meanwhile are one: an apply that changed no
             // folder leaves the watches as they are (the apply's own sweep
             // already set what was new).
             wake.drain();
             if wake.stop.load(Ordering::SeqCst) {
+                if let Some(st) = state.as_mut() {
+                    st.flush(true);
+                }
                 return;
             }
             match read(&store) {
                 Some(managed) if state.as_ref().is_some_and(|s| s.current(&managed)) => {}
-                Some(managed) => state = load(managed),
+                Some(managed) => {
+                    if let Some(st) = state.as_mut() {
+                        st.flush(true);
+                    }
+                    state = load(managed);
+                }
                 None => state = None,
             }
         }
@@ -222,7 +270,8 @@ fn read(store: &Store) -> Option<ManagedFolders> {
     }
 }
 
-/// Open the recorded folders and watch them (sweeping each once).
+/// Open the recorded folders and watch them (sweeping each once). A folder
+/// whose entries are being taken away (no access left) is not watched.
 fn load(managed: ManagedFolders) -> Option<State> {
     let inotify = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
         Ok(fd) => fd,
@@ -235,10 +284,14 @@ fn load(managed: ManagedFolders) -> Option<State> {
         inotify,
         folders: Vec::new(),
         dirs: HashMap::new(),
+        cache: FdCache::new(CACHED_FDS),
         full_logged: false,
         source: managed.clone(),
     };
     for (id, folder) in managed.folders {
+        if folder.access.is_empty() {
+            continue;
+        }
         let root = match walk::open_path(&folder.path) {
             Ok(fd) => fd,
             Err(e) => {
@@ -260,154 +313,268 @@ fn load(managed: ManagedFolders) -> Option<State> {
             dev,
             module: folder.module.clone(),
             wanted: Wanted::of(&folder.pairs()),
+            restored: Restored::default(),
         });
     }
     for index in 0..st.folders.len() {
-        st.sweep(index, b".", true);
+        st.sweep_folder(index, true);
     }
     Some(st)
 }
 
 impl State {
-    /// Set `start` (relative to folder `index`) and beneath it, watching each
-    /// directory; changes are logged as restorations when `restored`.
-    fn sweep(&mut self, index: usize, start: &[u8], restored: bool) {
+    /// The path of watched directory `wd` (and `name` beneath it) to show.
+    fn shown(&self, wd: Option<i32>, name: Option<&[u8]>, folder: &Folder) -> String {
+        let rel = tree::shown(wd, name, |k| self.dirs.get(&k).map(|w| &w.link));
+        absolute(&folder.path, &rel)
+    }
+
+    /// Sweep folder `index` from its top.
+    fn sweep_folder(&mut self, index: usize, restored: bool) {
+        let Ok(top) = rustix::io::fcntl_dupfd_cloexec(&self.folders[index].root, 0) else {
+            return;
+        };
+        self.sweep(index, top.as_fd(), None, restored);
+    }
+
+    /// Set the directory open at `start` and beneath it, watching each
+    /// directory; `parent` is the watch of its parent and its name there
+    /// (`None`: it is the folder itself). Changes are counted as
+    /// restorations when `restored`.
+    fn sweep(
+        &mut self,
+        index: usize,
+        start: BorrowedFd<'_>,
+        parent: Option<(i32, &[u8])>,
+        restored: bool,
+    ) {
         let folder = &self.folders[index];
         let inotify = &self.inotify;
         let dirs = &mut self.dirs;
         let full_logged = &mut self.full_logged;
-        let sweep = walk::sweep(
-            folder.root.as_fd(),
-            start,
-            Op::Set(&folder.wanted),
-            SWEEP_BOUND,
-            |fd, rel| {
-                let flags = WatchFlags::ATTRIB
-                    | WatchFlags::CREATE
-                    | WatchFlags::MOVED_TO
-                    | WatchFlags::ONLYDIR
-                    | WatchFlags::EXCL_UNLINK;
-                match inotify::add_watch(inotify, walk::fd_path(fd), flags) {
-                    Ok(wd) => {
-                        dirs.insert(wd, (index, rel.to_vec()));
-                    }
-                    Err(e) => {
-                        if !*full_logged {
-                            *full_logged = true;
-                            tracing::warn!("shared folder {}: {}/{} is not watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps it", folder.id, folder.path, String::from_utf8_lossy(rel));
-                        }
+        // The sweep's index of each directory → its watch.
+        let mut wd_of: Vec<Option<i32>> = Vec::new();
+        let sweep = walk::sweep(start, Op::Set(&folder.wanted), SWEEP_BOUND, |visit| {
+            let i = visit.index as usize;
+            if wd_of.len() <= i {
+                wd_of.resize(i + 1, None);
+            }
+            let (parent_wd, name) = match (visit.link.parent, parent) {
+                (None, None) => (None, Box::default()),
+                (None, Some((wd, name))) => (Some(wd), Box::from(name)),
+                (Some(p), _) => match wd_of.get(p as usize).copied().flatten() {
+                    Some(wd) => (Some(wd), visit.link.name.clone()),
+                    // Its parent is not watched: neither is it (the sweep
+                    // at each apply keeps it).
+                    None => return,
+                },
+            };
+            let flags = WatchFlags::ATTRIB
+                | WatchFlags::CREATE
+                | WatchFlags::MOVED_TO
+                | WatchFlags::ONLYDIR
+                | WatchFlags::EXCL_UNLINK;
+            match inotify::add_watch(inotify, walk::fd_path(visit.fd), flags) {
+                Ok(wd) => {
+                    wd_of[i] = Some(wd);
+                    let link = Link {
+                        parent: parent_wd,
+                        name,
+                        dev: visit.link.dev,
+                        ino: visit.link.ino,
+                    };
+                    dirs.insert(
+                        wd,
+                        Watched {
+                            folder: index,
+                            link,
+                        },
+                    );
+                }
+                Err(e) => {
+                    if !*full_logged {
+                        *full_logged = true;
+                        tracing::warn!("shared folder {}: directories beneath {} are not all watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps them", folder.id, folder.path);
                     }
                 }
-            },
-        );
-        for path in &sweep.changed {
-            log_set(folder, path, restored);
+            }
+        });
+        if !sweep.errors.is_empty() {
+            tracing::warn!(
+                "shared folder {}: {} object(s) could not be set: {}",
+                folder.id,
+                sweep.failed,
+                sweep.errors.join("; ")
+            );
         }
+        if restored && sweep.changed > 0 {
+            let path = match parent {
+                Some((wd, name)) => self.shown(Some(wd), Some(name), folder),
+                None => folder.path.clone(),
+            };
+            self.restored(index, path, sweep.changed as u64);
+        }
+    }
+
+    /// Count `n` restorations on folder `index` (the last at `path`),
+    /// logging at once when none was logged within the interval.
+    fn restored(&mut self, index: usize, path: String, n: u64) {
+        let r = &mut self.folders[index].restored;
+        r.pending += n;
+        r.path = path;
+        if r.last
+            .is_none_or(|last| last.elapsed() >= RESTORED_INTERVAL)
+        {
+            self.folders[index].log_pending();
+        }
+    }
+
+    /// When counted restorations are next due to be logged.
+    fn next_due(&self) -> Option<Instant> {
+        self.folders
+            .iter()
+            .filter(|f| f.restored.pending > 0)
+            .filter_map(|f| f.restored.last.map(|l| l + RESTORED_INTERVAL))
+            .min()
+    }
+
+    /// Log what is due (everything pending, when `all`).
+    fn flush(&mut self, all: bool) {
+        for folder in &mut self.folders {
+            let r = &folder.restored;
+            if r.pending > 0 && (all || r.last.is_none_or(|l| l.elapsed() >= RESTORED_INTERVAL)) {
+                folder.log_pending();
+            }
+        }
+    }
+
+    /// The directory watched as `wd`, opened again: the very one recorded.
+    fn open_watched(&mut self, wd: i32) -> Result<(usize, OwnedFd), Errno> {
+        let folder = self.dirs.get(&wd).ok_or(Errno::STALE)?.folder;
+        let dirs = &self.dirs;
+        let fd = tree::reopen(
+            self.folders[folder].root.as_fd(),
+            &mut self.cache,
+            wd,
+            |k| dirs.get(&k).map(|w| &w.link),
+            dirs.len(),
+        )?;
+        Ok((folder, fd))
     }
 
     fn handle(&mut self, wd: i32, flags: ReadFlags, name: Option<Vec<u8>>) {
         if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
             tracing::warn!("the shared-folder watch lost events; sweeping every folder");
             for index in 0..self.folders.len() {
-                self.sweep(index, b".", true);
+                self.sweep_folder(index, true);
             }
             return;
         }
         if flags.contains(ReadFlags::IGNORED) {
             self.dirs.remove(&wd);
+            self.cache.forget(wd);
             return;
         }
-        let Some((index, dir)) = self.dirs.get(&wd).cloned() else {
-            return;
+        let (index, dir_fd) = match self.open_watched(wd) {
+            Ok(found) => found,
+            // Moved away, replaced, or gone: where it went is watched (or
+            // is not the folder's any more); nothing here is acted on.
+            Err(_) => return,
         };
         let folder = &self.folders[index];
-        let Ok(dir_fd) = walk::open_relative(folder.root.as_fd(), &dir) else {
-            return;
-        };
         let Some(name) = name else {
-            // The watched directory itself changed.
-            match walk::converge_fd(dir_fd.as_fd(), true, Op::Set(&folder.wanted)) {
-                Ok(true) => log_set(folder, &dir, true),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(
-                    "shared folder {}: {}: {e}",
-                    folder.id,
-                    absolute(&folder.path, &String::from_utf8_lossy(&dir))
-                ),
+            // The watched directory itself changed: act on the descriptor
+            // just checked to be it, unless it is root's now.
+            match rustix::fs::fstat(&dir_fd) {
+                Ok(stat) if stat.st_uid == 0 => {}
+                Ok(_) => match walk::converge_fd(dir_fd.as_fd(), true, Op::Set(&folder.wanted)) {
+                    Ok(true) => {
+                        let path = self.shown(Some(wd), None, folder);
+                        self.restored(index, path, 1);
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(
+                        "shared folder {}: {}: {e}",
+                        folder.id,
+                        self.shown(Some(wd), None, folder)
+                    ),
+                },
+                Err(_) => {}
             }
             return;
         };
         let Ok(cname) = std::ffi::CString::new(name.clone()) else {
             return;
         };
-        let rel = walk::join(&dir, &name);
         // A new object only gets its entries (its mode may have narrowed
         // what it inherited); a changed one had them taken away.
         let new = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
-        match walk::open_child(dir_fd.as_fd(), &cname, folder.dev) {
+        match walk::open_child(dir_fd.as_fd(), &cname, folder.dev, false) {
             Ok(Child::Open {
-                is_dir: true, uid, ..
+                fd,
+                is_dir: true,
+                uid,
+                ..
             }) if uid != 0 && new => {
-                // A new directory: set it and all it holds, and watch it.
-                self.sweep(index, &rel, false);
+                // A new directory: set it and all it holds, and watch it,
+                // through the descriptor just checked.
+                self.sweep(index, fd.as_fd(), Some((wd, &name)), false);
             }
-            Ok(Child::Open { uid, .. }) if uid != 0 => {
-                self.set_one(index, &dir_fd, &cname, &rel, !new)
+            Ok(Child::Open {
+                fd, is_dir, uid, ..
+            }) if uid != 0 => {
+                match walk::converge_fd(fd.as_fd(), is_dir, Op::Set(&folder.wanted)) {
+                    Ok(true) if !new => {
+                        let path = self.shown(Some(wd), Some(&name), folder);
+                        self.restored(index, path, 1);
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(
+                        "shared folder {}: {}: {e}",
+                        folder.id,
+                        self.shown(Some(wd), Some(&name), folder)
+                    ),
+                }
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(
                 "shared folder {}: {}: {e}",
                 folder.id,
-                absolute(&folder.path, &String::from_utf8_lossy(&rel))
+                self.shown(Some(wd), Some(&name), folder)
             ),
         }
     }
+}
 
-    fn set_one(
-        &self,
-        index: usize,
-        dir: &OwnedFd,
-        name: &std::ffi::CStr,
-        rel: &[u8],
-        restored: bool,
-    ) {
-        let folder = &self.folders[index];
-        if let Ok(Child::Open { fd, is_dir, .. }) = walk::open_child(dir.as_fd(), name, folder.dev)
-        {
-            match walk::converge_fd(fd.as_fd(), is_dir, Op::Set(&folder.wanted)) {
-                Ok(true) => log_set(folder, rel, restored),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(
-                    "shared folder {}: {}: {e}",
-                    folder.id,
-                    absolute(&folder.path, &String::from_utf8_lossy(rel))
-                ),
-            }
-        }
+impl Folder {
+    fn log_pending(&mut self) {
+        let r = &mut self.restored;
+        log_restored(&self.id, self.module.as_deref(), &r.path, r.pending);
+        r.pending = 0;
+        r.last = Some(Instant::now());
     }
 }
 
-fn log_set(folder: &Folder, rel: impl AsRef<[u8]>, restored: bool) {
-    let path = absolute(&folder.path, &String::from_utf8_lossy(rel.as_ref()));
-    if !restored {
-        tracing::debug!("shared folder {}: entries set on new {path}", folder.id);
-        return;
-    }
-    log_restored(&folder.id, folder.module.as_deref(), &path);
-}
-
-/// `rel` (relative to folder `path`, `.` for itself) as an absolute path.
+/// `rel` (relative to folder `path`, `.` for itself) as an absolute path,
+/// bounded for a message or a journal field.
 pub fn absolute(path: &str, rel: &str) -> String {
-    if rel == "." {
+    let full = if rel == "." {
         path.to_string()
     } else {
         format!("{path}/{rel}")
-    }
+    };
+    tree::bounded(&full, tree::PATH_SHOWN + path.len().min(tree::PATH_SHOWN))
 }
 
 /// Log `acl-restored`: shared folder `id`'s (of `module`) entries put
-/// back on `path`.
-pub fn log_restored(id: &str, module: Option<&str>, path: &str) {
+/// back on `count` objects, the last at `path` (`MESH_COUNT`).
+pub fn log_restored(id: &str, module: Option<&str>, path: &str, count: u64) {
+    let path = tree::bounded(path, 2 * tree::PATH_SHOWN);
+    let what = if count == 1 {
+        format!("shared folder {id}: entries restored on {path}")
+    } else {
+        format!("shared folder {id}: entries restored on {count} objects, the last {path}")
+    };
     match module {
         Some(module) => mesh_event!(
             info,
@@ -415,14 +582,16 @@ pub fn log_restored(id: &str, module: Option<&str>, path: &str) {
             MESH_FOLDER = %id,
             MESH_MODULE = %module,
             MESH_PATH = %path,
-            "shared folder {id}: entries restored on {path}"
+            MESH_COUNT = count,
+            "{what}"
         ),
         None => mesh_event!(
             info,
             Event::AclRestored,
             MESH_FOLDER = %id,
             MESH_PATH = %path,
-            "shared folder {id}: entries restored on {path}"
+            MESH_COUNT = count,
+            "{what}"
         ),
     }
 }
@@ -430,7 +599,6 @@ pub fn log_restored(id: &str, module: Option<&str>, path: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     /// Voluntary context switches of this process's `acl-watch` threads
     /// (one sleep each after a wake); `None` when there is no such thread.

@@ -4,12 +4,14 @@
 //! group. Both are part of what the container is, so a change recreates it
 //! (`recreated: identity changed`, `recreated: grant changed`).
 
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsFd, OwnedFd};
 
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 use serde_json::{json, Value};
 
 use crate::accounts::Accounts;
-use crate::acl::walk::read_acl;
+use crate::acl::walk::{self, read_acl};
 use crate::acl::{Tag, W, XATTR_ACCESS};
 use crate::declaration::{root_granting_group, Container, Declaration};
 
@@ -46,8 +48,13 @@ pub fn resolve(decl: &Declaration, container: &Container) -> Result<Access, Stri
     let mut granted = Vec::new();
     for grant in &container.grant {
         let path = grant.path.as_str();
-        let meta = std::fs::metadata(path).map_err(|e| format!("grant {path}: {e}"))?;
-        let gid = meta.gid();
+        let gid = open(path)
+            .and_then(|fd| rustix::fs::fstat(&fd))
+            .map_err(|e| match e {
+                Errno::LOOP => format!("grant {path}: a symbolic link is on the path; a grant is never followed through a link"),
+                e => format!("grant {path}: {e}"),
+            })?
+            .st_gid;
         let name = accounts.group_name(gid);
         if gid == 0 {
             return Err(format!(
@@ -75,8 +82,7 @@ pub fn unhealthy(container: &Container) -> Vec<String> {
     let mut out = Vec::new();
     for grant in &container.grant {
         let path = grant.path.as_str();
-        if let Some(false) = group_can_write(path) {
-            let gid = std::fs::metadata(path).map(|m| m.gid()).unwrap_or_default();
+        if let Some((false, gid)) = group_can_write(path) {
             out.push(format!(
                 "grant {path}: its group (gid {gid}) cannot write it"
             ));
@@ -85,24 +91,32 @@ pub fn unhealthy(container: &Container) -> Vec<String> {
     out
 }
 
+/// What is at `path`, opened (`O_PATH`) without following a link
+/// anywhere on the way: a link is `ELOOP`.
+fn open(path: &str) -> Result<OwnedFd, Errno> {
+    walk::open_any_path(path)
+}
+
 /// Whether the owning group of `path` may write it (its ACL when it has
-/// one: the owning group's entry as the mask allows); `None` when it
-/// cannot be read.
-fn group_can_write(path: &str) -> Option<bool> {
-    // Only a directory or a file is opened (never a device, whose open
-    // may act).
-    let kind = std::fs::metadata(path).ok()?.file_type();
-    if !kind.is_dir() && !kind.is_file() {
+/// one: the owning group's entry as the mask allows), and that group;
+/// `None` when it cannot be read.
+fn group_can_write(path: &str) -> Option<(bool, u32)> {
+    let at = open(path).ok()?;
+    let stat = rustix::fs::fstat(&at).ok()?;
+    // Only a directory or a file is opened to read its ACL (never a
+    // device, whose open may act), and the very object found: reopened
+    // through its descriptor, never by name, and never waiting on a FIFO.
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::Directory && kind != FileType::RegularFile {
         return None;
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        // Never wait on a FIFO put at the path.
-        .custom_flags(libc_nonblock())
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    match read_acl(std::os::fd::AsFd::as_fd(&file), XATTR_ACCESS) {
+    let fd = rustix::fs::open(
+        walk::fd_path(at.as_fd()),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let can = match read_acl(fd.as_fd(), XATTR_ACCESS) {
         Ok(Some(acl)) => {
             let group = acl
                 .entries()
@@ -110,13 +124,10 @@ fn group_can_write(path: &str) -> Option<bool> {
                 .find(|e| e.tag == Tag::GroupObj)
                 .map(|e| e.perm)?;
             let mask = acl.mask().unwrap_or(7);
-            Some(group & mask & W != 0)
+            group & mask & W != 0
         }
-        Ok(None) => Some(meta.mode() & 0o020 != 0),
-        Err(_) => None,
-    }
-}
-
-fn libc_nonblock() -> i32 {
-    rustix::fs::OFlags::NONBLOCK.bits() as i32
+        Ok(None) => stat.st_mode & 0o020 != 0,
+        Err(_) => return None,
+    };
+    Some((can, stat.st_gid))
 }

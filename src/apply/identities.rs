@@ -51,7 +51,7 @@ impl Run<'_> {
     }
 
     /// Converge one identity.
-    pub(super) fn identity(&mut self, id: &str, identity: &Identity) {
+    pub(super) async fn identity(&mut self, id: &str, identity: &Identity) {
         let accounts = match Accounts::system() {
             Ok(a) => a,
             Err(e) => return self.push(id, Action::Failed, Some(e)),
@@ -68,7 +68,13 @@ impl Run<'_> {
         let Some(mut record) = self.made_accounts(id) else {
             return;
         };
-        let made = match accounts::make(identity, &accounts) {
+        // groupadd and useradd wait on the account files' lock: a blocking
+        // thread's work, not one of the runtime's workers'.
+        let (owned, found) = (identity.clone(), accounts.clone());
+        let made = tokio::task::spawn_blocking(move || accounts::make(&owned, &found))
+            .await
+            .unwrap_or_else(|e| Err(format!("making the account did not finish: {e}")));
+        let made = match made {
             Ok(made) => made,
             Err(e) => return self.push(id, Action::Failed, Some(e)),
         };
@@ -104,7 +110,7 @@ impl Run<'_> {
     }
 
     /// Remove the accounts the host made that no identity declares now.
-    pub(super) fn remove_identities(&mut self) {
+    pub(super) async fn remove_identities(&mut self) {
         let declared: Vec<String> = self
             .decl
             .resources
@@ -134,7 +140,12 @@ impl Run<'_> {
                 user: m.user,
                 group: m.group,
             };
-            match accounts::remove(&name, m.uid, m.gid, made) {
+            let (who, uid, gid) = (name.clone(), m.uid, m.gid);
+            let removed =
+                tokio::task::spawn_blocking(move || accounts::remove(&who, uid, gid, made))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("removing the account did not finish: {e}")));
+            match removed {
                 Ok(()) => {
                     record.remove(&name);
                     self.push(&m.id, Action::Removed, Some(format!("account {name}")));

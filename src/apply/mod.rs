@@ -705,8 +705,8 @@ impl<'a> Run<'a> {
                     Role::Scheduled(_) => self.scheduled(id, c).await,
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
-                ResourceKind::Identity(identity) => self.identity(id, identity),
-                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder),
+                ResourceKind::Identity(identity) => self.identity(id, identity).await,
+                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder).await,
             }
             if let ResourceKind::Container(c) = &res.kind {
                 self.note_unhealthy_grants(id, c);
@@ -891,8 +891,8 @@ impl<'a> Run<'a> {
     async fn removals(&mut self) {
         self.remove_containers().await;
         self.remove_units().await;
-        self.remove_shared_folders();
-        self.remove_identities();
+        self.remove_shared_folders().await;
+        self.remove_identities().await;
     }
 
     /// A grant whose group cannot write its path is said on the

@@ -15,7 +15,7 @@
 //! `take`. Waiting does not fail the apply (the next apply looks again); a
 //! refusal does, until the operator decides.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -26,11 +26,7 @@ use crate::acl::folders::{
 };
 use crate::acl::walk::{self, Op, Wanted, SWEEP_BOUND};
 use crate::acl::watch;
-
-/// Most `acl-restored` events one apply's sweep logs per folder, one per
-/// object; the rest are counted in one more.
-const LOGGED_RESTORES: usize = 100;
-use crate::declaration::{Declaration, Resource, ResourceKind, SharedFolder};
+use crate::declaration::{AbsPath, Declaration, Resource, ResourceKind, SharedFolder};
 
 /// The mount point `path` waits for: the deepest one `fstab` declares that
 /// holds `path` and that `mountinfo` (`/proc/self/mountinfo`) does not show
@@ -76,11 +72,49 @@ fn wanted_of(decl: &Declaration, folder: &SharedFolder) -> Vec<FolderAccess> {
         .collect()
 }
 
+/// What a sweep does, owned, for a blocking thread.
+#[derive(Debug, Clone)]
+enum Work {
+    Set(Wanted),
+    Unset(Vec<u32>),
+}
+
+/// Sweep the folder open at `root` on a blocking thread: a sweep is system
+/// calls only, up to [`SWEEP_BOUND`] of them, and must not hold one of the
+/// runtime's workers while the apply lock is held.
+async fn sweep(root: &OwnedFd, work: Work) -> walk::Sweep {
+    let fd = match rustix::io::fcntl_dupfd_cloexec(root, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            return walk::Sweep {
+                failed: 1,
+                errors: vec![format!(".: {e}")],
+                ..walk::Sweep::default()
+            }
+        }
+    };
+    let job = move || {
+        let op = match &work {
+            Work::Set(wanted) => Op::Set(wanted),
+            Work::Unset(uids) => Op::Unset(uids),
+        };
+        walk::sweep(fd.as_fd(), op, SWEEP_BOUND, |_| {})
+    };
+    match tokio::task::spawn_blocking(job).await {
+        Ok(sweep) => sweep,
+        Err(e) => walk::Sweep {
+            failed: 1,
+            errors: vec![format!("the sweep did not finish: {e}")],
+            ..walk::Sweep::default()
+        },
+    }
+}
+
 /// What setting a folder's entries said, for the report.
 fn describe(sweep: &walk::Sweep) -> Vec<String> {
     let mut notes = Vec::new();
-    if !sweep.changed.is_empty() {
-        notes.push(format!("entries set on {} object(s)", sweep.changed.len()));
+    if sweep.changed > 0 {
+        notes.push(format!("entries set on {} object(s)", sweep.changed));
     }
     if sweep.root_owned > 0 {
         notes.push(format!(
@@ -90,10 +124,36 @@ fn describe(sweep: &walk::Sweep) -> Vec<String> {
     }
     if sweep.truncated {
         notes.push(format!(
-            "the sweep stopped at its bound of {SWEEP_BOUND} objects"
+            "the sweep stopped at its bound of {SWEEP_BOUND} entries"
+        ));
+    }
+    if sweep.failed > 0 {
+        notes.push(format!(
+            "could not set {} object(s): {}",
+            sweep.failed,
+            sweep.errors.join("; ")
         ));
     }
     notes
+}
+
+/// What taking entries away left undone, in words; `None` when it
+/// finished.
+fn unfinished(sweep: &walk::Sweep) -> Option<String> {
+    let mut left = Vec::new();
+    if sweep.failed > 0 {
+        left.push(format!(
+            "{} object(s) could not be reached: {}",
+            sweep.failed,
+            sweep.errors.join("; ")
+        ));
+    }
+    if sweep.truncated {
+        left.push(format!(
+            "the sweep stopped at its bound of {SWEEP_BOUND} entries"
+        ));
+    }
+    (!left.is_empty()).then(|| left.join("; "))
 }
 
 impl Run<'_> {
@@ -109,7 +169,7 @@ impl Run<'_> {
     }
 
     /// Converge one shared folder.
-    pub(super) fn shared_folder(&mut self, res: &Resource, folder: &SharedFolder) {
+    pub(super) async fn shared_folder(&mut self, res: &Resource, folder: &SharedFolder) {
         let id = res.id.as_str();
         let module = res.module.as_ref().map(|m| m.to_string());
         let path = folder.path.as_str();
@@ -131,9 +191,11 @@ impl Run<'_> {
         let mut created = false;
         let root = match walk::open_path(path) {
             Ok(fd) => fd,
-            Err(Errno::NOENT) => match make(folder) {
-                Ok(fd) => {
-                    created = true;
+            Err(Errno::NOENT) => match make(&folder.path) {
+                Ok((fd, made)) => {
+                    // Made by someone else between the two (EEXIST): what
+                    // is there is checked like any folder found.
+                    created = made;
                     fd
                 }
                 Err(e) => return self.push(id, Action::Failed, Some(e)),
@@ -147,7 +209,10 @@ impl Run<'_> {
             }
         };
         let previous = managed.folders.get(id).filter(|m| m.path == path).cloned();
-        if !created && previous.is_none() {
+        // A folder being let go (its entries still being taken away) is
+        // not one the host keeps: it is checked as if found.
+        let kept = previous.as_ref().is_some_and(|p| !p.access.is_empty());
+        if !created && !kept {
             let consented = consents.taken.get(id).map(String::as_str) == Some(path);
             let owner = rustix::fs::fstat(&root).map(|s| s.st_uid);
             let refusal = match (holds_data(&root), owner) {
@@ -176,56 +241,56 @@ impl Run<'_> {
                 return;
             }
         }
-        // Identities no longer given access lose their entries first.
+        // Identities no longer given access lose their entries first; what
+        // a sweep could not finish is recorded and taken again next time.
         let mut notes = Vec::new();
+        let mut narrowing = Vec::new();
         if let Some(previous) = &previous {
-            let dropped: Vec<u32> = previous
+            let mut dropped: Vec<u32> = previous
                 .access
                 .iter()
                 .map(|a| a.uid)
+                .chain(previous.narrowing.iter().copied())
                 .filter(|uid| !access.iter().any(|a| a.uid == *uid))
                 .collect();
+            dropped.sort_unstable();
+            dropped.dedup();
             if !dropped.is_empty() {
-                let sweep = walk::sweep(
-                    root.as_fd(),
-                    ".",
-                    Op::Unset(&dropped),
-                    SWEEP_BOUND,
-                    |_, _| {},
-                );
-                notes.push(format!(
-                    "entries of uid {dropped:?} taken away from {} object(s)",
-                    sweep.changed.len()
-                ));
+                let sweep = sweep(&root, Work::Unset(dropped.clone())).await;
+                match unfinished(&sweep) {
+                    None => notes.push(format!(
+                        "entries of uid {dropped:?} taken away from {} object(s)",
+                        sweep.changed
+                    )),
+                    Some(left) => {
+                        notes.push(format!(
+                            "entries of uid {dropped:?} not all taken away ({left}); taken again at the next apply"
+                        ));
+                        narrowing = dropped;
+                    }
+                }
             }
         }
         let pairs: Vec<(u32, bool)> = access.iter().map(|a| (a.uid, a.write)).collect();
-        let wanted = Wanted::of(&pairs);
-        let sweep = walk::sweep(root.as_fd(), ".", Op::Set(&wanted), SWEEP_BOUND, |_, _| {});
-        if previous.is_some() {
+        let swept = sweep(&root, Work::Set(Wanted::of(&pairs))).await;
+        if kept && swept.changed > 0 {
             // A folder the host keeps: what the sweep changed had been
             // removed or narrowed since (by an application, or by the
-            // creation mode of something new while no watch ran).
-            for rel in sweep.changed.iter().take(LOGGED_RESTORES) {
-                watch::log_restored(id, module.as_deref(), &watch::absolute(path, rel));
-            }
-            if sweep.changed.len() > LOGGED_RESTORES {
-                let more = sweep.changed.len() - LOGGED_RESTORES;
-                let all = format!("{path} ({more} more objects beneath it)");
-                watch::log_restored(id, module.as_deref(), &all);
-            }
+            // creation mode of something new while no watch ran). One
+            // event with the count.
+            let last = watch::absolute(path, swept.last_changed.as_deref().unwrap_or("."));
+            watch::log_restored(id, module.as_deref(), &last, swept.changed as u64);
         }
-        notes.extend(describe(&sweep));
-        if !sweep.errors.is_empty() {
-            notes.push(format!("could not set: {}", sweep.errors.join("; ")));
-            return self.push(id, Action::Failed, Some(notes.join("; ")));
-        }
+        // One object the host cannot set (a write lease, a full inode) is
+        // reported here; the rest is done and the apply goes on.
+        notes.extend(describe(&swept));
         managed.folders.insert(
             id.to_string(),
             ManagedFolder {
                 path: path.to_string(),
                 access,
                 module,
+                narrowing,
             },
         );
         if let Err(e) = self.applier.store.save(SHARED_FOLDERS, &managed) {
@@ -234,7 +299,7 @@ impl Run<'_> {
         }
         let action = if created {
             Action::Created
-        } else if sweep.changed.is_empty() {
+        } else if swept.changed == 0 {
             Action::Unchanged
         } else {
             Action::Updated
@@ -244,8 +309,10 @@ impl Run<'_> {
     }
 
     /// Take the host's entries away from folders no longer declared (or
-    /// declared at another path); their data stays.
-    pub(super) fn remove_shared_folders(&mut self) {
+    /// declared at another path); their data stays. A folder whose entries
+    /// could not all be taken away stays recorded (with no access, so the
+    /// watch lets it go) and is swept again at the next apply.
+    pub(super) async fn remove_shared_folders(&mut self) {
         let declared: Vec<(String, String)> = self
             .decl
             .resources
@@ -273,24 +340,27 @@ impl Run<'_> {
             .map(|(id, m)| (id.clone(), m.clone()))
             .collect();
         for (id, m) in gone {
-            let uids: Vec<u32> = m.access.iter().map(|a| a.uid).collect();
+            let mut uids: Vec<u32> = m.access.iter().map(|a| a.uid).collect();
+            uids.extend(&m.narrowing);
+            uids.sort_unstable();
+            uids.dedup();
             match walk::open_path(&m.path) {
                 Ok(root) => {
-                    let sweep =
-                        walk::sweep(root.as_fd(), ".", Op::Unset(&uids), SWEEP_BOUND, |_, _| {});
-                    if !sweep.errors.is_empty() {
+                    let sweep = sweep(&root, Work::Unset(uids.clone())).await;
+                    if let Some(left) = unfinished(&sweep) {
                         let reason = format!(
-                            "entries not all taken away from {}: {}",
-                            m.path,
-                            sweep.errors.join("; ")
+                            "entries not all taken away from {}: {left}; kept on record and taken again at the next apply",
+                            m.path
                         );
                         self.push(&id, Action::Failed, Some(reason));
+                        let entry = managed.folders.entry(id.clone()).or_insert(m);
+                        entry.access.clear();
+                        entry.narrowing = uids;
                         continue;
                     }
                     let reason = format!(
                         "entries taken away from {} object(s) of {}, data left",
-                        sweep.changed.len(),
-                        m.path
+                        sweep.changed, m.path
                     );
                     self.push(&id, Action::Removed, Some(reason));
                 }
@@ -298,8 +368,14 @@ impl Run<'_> {
                     self.push(&id, Action::Removed, Some(format!("{} is gone", m.path)))
                 }
                 Err(e) => {
-                    let reason = format!("cannot open {} to take the entries away: {e}", m.path);
+                    let reason = format!(
+                        "cannot open {} to take the entries away: {e}; kept on record and taken again at the next apply",
+                        m.path
+                    );
                     self.push(&id, Action::Failed, Some(reason));
+                    let entry = managed.folders.entry(id.clone()).or_insert(m);
+                    entry.access.clear();
+                    entry.narrowing = uids;
                     continue;
                 }
             }
@@ -313,27 +389,32 @@ impl Run<'_> {
 }
 
 /// Make a missing folder (and its parents, as `mkdir -p`), private to root
-/// until the entries give the identities their access.
-fn make(folder: &SharedFolder) -> Result<std::os::fd::OwnedFd, String> {
-    let path = folder.path.as_str();
-    let (parent, name) = files::open_parent(&folder.path)?;
-    match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(Errno::EXIST) => {}
+/// until the entries give the identities their access. Returns it opened,
+/// and whether it was made here (`false`: it appeared meanwhile).
+fn make(at: &AbsPath) -> Result<(OwnedFd, bool), String> {
+    let path = at.as_str();
+    let (parent, name) = files::open_parent(at)?;
+    let made = match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) => true,
+        Err(Errno::EXIST) => false,
         Err(e) => return Err(format!("cannot create {path}: {e}")),
-    }
+    };
     let fd = rustix::fs::openat(
         &parent,
         name,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("cannot open {path}: {e}"))?;
+    .map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => format!("{path} is a symbolic link or not a directory: a shared folder is never reached through a link"),
+        e => format!("cannot open {path}: {e}"),
+    })?;
     rustix::fs::fsync(&parent).map_err(|e| format!("cannot sync the parent of {path}: {e}"))?;
-    Ok(fd)
+    Ok((fd, made))
 }
 
 /// Whether the directory holds anything.
-fn holds_data(dir: &std::os::fd::OwnedFd) -> Result<bool, Errno> {
+fn holds_data(dir: &OwnedFd) -> Result<bool, Errno> {
     for entry in rustix::fs::Dir::read_from(dir)? {
         let name = entry?.file_name().to_bytes().to_vec();
         if name != b"." && name != b".." {
@@ -345,7 +426,32 @@ fn holds_data(dir: &std::os::fd::OwnedFd) -> Result<bool, Errno> {
 
 #[cfg(test)]
 mod tests {
-    use super::unmounted_mount_point;
+    use super::{make, unmounted_mount_point};
+    use crate::declaration::AbsPath;
+
+    #[test]
+    fn a_folder_that_appears_before_it_is_made_is_not_taken_as_made() {
+        // The race itself (another process's mkdir between the host's
+        // open and its own) needs the scheduler's help; what the host does
+        // when it loses it is this: the folder found is reported as not
+        // made here, so the holds-data and root-owned checks apply to it.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("share");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("data"), "x").expect("data");
+        let at = AbsPath::try_from(dir.to_str().expect("utf-8")).expect("path");
+        let (_, made) = make(&at).expect("open");
+        assert!(!made);
+        let fresh =
+            AbsPath::try_from(tmp.path().join("new").to_str().expect("utf-8")).expect("path");
+        let (_, made) = make(&fresh).expect("make");
+        assert!(made);
+        // A link at the name is never followed.
+        std::os::unix::fs::symlink(&dir, tmp.path().join("link")).expect("symlink");
+        let link =
+            AbsPath::try_from(tmp.path().join("link").to_str().expect("utf-8")).expect("path");
+        assert!(make(&link).expect_err("a link").contains("symbolic link"));
+    }
 
     const FSTAB: &str = "# <file system> <mount point> <type>\nUUID=1 / ext4 defaults 0 1\nUUID=2 /srv/data ext4 defaults 0 2\nUUID=3 /srv/data/deep xfs defaults 0 2\n/swapfile none swap sw 0 0\nserver:/x /mnt/my\\040share nfs defaults 0 0\n";
 

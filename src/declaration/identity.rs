@@ -9,7 +9,7 @@ use super::types::{AbsPath, InvalidValue, ResourceId};
 
 /// Names of groups (and accounts) that grant root-equivalent power on a
 /// Debian or RHEL node: never an identity's name, never granted.
-pub const ROOT_GRANTING: [&str; 8] = [
+pub const ROOT_GRANTING: [&str; 15] = [
     "root",
     "sudo",
     "wheel",
@@ -18,6 +18,13 @@ pub const ROOT_GRANTING: [&str; 8] = [
     "disk",
     "shadow",
     "systemd-journal",
+    "lxd",
+    "incus-admin",
+    "libvirt",
+    "kvm",
+    "kmem",
+    "tty",
+    "input",
 ];
 
 /// Why a group name is root-granting, for messages; `None` when it is not.
@@ -35,6 +42,12 @@ pub fn root_granting(name: &str) -> Option<&'static str> {
         "disk" => "its members write raw disks",
         "shadow" => "its members read password hashes",
         "systemd-journal" => "its members read the whole journal",
+        "lxd" | "incus-admin" => "its members control the system container manager, hence root",
+        "libvirt" => "its members control the virtual machine manager, hence root",
+        "kvm" => "its members open /dev/kvm and run code in guests of their own",
+        "kmem" => "its members read kernel memory",
+        "tty" => "its members write to every terminal (and inject input)",
+        "input" => "its members read every keyboard and mouse (passwords typed)",
         _ => return None,
     })
 }

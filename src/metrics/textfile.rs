@@ -3,8 +3,9 @@
 //! the collector's user (0644), in a directory made (0755) when missing.
 
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
 
 /// Write `text` to `path`, making its directory when it is missing.
 /// Returns whether the directory had to be made.
@@ -16,8 +17,17 @@ pub fn write(path: &Path, text: &str) -> io::Result<bool> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(dir)?;
                 // Made under the daemon's umask (0077): the collector's
-                // user must be able to enter it.
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+                // user must be able to enter it. Changed through a
+                // descriptor of the directory itself (never a link put at
+                // its name meanwhile), and only if it is the daemon's own.
+                let fd = rustix::fs::open(
+                    dir,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                if rustix::fs::fstat(&fd)?.st_uid == rustix::process::geteuid().as_raw() {
+                    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o755))?;
+                }
                 made = true;
             }
             Err(e) => return Err(e),
@@ -30,6 +40,7 @@ pub fn write(path: &Path, text: &str) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_directory_is_made_and_the_file_replaced_whole() {

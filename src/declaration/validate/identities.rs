@@ -341,6 +341,17 @@ mod tests {
 
     #[test]
     fn root_granting_names_and_root_numbers_are_refused_by_name() {
+        for name in [
+            "lxd",
+            "incus-admin",
+            "libvirt",
+            "kvm",
+            "kmem",
+            "tty",
+            "input",
+        ] {
+            assert!(crate::declaration::ROOT_GRANTING.contains(&name), "{name}");
+        }
         for name in crate::declaration::ROOT_GRANTING {
             let p = problems(
                 json!([{"id": "i", "type": "identity", "name": name, "uid": 2001, "gid": 2001}]),
