@@ -16,6 +16,10 @@
 //! owner alone are fixed through the descriptor (`fchmod`/`fchown`), except
 //! on a file with other hard links, which is rewritten rather than changed
 //! under the other names.
+//!
+//! The apply's file and directory resources are converged here too: a file's
+//! digest is recorded for the next apply, and its change noted for the
+//! containers that `restart-on` it.
 
 use std::ffi::OsString;
 use std::fs;
@@ -27,7 +31,8 @@ use rustix::fs::{AtFlags, FileType, Gid, Mode as FsMode, OFlags, Uid, CWD};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
-use super::Action;
+use super::report::Action;
+use super::Run;
 use crate::declaration::{AbsPath, Directory, File, Owner};
 
 /// What converging a file or directory did.
@@ -369,6 +374,37 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+impl Run<'_> {
+    /// A file resource: converged, its digest recorded, and its change
+    /// noted for the containers that `restart-on` it.
+    pub(super) fn file(&mut self, id: &str, file: &File) {
+        match converge_file(file) {
+            Ok((change, digest)) => {
+                self.written_files
+                    .insert(file.path.as_str().to_string(), digest);
+                if !matches!(change, Change::Unchanged) {
+                    self.changed_files
+                        .insert(id.to_string(), file.path.as_str().to_string());
+                }
+                let (action, reason) = change.into_action();
+                self.push(id, action, reason);
+            }
+            Err(e) => self.push(id, Action::Failed, Some(e)),
+        }
+    }
+
+    /// A directory resource.
+    pub(super) fn directory(&mut self, id: &str, dir: &Directory) {
+        match converge_directory(dir) {
+            Ok(change) => {
+                let (action, reason) = change.into_action();
+                self.push(id, action, reason);
+            }
+            Err(e) => self.push(id, Action::Failed, Some(e)),
+        }
+    }
 }
 
 #[cfg(test)]

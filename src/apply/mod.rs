@@ -32,23 +32,24 @@
 //! before anything changes: a corrupt state file fails the apply with
 //! nothing changed, rather than guessing (and, say, recreating everything).
 //!
-//! Submodules: [`spec`] (what a container is), `files` (files and
+//! This file is the apply's face and its one run: the [`Applier`] (lock,
+//! state, listing, report) and the state of one apply in progress (`Run`),
+//! which each resource kind's file extends. The rooms: [`report`] (what an
+//! apply says it did), `order` (declaration order, services batched, then
+//! removals), [`spec`] (what a container is), `files` (files and
 //! directories, never through a symbolic link), `containers` (services),
-//! `run_once`, `pull` (pull policy), `state` (the documents), [`units`] (the
-//! seam to systemd unit files), `identities` (system accounts),
-//! `shared_folders` (ACL entries on shared folders), [`grants`] (a
-//! container's identity and grants as the runtime takes them).
+//! `run_once`, `scheduled` (steps installed, never run), [`pull`] (pull
+//! policy), [`state`] (the documents), [`units`] (the seam to systemd unit
+//! files), `identities` (system accounts), `shared_folders` (ACL entries on
+//! shared folders), [`grants`] (a container's identity and grants as the
+//! runtime takes them), [`node_declaration`] (the node's declaration file).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use futures_util::StreamExt;
-
-use crate::declaration::{Declaration, Resource, ResourceKind, Role};
+use crate::declaration::{Declaration, ResourceKind};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
@@ -62,8 +63,11 @@ mod files;
 pub mod grants;
 mod identities;
 pub mod node_declaration;
+mod order;
 pub mod pull;
+pub mod report;
 mod run_once;
+mod scheduled;
 mod shared_folders;
 pub mod spec;
 pub mod state;
@@ -71,284 +75,11 @@ pub mod state;
 mod tests;
 pub mod units;
 
+pub use order::APPLY_WIDTH;
 pub use pull::PullPolicy;
+pub use report::{Action, ApplyReport, Halt, ReportLine, WindowLine};
 pub use state::{AppliedState, ContainerInputs};
 pub use units::{FileChange, UnitManager, UnitReport};
-
-/// What an apply did to one resource. Serialised as its name
-/// (`"held-still"`); an action the unit manager reports that is not one of
-/// these is kept as it said it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// Made (a file, a directory, a container).
-    Created,
-    /// Already as declared: nothing done.
-    Unchanged,
-    /// A file or directory changed in place (content, mode, owner).
-    Updated,
-    /// A container removed and made again; the reason says what changed.
-    Recreated,
-    /// A container that existed as declared but was stopped (or is
-    /// restarted by `restart-on`) was started.
-    Started,
-    /// A scheduled step handed to the scheduler, its image present.
-    Installed,
-    /// A container an open window holds: left alone.
-    HeldStill,
-    /// A run-once step ran to completion with status 0.
-    Ran,
-    /// The resource could not be converged; the reason says why.
-    Failed,
-    /// No longer declared: removed.
-    Removed,
-    /// Any other action word (from the unit manager).
-    Other(String),
-}
-
-impl Action {
-    /// The action as the report writes it.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Action::Created => "created",
-            Action::Unchanged => "unchanged",
-            Action::Updated => "updated",
-            Action::Recreated => "recreated",
-            Action::Started => "started",
-            Action::Installed => "installed",
-            Action::HeldStill => "held-still",
-            Action::Ran => "ran",
-            Action::Failed => "failed",
-            Action::Removed => "removed",
-            Action::Other(word) => word,
-        }
-    }
-
-    /// The action named `word`.
-    pub fn parse(word: &str) -> Action {
-        match word {
-            "created" => Action::Created,
-            "unchanged" => Action::Unchanged,
-            "updated" => Action::Updated,
-            "recreated" => Action::Recreated,
-            "started" => Action::Started,
-            "installed" => Action::Installed,
-            "held-still" => Action::HeldStill,
-            "ran" => Action::Ran,
-            "failed" => Action::Failed,
-            "removed" => Action::Removed,
-            other => Action::Other(other.to_string()),
-        }
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Action {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Action {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let word = String::deserialize(deserializer)?;
-        Ok(Action::parse(&word))
-    }
-}
-
-/// One line of the report: a resource (by id) and what was done to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReportLine {
-    /// The resource id (for a removed container, the id it was created for).
-    pub id: String,
-    /// What was done.
-    pub action: Action,
-    /// Why, or what changed; `None` when the action says it all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl ReportLine {
-    fn new(id: impl Into<String>, action: Action, reason: Option<String>) -> Self {
-        ReportLine {
-            id: id.into(),
-            action,
-            reason,
-        }
-    }
-}
-
-impl fmt::Display for ReportLine {
-    /// `ID ACTION[: reason]`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.id, self.action)?;
-        if let Some(reason) = &self.reason {
-            write!(f, ": {reason}")?;
-        }
-        Ok(())
-    }
-}
-
-/// An open maintenance window, as the report lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct WindowLine {
-    /// The step whose window it is.
-    pub step: String,
-    /// When it opened.
-    pub since: DateTime<Utc>,
-    /// Runtime names of the containers it holds stopped.
-    pub held: Vec<String>,
-}
-
-impl WindowLine {
-    /// The report's view of a window record.
-    pub fn of(record: &WindowRecord) -> Self {
-        WindowLine {
-            step: record.step.clone(),
-            since: record.opened_at,
-            held: record.held_names().map(str::to_string).collect(),
-        }
-    }
-}
-
-impl fmt::Display for WindowLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "window {} open since {}, holding {}",
-            self.step,
-            crate::render::time(self.since),
-            if self.held.is_empty() {
-                "nothing".to_string()
-            } else {
-                self.held.join(", ")
-            }
-        )
-    }
-}
-
-/// Where a halted apply stopped: the run-once step that failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Halt {
-    /// The step's resource id.
-    pub id: String,
-    /// Its exit status, when it ran and exited.
-    pub exit_status: Option<i64>,
-    /// What happened, in words.
-    pub reason: String,
-    /// How many declared resources after it were not applied.
-    pub not_applied: usize,
-}
-
-/// What an apply did. Deserialises too, so a client of the daemon can read
-/// it back (without `steps`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ApplyReport {
-    /// Whether every resource converged (a scheduled step that could not be
-    /// installed does not count against it).
-    pub ok: bool,
-    /// When the apply began.
-    pub started_at: DateTime<Utc>,
-    /// When it ended.
-    pub finished_at: DateTime<Utc>,
-    /// One line per resource, in declaration order, then the removals.
-    pub lines: Vec<ReportLine>,
-    /// The windows open when the apply ran.
-    pub windows: Vec<WindowLine>,
-    /// The run-once step the apply stopped at, if it halted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Halt>,
-    /// Why the apply could not start (lock, corrupt state, window records),
-    /// or could not record what it did; nothing was changed in the first
-    /// cases.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Things worth knowing that failed nothing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// The scheduled steps this apply installed, for the scheduler to
-    /// re-sync with (`scheduler.sync(report.steps)`).
-    #[serde(skip)]
-    pub steps: Vec<ScheduledStep>,
-    /// Whether the apply went through the whole declaration (it started,
-    /// and no run-once step halted it): only then is `steps` every declared
-    /// step, and only then may the schedules follow it.
-    #[serde(skip)]
-    pub complete: bool,
-}
-
-impl ApplyReport {
-    fn failed_before_start(started_at: DateTime<Utc>, error: String) -> Self {
-        ApplyReport {
-            ok: false,
-            started_at,
-            finished_at: Utc::now(),
-            lines: Vec::new(),
-            windows: Vec::new(),
-            halted: None,
-            error: Some(error),
-            warnings: Vec::new(),
-            steps: Vec::new(),
-            complete: false,
-        }
-    }
-
-    /// The line of resource `id` (the first, if a removal shares its id).
-    pub fn line(&self, id: &str) -> Option<&ReportLine> {
-        self.lines.iter().find(|l| l.id == id)
-    }
-
-    /// A one-line summary: `ok: 2 created, 1 unchanged` or why it failed.
-    pub fn summary(&self) -> String {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for line in &self.lines {
-            *counts.entry(line.action.as_str()).or_default() += 1;
-        }
-        let counted = counts
-            .iter()
-            .map(|(action, n)| format!("{n} {action}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let counted = if counted.is_empty() {
-            "no resources".to_string()
-        } else {
-            counted
-        };
-        match (&self.error, &self.halted) {
-            (Some(error), _) => format!("failed: {error}"),
-            (None, Some(halt)) => format!(
-                "failed: halted at {} ({}); {} resource(s) after it not applied; {counted}",
-                halt.id, halt.reason, halt.not_applied
-            ),
-            (None, None) if self.ok => format!("ok: {counted}"),
-            (None, None) => format!("failed: {counted}"),
-        }
-    }
-}
-
-impl fmt::Display for ApplyReport {
-    /// One `ID ACTION[: reason]` line per resource, the open windows, and a
-    /// last line `apply ok: ...` or `apply failed: ...`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for line in &self.lines {
-            writeln!(f, "{line}")?;
-        }
-        for window in &self.windows {
-            writeln!(f, "{window}")?;
-        }
-        for warning in &self.warnings {
-            writeln!(f, "warning: {warning}")?;
-        }
-        write!(f, "apply {}", self.summary())
-    }
-}
 
 /// The apply engine of one process. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -360,13 +91,6 @@ pub struct Applier {
     units_missing: String,
     pull: PullPolicy,
 }
-
-/// How many service containers one apply converges at once (the runtime
-/// calls of a batch of services declared next to each other: pull, create,
-/// start, stop). Fixed, and small next to docker-compose's 64: enough
-/// requests in flight to keep Docker busy on a small node, few enough not
-/// to flood it (docs/apply.md, docs/benchmarks.md).
-pub const APPLY_WIDTH: usize = 16;
 
 /// Why unit resources fail when no unit manager was given.
 const NO_UNIT_MANAGER: &str = "no systemd unit manager is available to this process";
@@ -623,12 +347,15 @@ impl<'a> Run<'a> {
             .map(|p| p.containers.iter().cloned().collect())
             .unwrap_or_default();
         known.extend(inputs.keys().cloned());
-        let steps_before = previous.as_ref().map(installed_steps).unwrap_or_default();
+        let steps_before = previous
+            .as_ref()
+            .map(state::installed_steps)
+            .unwrap_or_default();
         let puller = Arc::new(tokio::sync::Mutex::new(pull::Puller::new(
             applier.runtime.clone(),
             applier.windows.clone(),
             applier.pull.clone(),
-            window_bounds(decl),
+            pull::window_bounds(decl),
         )));
         Run {
             applier,
@@ -664,288 +391,6 @@ impl<'a> Run<'a> {
             self.ok = false;
         }
         self.lines.push(ReportLine::new(id, action, reason));
-    }
-
-    /// Every declared resource, in order, until a run-once step fails.
-    ///
-    /// Service containers declared next to each other form a batch: each
-    /// is decided in declaration order as the walk reaches it, the batch's
-    /// runtime calls run concurrently ([`APPLY_WIDTH`] at a time), and
-    /// their lines are committed in declaration order. Any other resource
-    /// ends the batch first: a file, directory, unit, scheduled or run-once
-    /// step is applied only once every service before it is done, and a
-    /// service after it is decided only once it is (so `restart-on` sees
-    /// the files changed before it, and a run-once step gates all that
-    /// follows).
-    async fn resources(&mut self) {
-        let decl = self.decl;
-        let mut batch: Vec<(&Resource, containers::Work)> = Vec::new();
-        for (index, res) in decl.resources.iter().enumerate() {
-            let id = res.id.as_str();
-            if let ResourceKind::Container(c) = &res.kind {
-                if matches!(c.role, Role::Service) {
-                    batch.push((res, self.decide_service(res, c)));
-                    continue;
-                }
-            }
-            self.converge_batch(&mut batch).await;
-            match &res.kind {
-                ResourceKind::File(file) => self.file(id, file),
-                ResourceKind::Directory(dir) => self.directory(id, dir),
-                ResourceKind::Container(c) => match &c.role {
-                    Role::Service => {}
-                    Role::RunOnce => {
-                        if let Some(mut halt) = self.run_once(res, c).await {
-                            halt.not_applied = decl.resources.len() - index - 1;
-                            self.ok = false;
-                            self.halted = Some(halt);
-                            return;
-                        }
-                    }
-                    Role::Scheduled(_) => self.scheduled(id, c).await,
-                },
-                ResourceKind::Unit(unit) => self.unit(id, unit).await,
-                ResourceKind::Identity(identity) => self.identity(id, identity).await,
-                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder).await,
-            }
-            if let ResourceKind::Container(c) = &res.kind {
-                self.note_unhealthy_grants(id, c);
-            }
-        }
-        self.converge_batch(&mut batch).await;
-    }
-
-    /// Execute a batch of decided services, at most [`APPLY_WIDTH`] at a
-    /// time, and commit their outcomes in declaration order.
-    async fn converge_batch(&mut self, batch: &mut Vec<(&'a Resource, containers::Work)>) {
-        if batch.is_empty() {
-            return;
-        }
-        let executor = containers::Executor {
-            runtime: self.applier.runtime.clone(),
-            puller: self.puller.clone(),
-        };
-        let (resources, works): (Vec<&Resource>, Vec<containers::Work>) =
-            std::mem::take(batch).into_iter().unzip();
-        let mut outcomes: Vec<Option<containers::Outcome>> =
-            std::iter::repeat_with(|| None).take(works.len()).collect();
-        let executor = &executor;
-        let mut running = futures_util::stream::iter(
-            works
-                .into_iter()
-                .enumerate()
-                .map(|(i, work)| async move { (i, work.execute(executor).await) }),
-        )
-        .buffer_unordered(APPLY_WIDTH);
-        while let Some((i, outcome)) = running.next().await {
-            outcomes[i] = Some(outcome);
-        }
-        drop(running);
-        for (res, outcome) in resources.into_iter().zip(outcomes) {
-            if let Some(outcome) = outcome {
-                self.commit_service(res, outcome);
-            }
-            if let ResourceKind::Container(c) = &res.kind {
-                self.note_unhealthy_grants(&res.id, c);
-            }
-        }
-    }
-
-    fn file(&mut self, id: &str, file: &crate::declaration::File) {
-        match files::converge_file(file) {
-            Ok((change, digest)) => {
-                self.written_files
-                    .insert(file.path.as_str().to_string(), digest);
-                if !matches!(change, files::Change::Unchanged) {
-                    self.changed_files
-                        .insert(id.to_string(), file.path.as_str().to_string());
-                }
-                let (action, reason) = change.into_action();
-                self.push(id, action, reason);
-            }
-            Err(e) => self.push(id, Action::Failed, Some(e)),
-        }
-    }
-
-    fn directory(&mut self, id: &str, dir: &crate::declaration::Directory) {
-        match files::converge_directory(dir) {
-            Ok(change) => {
-                let (action, reason) = change.into_action();
-                self.push(id, action, reason);
-            }
-            Err(e) => self.push(id, Action::Failed, Some(e)),
-        }
-    }
-
-    /// A scheduled step: handed to the scheduler with its image present.
-    /// Never fails the apply.
-    async fn scheduled(&mut self, id: &str, c: &crate::declaration::Container) {
-        match self.step_defs.remove(id) {
-            Some(Ok(step)) => {
-                let mut action = Action::Installed;
-                let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;
-                let reason = match ensured {
-                    Ok(pull::Ensured::Present) => {
-                        if self.declared_alike_before(id) {
-                            action = Action::Unchanged;
-                        }
-                        None
-                    }
-                    Ok(pull::Ensured::Pulled) => Some("image pulled".to_string()),
-                    Err(e) => Some(format!(
-                        "its image is not present and could not be pulled (tried again at the next apply): {e}"
-                    )),
-                };
-                self.steps.push(step);
-                self.lines.push(ReportLine::new(id, action, reason));
-            }
-            Some(Err(reason)) => {
-                // Reported, but never fails the apply (CONTRACT "Apply").
-                self.lines.push(ReportLine::new(
-                    id,
-                    Action::Failed,
-                    Some(format!("schedule not installed: {reason}")),
-                ));
-            }
-            None => self.push(
-                id,
-                Action::Failed,
-                Some("not found among the scheduled steps".to_string()),
-            ),
-        }
-    }
-
-    /// Whether the last apply installed step `id` declared exactly as now.
-    fn declared_alike_before(&self, id: &str) -> bool {
-        let Some(before) = self.steps_before.get(id) else {
-            return false;
-        };
-        serde_json::to_value(self.decl)
-            .ok()
-            .and_then(|d| resource_json(&d, id).cloned())
-            .is_some_and(|now| &now == before)
-    }
-
-    /// A unit resource, through the unit manager; its files are all
-    /// written (and systemd reloaded once) when the first unit is reached.
-    async fn unit(&mut self, id: &str, unit: &crate::declaration::Unit) {
-        let Some(manager) = self.applier.units.clone() else {
-            let reason = self.applier.units_missing.clone();
-            self.push(id, Action::Failed, Some(reason));
-            return;
-        };
-        if self.prepared.is_none() {
-            let declared: Vec<(String, crate::declaration::Unit)> = self
-                .decl
-                .resources
-                .iter()
-                .filter_map(|r| match &r.kind {
-                    ResourceKind::Unit(u) => Some((r.id.to_string(), u.clone())),
-                    _ => None,
-                })
-                .collect();
-            let prepared = manager.prepare(&declared).await;
-            if let Ok(written) = &prepared {
-                for (rid, u) in &declared {
-                    if written.contains_key(rid) {
-                        self.written_units.insert(u.name.to_string());
-                    }
-                }
-            }
-            self.prepared = Some(prepared);
-        }
-        let change = match &self.prepared {
-            Some(Ok(map)) => map.get(id).copied(),
-            Some(Err(e)) => {
-                let reason = format!("unit files not written: {e}");
-                self.push(id, Action::Failed, Some(reason));
-                return;
-            }
-            None => None,
-        };
-        let Some(change) = change else {
-            self.push(
-                id,
-                Action::Failed,
-                Some("the unit manager did not write its file".to_string()),
-            );
-            return;
-        };
-        let report = manager.converge(id, unit, change).await;
-        self.unit_line(report);
-    }
-
-    fn unit_line(&mut self, report: UnitReport) {
-        if !report.ok {
-            self.ok = false;
-        }
-        self.lines.push(ReportLine::new(
-            report.id,
-            Action::parse(&report.action),
-            report.reason,
-        ));
-    }
-
-    /// After the declared resources: remove what the host made and no
-    /// longer declares (managed containers, unit files).
-    async fn removals(&mut self) {
-        self.remove_containers().await;
-        self.remove_units().await;
-        self.remove_shared_folders().await;
-        self.remove_identities().await;
-    }
-
-    /// A grant whose group cannot write its path is said on the
-    /// container's line (`unhealthy: ...`); it fails nothing.
-    fn note_unhealthy_grants(&mut self, id: &str, c: &crate::declaration::Container) {
-        let unhealthy = grants::unhealthy(c);
-        if unhealthy.is_empty() {
-            return;
-        }
-        let note = format!("unhealthy: {}", unhealthy.join("; "));
-        if let Some(line) = self.lines.iter_mut().rev().find(|l| l.id == id) {
-            line.reason = Some(match line.reason.take() {
-                Some(reason) => format!("{reason}; {note}"),
-                None => note,
-            });
-        }
-    }
-
-    async fn remove_units(&mut self) {
-        let declared: BTreeSet<String> = self
-            .decl
-            .resources
-            .iter()
-            .filter_map(|r| match &r.kind {
-                ResourceKind::Unit(u) => Some(u.name.to_string()),
-                _ => None,
-            })
-            .collect();
-        let gone: Vec<String> = self
-            .written_units
-            .iter()
-            .filter(|n| !declared.contains(*n))
-            .cloned()
-            .collect();
-        if gone.is_empty() {
-            return;
-        }
-        let Some(manager) = self.applier.units.clone() else {
-            let reason = format!(
-                "no longer declared, but cannot be removed: {}",
-                self.applier.units_missing
-            );
-            for name in gone {
-                self.push(&name, Action::Failed, Some(reason.clone()));
-            }
-            return;
-        };
-        for report in manager.remove(&gone).await {
-            if report.ok {
-                self.written_units.remove(&report.id);
-            }
-            self.unit_line(report);
-        }
     }
 
     /// Write the state documents and build the report.
@@ -999,42 +444,4 @@ impl<'a> Run<'a> {
             steps: self.steps,
         }
     }
-}
-
-/// How long each step's window may stay open, by step id: its timeout plus
-/// the five minutes closing may take; a step without a timeout is bounded
-/// only by the six hours after which a record holds nothing.
-fn window_bounds(decl: &Declaration) -> BTreeMap<String, std::time::Duration> {
-    decl.steps()
-        .map(|s| {
-            let run = s.container.timeout.unwrap_or(crate::store::WINDOW_MAX_AGE);
-            (
-                s.resource.id.to_string(),
-                (run + crate::schedule::window::CLOSE_BUDGET).min(crate::store::WINDOW_MAX_AGE),
-            )
-        })
-        .collect()
-}
-
-/// The scheduled steps `previous` installed (or found unchanged), by id,
-/// as that apply declared them.
-fn installed_steps(previous: &AppliedState) -> BTreeMap<String, serde_json::Value> {
-    previous
-        .lines
-        .iter()
-        .filter(|l| matches!(l.action, Action::Installed | Action::Unchanged))
-        .filter_map(|l| {
-            let r = resource_json(&previous.declaration, &l.id)?;
-            let scheduled = r.get("schedule").is_some_and(|s| !s.is_null());
-            scheduled.then(|| (l.id.clone(), r.clone()))
-        })
-        .collect()
-}
-
-/// The resource `id` in a declaration's canonical JSON.
-fn resource_json<'v>(decl: &'v serde_json::Value, id: &str) -> Option<&'v serde_json::Value> {
-    decl.get("resources")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("id").and_then(|v| v.as_str()) == Some(id))
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, RuntimeError};
 use crate::schedule::window::Windows;
 
@@ -182,4 +183,19 @@ impl Puller {
             tokio::time::sleep(self.policy.window_poll.min(deadline - now)).await;
         }
     }
+}
+
+/// How long each step's window may stay open, by step id: its timeout plus
+/// the five minutes closing may take; a step without a timeout is bounded
+/// only by the six hours after which a record holds nothing.
+pub(super) fn window_bounds(decl: &Declaration) -> BTreeMap<String, Duration> {
+    decl.steps()
+        .map(|s| {
+            let run = s.container.timeout.unwrap_or(crate::store::WINDOW_MAX_AGE);
+            (
+                s.resource.id.to_string(),
+                (run + crate::schedule::window::CLOSE_BUDGET).min(crate::store::WINDOW_MAX_AGE),
+            )
+        })
+        .collect()
 }

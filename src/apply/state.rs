@@ -18,8 +18,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::report::{Action, Halt, ReportLine};
 use super::spec::BuiltContainer;
-use super::{Halt, ReportLine};
 
 /// The format of [`AppliedState`] this host writes.
 pub const APPLIED_FORMAT: u32 = 1;
@@ -111,6 +111,32 @@ impl ContainerInputs {
         }
         out
     }
+}
+
+/// The scheduled steps `previous` installed (or found unchanged), by id,
+/// as that apply declared them.
+pub(super) fn installed_steps(previous: &AppliedState) -> BTreeMap<String, serde_json::Value> {
+    previous
+        .lines
+        .iter()
+        .filter(|l| matches!(l.action, Action::Installed | Action::Unchanged))
+        .filter_map(|l| {
+            let r = resource_json(&previous.declaration, &l.id)?;
+            let scheduled = r.get("schedule").is_some_and(|s| !s.is_null());
+            scheduled.then(|| (l.id.clone(), r.clone()))
+        })
+        .collect()
+}
+
+/// The resource `id` in a declaration's canonical JSON.
+pub(super) fn resource_json<'v>(
+    decl: &'v serde_json::Value,
+    id: &str,
+) -> Option<&'v serde_json::Value> {
+    decl.get("resources")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("id").and_then(|v| v.as_str()) == Some(id))
 }
 
 #[cfg(test)]

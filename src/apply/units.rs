@@ -12,10 +12,15 @@
 //!
 //! Without a manager (no reachable systemd bus) every unit resource fails
 //! with the reason given to [`Applier::without_units`](super::Applier::without_units).
+//!
+//! Both sides of the seam are here: the trait systemd implements, and the
+//! apply's side of it (the unit resources of one apply, and their removal).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::declaration::Unit;
+use super::report::{Action, ReportLine};
+use super::Run;
+use crate::declaration::{ResourceKind, Unit};
 
 pub use crate::systemd::unit_files::{FileChange, UnitReport};
 
@@ -71,6 +76,107 @@ pub async fn with_systemd(applier: super::Applier, unit_dir: &std::path::Path) -
             applier.with_units(std::sync::Arc::new(units))
         }
         Err(e) => applier.without_units(format!("no systemd unit manager: {e}")),
+    }
+}
+
+impl Run<'_> {
+    /// A unit resource, through the unit manager; its files are all
+    /// written (and systemd reloaded once) when the first unit is reached.
+    pub(super) async fn unit(&mut self, id: &str, unit: &Unit) {
+        let Some(manager) = self.applier.units.clone() else {
+            let reason = self.applier.units_missing.clone();
+            self.push(id, Action::Failed, Some(reason));
+            return;
+        };
+        if self.prepared.is_none() {
+            let declared: Vec<(String, Unit)> = self
+                .decl
+                .resources
+                .iter()
+                .filter_map(|r| match &r.kind {
+                    ResourceKind::Unit(u) => Some((r.id.to_string(), u.clone())),
+                    _ => None,
+                })
+                .collect();
+            let prepared = manager.prepare(&declared).await;
+            if let Ok(written) = &prepared {
+                for (rid, u) in &declared {
+                    if written.contains_key(rid) {
+                        self.written_units.insert(u.name.to_string());
+                    }
+                }
+            }
+            self.prepared = Some(prepared);
+        }
+        let change = match &self.prepared {
+            Some(Ok(map)) => map.get(id).copied(),
+            Some(Err(e)) => {
+                let reason = format!("unit files not written: {e}");
+                self.push(id, Action::Failed, Some(reason));
+                return;
+            }
+            None => None,
+        };
+        let Some(change) = change else {
+            self.push(
+                id,
+                Action::Failed,
+                Some("the unit manager did not write its file".to_string()),
+            );
+            return;
+        };
+        let report = manager.converge(id, unit, change).await;
+        self.unit_line(report);
+    }
+
+    fn unit_line(&mut self, report: UnitReport) {
+        if !report.ok {
+            self.ok = false;
+        }
+        self.lines.push(ReportLine::new(
+            report.id,
+            Action::parse(&report.action),
+            report.reason,
+        ));
+    }
+
+    /// Stop, disable and delete the unit files the host wrote and no
+    /// longer declares.
+    pub(super) async fn remove_units(&mut self) {
+        let declared: BTreeSet<String> = self
+            .decl
+            .resources
+            .iter()
+            .filter_map(|r| match &r.kind {
+                ResourceKind::Unit(u) => Some(u.name.to_string()),
+                _ => None,
+            })
+            .collect();
+        let gone: Vec<String> = self
+            .written_units
+            .iter()
+            .filter(|n| !declared.contains(*n))
+            .cloned()
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let Some(manager) = self.applier.units.clone() else {
+            let reason = format!(
+                "no longer declared, but cannot be removed: {}",
+                self.applier.units_missing
+            );
+            for name in gone {
+                self.push(&name, Action::Failed, Some(reason.clone()));
+            }
+            return;
+        };
+        for report in manager.remove(&gone).await {
+            if report.ok {
+                self.written_units.remove(&report.id);
+            }
+            self.unit_line(report);
+        }
     }
 }
 

@@ -1,0 +1,136 @@
+//! The order of an apply: declaration order, neighbouring services
+//! converged together, then the removals.
+//!
+//! Declaration order is the operator's: a file before the service reading
+//! it, a run-once step gating all that follows. Converging services one at
+//! a time would make an apply of fifty of them wait on fifty pulls in a
+//! row, so services declared next to each other form a batch whose runtime
+//! calls run concurrently while their lines still come out in declaration
+//! order. This file is that ordering and batching; what each resource kind
+//! does is in its own file (`files`, `containers`, `run_once`, `scheduled`,
+//! `units`, `identities`, `shared_folders`).
+
+use futures_util::StreamExt;
+
+use super::containers::{Executor, Outcome, Work};
+use super::Run;
+use crate::declaration::{Container, Resource, ResourceKind, Role};
+
+/// How many service containers one apply converges at once (the runtime
+/// calls of a batch of services declared next to each other: pull, create,
+/// start, stop). Fixed, and small next to docker-compose's 64: enough
+/// requests in flight to keep Docker busy on a small node, few enough not
+/// to flood it (docs/apply.md, docs/benchmarks.md).
+pub const APPLY_WIDTH: usize = 16;
+
+impl<'a> Run<'a> {
+    /// Every declared resource, in order, until a run-once step fails.
+    ///
+    /// Service containers declared next to each other form a batch: each
+    /// is decided in declaration order as the walk reaches it, the batch's
+    /// runtime calls run concurrently ([`APPLY_WIDTH`] at a time), and
+    /// their lines are committed in declaration order. Any other resource
+    /// ends the batch first: a file, directory, unit, scheduled or run-once
+    /// step is applied only once every service before it is done, and a
+    /// service after it is decided only once it is (so `restart-on` sees
+    /// the files changed before it, and a run-once step gates all that
+    /// follows).
+    pub(super) async fn resources(&mut self) {
+        let decl = self.decl;
+        let mut batch: Vec<(&Resource, Work)> = Vec::new();
+        for (index, res) in decl.resources.iter().enumerate() {
+            let id = res.id.as_str();
+            if let ResourceKind::Container(c) = &res.kind {
+                if matches!(c.role, Role::Service) {
+                    batch.push((res, self.decide_service(res, c)));
+                    continue;
+                }
+            }
+            self.converge_batch(&mut batch).await;
+            match &res.kind {
+                ResourceKind::File(file) => self.file(id, file),
+                ResourceKind::Directory(dir) => self.directory(id, dir),
+                ResourceKind::Container(c) => match &c.role {
+                    Role::Service => {}
+                    Role::RunOnce => {
+                        if let Some(mut halt) = self.run_once(res, c).await {
+                            halt.not_applied = decl.resources.len() - index - 1;
+                            self.ok = false;
+                            self.halted = Some(halt);
+                            return;
+                        }
+                    }
+                    Role::Scheduled(_) => self.scheduled(id, c).await,
+                },
+                ResourceKind::Unit(unit) => self.unit(id, unit).await,
+                ResourceKind::Identity(identity) => self.identity(id, identity).await,
+                ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder).await,
+            }
+            if let ResourceKind::Container(c) = &res.kind {
+                self.note_unhealthy_grants(id, c);
+            }
+        }
+        self.converge_batch(&mut batch).await;
+    }
+
+    /// Execute a batch of decided services, at most [`APPLY_WIDTH`] at a
+    /// time, and commit their outcomes in declaration order.
+    async fn converge_batch(&mut self, batch: &mut Vec<(&'a Resource, Work)>) {
+        if batch.is_empty() {
+            return;
+        }
+        let executor = Executor {
+            runtime: self.applier.runtime.clone(),
+            puller: self.puller.clone(),
+        };
+        let (resources, works): (Vec<&Resource>, Vec<Work>) =
+            std::mem::take(batch).into_iter().unzip();
+        let mut outcomes: Vec<Option<Outcome>> =
+            std::iter::repeat_with(|| None).take(works.len()).collect();
+        let executor = &executor;
+        let mut running = futures_util::stream::iter(
+            works
+                .into_iter()
+                .enumerate()
+                .map(|(i, work)| async move { (i, work.execute(executor).await) }),
+        )
+        .buffer_unordered(APPLY_WIDTH);
+        while let Some((i, outcome)) = running.next().await {
+            outcomes[i] = Some(outcome);
+        }
+        drop(running);
+        for (res, outcome) in resources.into_iter().zip(outcomes) {
+            if let Some(outcome) = outcome {
+                self.commit_service(res, outcome);
+            }
+            if let ResourceKind::Container(c) = &res.kind {
+                self.note_unhealthy_grants(&res.id, c);
+            }
+        }
+    }
+
+    /// After the declared resources: remove what the host made and no
+    /// longer declares (managed containers, unit files).
+    pub(super) async fn removals(&mut self) {
+        self.remove_containers().await;
+        self.remove_units().await;
+        self.remove_shared_folders().await;
+        self.remove_identities().await;
+    }
+
+    /// A grant whose group cannot write its path is said on the
+    /// container's line (`unhealthy: ...`); it fails nothing.
+    fn note_unhealthy_grants(&mut self, id: &str, c: &Container) {
+        let unhealthy = super::grants::unhealthy(c);
+        if unhealthy.is_empty() {
+            return;
+        }
+        let note = format!("unhealthy: {}", unhealthy.join("; "));
+        if let Some(line) = self.lines.iter_mut().rev().find(|l| l.id == id) {
+            line.reason = Some(match line.reason.take() {
+                Some(reason) => format!("{reason}; {note}"),
+                None => note,
+            });
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The apply's report: what an apply did, one line per resource.
+//!
+//! An apply never panics and never returns an error: everything it did,
+//! every failure and the windows it found open are in its [`ApplyReport`],
+//! which the daemon logs, serves over its socket (clients read it back, so
+//! it deserialises too) and records as the last apply's lines. Its words
+//! ([`Action`]) are part of the contract (CONTRACT "Apply").
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::schedule::scheduler::ScheduledStep;
+use crate::store::WindowRecord;
+
+/// What an apply did to one resource. Serialised as its name
+/// (`"held-still"`); an action the unit manager reports that is not one of
+/// these is kept as it said it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Made (a file, a directory, a container).
+    Created,
+    /// Already as declared: nothing done.
+    Unchanged,
+    /// A file or directory changed in place (content, mode, owner).
+    Updated,
+    /// A container removed and made again; the reason says what changed.
+    Recreated,
+    /// A container that existed as declared but was stopped (or is
+    /// restarted by `restart-on`) was started.
+    Started,
+    /// A scheduled step handed to the scheduler, its image present.
+    Installed,
+    /// A container an open window holds: left alone.
+    HeldStill,
+    /// A run-once step ran to completion with status 0.
+    Ran,
+    /// The resource could not be converged; the reason says why.
+    Failed,
+    /// No longer declared: removed.
+    Removed,
+    /// Any other action word (from the unit manager).
+    Other(String),
+}
+
+impl Action {
+    /// The action as the report writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Action::Created => "created",
+            Action::Unchanged => "unchanged",
+            Action::Updated => "updated",
+            Action::Recreated => "recreated",
+            Action::Started => "started",
+            Action::Installed => "installed",
+            Action::HeldStill => "held-still",
+            Action::Ran => "ran",
+            Action::Failed => "failed",
+            Action::Removed => "removed",
+            Action::Other(word) => word,
+        }
+    }
+
+    /// The action named `word`.
+    pub fn parse(word: &str) -> Action {
+        match word {
+            "created" => Action::Created,
+            "unchanged" => Action::Unchanged,
+            "updated" => Action::Updated,
+            "recreated" => Action::Recreated,
+            "started" => Action::Started,
+            "installed" => Action::Installed,
+            "held-still" => Action::HeldStill,
+            "ran" => Action::Ran,
+            "failed" => Action::Failed,
+            "removed" => Action::Removed,
+            other => Action::Other(other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Action {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        Ok(Action::parse(&word))
+    }
+}
+
+/// One line of the report: a resource (by id) and what was done to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportLine {
+    /// The resource id (for a removed container, the id it was created for).
+    pub id: String,
+    /// What was done.
+    pub action: Action,
+    /// Why, or what changed; `None` when the action says it all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ReportLine {
+    pub(super) fn new(id: impl Into<String>, action: Action, reason: Option<String>) -> Self {
+        ReportLine {
+            id: id.into(),
+            action,
+            reason,
+        }
+    }
+}
+
+impl fmt::Display for ReportLine {
+    /// `ID ACTION[: reason]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.id, self.action)?;
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An open maintenance window, as the report lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WindowLine {
+    /// The step whose window it is.
+    pub step: String,
+    /// When it opened.
+    pub since: DateTime<Utc>,
+    /// Runtime names of the containers it holds stopped.
+    pub held: Vec<String>,
+}
+
+impl WindowLine {
+    /// The report's view of a window record.
+    pub fn of(record: &WindowRecord) -> Self {
+        WindowLine {
+            step: record.step.clone(),
+            since: record.opened_at,
+            held: record.held_names().map(str::to_string).collect(),
+        }
+    }
+}
+
+impl fmt::Display for WindowLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "window {} open since {}, holding {}",
+            self.step,
+            crate::render::time(self.since),
+            if self.held.is_empty() {
+                "nothing".to_string()
+            } else {
+                self.held.join(", ")
+            }
+        )
+    }
+}
+
+/// Where a halted apply stopped: the run-once step that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Halt {
+    /// The step's resource id.
+    pub id: String,
+    /// Its exit status, when it ran and exited.
+    pub exit_status: Option<i64>,
+    /// What happened, in words.
+    pub reason: String,
+    /// How many declared resources after it were not applied.
+    pub not_applied: usize,
+}
+
+/// What an apply did. Deserialises too, so a client of the daemon can read
+/// it back (without `steps`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ApplyReport {
+    /// Whether every resource converged (a scheduled step that could not be
+    /// installed does not count against it).
+    pub ok: bool,
+    /// When the apply began.
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    pub finished_at: DateTime<Utc>,
+    /// One line per resource, in declaration order, then the removals.
+    pub lines: Vec<ReportLine>,
+    /// The windows open when the apply ran.
+    pub windows: Vec<WindowLine>,
+    /// The run-once step the apply stopped at, if it halted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<Halt>,
+    /// Why the apply could not start (lock, corrupt state, window records),
+    /// or could not record what it did; nothing was changed in the first
+    /// cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Things worth knowing that failed nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The scheduled steps this apply installed, for the scheduler to
+    /// re-sync with (`scheduler.sync(report.steps)`).
+    #[serde(skip)]
+    pub steps: Vec<ScheduledStep>,
+    /// Whether the apply went through the whole declaration (it started,
+    /// and no run-once step halted it): only then is `steps` every declared
+    /// step, and only then may the schedules follow it.
+    #[serde(skip)]
+    pub complete: bool,
+}
+
+impl ApplyReport {
+    pub(super) fn failed_before_start(started_at: DateTime<Utc>, error: String) -> Self {
+        ApplyReport {
+            ok: false,
+            started_at,
+            finished_at: Utc::now(),
+            lines: Vec::new(),
+            windows: Vec::new(),
+            halted: None,
+            error: Some(error),
+            warnings: Vec::new(),
+            steps: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// The line of resource `id` (the first, if a removal shares its id).
+    pub fn line(&self, id: &str) -> Option<&ReportLine> {
+        self.lines.iter().find(|l| l.id == id)
+    }
+
+    /// A one-line summary: `ok: 2 created, 1 unchanged` or why it failed.
+    pub fn summary(&self) -> String {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for line in &self.lines {
+            *counts.entry(line.action.as_str()).or_default() += 1;
+        }
+        let counted = counts
+            .iter()
+            .map(|(action, n)| format!("{n} {action}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let counted = if counted.is_empty() {
+            "no resources".to_string()
+        } else {
+            counted
+        };
+        match (&self.error, &self.halted) {
+            (Some(error), _) => format!("failed: {error}"),
+            (None, Some(halt)) => format!(
+                "failed: halted at {} ({}); {} resource(s) after it not applied; {counted}",
+                halt.id, halt.reason, halt.not_applied
+            ),
+            (None, None) if self.ok => format!("ok: {counted}"),
+            (None, None) => format!("failed: {counted}"),
+        }
+    }
+}
+
+impl fmt::Display for ApplyReport {
+    /// One `ID ACTION[: reason]` line per resource, the open windows, and a
+    /// last line `apply ok: ...` or `apply failed: ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in &self.lines {
+            writeln!(f, "{line}")?;
+        }
+        for window in &self.windows {
+            writeln!(f, "{window}")?;
+        }
+        for warning in &self.warnings {
+            writeln!(f, "warning: {warning}")?;
+        }
+        write!(f, "apply {}", self.summary())
+    }
+}

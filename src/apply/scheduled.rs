@@ -1,0 +1,65 @@
+//! Scheduled steps at apply: installed, never run.
+//!
+//! An apply hands each scheduled step to the scheduler (through the
+//! report's `steps`) once its image is present, so a fire never waits on a
+//! pull; the step itself runs only when its schedule says. A step the last
+//! apply installed and that is declared exactly alike now is `unchanged`.
+//! A step that cannot be installed is reported but fails nothing (CONTRACT
+//! "Apply").
+
+use super::pull::Ensured;
+use super::report::{Action, ReportLine};
+use super::state::resource_json;
+use super::Run;
+use crate::declaration::Container;
+
+impl Run<'_> {
+    /// A scheduled step: handed to the scheduler with its image present.
+    /// Never fails the apply.
+    pub(super) async fn scheduled(&mut self, id: &str, c: &Container) {
+        match self.step_defs.remove(id) {
+            Some(Ok(step)) => {
+                let mut action = Action::Installed;
+                let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;
+                let reason = match ensured {
+                    Ok(Ensured::Present) => {
+                        if self.declared_alike_before(id) {
+                            action = Action::Unchanged;
+                        }
+                        None
+                    }
+                    Ok(Ensured::Pulled) => Some("image pulled".to_string()),
+                    Err(e) => Some(format!(
+                        "its image is not present and could not be pulled (tried again at the next apply): {e}"
+                    )),
+                };
+                self.steps.push(step);
+                self.lines.push(ReportLine::new(id, action, reason));
+            }
+            Some(Err(reason)) => {
+                // Reported, but never fails the apply (CONTRACT "Apply").
+                self.lines.push(ReportLine::new(
+                    id,
+                    Action::Failed,
+                    Some(format!("schedule not installed: {reason}")),
+                ));
+            }
+            None => self.push(
+                id,
+                Action::Failed,
+                Some("not found among the scheduled steps".to_string()),
+            ),
+        }
+    }
+
+    /// Whether the last apply installed step `id` declared exactly as now.
+    fn declared_alike_before(&self, id: &str) -> bool {
+        let Some(before) = self.steps_before.get(id) else {
+            return false;
+        };
+        serde_json::to_value(self.decl)
+            .ok()
+            .and_then(|d| resource_json(&d, id).cloned())
+            .is_some_and(|now| &now == before)
+    }
+}
