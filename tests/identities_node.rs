@@ -4,45 +4,18 @@
 //! daemon running as a real unit and its journal.
 //!
 //! The node shares this machine's /etc: every account a test makes has a
-//! unique name and unique high numbers, and an `on_drop` guard removes it.
+//! unique name and unique high numbers, and its `World` removes it at the end.
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::accounts::{getfacl, named_users, shared_folder};
+use support::daemon_unit::DaemonUnit;
 use support::world::{World, SERVICE_CMD};
-use support::{quote, unique_name, wait_for, Cleanup, Node};
-
-/// A unique account name and number (uid = gid) for this test process.
-fn account() -> (String, u32) {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    (
-        format!("mht{pid}x{n}"),
-        2_000_000_000 + (pid % 100_000) * 100 + n,
-    )
-}
-
-/// An identity resource, and a guard that removes its account whatever
-/// the test did.
-fn identity(node: &Node, id: &str) -> (Value, String, u32, Cleanup) {
-    let (name, number) = account();
-    let guard = node.on_drop(format!(
-        "userdel {n} >/dev/null 2>&1; groupdel {n} >/dev/null 2>&1; true",
-        n = quote(&name)
-    ));
-    (
-        json!({"id": id, "type": "identity", "name": name, "uid": number, "gid": number}),
-        name,
-        number,
-        guard,
-    )
-}
+use support::{quote, stdout, wait_for};
 
 fn container(w: &mut World, id: &str, identity: &str, extra: Value) -> (Value, String) {
     let name = w.name(id);
@@ -56,10 +29,6 @@ fn container(w: &mut World, id: &str, identity: &str, extra: Value) -> (Value, S
     (c, name)
 }
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn line(out: &Output, id: &str) -> String {
     stdout(out)
         .lines()
@@ -68,37 +37,16 @@ fn line(out: &Output, id: &str) -> String {
         .to_string()
 }
 
-fn apply(w: &World, resources: Value) -> Output {
-    w.write_declaration(resources);
-    let decl = w.path("declaration.json");
-    w.mesh(&["apply", &decl, "--local"])
-}
-
-/// `getfacl -cn PATH` (numeric, no header): one entry per line.
-fn getfacl(node: &Node, path: &str) -> Vec<String> {
-    node.sh_ok(&format!("getfacl -cnp {}", quote(path)))
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| l.split('\t').next().unwrap_or(l).trim().to_string())
-        .collect()
-}
-
-fn named_users(acl: &[String]) -> Vec<String> {
-    acl.iter()
-        .filter(|l| l.starts_with("user:") && !l.starts_with("user::"))
-        .cloned()
-        .collect()
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn an_identity_is_made_with_its_numbers_and_a_container_runs_as_it() {
     let mut w = World::new("ident-made");
-    let (ia, name_a, num_a, _ga) = identity(&w.node, "ia");
-    let (ib, _name_b, num_b, _gb) = identity(&w.node, "ib");
+    let ia = w.identity("ia");
+    let (name_a, num_a) = (ia.name.clone(), ia.uid);
+    let ib = w.identity("ib");
+    let num_b = ib.uid;
     let (c, cname) = container(&mut w, "app", "ia", json!({}));
-    let out = apply(&w, json!([ia.clone(), ib.clone(), c]));
+    let out = w.apply_local(json!([ia, ib, c]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "ia").starts_with("ia created"),
@@ -131,11 +79,11 @@ fn an_identity_is_made_with_its_numbers_and_a_container_runs_as_it() {
 
     // A second apply changes nothing; another identity recreates it.
     let (c, _) = container(&mut w, "app", "ia", json!({}));
-    let out = apply(&w, json!([ia.clone(), ib.clone(), c]));
+    let out = w.apply_local(json!([ia, ib, c]));
     assert_eq!(line(&out, "ia"), "ia unchanged");
     assert_eq!(line(&out, "app"), "app unchanged");
     let (c, _) = container(&mut w, "app", "ib", json!({}));
-    let out = apply(&w, json!([ia, ib, c]));
+    let out = w.apply_local(json!([ia, ib, c]));
     assert_eq!(line(&out, "app"), "app recreated: identity changed");
     wait_for(
         "the container to run again",
@@ -148,7 +96,7 @@ fn an_identity_is_made_with_its_numbers_and_a_container_runs_as_it() {
     );
 
     // Removed with the resource, since the host made it.
-    let out = apply(&w, json!([]));
+    let out = w.apply_local(json!([]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).contains("ia removed"), "{}", stdout(&out));
     assert!(!w
@@ -166,18 +114,31 @@ fn an_identity_is_made_with_its_numbers_and_a_container_runs_as_it() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn an_account_the_host_did_not_make_is_never_removed() {
-    let w = World::new("ident-kept");
-    let (ia, name, number, _g) = identity(&w.node, "ia");
+    let mut w = World::new("ident-kept");
+    let ia = w.identity("ia");
+    let (name, number) = (ia.name.clone(), ia.uid);
     w.node.sh_ok(&format!(
         "groupadd --system -g {number} {name} && useradd --system -u {number} -g {number} -M -s /usr/sbin/nologin {name}"
     ));
-    let out = apply(&w, json!([ia]));
+    let out = w.apply_local(json!([ia]));
     assert_eq!(line(&out, "ia"), "ia unchanged", "{}", stdout(&out));
-    let out = apply(&w, json!([]));
+    let out = w.apply_local(json!([]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.node.sh(&format!("getent passwd {name}")).status.success());
     assert!(w.node.sh(&format!("getent group {name}")).status.success());
 }
+
+/// Some of the names the contract refuses as granting root's power.
+const ROOT_GRANTING: [&str; 8] = [
+    "root",
+    "sudo",
+    "wheel",
+    "adm",
+    "docker",
+    "disk",
+    "shadow",
+    "systemd-journal",
+];
 
 #[test]
 fn check_refuses_root_granting_names_and_numbers_taken_naming_both() {
@@ -192,16 +153,7 @@ fn check_refuses_root_granting_names_and_numbers_taken_naming_both() {
         })
         .expect("an account other than root");
     let mut resources = vec![];
-    for name in [
-        "root",
-        "sudo",
-        "wheel",
-        "adm",
-        "docker",
-        "disk",
-        "shadow",
-        "systemd-journal",
-    ] {
+    for name in ROOT_GRANTING {
         resources.push(json!({"id": format!("i-{name}"), "type": "identity", "name": name, "uid": 2_100_000_001_u32, "gid": 2_100_000_001_u32}));
     }
     std::fs::write(
@@ -216,16 +168,7 @@ fn check_refuses_root_granting_names_and_numbers_taken_naming_both() {
         .expect("mesh-host");
     assert_eq!(out.status.code(), Some(2));
     let text = stdout(&out);
-    for name in [
-        "root",
-        "sudo",
-        "wheel",
-        "adm",
-        "docker",
-        "disk",
-        "shadow",
-        "systemd-journal",
-    ] {
+    for name in ROOT_GRANTING {
         assert!(
             text.contains(&format!(
                 "i-{name}: name: \"{name}\" grants root-equivalent power"
@@ -258,16 +201,17 @@ fn check_refuses_root_granting_names_and_numbers_taken_naming_both() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
     let mut w = World::new("share-two");
-    let (ia, _, a, _ga) = identity(&w.node, "ia");
-    let (ib, _, b, _gb) = identity(&w.node, "ib");
+    let ia = w.identity("ia");
+    let a = ia.uid;
+    let ib = w.identity("ib");
+    let b = ib.uid;
     let share = w.path("srv/share");
-    let folder = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}, {"identity": "ib", "write": true}]});
+    let folder = shared_folder("share", &share, &[("ia", true), ("ib", true)]);
     let mount = json!({"mounts": [{"source": share, "target": "/share"}]});
     let (ca, name_a) = container(&mut w, "ca", "ia", mount.clone());
     let (cb, name_b) = container(&mut w, "cb", "ib", mount);
-    let resources = json!([ia.clone(), ib.clone(), folder, ca, cb]);
-    let out = apply(&w, resources.clone());
+    let resources = json!([ia, ib, folder, ca, cb]);
+    let out = w.apply_local(resources.clone());
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "share").starts_with("share created"),
@@ -301,7 +245,7 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
         "-c",
         "echo a > /share/from-a && mkdir /share/dir-a",
     ]);
-    let out = apply(&w, resources.clone());
+    let out = w.apply_local(resources.clone());
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     // from-a was made 0644, which narrowed the inherited entries: put back.
     let restored = w.journal(&["MESH_EVENT=acl-restored"]);
@@ -316,7 +260,7 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
         "-c",
         "echo b > /share/from-b && echo b > /share/dir-a/from-b",
     ]);
-    let out = apply(&w, resources);
+    let out = w.apply_local(resources);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     w.node
         .docker_ok(&["exec", &name_b, "sh", "-c", "echo b >> /share/from-a"]);
@@ -344,9 +288,8 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
     );
 
     // ib loses its access: its entries go, everywhere; ia's stay.
-    let folder = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}]});
-    let out = apply(&w, json!([ia, ib, folder]));
+    let folder = shared_folder("share", &share, &[("ia", true)]);
+    let out = w.apply_local(json!([ia, ib, folder]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "share").contains(&format!("entries of uid [{b}] taken away")),
@@ -368,8 +311,9 @@ fn two_identities_write_one_shared_folder_with_exactly_the_declared_entries() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() {
-    let w = World::new("share-take");
-    let (ia, _, a, _ga) = identity(&w.node, "ia");
+    let mut w = World::new("share-take");
+    let ia = w.identity("ia");
+    let a = ia.uid;
     let share = w.path("srv/data");
     let outside = w.path("outside");
     let root_share = w.path("srv/root-data");
@@ -386,13 +330,11 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
     let etc_before = getfacl(&w.node, "/etc");
     let outside_before = getfacl(&w.node, &outside);
     let root_before = getfacl(&w.node, &format!("{share}/root-file"));
-    let folder = json!({"id": "data", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}]});
-    let root_folder = json!({"id": "root-data", "type": "shared-folder", "path": root_share,
-        "access": [{"identity": "ia", "write": true}]});
+    let folder = shared_folder("data", &share, &[("ia", true)]);
+    let root_folder = shared_folder("root-data", &root_share, &[("ia", true)]);
     let resources = json!([ia, folder, root_folder]);
 
-    let out = apply(&w, resources.clone());
+    let out = w.apply_local(resources.clone());
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert_eq!(
         line(&out, "data"),
@@ -407,7 +349,7 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
     assert_eq!(taken.status.code(), Some(0), "{}", stdout(&taken));
     let taken = w.mesh(&["take", "root-data"]);
     assert_eq!(taken.status.code(), Some(0), "{}", stdout(&taken));
-    let out = apply(&w, resources);
+    let out = w.apply_local(resources);
     // Root's folder is never taken, even after take.
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert_eq!(
@@ -451,7 +393,7 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
     );
 
     // Removing the resource takes the entries away and leaves the data.
-    let out = apply(&w, json!([]));
+    let out = w.apply_local(json!([]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "data").starts_with("data removed"),
@@ -471,12 +413,9 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
     let mut w = World::new("grant");
-    let (ia, _, a, _ga) = identity(&w.node, "ia");
-    let (group, gid) = account();
-    let _gg = w
-        .node
-        .on_drop(format!("groupdel {group} >/dev/null 2>&1; true"));
-    w.node.sh_ok(&format!("groupadd --system -g {gid} {group}"));
+    let ia = w.identity("ia");
+    let a = ia.uid;
+    let (_group, gid) = w.group();
     let media = w.path("media");
     let readonly = w.path("readonly");
     let rootdir = w.path("rootdir");
@@ -487,7 +426,7 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
         z = quote(&rootdir)
     ));
     let (c, cname) = container(&mut w, "app", "ia", json!({"grant": [{"path": media}]}));
-    let out = apply(&w, json!([ia.clone(), c]));
+    let out = w.apply_local(json!([ia, c]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let groups = w.node.docker_ok(&["exec", &cname, "id", "-G"]);
     let groups: Vec<&str> = groups.split_whitespace().collect();
@@ -500,16 +439,11 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
     );
 
     // The path's group changes: the container follows.
-    let (other, other_gid) = account();
-    let _og = w
-        .node
-        .on_drop(format!("groupdel {other} >/dev/null 2>&1; true"));
-    w.node.sh_ok(&format!(
-        "groupadd --system -g {other_gid} {other} && chgrp {other_gid} {}",
-        quote(&media)
-    ));
+    let (_other, other_gid) = w.group();
+    w.node
+        .sh_ok(&format!("chgrp {other_gid} {}", quote(&media)));
     let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": media}]}));
-    let out = apply(&w, json!([ia.clone(), c]));
+    let out = w.apply_local(json!([ia, c]));
     assert_eq!(line(&out, "app"), "app recreated: grant changed");
     wait_for(
         "the container to run again",
@@ -524,7 +458,7 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
 
     // A group that cannot write is reported, not refused.
     let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": readonly}]}));
-    let out = apply(&w, json!([ia.clone(), c]));
+    let out = w.apply_local(json!([ia, c]));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "app").contains(&format!(
@@ -542,7 +476,7 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
 
     // Root's group is refused by name.
     let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": rootdir}]}));
-    let out = apply(&w, json!([ia.clone(), c]));
+    let out = w.apply_local(json!([ia, c]));
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
         line(&out, "app").contains("its group is root's (gid 0)"),
@@ -555,7 +489,7 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
     let link = w.path("media-link");
     std::os::unix::fs::symlink(&media, &link).expect("symlink");
     let (c, _) = container(&mut w, "app", "ia", json!({"grant": [{"path": link}]}));
-    let out = apply(&w, json!([ia, c]));
+    let out = w.apply_local(json!([ia, c]));
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
         line(&out, "app").contains(&format!("grant {link}: a symbolic link is on the path")),
@@ -564,84 +498,21 @@ fn a_grant_gives_the_paths_group_and_root_groups_are_refused() {
     );
 }
 
-/// A daemon running as a real unit (the shipped unit, its paths changed).
-struct Daemon {
-    node: Node,
-    unit: String,
-    dir: PathBuf,
-}
-
-impl Daemon {
-    fn start(resources: Value) -> Daemon {
-        let node = Node::from_env();
-        let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
-        let prefix = unique_name("acl-watch");
-        let dir = node.state_dir().join("tests").join(&prefix);
-        std::fs::create_dir_all(&dir).expect("test dir");
-        let d = dir.display();
-        std::fs::write(
-            dir.join("declaration.json"),
-            json!({"declaration": 1, "resources": resources}).to_string(),
-        )
-        .expect("declaration");
-        let exec = format!(
-            "ExecStart={bin} daemon --state-dir {d}/state --declaration {d}/declaration.json --control-socket {d}/control.sock --unit-dir /run/systemd/system"
-        );
-        let text: String = include_str!("../units/mesh-host.service")
-            .lines()
-            .filter(|l| !l.starts_with("RuntimeDirectory"))
-            .map(|l| {
-                if l.starts_with("ExecStart=") {
-                    exec.clone()
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let unit = format!("{prefix}.service");
-        std::fs::write(
-            format!("/proc/{}/root/run/systemd/system/{unit}", node.pid()),
-            text,
-        )
-        .expect("unit");
-        node.sh_ok(&format!(
-            "systemctl daemon-reload && systemctl start {unit}"
-        ));
-        Daemon { node, unit, dir }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.node.sh(&format!(
-            "systemctl stop {u}; systemctl reset-failed {u}; rm -f /run/systemd/system/{u}; systemctl daemon-reload",
-            u = self.unit
-        ));
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_watch_puts_back_entries_a_chmod_700_took_away() {
-    let node = Node::from_env();
-    let (ia, name, a, _ga) = identity(&node, "ia");
-    let base = node
-        .state_dir()
-        .join("tests")
-        .join(unique_name("acl-share"));
-    let share = base.join("share").display().to_string();
-    let _rm = node.on_drop(format!("rm -rf {}", quote(&base.display().to_string())));
+    let mut w = World::new("acl-watch");
+    let ia = w.identity("ia");
+    let (name, a) = (ia.name.clone(), ia.uid);
     // Its parent exists, searchable by the application below.
-    std::fs::create_dir_all(&base).expect("base");
-    let daemon = Daemon::start(
-        json!([ia, {"id": "share", "type": "shared-folder", "module": "media", "path": share,
-        "access": [{"identity": "ia", "write": true}]}]),
-    );
+    let share = w.shared_path("share");
+    let mut folder = shared_folder("share", &share, &[("ia", true)]);
+    folder["module"] = json!("media");
+    let daemon = DaemonUnit::started(&w, json!([ia, folder]));
+    let node = &w.node;
     // Made by the daemon under the shipped unit's hardening.
     assert!(node.sh(&format!("getent passwd {name}")).status.success());
-    assert!(named_users(&getfacl(&node, &share)).contains(&format!("user:{a}:rwx")));
+    assert!(named_users(&getfacl(node, &share)).contains(&format!("user:{a}:rwx")));
 
     // An application (running as the identity) makes a directory, and
     // later narrows it.
@@ -654,7 +525,7 @@ fn the_watch_puts_back_entries_a_chmod_700_took_away() {
         "the new directory's entries",
         Duration::from_secs(10),
         || {
-            getfacl(&node, &sub)
+            getfacl(node, &sub)
                 .contains(&"mask::rwx".to_string())
                 .then_some(())
         },
@@ -665,7 +536,7 @@ fn the_watch_puts_back_entries_a_chmod_700_took_away() {
         "the watch to put the mask back",
         Duration::from_secs(10),
         || {
-            let acl = getfacl(&node, &sub);
+            let acl = getfacl(node, &sub);
             (acl.contains(&"mask::rwx".to_string()) && acl.contains(&format!("user:{a}:rwx")))
                 .then_some(())
         },
@@ -693,14 +564,15 @@ fn the_watch_puts_back_entries_a_chmod_700_took_away() {
     assert!(fields.contains("MESH_FOLDER=share"), "{fields}");
     assert!(fields.contains("MESH_MODULE=media"), "{fields}");
     // The owner's own bits stay as the application set them.
-    assert!(getfacl(&node, &sub).contains(&"group::---".to_string()));
+    assert!(getfacl(node, &sub).contains(&"group::---".to_string()));
 }
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_folder_under_an_unmounted_fstab_mount_point_waits_and_is_not_made() {
-    let w = World::new("share-mount");
-    let (ia, _, a, _ga) = identity(&w.node, "ia");
+    let mut w = World::new("share-mount");
+    let ia = w.identity("ia");
+    let a = ia.uid;
     let point = w.path("mnt");
     std::fs::create_dir_all(&point).expect("mount point");
     let share = format!("{point}/share");
@@ -715,11 +587,10 @@ fn a_folder_under_an_unmounted_fstab_mount_point_waits_and_is_not_made() {
     let _umount = w
         .node
         .on_drop(format!("umount {} 2>/dev/null; true", quote(&point)));
-    let folder = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}]});
+    let folder = shared_folder("share", &share, &[("ia", true)]);
     let resources = json!([ia, folder]);
 
-    let out = apply(&w, resources.clone());
+    let out = w.apply_local(resources.clone());
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -743,7 +614,7 @@ fn a_folder_under_an_unmounted_fstab_mount_point_waits_and_is_not_made() {
         "mount -t tmpfs -o mode=0755 tmpfs {}",
         quote(&point)
     ));
-    let out = apply(&w, resources);
+    let out = w.apply_local(resources);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "share").starts_with("share created"),

@@ -8,99 +8,48 @@
 //! set is reported, not fatal; revoking access reaches hard links.
 //!
 //! The node shares this machine's /etc: every account has a unique name
-//! and a number above 2 000 000 000, and a guard removes it.
+//! and a number above 2 000 000 000, and its `World` removes it at the end.
 
 mod support;
 
-use std::process::Output;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::accounts::{as_identity, getfacl, has_entry, named_users, shared_folder};
 use support::daemon_unit::DaemonUnit;
 use support::world::World;
-use support::{quote, wait_for, Cleanup, Node};
+use support::{quote, stdout, wait_for, Cleanup, Node};
 
-/// An identity resource with a unique name and number (uid = gid), and a
-/// guard that removes its account whatever the test did.
-fn identity(node: &Node, id: &str) -> (Value, u32, Cleanup) {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    let name = format!("mhw{pid}x{n}");
-    let number = 2_000_000_000 + (pid % 100_000) * 100 + 50 + n;
-    let guard = node.on_drop(format!(
-        "userdel {n} >/dev/null 2>&1; groupdel {n} >/dev/null 2>&1; true",
-        n = quote(&name)
-    ));
-    (
-        json!({"id": id, "type": "identity", "name": name, "uid": number, "gid": number}),
-        number,
-        guard,
-    )
-}
-
-fn folder(path: &str) -> Value {
-    json!({"id": "share", "type": "shared-folder", "path": path,
-        "access": [{"identity": "ia", "write": true}]})
-}
-
-/// A world whose folder `share` (not yet made) is shared with a new
-/// identity: the world, the folder's path, the identity and its uid.
-fn world(tag: &str) -> (World, String, Value, u32, Cleanup) {
-    let w = World::new(tag);
-    let (ia, uid, guard) = identity(&w.node, "ia");
-    let share = w.path("share");
-    // The world's directory must be searchable by the identity.
-    w.node.sh_ok(&format!("chmod 755 {}", quote(&w.path(""))));
-    (w, share, ia, uid, guard)
-}
-
-/// The daemon as a real unit over `w`'s declaration of `resources`,
-/// started (READY: the folder is made and set).
-fn daemon(w: &World, resources: Value) -> DaemonUnit {
-    w.write_declaration(resources);
-    let d = DaemonUnit::install(w, "");
-    d.start();
-    d
-}
-
-/// `python3 -c SCRIPT ARGS...` run as `uid` (with no other group).
-fn as_identity(node: &Node, uid: u32, script: &str, args: &[&str]) -> Output {
-    let mut cmd = format!(
-        "setpriv --reuid {uid} --regid {uid} --clear-groups /usr/bin/python3 -c {}",
-        quote(script)
-    );
-    for a in args {
-        cmd.push(' ');
-        cmd.push_str(&quote(a));
-    }
-    node.sh(&cmd)
-}
-
-fn ok(out: Output, what: &str) -> String {
+fn ok(out: std::process::Output, what: &str) -> String {
     assert!(
         out.status.success(),
         "{what}: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stdout(&out)
+}
+
+/// The folder `share` at `path`, written by identity `ia`.
+fn folder(path: &str) -> Value {
+    shared_folder("share", path, &[("ia", true)])
 }
 
 /// The named user entries (`user:UID:rwx`) of `path`'s access ACL.
 fn users(node: &Node, path: &str) -> Vec<String> {
-    node.sh_ok(&format!("getfacl -cnp {}", quote(path)))
-        .lines()
-        .map(|l| l.split('\t').next().unwrap_or(l).trim().to_string())
-        .filter(|l| l.starts_with("user:") && !l.starts_with("user::"))
-        .collect()
+    named_users(&getfacl(node, path))
 }
 
-fn has_entry(node: &Node, path: &str, uid: u32) -> bool {
-    users(node, path)
-        .iter()
-        .any(|e| e.starts_with(&format!("user:{uid}:")))
+/// `uid` makes directory `dir`; returns once the watch gave it its
+/// entries (`what`, for a timeout's message).
+fn mkdir_as(node: &Node, uid: u32, dir: &str, what: &str) {
+    ok(
+        as_identity(node, uid, "import os,sys; os.mkdir(sys.argv[1])", &[dir]),
+        "mkdir as the identity",
+    );
+    wait_for(what, Duration::from_secs(10), || {
+        has_entry(node, dir, uid).then_some(())
+    });
 }
 
 /// A line of `/proc/PID/status` in kB.
@@ -115,23 +64,12 @@ fn status_kb(node: &Node, pid: &str, field: &str) -> u64 {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_directory_root_takes_back_is_never_granted_again() {
-    let (w, share, ia, uid, _g) = world("acl-takeback");
-    let d = daemon(&w, json!([ia, folder(&share)]));
+    let mut w = World::new("acl-takeback");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(&w, json!([ia, folder(&share)]));
     let dir = format!("{share}/taken");
-    ok(
-        as_identity(
-            &w.node,
-            uid,
-            "import os,sys; os.mkdir(sys.argv[1])",
-            &[&dir],
-        ),
-        "mkdir as the identity",
-    );
-    wait_for(
-        "the new directory's entries",
-        Duration::from_secs(10),
-        || has_entry(&w.node, &dir, uid).then_some(()),
-    );
+    mkdir_as(&w.node, ia.uid, &dir, "the new directory's entries");
     let q = quote(&dir);
     w.node.sh_ok(&format!(
         "chown root:root {q} && chmod 700 {q} && setfacl -b {q}"
@@ -141,7 +79,7 @@ fn a_directory_root_takes_back_is_never_granted_again() {
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
         assert!(
-            !has_entry(&w.node, &dir, uid),
+            !has_entry(&w.node, &dir, ia.uid),
             "root's directory granted again: {:?}",
             users(&w.node, &dir)
         );
@@ -181,32 +119,21 @@ print(n)
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn an_exchange_loop_never_gets_roots_directory_granted() {
-    let (w, share, ia, uid, _g) = world("acl-exchange");
-    let d = daemon(&w, json!([ia, folder(&share)]));
+    let mut w = World::new("acl-exchange");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(&w, json!([ia, folder(&share)]));
     // Root's own directory in the folder, entries it inherited taken off.
     let theirs = format!("{share}/b");
     let q = quote(&theirs);
     w.node
         .sh_ok(&format!("mkdir {q} && chmod 700 {q} && setfacl -b {q}"));
     let mine = format!("{share}/a");
-    ok(
-        as_identity(
-            &w.node,
-            uid,
-            "import os,sys; os.mkdir(sys.argv[1])",
-            &[&mine],
-        ),
-        "mkdir as the identity",
-    );
-    wait_for(
-        "the writer's directory's entries",
-        Duration::from_secs(10),
-        || has_entry(&w.node, &mine, uid).then_some(()),
-    );
+    mkdir_as(&w.node, ia.uid, &mine, "the writer's directory's entries");
     std::thread::sleep(Duration::from_millis(500));
     assert!(users(&w.node, &theirs).is_empty());
     let n = ok(
-        as_identity(&w.node, uid, EXCHANGE_LOOP, &[&share, "8"]),
+        as_identity(&w.node, ia.uid, EXCHANGE_LOOP, &[&share, "8"]),
         "the exchange loop",
     );
     eprintln!("{} exchanges", n.trim());
@@ -221,7 +148,7 @@ fn an_exchange_loop_never_gets_roots_directory_granted() {
                 users(&w.node, p)
             );
         } else {
-            assert!(has_entry(&w.node, p, uid), "the writer's lost its entry");
+            assert!(has_entry(&w.node, p, ia.uid), "the writer's lost its entry");
         }
     }
     assert!(d.active());
@@ -269,15 +196,17 @@ print(dirs, granted)
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_deep_chain_of_long_names_costs_the_daemon_little_memory() {
-    let (w, share, ia, uid, _g) = world("acl-deep");
-    let d = daemon(&w, json!([ia, folder(&share)]));
+    let mut w = World::new("acl-deep");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(&w, json!([ia, folder(&share)]));
     let pid = d.main_pid();
     std::thread::sleep(Duration::from_secs(1));
     let rss = status_kb(&w.node, &pid, "VmRSS");
     let hwm = status_kb(&w.node, &pid, "VmHWM");
     let depth = 1500;
     ok(
-        as_identity(&w.node, uid, DEEP_CHAIN, &[&share, &depth.to_string()]),
+        as_identity(&w.node, ia.uid, DEEP_CHAIN, &[&share, &depth.to_string()]),
         "the chain",
     );
     let script = CHAIN_ENTRIES;
@@ -287,9 +216,10 @@ fn a_deep_chain_of_long_names_costs_the_daemon_little_memory() {
         || {
             let out = ok(
                 w.node.sh(&format!(
-                    "/usr/bin/python3 -c {} {} {uid}",
+                    "/usr/bin/python3 -c {} {} {}",
                     quote(script),
-                    quote(&share)
+                    quote(&share),
+                    ia.uid
                 )),
                 "counting",
             );
@@ -325,13 +255,15 @@ fn a_deep_chain_of_long_names_costs_the_daemon_little_memory() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_sweep_of_thousands_of_siblings_holds_few_descriptors() {
-    let (w, share, ia, uid, _g) = world("acl-wide");
-    let d = daemon(&w, json!([ia, folder(&share)]));
+    let mut w = World::new("acl-wide");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(&w, json!([ia, folder(&share)]));
     let count = 3000;
     ok(
         as_identity(
             &w.node,
-            uid,
+            ia.uid,
             "import os,sys\nfor i in range(int(sys.argv[2])):\n  p = os.path.join(sys.argv[1], 'd%d' % i)\n  os.mkdir(p); os.mkdir(p + '/e')",
             &[&share, &count.to_string()],
         ),
@@ -356,8 +288,9 @@ fn a_sweep_of_thousands_of_siblings_holds_few_descriptors() {
             most = most.max(n);
         }
         let granted = w.node.sh_ok(&format!(
-            "cd {} && getfacl -cnp d* d*/e 2>/dev/null | grep -c '^user:{uid}:rwx' ; true",
-            quote(&share)
+            "cd {} && getfacl -cnp d* d*/e 2>/dev/null | grep -c '^user:{}:rwx' ; true",
+            quote(&share),
+            ia.uid
         ));
         if d.active() && granted.trim() == (2 * count).to_string() {
             break;
@@ -380,28 +313,17 @@ fn a_sweep_of_thousands_of_siblings_holds_few_descriptors() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_chmod_loop_logs_a_bounded_number_of_counted_restorations() {
-    let (w, share, ia, uid, _g) = world("acl-flood");
-    let d = daemon(&w, json!([ia, folder(&share)]));
+    let mut w = World::new("acl-flood");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(&w, json!([ia, folder(&share)]));
     let dir = format!("{share}/sub");
-    ok(
-        as_identity(
-            &w.node,
-            uid,
-            "import os,sys; os.mkdir(sys.argv[1])",
-            &[&dir],
-        ),
-        "mkdir as the identity",
-    );
-    wait_for(
-        "the new directory's entries",
-        Duration::from_secs(10),
-        || has_entry(&w.node, &dir, uid).then_some(()),
-    );
+    mkdir_as(&w.node, ia.uid, &dir, "the new directory's entries");
     let seconds = 6;
     let n = ok(
         as_identity(
             &w.node,
-            uid,
+            ia.uid,
             "import os,sys,time\nend = time.time() + float(sys.argv[2]); n = 0\nwhile time.time() < end:\n  os.chmod(sys.argv[1], 0o700); n += 1; time.sleep(0.005)\nprint(n)",
             &[&dir, &seconds.to_string()],
         ),
@@ -426,7 +348,7 @@ fn a_chmod_loop_logs_a_bounded_number_of_counted_restorations() {
         "{} acl-restored events for {chmods} chmods: {counts:?}",
         counts.len()
     );
-    assert!(has_entry(&w.node, &dir, uid));
+    assert!(has_entry(&w.node, &dir, ia.uid));
     assert!(d.active());
 }
 
@@ -456,11 +378,11 @@ fn hold_lease(node: &Node, uid: u32, path: &str) -> Cleanup {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
-    let (w, share, ia, uid, _g) = world("acl-lease");
-    let resources = json!([ia, folder(&share)]);
-    w.write_declaration(resources.clone());
+    let mut w = World::new("acl-lease");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let first = w.apply_local(json!([ia, folder(&share)]));
     let decl = w.path("declaration.json");
-    let first = w.mesh(&["apply", &decl, "--local"]);
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     // The identity holds a write lease on one file for a while: every
     // open of it by anyone else is EWOULDBLOCK (non-blocking) meanwhile.
@@ -469,20 +391,20 @@ fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
     ok(
         as_identity(
             &w.node,
-            uid,
+            ia.uid,
             "import sys; open(sys.argv[1], 'w').close()",
             &[&other],
         ),
         "a file",
     );
-    let _lease = hold_lease(&w.node, uid, &leased);
+    let _lease = hold_lease(&w.node, ia.uid, &leased);
     // Another file's inode is filled with the identity's user.* attributes
     // once root took its entries off: no room for them again (ENOSPC).
     let full = format!("{share}/full");
     ok(
         as_identity(
             &w.node,
-            uid,
+            ia.uid,
             "import sys; open(sys.argv[1], 'w').close()",
             &[&full],
         ),
@@ -492,7 +414,7 @@ fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
     let filled = ok(
         as_identity(
             &w.node,
-            uid,
+            ia.uid,
             "import os, sys\nn = 0\ntry:\n  while n < 10000:\n    os.setxattr(sys.argv[1], 'user.k%d' % n, b'v' * 64); n += 1\nexcept OSError as e:\n  assert e.errno == 28, e\nprint(n)",
             &[&full],
         ),
@@ -502,7 +424,7 @@ fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
     // Root narrows the other file: the apply puts back what it can.
     w.node.sh_ok(&format!("setfacl -b {}", quote(&other)));
     let out = w.mesh(&["apply", &decl, "--local"]);
-    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     let line = report
         .lines()
@@ -512,21 +434,19 @@ fn an_object_the_host_cannot_set_is_reported_and_the_rest_is_done() {
     assert!(line.contains("could not set 2 object(s): "), "{report}");
     assert!(line.contains("leased: "), "{report}");
     assert!(line.contains("full: "), "{report}");
-    assert!(has_entry(&w.node, &other, uid), "the rest is done");
+    assert!(has_entry(&w.node, &other, ia.uid), "the rest is done");
 }
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn revoking_access_reaches_hard_links_the_writer_made() {
-    let w = World::new("acl-revoke");
-    let (ia, a, _ga) = identity(&w.node, "ia");
-    let (ib, b, _gb) = identity(&w.node, "ib");
-    w.node.sh_ok(&format!("chmod 755 {}", quote(&w.path(""))));
-    let share = w.path("share");
-    let both = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}, {"identity": "ib", "write": true}]});
-    let decl = w.write_declaration(json!([ia, ib, both]));
-    let out = w.mesh(&["apply", &decl, "--local"]);
+    let mut w = World::new("acl-revoke");
+    let ia = w.identity("ia");
+    let ib = w.identity("ib");
+    let (a, b) = (ia.uid, ib.uid);
+    let share = w.shared_path("share");
+    let both = shared_folder("share", &share, &[("ia", true), ("ib", true)]);
+    let out = w.apply_local(json!([ia, ib, both]));
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     // Each writer makes a file (it inherits the entries) and keeps a
     // second name of it.
@@ -544,10 +464,8 @@ fn revoking_access_reaches_hard_links_the_writer_made() {
         assert!(has_entry(&w.node, &format!("{path}.keep"), a));
     }
     // ib loses its access: its entries go, from both names of both files.
-    let only_a = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}]});
-    let decl = w.write_declaration(json!([ia, ib, only_a]));
-    let out = w.mesh(&["apply", &decl, "--local"]);
+    let only_a = shared_folder("share", &share, &[("ia", true)]);
+    let out = w.apply_local(json!([ia, ib, only_a]));
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     for f in ["fa", "fa.keep", "fb", "fb.keep", ""] {
         let p = format!("{share}/{f}");
@@ -555,9 +473,8 @@ fn revoking_access_reaches_hard_links_the_writer_made() {
     }
     assert!(has_entry(&w.node, &format!("{share}/fb.keep"), a));
     // The folder goes: nothing the host gave is left.
-    let decl = w.write_declaration(json!([ia, ib]));
-    let out = w.mesh(&["apply", &decl, "--local"]);
-    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let out = w.apply_local(json!([ia, ib]));
+    let report = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert!(report.contains("share removed"), "{report}");
     for f in ["fa", "fa.keep", "fb", "fb.keep", ""] {
@@ -573,25 +490,22 @@ fn revoking_access_reaches_hard_links_the_writer_made() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_revocation_that_cannot_finish_is_said_and_finished_later() {
-    let w = World::new("acl-retry");
-    let (ia, a, _ga) = identity(&w.node, "ia");
-    let (ib, b, _gb) = identity(&w.node, "ib");
-    w.node.sh_ok(&format!("chmod 755 {}", quote(&w.path(""))));
-    let share = w.path("share");
-    let both = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}, {"identity": "ib", "write": true}]});
-    let decl = w.write_declaration(json!([ia, ib, both]));
-    let out = w.mesh(&["apply", &decl, "--local"]);
+    let mut w = World::new("acl-retry");
+    let ia = w.identity("ia");
+    let ib = w.identity("ib");
+    let (a, b) = (ia.uid, ib.uid);
+    let share = w.shared_path("share");
+    let both = shared_folder("share", &share, &[("ia", true), ("ib", true)]);
+    let out = w.apply_local(json!([ia, ib, both]));
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     // ib holds a write lease on its file while it loses its access.
     let leased = format!("{share}/leased");
     let lease = hold_lease(&w.node, b, &leased);
     assert!(has_entry(&w.node, &leased, b));
-    let only_a = json!({"id": "share", "type": "shared-folder", "path": share,
-        "access": [{"identity": "ia", "write": true}]});
-    let decl = w.write_declaration(json!([ia, ib, only_a]));
-    let out = w.mesh(&["apply", &decl, "--local"]);
-    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let only_a = shared_folder("share", &share, &[("ia", true)]);
+    let out = w.apply_local(json!([ia, ib, only_a]));
+    let decl = w.path("declaration.json");
+    let report = stdout(&out);
     assert!(
         report.contains(&format!(
             "entries of uid [{b}] not all taken away (1 object(s) could not be reached: leased: "
@@ -615,7 +529,7 @@ fn a_revocation_that_cannot_finish_is_said_and_finished_later() {
     });
     assert!(has_entry(&w.node, &leased, a), "ia keeps its access");
     let out = w.mesh(&["apply", &decl, "--local"]);
-    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = stdout(&out);
     assert!(
         !report.contains("taken away"),
         "nothing left to take: {report}"

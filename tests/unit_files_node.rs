@@ -10,76 +10,11 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use mesh_host::declaration::{Unit, UnitName, UnitState};
-use mesh_host::systemd::unit_files::{FileChange, UnitFiles};
-use support::{quote, unique_name, Cleanup, Node};
-
-/// The node's runtime unit directory, as the node sees it.
-const NODE_UNIT_DIR: &str = "/run/systemd/system";
-
-struct Fixture {
-    node: Node,
-    units: UnitFiles,
-}
-
-async fn fixture() -> Fixture {
-    let node = Node::from_env();
-    let root = format!("/proc/{}/root", node.pid());
-    let address = format!("unix:path={root}/run/dbus/system_bus_socket");
-    let dir = PathBuf::from(format!("{root}{NODE_UNIT_DIR}"));
-    let units = UnitFiles::connect_to(&address, dir)
-        .await
-        .expect("connect to the node's systemd");
-    Fixture { node, units }
-}
-
-/// A unique service name for one test.
-fn service_name(what: &str) -> String {
-    format!("{}.service", unique_name(&format!("mesh-unit-{what}")))
-}
-
-fn unit(name: &str, content: &str, state: UnitState, enabled: Option<bool>) -> Unit {
-    Unit {
-        name: UnitName::try_from(name).expect("a valid unit name"),
-        content: content.to_string(),
-        state,
-        enabled,
-    }
-}
-
-/// Stops, disables and deletes `name` inside the node when dropped, and the
-/// test's output file `/run/<name>.out`.
-fn cleanup(node: &Node, name: &str) -> Cleanup {
-    let n = quote(name);
-    node.on_drop(format!(
-        "systemctl stop {n}; systemctl disable {n} 2>/dev/null; \
-         rm -f {NODE_UNIT_DIR}/{name} /run/{name}.out; systemctl daemon-reload; \
-         systemctl reset-failed {n} 2>/dev/null; true"
-    ))
-}
-
-/// `systemctl VERB NAME` inside the node: its first line of output (these
-/// verbs exit non-zero for "inactive" or "disabled", which is an answer).
-fn systemctl_answer(node: &Node, verb: &str, name: &str) -> String {
-    let out = node
-        .command("systemctl", &[verb, name])
-        .output()
-        .expect("run systemctl in the node");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// What the unit's commands wrote to `/run/<name>.out` inside the node.
-fn output(node: &Node, name: &str) -> String {
-    node.sh_ok(&format!("cat /run/{name}.out 2>/dev/null || true"))
-}
+use mesh_host::declaration::UnitState;
+use mesh_host::systemd::unit_files::FileChange;
+use support::unit_files::{unit, NodeUnits, NODE_UNIT_DIR};
 
 /// A long-running service that writes `version` to its output file.
 fn long_running(name: &str, version: &str) -> String {
@@ -101,17 +36,12 @@ fn oneshot(name: &str, code: u8) -> String {
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_service_is_created_started_kept_and_restarted_on_change() {
-    let f = fixture().await;
-    let name = service_name("svc");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("svc");
     let id = "web".to_string();
 
     let v1 = unit(&name, &long_running(&name, "v1"), UnitState::Started, None);
-    let changes = f
-        .units
-        .prepare(&[(id.clone(), v1.clone())])
-        .await
-        .expect("prepare");
+    let changes = f.write(&id, &v1).await;
     assert_eq!(changes.get(&id), Some(&FileChange::Created));
     let mode = f.node.sh_ok(&format!("stat -c %a {NODE_UNIT_DIR}/{name}"));
     assert_eq!(mode.trim(), "644");
@@ -120,19 +50,15 @@ async fn a_service_is_created_started_kept_and_restarted_on_change() {
     assert!(report.ok, "{report:?}");
     assert_eq!(report.action, "started");
     assert_eq!(report.reason.as_deref(), Some("file created; started"));
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "active");
+    assert_eq!(f.answer("is-active", &name), "active");
     let first_pid = f.node.unit_property(&name, "MainPID");
     assert_ne!(first_pid, "0");
     support::wait_for("the v1 output", Duration::from_secs(10), || {
-        (output(&f.node, &name).trim() == "v1").then_some(())
+        (f.output(&name).trim() == "v1").then_some(())
     });
 
     // The same declaration again: nothing to write, nothing to do.
-    let changes = f
-        .units
-        .prepare(&[(id.clone(), v1.clone())])
-        .await
-        .expect("prepare again");
+    let changes = f.write(&id, &v1).await;
     assert_eq!(changes.get(&id), Some(&FileChange::Unchanged));
     let report = f.units.converge(&id, &v1, FileChange::Unchanged).await;
     assert_eq!(
@@ -143,39 +69,31 @@ async fn a_service_is_created_started_kept_and_restarted_on_change() {
 
     // A changed definition is restarted and runs the new ExecStart.
     let v2 = unit(&name, &long_running(&name, "v2"), UnitState::Started, None);
-    let changes = f
-        .units
-        .prepare(&[(id.clone(), v2.clone())])
-        .await
-        .expect("prepare v2");
+    let changes = f.write(&id, &v2).await;
     assert_eq!(changes.get(&id), Some(&FileChange::Updated));
     assert_eq!(f.node.unit_property(&name, "NeedDaemonReload"), "no");
     let report = f.units.converge(&id, &v2, FileChange::Updated).await;
     assert!(report.ok, "{report:?}");
     assert_eq!(report.action, "updated");
     assert_eq!(report.reason.as_deref(), Some("file updated; restarted"));
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "active");
+    assert_eq!(f.answer("is-active", &name), "active");
     let second_pid = f.node.unit_property(&name, "MainPID");
     assert_ne!(second_pid, first_pid, "a restart gives a new main process");
     assert_ne!(second_pid, "0");
     support::wait_for("the v2 output", Duration::from_secs(10), || {
-        (output(&f.node, &name).trim() == "v2").then_some(())
+        (f.output(&name).trim() == "v2").then_some(())
     });
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_oneshot_that_exits_zero_is_satisfied() {
-    let f = fixture().await;
-    let name = service_name("once");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("once");
     let id = "migrate".to_string();
 
     let u = unit(&name, &oneshot(&name, 0), UnitState::Started, None);
-    f.units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert_eq!(
         (report.action.as_str(), report.reason.as_deref(), report.ok),
@@ -187,7 +105,7 @@ async fn a_oneshot_that_exits_zero_is_satisfied() {
     );
     assert_eq!(f.node.unit_property(&name, "ActiveState"), "inactive");
     assert_eq!(f.node.unit_property(&name, "Result"), "success");
-    assert_eq!(output(&f.node, &name), "ran\n");
+    assert_eq!(f.output(&name), "ran\n");
 
     // Without a record of its runs (no state directory), an unchanged
     // apply cannot know it ran: it runs again.
@@ -196,28 +114,24 @@ async fn a_oneshot_that_exits_zero_is_satisfied() {
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("satisfied", Some("ran and exited successfully"), true)
     );
-    assert_eq!(output(&f.node, &name), "ran\nran\n");
+    assert_eq!(f.output(&name), "ran\nran\n");
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_oneshot_that_ran_for_its_file_runs_again_only_when_the_file_changes() {
-    let f = fixture().await;
+    let mut f = NodeUnits::connect().await;
     let state = tempfile::tempdir().expect("state dir");
     let store = mesh_host::store::Store::open(state.path()).expect("store");
-    let units = f.units.clone().with_oneshot_record(store);
-    let name = service_name("once-rec");
-    let _guard = cleanup(&f.node, &name);
+    f.units = f.units.clone().with_oneshot_record(store);
+    let (name, _guard) = f.service("once-rec");
     let id = "migrate".to_string();
 
     let u = unit(&name, &oneshot(&name, 0), UnitState::Started, None);
-    let changes = units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
-    let report = units.converge(&id, &u, changes[&id]).await;
+    let changes = f.write(&id, &u).await;
+    let report = f.units.converge(&id, &u, changes[&id]).await;
     assert_eq!((report.action.as_str(), report.ok), ("satisfied", true));
-    assert_eq!(output(&f.node, &name), "ran\n");
+    assert_eq!(f.output(&name), "ran\n");
     assert!(
         state.path().join("oneshot-runs.json").exists(),
         "remembered in the state directory"
@@ -226,12 +140,9 @@ async fn a_oneshot_that_ran_for_its_file_runs_again_only_when_the_file_changes()
     // Two more applies with the same file: systemd has forgotten the run,
     // the host has not.
     for _ in 0..2 {
-        let changes = units
-            .prepare(&[(id.clone(), u.clone())])
-            .await
-            .expect("prepare");
+        let changes = f.write(&id, &u).await;
         assert_eq!(changes[&id], FileChange::Unchanged);
-        let report = units.converge(&id, &u, changes[&id]).await;
+        let report = f.units.converge(&id, &u, changes[&id]).await;
         assert_eq!((report.action.as_str(), report.ok), ("unchanged", true));
         let reason = report.reason.unwrap_or_default();
         assert!(
@@ -240,7 +151,7 @@ async fn a_oneshot_that_ran_for_its_file_runs_again_only_when_the_file_changes()
             "{reason}"
         );
     }
-    assert_eq!(output(&f.node, &name), "ran\n", "it ran once");
+    assert_eq!(f.output(&name), "ran\n", "it ran once");
     let invocations = f
         .node
         .journal(&["-u", &name, "-o", "cat", "--grep", "Finished|Starting"]);
@@ -260,34 +171,27 @@ async fn a_oneshot_that_ran_for_its_file_runs_again_only_when_the_file_changes()
         UnitState::Started,
         None,
     );
-    let changes = units
-        .prepare(&[(id.clone(), v2.clone())])
-        .await
-        .expect("prepare");
+    let changes = f.write(&id, &v2).await;
     assert_eq!(changes[&id], FileChange::Updated);
-    let report = units.converge(&id, &v2, changes[&id]).await;
+    let report = f.units.converge(&id, &v2, changes[&id]).await;
     assert_eq!((report.action.as_str(), report.ok), ("satisfied", true));
-    assert_eq!(output(&f.node, &name), "ran\nran\n");
-    let report = units.converge(&id, &v2, FileChange::Unchanged).await;
+    assert_eq!(f.output(&name), "ran\nran\n");
+    let report = f.units.converge(&id, &v2, FileChange::Unchanged).await;
     assert_eq!(report.action, "unchanged");
-    assert_eq!(output(&f.node, &name), "ran\nran\n");
+    assert_eq!(f.output(&name), "ran\nran\n");
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_oneshot_with_remain_after_exit_runs_once() {
-    let f = fixture().await;
-    let name = service_name("remain");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("remain");
     let id = "init".to_string();
 
     let content =
         oneshot(&name, 0).replace("Type=oneshot\n", "Type=oneshot\nRemainAfterExit=yes\n");
     let u = unit(&name, &content, UnitState::Started, None);
-    f.units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert_eq!(
         (report.action.as_str(), report.reason.as_deref(), report.ok),
@@ -298,8 +202,7 @@ async fn a_oneshot_with_remain_after_exit_runs_once() {
 
     // Re-applied unchanged, after another unit's change reloaded systemd:
     // active (exited) is as declared, and it does not run again.
-    let other = service_name("other");
-    let _other_guard = cleanup(&f.node, &other);
+    let (other, _other_guard) = f.service("other");
     let o = unit(&other, &oneshot(&other, 0), UnitState::Stopped, None);
     let changes = f
         .units
@@ -313,7 +216,7 @@ async fn a_oneshot_with_remain_after_exit_runs_once() {
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("unchanged", None, true)
     );
-    assert_eq!(output(&f.node, &name), "ran\n");
+    assert_eq!(f.output(&name), "ran\n");
     assert_eq!(f.node.unit_property(&name, "InvocationID"), invocation);
 
     // A changed definition runs again.
@@ -323,34 +226,26 @@ async fn a_oneshot_with_remain_after_exit_runs_once() {
         UnitState::Started,
         None,
     );
-    let changes = f
-        .units
-        .prepare(&[(id.clone(), changed.clone())])
-        .await
-        .expect("prepare changed");
+    let changes = f.write(&id, &changed).await;
     assert_eq!(changes.get(&id), Some(&FileChange::Updated));
     let report = f.units.converge(&id, &changed, FileChange::Updated).await;
     assert_eq!(
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("updated", Some("file updated; restarted"), true)
     );
-    assert_eq!(output(&f.node, &name), "ran\nran\n");
+    assert_eq!(f.output(&name), "ran\nran\n");
     assert_ne!(f.node.unit_property(&name, "InvocationID"), invocation);
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_oneshot_that_exits_one_fails_naming_its_result() {
-    let f = fixture().await;
-    let name = service_name("fails");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("fails");
     let id = "broken".to_string();
 
     let u = unit(&name, &oneshot(&name, 1), UnitState::Started, None);
-    f.units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert!(!report.ok, "{report:?}");
     assert_eq!(report.action, "failed");
@@ -365,25 +260,21 @@ async fn a_oneshot_that_exits_one_fails_naming_its_result() {
     );
     assert_eq!(f.node.unit_property(&name, "ActiveState"), "failed");
     assert_eq!(f.node.unit_property(&name, "Result"), "exit-code");
-    assert_eq!(output(&f.node, &name), "ran\n");
+    assert_eq!(f.output(&name), "ran\n");
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn state_stopped_stops_an_active_unit() {
-    let f = fixture().await;
-    let name = service_name("stop");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("stop");
     let id = "web".to_string();
 
     let started = unit(&name, &long_running(&name, "v1"), UnitState::Started, None);
-    f.units
-        .prepare(&[(id.clone(), started.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &started).await;
     let report = f.units.converge(&id, &started, FileChange::Created).await;
     assert_eq!(report.action, "started", "{report:?}");
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "active");
+    assert_eq!(f.answer("is-active", &name), "active");
 
     let stopped = unit(&name, &long_running(&name, "v1"), UnitState::Stopped, None);
     let report = f.units.converge(&id, &stopped, FileChange::Unchanged).await;
@@ -391,7 +282,7 @@ async fn state_stopped_stops_an_active_unit() {
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("stopped", Some("stopped"), true)
     );
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "inactive");
+    assert_eq!(f.answer("is-active", &name), "inactive");
 
     // Already stopped: nothing to do.
     let report = f.units.converge(&id, &stopped, FileChange::Unchanged).await;
@@ -404,9 +295,8 @@ async fn state_stopped_stops_an_active_unit() {
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn enabled_true_and_false_follow_the_declaration() {
-    let f = fixture().await;
-    let name = service_name("enable");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("enable");
     let id = "web".to_string();
 
     let enabled = unit(
@@ -415,20 +305,17 @@ async fn enabled_true_and_false_follow_the_declaration() {
         UnitState::Stopped,
         Some(true),
     );
-    f.units
-        .prepare(&[(id.clone(), enabled.clone())])
-        .await
-        .expect("prepare");
-    assert_eq!(systemctl_answer(&f.node, "is-enabled", &name), "disabled");
+    f.write(&id, &enabled).await;
+    assert_eq!(f.answer("is-enabled", &name), "disabled");
     let report = f.units.converge(&id, &enabled, FileChange::Created).await;
     assert_eq!(
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("created", Some("file created; enabled"), true)
     );
-    assert_eq!(systemctl_answer(&f.node, "is-enabled", &name), "enabled");
+    assert_eq!(f.answer("is-enabled", &name), "enabled");
     assert_eq!(f.node.unit_property(&name, "UnitFileState"), "enabled");
     // Enabled at boot does not mean started now: the state said stopped.
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "inactive");
+    assert_eq!(f.answer("is-active", &name), "inactive");
 
     // Already enabled: nothing to do.
     let report = f.units.converge(&id, &enabled, FileChange::Unchanged).await;
@@ -451,44 +338,36 @@ async fn enabled_true_and_false_follow_the_declaration() {
         (report.action.as_str(), report.reason.as_deref(), report.ok),
         ("unchanged", Some("disabled"), true)
     );
-    assert_eq!(systemctl_answer(&f.node, "is-enabled", &name), "disabled");
+    assert_eq!(f.answer("is-enabled", &name), "disabled");
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn enabling_a_unit_without_an_install_section_fails() {
-    let f = fixture().await;
-    let name = service_name("static");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("static");
     let id = "static".to_string();
 
     let u = unit(&name, &oneshot(&name, 0), UnitState::Stopped, Some(true));
-    f.units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert!(!report.ok, "{report:?}");
     assert_eq!(report.action, "failed");
     let reason = report.reason.unwrap_or_default();
     assert!(reason.contains("no [Install] section"), "{reason}");
-    assert_eq!(systemctl_answer(&f.node, "is-enabled", &name), "static");
+    assert_eq!(f.answer("is-enabled", &name), "static");
 }
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_unit_systemd_cannot_load_fails_with_a_pointer() {
-    let f = fixture().await;
-    let name = service_name("bad");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("bad");
     let id = "bad".to_string();
 
     // A service with nothing to run is refused at load: bad-setting.
     let u = unit(&name, "[Service]\nType=simple\n", UnitState::Started, None);
-    f.units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert!(!report.ok, "{report:?}");
     let reason = report.reason.unwrap_or_default();
@@ -500,10 +379,9 @@ async fn a_unit_systemd_cannot_load_fails_with_a_pointer() {
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn a_job_that_outlasts_the_bound_is_reported_not_awaited() {
-    let f = fixture().await;
-    let units = f.units.clone().with_job_timeout(Duration::from_secs(1));
-    let name = service_name("slow");
-    let _guard = cleanup(&f.node, &name);
+    let mut f = NodeUnits::connect().await;
+    f.units = f.units.clone().with_job_timeout(Duration::from_secs(1));
+    let (name, _guard) = f.service("slow");
     let id = "slow".to_string();
 
     let u = unit(
@@ -512,12 +390,9 @@ async fn a_job_that_outlasts_the_bound_is_reported_not_awaited() {
         UnitState::Started,
         None,
     );
-    units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let started = std::time::Instant::now();
-    let report = units.converge(&id, &u, FileChange::Created).await;
+    let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(!report.ok, "{report:?}");
     let reason = report.reason.unwrap_or_default();
@@ -531,9 +406,8 @@ async fn a_job_that_outlasts_the_bound_is_reported_not_awaited() {
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn remove_stops_disables_and_deletes() {
-    let f = fixture().await;
-    let name = service_name("gone");
-    let _guard = cleanup(&f.node, &name);
+    let f = NodeUnits::connect().await;
+    let (name, _guard) = f.service("gone");
     let id = "web".to_string();
 
     let u = unit(
@@ -542,14 +416,11 @@ async fn remove_stops_disables_and_deletes() {
         UnitState::Started,
         Some(true),
     );
-    f.units
-        .prepare(&[(id.clone(), u.clone())])
-        .await
-        .expect("prepare");
+    f.write(&id, &u).await;
     let report = f.units.converge(&id, &u, FileChange::Created).await;
     assert!(report.ok, "{report:?}");
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "active");
-    assert_eq!(systemctl_answer(&f.node, "is-enabled", &name), "enabled");
+    assert_eq!(f.answer("is-active", &name), "active");
+    assert_eq!(f.answer("is-enabled", &name), "enabled");
 
     let reports = f.units.remove(std::slice::from_ref(&name)).await;
     assert_eq!(reports.len(), 1);
@@ -563,7 +434,7 @@ async fn remove_stops_disables_and_deletes() {
             true
         )
     );
-    assert_eq!(systemctl_answer(&f.node, "is-active", &name), "inactive");
+    assert_eq!(f.answer("is-active", &name), "inactive");
     assert!(
         !f.units.dir().join(&name).exists(),
         "the unit file is deleted"
@@ -585,7 +456,7 @@ async fn remove_stops_disables_and_deletes() {
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
 async fn remove_refuses_a_name_that_is_a_path() {
-    let f = fixture().await;
+    let f = NodeUnits::connect().await;
     let reports = f.units.remove(&["../../etc/passwd".to_string()]).await;
     assert_eq!(reports.len(), 1);
     assert!(!reports[0].ok);

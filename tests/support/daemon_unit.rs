@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
 
+use serde_json::Value;
+
 use super::world::World;
 use super::{quote, Node};
 
@@ -26,6 +28,16 @@ impl DaemonUnit {
     /// Write the unit for `w`'s state and declaration; nothing is started.
     pub fn install(w: &World, extra: &str) -> DaemonUnit {
         DaemonUnit::install_with_args(w, extra, "")
+    }
+
+    /// Write `w`'s declaration of `resources`, install the unit over it
+    /// and start it: returns once the daemon is READY (its first apply
+    /// done).
+    pub fn started(w: &World, resources: Value) -> DaemonUnit {
+        w.write_declaration(resources);
+        let d = DaemonUnit::install(w, "");
+        d.start();
+        d
     }
 
     /// [`DaemonUnit::install`], with `args` (e.g. `--metrics-file=`) added

@@ -10,7 +10,9 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod accounts;
 pub mod daemon_unit;
+pub mod unit_files;
 pub mod world;
 
 use std::collections::HashMap;
@@ -372,6 +374,11 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Opt
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// A command's standard output, as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `s` quoted for `sh`.

@@ -1,6 +1,11 @@
 //! One test's world on the node: a directory (the same path inside and
 //! out), container names unique to the test and removed at its end, and
 //! the mesh-host binary run inside the node against its own state.
+//!
+//! A test builds what it needs one call per thing (`w.name("web")`,
+//! `w.identity("ia")`, `w.group()`), declares it (`w.write_declaration`,
+//! `w.apply_local`), and everything the world made is taken away when it
+//! ends: containers first, then accounts and groups, then its directory.
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
@@ -8,7 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::{quote, unique_name, Node};
+use super::accounts::{account, remove_account, Identity};
+use super::{quote, unique_name, Cleanup, Node};
 
 /// A busybox service that stops at once on SIGTERM.
 pub const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
@@ -26,6 +32,9 @@ pub struct World {
     /// When the test began (Unix seconds), for journal queries of its own.
     started: u64,
     cleanup: Vec<String>,
+    /// Accounts and groups to remove, after the containers running as
+    /// them.
+    accounts: Vec<Cleanup>,
 }
 
 /// Now, as Docker's `--since`/`--until` read it (seconds and nanoseconds).
@@ -55,6 +64,7 @@ impl World {
             prefix,
             started,
             cleanup: Vec::new(),
+            accounts: Vec::new(),
         }
     }
 
@@ -63,6 +73,40 @@ impl World {
         let n = format!("{}-{what}", self.prefix);
         self.cleanup.push(n.clone());
         n
+    }
+
+    /// An identity resource `id` of a unique name and number; its account
+    /// is made by the apply that declares it, and removed when the world
+    /// ends, whatever the test did.
+    pub fn identity(&mut self, id: &str) -> Identity {
+        let (name, uid) = account();
+        self.accounts.push(self.node.on_drop(remove_account(&name)));
+        Identity {
+            id: id.to_string(),
+            name,
+            uid,
+        }
+    }
+
+    /// A system group of a unique name and number, made now (`groupadd`)
+    /// and removed when the world ends: its name and gid.
+    pub fn group(&mut self) -> (String, u32) {
+        let (name, gid) = account();
+        self.accounts.push(
+            self.node
+                .on_drop(format!("groupdel {} >/dev/null 2>&1; true", quote(&name))),
+        );
+        self.node
+            .sh_ok(&format!("groupadd --system -g {gid} {}", quote(&name)));
+        (name, gid)
+    }
+
+    /// A path under the test's directory, which is made searchable by
+    /// every user (an identity reaching a folder there).
+    pub fn shared_path(&self, rel: &str) -> String {
+        self.node
+            .sh_ok(&format!("chmod 755 {}", quote(&self.path(""))));
+        self.path(rel)
     }
 
     /// A path under the test's directory.
@@ -96,6 +140,13 @@ impl World {
     /// Write `declaration.json`, the file `mesh` and `mesh_spawn` pass.
     pub fn write_declaration(&self, resources: Value) -> String {
         self.declaration("declaration.json", resources)
+    }
+
+    /// Write `declaration.json` of `resources` and `apply` it in this
+    /// process (`--local`): what the command did.
+    pub fn apply_local(&self, resources: Value) -> Output {
+        let decl = self.write_declaration(resources);
+        self.mesh(&["apply", &decl, "--local"])
     }
 
     /// `args` plus this world's state directory and declaration file
