@@ -14,7 +14,9 @@
 //! The pager is a task of its own fed by the events this process logs
 //! ([`crate::tap`]): nothing on a window's path waits for it. A page for a
 //! step whose window is still open waits until the window closed (its
-//! `window-closed` event, or its record gone, or its bound passed). Pages
+//! `window-closed` event, or its record gone, or its bound passed); a
+//! window whose close gave up while the runtime was away (owed) counts as
+//! closed, so its alerts page at once rather than when Docker answers. Pages
 //! for the same step and event coalesce, and an instance still running is
 //! not started again: never more than one per step and event at a time.
 
@@ -26,6 +28,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 
 use crate::schedule::window::Windows;
+use crate::store::WindowRecord;
 use crate::systemd::alerts::AlertUnits;
 use crate::systemd::units::escape;
 use crate::tap::Observed;
@@ -215,17 +218,8 @@ impl Pager {
         if self.pending.is_empty() {
             return;
         }
-        let open: Vec<(String, DateTime<Utc>, f64)> = match self.windows.live_records() {
-            Ok(records) => records
-                .iter()
-                .map(|r| {
-                    (
-                        r.step.clone(),
-                        r.opened_at,
-                        crate::metrics::window_bound_secs(r),
-                    )
-                })
-                .collect(),
+        let open = match self.windows.live_records() {
+            Ok(records) => closing(&records),
             Err(e) => {
                 tracing::warn!("paging: window records unreadable ({e}); sending pages now");
                 Vec::new()
@@ -289,6 +283,25 @@ impl Pager {
     }
 }
 
+/// The windows a page waits for: each still being run or closed, with
+/// when it opened and its bound (seconds). A window whose close gave up
+/// while the container runtime was away (owed) is not waited for: its
+/// alerts are final until the runtime answers, which may be hours, and an
+/// operator is paged for them at once.
+fn closing(records: &[WindowRecord]) -> Vec<(String, DateTime<Utc>, f64)> {
+    records
+        .iter()
+        .filter(|r| !r.owed)
+        .map(|r| {
+            (
+                r.step.clone(),
+                r.opened_at,
+                crate::metrics::window_bound_secs(r),
+            )
+        })
+        .collect()
+}
+
 /// Resolves once `shutdown` turns true (or its sender is gone).
 async fn stopping(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
@@ -306,6 +319,79 @@ mod tests {
             message: format!("{event} of {step}"),
             ..Observed::default()
         }
+    }
+
+    /// Alert units that only remember what they were asked to start.
+    #[derive(Debug, Default)]
+    struct Started(std::sync::Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl AlertUnits for Started {
+        async fn busy(&self, _unit: &str) -> Result<bool, String> {
+            Ok(false)
+        }
+        async fn start(&self, unit: &str) -> Result<(), String> {
+            self.0.lock().expect("lock").push(unit.to_string());
+            Ok(())
+        }
+    }
+
+    /// A pager over a store holding one window of step `gc`, opened now by
+    /// this (live) process, owed or not, fed one `will-not-start-again` of
+    /// it; returns the units it started within a second, and within a
+    /// minute (of paused time).
+    async fn paged_for_window(owed: bool) -> (Vec<String>, Vec<String>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(dir.path().join("state")).expect("store");
+        let owner = crate::schedule::window::Owner::current().expect("owner");
+        // As a close leaves it when the runtime stayed away for its budget.
+        let record: WindowRecord = serde_json::from_value(serde_json::json!({
+            "record": 1, "step": "gc", "module": "m",
+            "fire-time": Utc::now(), "opened-at": Utc::now(),
+            "boot-id": owner.boot_id, "pid": owner.pid, "pid-start-time": owner.pid_start_time,
+            "step-container": "gc-run", "step-timeout-secs": 600, "owed": owed,
+            "held": [{"id": "svc", "name": "svc", "was-running": true}]
+        }))
+        .expect("record");
+        store.write_window(&record).expect("write record");
+        let windows = Windows::new(
+            store,
+            Arc::new(crate::runtime::fake::FakeRuntime::new()),
+            Arc::new(crate::schedule::clock::SystemClock::new()),
+            owner,
+        );
+        let units = Arc::new(Started::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_stop, shutdown) = watch::channel(false);
+        let pager = Pager::new(
+            Template::parse("page@.service").expect("template"),
+            units.clone(),
+            windows,
+            rx,
+        );
+        let task = tokio::spawn(pager.run(shutdown));
+        tx.send(observed("will-not-start-again", "gc", Some("svc")))
+            .expect("send");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let at_once = units.0.lock().expect("lock").clone();
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        task.abort();
+        let in_a_minute = units.0.lock().expect("lock").clone();
+        (at_once, in_a_minute)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_alert_of_an_owed_window_pages_at_once_and_once() {
+        let (at_once, in_a_minute) = paged_for_window(true).await;
+        let page = vec!["page@will\\x2dnot\\x2dstart\\x2dagain:gc.service".to_string()];
+        assert_eq!(at_once, page);
+        assert_eq!(in_a_minute, page, "paged once");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_alert_of_a_window_still_closing_waits_for_its_close() {
+        let (at_once, in_a_minute) = paged_for_window(false).await;
+        assert!(at_once.is_empty() && in_a_minute.is_empty());
     }
 
     #[test]
