@@ -2,13 +2,16 @@
 //!
 //! For every `will-not-start-again`, `held-unhealthy`, `step-failed` and
 //! `step-missed` event the daemon starts an instance of the operator's
-//! template whose name carries the event and the step, escaped as systemd
-//! escapes names: `mesh-host-alert@step\x2dfailed:gc.service` (`%I` is
-//! `step-failed:gc`). Before starting it, the daemon logs the event's fields
-//! with `MESH_ALERT_UNIT=<instance>`, so the instance finds them with
+//! template whose name carries the event, the step and the page's own id,
+//! escaped as systemd escapes names:
+//! `mesh-host-alert@step\x2dfailed:gc:5f0c….service` (`%I` is
+//! `step-failed:gc:5f0c…`). Before starting it, the daemon logs the event's
+//! fields with `MESH_ALERT_UNIT=<instance>`, so the instance finds them,
+//! among mesh-host's own entries only (fields journald sets, which no other
+//! process can forge), with
 //!
 //! ```text
-//! journalctl -o json -n 1 MESH_ALERT_UNIT=%n
+//! journalctl -o json -n 1 _UID=0 _SYSTEMD_UNIT=mesh-host.service MESH_ALERT_UNIT=%n
 //! ```
 //!
 //! The pager is a task of its own fed by the events this process logs
@@ -74,14 +77,39 @@ impl Template {
         format!("{}@.service", self.prefix)
     }
 
-    /// The instance for `event` of `step` (or of the host as a whole):
-    /// `PREFIX@<escaped "event:step">.service`.
-    pub fn instance(&self, event: &str, step: Option<&str>) -> String {
+    /// The instance for page `id` of `event` of `step` (or of the host as
+    /// a whole): `PREFIX@<escaped "event:step">:<id>.service`. The id (hex
+    /// digits, escaped as themselves) makes the name the page's own, so the
+    /// instance finds its own journal entry, never an earlier page's.
+    pub fn instance(&self, event: &str, step: Option<&str>, id: &str) -> String {
+        format!("{}:{id}.service", self.kind(event, step))
+    }
+
+    /// What every instance for `event` of `step` starts with:
+    /// `PREFIX@<escaped "event:step">`.
+    fn kind(&self, event: &str, step: Option<&str>) -> String {
         let what = match step {
             Some(step) => format!("{event}:{step}"),
             None => event.to_string(),
         };
-        format!("{}@{}.service", self.prefix, escape(&what))
+        format!("{}@{}", self.prefix, escape(&what))
+    }
+
+    /// Whether `unit` is an instance for `event` of `step` (of any page).
+    pub fn is_instance_of(&self, unit: &str, event: &str, step: Option<&str>) -> bool {
+        unit.strip_prefix(&self.kind(event, step))
+            .and_then(|rest| rest.strip_prefix(':'))
+            .and_then(|rest| rest.strip_suffix(".service"))
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+
+    /// A glob (as systemd's `ListUnitsByPatterns` reads it) matching every
+    /// instance for `event` of `step`, and possibly a few more: each `\`
+    /// of an escaped name is matched by `?`, whether or not the reader
+    /// treats a backslash as an escape. Check each match with
+    /// [`Self::is_instance_of`].
+    pub fn pattern(&self, event: &str, step: Option<&str>) -> String {
+        format!("{}:*.service", self.kind(event, step).replace('\\', "?"))
     }
 }
 
@@ -238,21 +266,29 @@ impl Pager {
 
     async fn send(&self, page: Page) {
         let o = &page.first;
-        let unit = self.template.instance(&o.event, o.step.as_deref());
-        match self.units.busy(&unit).await {
-            Ok(true) => {
-                tracing::warn!(
-                    MESH_STEP = o.step.as_deref(),
-                    "{unit} is still running for an earlier {} of step {}: not started again for this one ({})",
-                    o.event,
-                    o.step.as_deref().unwrap_or("-"),
-                    o.message
-                );
-                return;
+        let pattern = self.template.pattern(&o.event, o.step.as_deref());
+        match self.units.running(&pattern).await {
+            Ok(running) => {
+                if let Some(earlier) = running
+                    .iter()
+                    .find(|u| self.template.is_instance_of(u, &o.event, o.step.as_deref()))
+                {
+                    tracing::warn!(
+                        MESH_STEP = o.step.as_deref(),
+                        "{earlier} is still running for an earlier {} of step {}: not started again for this one ({})",
+                        o.event,
+                        o.step.as_deref().unwrap_or("-"),
+                        o.message
+                    );
+                    return;
+                }
             }
-            Ok(false) => {}
-            Err(e) => tracing::debug!("paging: cannot tell whether {unit} runs ({e}); starting it"),
+            Err(e) => {
+                tracing::debug!("paging: cannot tell whether {pattern} runs ({e}); starting it")
+            }
         }
+        let id = page_id();
+        let unit = self.template.instance(&o.event, o.step.as_deref(), &id);
         let containers = page.containers.join(", ");
         let more = if page.count > 1 {
             format!(" (and {} more like it)", page.count - 1)
@@ -262,6 +298,7 @@ impl Pager {
         // The instance reads these fields back: journalctl MESH_ALERT_UNIT=%n.
         tracing::warn!(
             MESH_ALERT_UNIT = %unit,
+            MESH_ALERT_ID = %id,
             MESH_ALERT_EVENT = %o.event,
             MESH_ALERT_COUNT = page.count,
             MESH_ALERT_MESSAGE = %o.message,
@@ -302,6 +339,21 @@ fn closing(records: &[WindowRecord]) -> Vec<(String, DateTime<Utc>, f64)> {
         .collect()
 }
 
+/// A page's own id: 32 hex digits, from the kernel's random source (the
+/// time and this process as a fallback, which are unique enough here).
+fn page_id() -> String {
+    match std::fs::read_to_string("/proc/sys/kernel/random/uuid") {
+        Ok(uuid) if uuid.trim().len() == 36 => uuid.trim().replace('-', ""),
+        _ => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            format!("{:016x}{:016x}", std::process::id(), nanos as u64)
+        }
+    }
+}
+
 /// Resolves once `shutdown` turns true (or its sender is gone).
 async fn stopping(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
@@ -327,8 +379,8 @@ mod tests {
 
     #[async_trait::async_trait]
     impl AlertUnits for Started {
-        async fn busy(&self, _unit: &str) -> Result<bool, String> {
-            Ok(false)
+        async fn running(&self, _pattern: &str) -> Result<Vec<String>, String> {
+            Ok(Vec::new())
         }
         async fn start(&self, unit: &str) -> Result<(), String> {
             self.0.lock().expect("lock").push(unit.to_string());
@@ -383,9 +435,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_alert_of_an_owed_window_pages_at_once_and_once() {
         let (at_once, in_a_minute) = paged_for_window(true).await;
-        let page = vec!["page@will\\x2dnot\\x2dstart\\x2dagain:gc.service".to_string()];
-        assert_eq!(at_once, page);
-        assert_eq!(in_a_minute, page, "paged once");
+        let template = Template::parse("page@.service").expect("template");
+        assert_eq!(at_once.len(), 1, "{at_once:?}");
+        assert!(template.is_instance_of(&at_once[0], "will-not-start-again", Some("gc")));
+        assert_eq!(in_a_minute, at_once, "paged once");
     }
 
     #[tokio::test(start_paused = true)]
@@ -411,20 +464,32 @@ mod tests {
     #[test]
     fn instance_names_carry_event_and_step_escaped_as_systemd_does() {
         let t = Template::parse("mesh-host-alert@.service").expect("template");
-        // systemd-escape 'step-failed:garbage-collect'
+        // systemd-escape 'step-failed:garbage-collect:0a1b'
+        let failed = t.instance("step-failed", Some("garbage-collect"), "0a1b");
         assert_eq!(
-            t.instance("step-failed", Some("garbage-collect")),
-            "mesh-host-alert@step\\x2dfailed:garbage\\x2dcollect.service"
+            failed,
+            "mesh-host-alert@step\\x2dfailed:garbage\\x2dcollect:0a1b.service"
         );
-        // systemd-escape 'will-not-start-again:.hidden_1'
+        // systemd-escape 'will-not-start-again:.hidden_1:ff'
         assert_eq!(
-            t.instance("will-not-start-again", Some(".hidden_1")),
-            "mesh-host-alert@will\\x2dnot\\x2dstart\\x2dagain:.hidden_1.service"
+            t.instance("will-not-start-again", Some(".hidden_1"), "ff"),
+            "mesh-host-alert@will\\x2dnot\\x2dstart\\x2dagain:.hidden_1:ff.service"
         );
         assert_eq!(
-            t.instance("step-missed", None),
-            "mesh-host-alert@step\\x2dmissed.service"
+            t.instance("step-missed", None, "12"),
+            "mesh-host-alert@step\\x2dmissed:12.service"
         );
+        // Told apart by event and step, whatever the page.
+        assert!(t.is_instance_of(&failed, "step-failed", Some("garbage-collect")));
+        assert!(!t.is_instance_of(&failed, "step-failed", Some("garbage")));
+        assert!(!t.is_instance_of(&failed, "step-missed", Some("garbage-collect")));
+        assert_eq!(
+            t.pattern("step-failed", Some("garbage-collect")),
+            "mesh-host-alert@step?x2dfailed:garbage?x2dcollect:*.service"
+        );
+        let id = page_id();
+        assert_eq!(id.len(), 32, "{id}");
+        assert_ne!(id, page_id(), "each page has its own");
     }
 
     #[test]
