@@ -64,13 +64,17 @@ for f in "$repo"/examples/*.json "$repo/examples/README.md"; do
 	put 0644 "$f" "usr/share/doc/mesh-host/examples/$(basename "$f")"
 done
 
-# The default declaration declares nothing: a fresh install changes nothing
-# on the machine. A configuration file (a dpkg conffile, an rpm
-# %config(noreplace)): an upgrade never overwrites the operator's. 0600: a
-# declaration may carry secrets in container env. An existing one (an
-# install by hand over a configured node) is left as it is.
-install -d -m 0755 "$dest/etc/mesh-host"
-if [[ ! -e $dest/etc/mesh-host/declaration.json ]]; then
-	printf '{"declaration":1,"resources":[]}\n' >"$dest/etc/mesh-host/declaration.json"
-	chmod 0600 "$dest/etc/mesh-host/declaration.json"
+# The declaration (/etc/mesh-host/declaration.json) is the node's own data,
+# not a file of the package: `mesh-host apply FILE` rewrites it, and
+# provisioning often writes it before the package is installed. No package
+# ships it (neither a dpkg conffile nor an rpm %config): their maintainer
+# scripts make an empty one, 0600, only when none exists (the same lines as
+# here). Installing by hand onto this machine (DESTDIR /) does the same.
+decl=/etc/mesh-host/declaration.json
+if [[ -z $dest && ! -e $decl && ! -L $decl ]]; then
+	install -d -m 0755 /etc/mesh-host
+	tmp=$(mktemp /etc/mesh-host/.declaration.json.XXXXXX)
+	printf '{"declaration":1,"resources":[]}\n' >"$tmp"
+	chmod 0600 "$tmp"
+	mv -f "$tmp" "$decl"
 fi

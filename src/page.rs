@@ -2,19 +2,24 @@
 //!
 //! For every `will-not-start-again`, `held-unhealthy`, `step-failed` and
 //! `step-missed` event the daemon starts an instance of the operator's
-//! template whose name carries the event and the step, escaped as systemd
-//! escapes names: `mesh-host-alert@step\x2dfailed:gc.service` (`%I` is
-//! `step-failed:gc`). Before starting it, the daemon logs the event's fields
-//! with `MESH_ALERT_UNIT=<instance>`, so the instance finds them with
+//! template whose name carries the event, the step and the page's own id,
+//! escaped as systemd escapes names:
+//! `mesh-host-alert@step\x2dfailed:gc:5f0c….service` (`%I` is
+//! `step-failed:gc:5f0c…`). Before starting it, the daemon logs the event's
+//! fields with `MESH_ALERT_UNIT=<instance>`, so the instance finds them,
+//! among mesh-host's own entries only (fields journald sets, which no other
+//! process can forge), with
 //!
 //! ```text
-//! journalctl -o json -n 1 MESH_ALERT_UNIT=%n
+//! journalctl -o json -n 1 _UID=0 _SYSTEMD_UNIT=mesh-host.service MESH_ALERT_UNIT=%n
 //! ```
 //!
 //! The pager is a task of its own fed by the events this process logs
 //! ([`crate::tap`]): nothing on a window's path waits for it. A page for a
 //! step whose window is still open waits until the window closed (its
-//! `window-closed` event, or its record gone, or its bound passed). Pages
+//! `window-closed` event, or its record gone, or its bound passed); a
+//! window whose close gave up while the runtime was away (owed) counts as
+//! closed, so its alerts page at once rather than when Docker answers. Pages
 //! for the same step and event coalesce, and an instance still running is
 //! not started again: never more than one per step and event at a time.
 
@@ -26,6 +31,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 
 use crate::schedule::window::Windows;
+use crate::store::WindowRecord;
 use crate::systemd::alerts::AlertUnits;
 use crate::systemd::units::escape;
 use crate::tap::Observed;
@@ -71,14 +77,39 @@ impl Template {
         format!("{}@.service", self.prefix)
     }
 
-    /// The instance for `event` of `step` (or of the host as a whole):
-    /// `PREFIX@<escaped "event:step">.service`.
-    pub fn instance(&self, event: &str, step: Option<&str>) -> String {
+    /// The instance for page `id` of `event` of `step` (or of the host as
+    /// a whole): `PREFIX@<escaped "event:step">:<id>.service`. The id (hex
+    /// digits, escaped as themselves) makes the name the page's own, so the
+    /// instance finds its own journal entry, never an earlier page's.
+    pub fn instance(&self, event: &str, step: Option<&str>, id: &str) -> String {
+        format!("{}:{id}.service", self.kind(event, step))
+    }
+
+    /// What every instance for `event` of `step` starts with:
+    /// `PREFIX@<escaped "event:step">`.
+    fn kind(&self, event: &str, step: Option<&str>) -> String {
         let what = match step {
             Some(step) => format!("{event}:{step}"),
             None => event.to_string(),
         };
-        format!("{}@{}.service", self.prefix, escape(&what))
+        format!("{}@{}", self.prefix, escape(&what))
+    }
+
+    /// Whether `unit` is an instance for `event` of `step` (of any page).
+    pub fn is_instance_of(&self, unit: &str, event: &str, step: Option<&str>) -> bool {
+        unit.strip_prefix(&self.kind(event, step))
+            .and_then(|rest| rest.strip_prefix(':'))
+            .and_then(|rest| rest.strip_suffix(".service"))
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+
+    /// A glob (as systemd's `ListUnitsByPatterns` reads it) matching every
+    /// instance for `event` of `step`, and possibly a few more: each `\`
+    /// of an escaped name is matched by `?`, whether or not the reader
+    /// treats a backslash as an escape. Check each match with
+    /// [`Self::is_instance_of`].
+    pub fn pattern(&self, event: &str, step: Option<&str>) -> String {
+        format!("{}:*.service", self.kind(event, step).replace('\\', "?"))
     }
 }
 
@@ -215,17 +246,8 @@ impl Pager {
         if self.pending.is_empty() {
             return;
         }
-        let open: Vec<(String, DateTime<Utc>, f64)> = match self.windows.live_records() {
-            Ok(records) => records
-                .iter()
-                .map(|r| {
-                    (
-                        r.step.clone(),
-                        r.opened_at,
-                        crate::metrics::window_bound_secs(r),
-                    )
-                })
-                .collect(),
+        let open = match self.windows.live_records() {
+            Ok(records) => closing(&records),
             Err(e) => {
                 tracing::warn!("paging: window records unreadable ({e}); sending pages now");
                 Vec::new()
@@ -244,21 +266,29 @@ impl Pager {
 
     async fn send(&self, page: Page) {
         let o = &page.first;
-        let unit = self.template.instance(&o.event, o.step.as_deref());
-        match self.units.busy(&unit).await {
-            Ok(true) => {
-                tracing::warn!(
-                    MESH_STEP = o.step.as_deref(),
-                    "{unit} is still running for an earlier {} of step {}: not started again for this one ({})",
-                    o.event,
-                    o.step.as_deref().unwrap_or("-"),
-                    o.message
-                );
-                return;
+        let pattern = self.template.pattern(&o.event, o.step.as_deref());
+        match self.units.running(&pattern).await {
+            Ok(running) => {
+                if let Some(earlier) = running
+                    .iter()
+                    .find(|u| self.template.is_instance_of(u, &o.event, o.step.as_deref()))
+                {
+                    tracing::warn!(
+                        MESH_STEP = o.step.as_deref(),
+                        "{earlier} is still running for an earlier {} of step {}: not started again for this one ({})",
+                        o.event,
+                        o.step.as_deref().unwrap_or("-"),
+                        o.message
+                    );
+                    return;
+                }
             }
-            Ok(false) => {}
-            Err(e) => tracing::debug!("paging: cannot tell whether {unit} runs ({e}); starting it"),
+            Err(e) => {
+                tracing::debug!("paging: cannot tell whether {pattern} runs ({e}); starting it")
+            }
         }
+        let id = page_id();
+        let unit = self.template.instance(&o.event, o.step.as_deref(), &id);
         let containers = page.containers.join(", ");
         let more = if page.count > 1 {
             format!(" (and {} more like it)", page.count - 1)
@@ -268,6 +298,7 @@ impl Pager {
         // The instance reads these fields back: journalctl MESH_ALERT_UNIT=%n.
         tracing::warn!(
             MESH_ALERT_UNIT = %unit,
+            MESH_ALERT_ID = %id,
             MESH_ALERT_EVENT = %o.event,
             MESH_ALERT_COUNT = page.count,
             MESH_ALERT_MESSAGE = %o.message,
@@ -285,6 +316,40 @@ impl Pager {
                 o.event,
                 o.step.as_deref().unwrap_or("-")
             );
+        }
+    }
+}
+
+/// The windows a page waits for: each still being run or closed, with
+/// when it opened and its bound (seconds). A window whose close gave up
+/// while the container runtime was away (owed) is not waited for: its
+/// alerts are final until the runtime answers, which may be hours, and an
+/// operator is paged for them at once.
+fn closing(records: &[WindowRecord]) -> Vec<(String, DateTime<Utc>, f64)> {
+    records
+        .iter()
+        .filter(|r| !r.owed)
+        .map(|r| {
+            (
+                r.step.clone(),
+                r.opened_at,
+                crate::metrics::window_bound_secs(r),
+            )
+        })
+        .collect()
+}
+
+/// A page's own id: 32 hex digits, from the kernel's random source (the
+/// time and this process as a fallback, which are unique enough here).
+fn page_id() -> String {
+    match std::fs::read_to_string("/proc/sys/kernel/random/uuid") {
+        Ok(uuid) if uuid.trim().len() == 36 => uuid.trim().replace('-', ""),
+        _ => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            format!("{:016x}{:016x}", std::process::id(), nanos as u64)
         }
     }
 }
@@ -308,6 +373,80 @@ mod tests {
         }
     }
 
+    /// Alert units that only remember what they were asked to start.
+    #[derive(Debug, Default)]
+    struct Started(std::sync::Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl AlertUnits for Started {
+        async fn running(&self, _pattern: &str) -> Result<Vec<String>, String> {
+            Ok(Vec::new())
+        }
+        async fn start(&self, unit: &str) -> Result<(), String> {
+            self.0.lock().expect("lock").push(unit.to_string());
+            Ok(())
+        }
+    }
+
+    /// A pager over a store holding one window of step `gc`, opened now by
+    /// this (live) process, owed or not, fed one `will-not-start-again` of
+    /// it; returns the units it started within a second, and within a
+    /// minute (of paused time).
+    async fn paged_for_window(owed: bool) -> (Vec<String>, Vec<String>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(dir.path().join("state")).expect("store");
+        let owner = crate::schedule::window::Owner::current().expect("owner");
+        // As a close leaves it when the runtime stayed away for its budget.
+        let record: WindowRecord = serde_json::from_value(serde_json::json!({
+            "record": 1, "step": "gc", "module": "m",
+            "fire-time": Utc::now(), "opened-at": Utc::now(),
+            "boot-id": owner.boot_id, "pid": owner.pid, "pid-start-time": owner.pid_start_time,
+            "step-container": "gc-run", "step-timeout-secs": 600, "owed": owed,
+            "held": [{"id": "svc", "name": "svc", "was-running": true}]
+        }))
+        .expect("record");
+        store.write_window(&record).expect("write record");
+        let windows = Windows::new(
+            store,
+            Arc::new(crate::runtime::fake::FakeRuntime::new()),
+            Arc::new(crate::schedule::clock::SystemClock::new()),
+            owner,
+        );
+        let units = Arc::new(Started::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (_stop, shutdown) = watch::channel(false);
+        let pager = Pager::new(
+            Template::parse("page@.service").expect("template"),
+            units.clone(),
+            windows,
+            rx,
+        );
+        let task = tokio::spawn(pager.run(shutdown));
+        tx.send(observed("will-not-start-again", "gc", Some("svc")))
+            .expect("send");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let at_once = units.0.lock().expect("lock").clone();
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        task.abort();
+        let in_a_minute = units.0.lock().expect("lock").clone();
+        (at_once, in_a_minute)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_alert_of_an_owed_window_pages_at_once_and_once() {
+        let (at_once, in_a_minute) = paged_for_window(true).await;
+        let template = Template::parse("page@.service").expect("template");
+        assert_eq!(at_once.len(), 1, "{at_once:?}");
+        assert!(template.is_instance_of(&at_once[0], "will-not-start-again", Some("gc")));
+        assert_eq!(in_a_minute, at_once, "paged once");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_alert_of_a_window_still_closing_waits_for_its_close() {
+        let (at_once, in_a_minute) = paged_for_window(false).await;
+        assert!(at_once.is_empty() && in_a_minute.is_empty());
+    }
+
     #[test]
     fn templates_must_be_service_templates() {
         assert!(Template::parse("mesh-host-alert@.service").is_ok());
@@ -325,20 +464,32 @@ mod tests {
     #[test]
     fn instance_names_carry_event_and_step_escaped_as_systemd_does() {
         let t = Template::parse("mesh-host-alert@.service").expect("template");
-        // systemd-escape 'step-failed:garbage-collect'
+        // systemd-escape 'step-failed:garbage-collect:0a1b'
+        let failed = t.instance("step-failed", Some("garbage-collect"), "0a1b");
         assert_eq!(
-            t.instance("step-failed", Some("garbage-collect")),
-            "mesh-host-alert@step\\x2dfailed:garbage\\x2dcollect.service"
+            failed,
+            "mesh-host-alert@step\\x2dfailed:garbage\\x2dcollect:0a1b.service"
         );
-        // systemd-escape 'will-not-start-again:.hidden_1'
+        // systemd-escape 'will-not-start-again:.hidden_1:ff'
         assert_eq!(
-            t.instance("will-not-start-again", Some(".hidden_1")),
-            "mesh-host-alert@will\\x2dnot\\x2dstart\\x2dagain:.hidden_1.service"
+            t.instance("will-not-start-again", Some(".hidden_1"), "ff"),
+            "mesh-host-alert@will\\x2dnot\\x2dstart\\x2dagain:.hidden_1:ff.service"
         );
         assert_eq!(
-            t.instance("step-missed", None),
-            "mesh-host-alert@step\\x2dmissed.service"
+            t.instance("step-missed", None, "12"),
+            "mesh-host-alert@step\\x2dmissed:12.service"
         );
+        // Told apart by event and step, whatever the page.
+        assert!(t.is_instance_of(&failed, "step-failed", Some("garbage-collect")));
+        assert!(!t.is_instance_of(&failed, "step-failed", Some("garbage")));
+        assert!(!t.is_instance_of(&failed, "step-missed", Some("garbage-collect")));
+        assert_eq!(
+            t.pattern("step-failed", Some("garbage-collect")),
+            "mesh-host-alert@step?x2dfailed:garbage?x2dcollect:*.service"
+        );
+        let id = page_id();
+        assert_eq!(id.len(), 32, "{id}");
+        assert_ne!(id, page_id(), "each page has its own");
     }
 
     #[test]

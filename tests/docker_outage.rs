@@ -369,3 +369,85 @@ fn outage_past_the_closing_budget_alerts_then_the_owed_start_is_made_when_docker
     );
     assert!(d.active(), "the daemon rode the outage out");
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
+    let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = World::new("pageowed");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    // An alert template that says which event it was started for.
+    let template_prefix = support::unique_name("owed-alert");
+    let template = format!("{template_prefix}@.service");
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", w.node.pid()),
+        "[Service]\nType=oneshot\nExecStart=/bin/echo paged for %I\n",
+    )
+    .expect("template");
+    let _template = w.node.on_drop(format!(
+        "rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    w.node.sh_ok("systemctl daemon-reload");
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        {"id": "pg", "type": "container", "module": "m", "name": run, "image": img,
+         "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 30 & wait"], "network": "none",
+         "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
+    ]));
+    // A closing budget of 10 s (debug builds only: src/fault.rs), so that
+    // Docker can be away for all of it.
+    let d = DaemonUnit::install_with_args(
+        &w,
+        "Environment=MESH_HOST_CLOSE_BUDGET_SECS=10",
+        &format!("--metrics-file= --on-alert {template}"),
+    );
+    d.start();
+    assert!(w.running(&svc), "applied at start");
+    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let client = d.cli_spawn(&["run", "pg"]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    let _back = w.node.on_drop("systemctl start docker.socket docker");
+    w.node.sh_ok("systemctl stop docker docker.socket");
+
+    // The close spends its budget, svc is alerted and owed: the page goes
+    // out while Docker is still away, not when the record's bound passes.
+    let paged = |journal: &str| journal.matches("paged for will-not-start-again:pg").count();
+    // No unit of the template yet is an error to journalctl: none paged.
+    let pages = || {
+        w.node.sh_ok(&format!(
+            "journalctl --no-pager -b -o cat -u '{template_prefix}@*' 2>/dev/null || true"
+        ))
+    };
+    wait_for(
+        "the page while Docker is away",
+        Duration::from_secs(60),
+        || (paged(&pages()) == 1).then_some(()),
+    );
+    let out = client.wait_with_output().expect("mesh-host run");
+    assert_eq!(out.status.code(), Some(1));
+    let record_path = w.dir.join("state/windows/pg.json");
+    assert!(record_path.exists(), "the record is kept, owed");
+    assert!(
+        !w.node.docker(&["info", "-f", "{{.ID}}"]).status.success(),
+        "paged while Docker was still away"
+    );
+    let alerts = d.journal(&journal_since, &["MESH_EVENT=will-not-start-again"]);
+    assert!(alerts.contains(&svc), "{alerts}");
+
+    // Docker back: the owed start is made, and no second page for it.
+    docker_back(&w.node);
+    wait_for("the owed start", Duration::from_secs(90), || {
+        w.running(&svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(30), || {
+        (!record_path.exists()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(paged(&pages()), 1, "paged once: {}", pages());
+    assert!(d.active());
+}

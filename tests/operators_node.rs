@@ -271,11 +271,14 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
 
     let out = d.cli_with_state(&["run", &bad]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    // systemd-escape 'step-failed:<step>' (a step id's dashes too).
-    let instance = format!(
-        "{template_prefix}@step\\x2dfailed:{}.service",
+    // systemd-escape 'step-failed:<step>:<page id>' (a step id's dashes
+    // too): the daemon's page entry names it.
+    let instance = page_instance(&d, "step-failed", &bad);
+    let kind = format!(
+        "{template_prefix}@step\\x2dfailed:{}:",
         bad.replace('-', "\\x2d")
     );
+    assert!(instance.starts_with(&kind), "{instance}");
     let said = wait_for("the alert instance to run", Duration::from_secs(30), || {
         let j = node.journal(&["-b", "-u", &instance, "-o", "cat"]);
         j.contains(&format!("paged for step-failed:{bad}"))
@@ -341,7 +344,7 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
     wait_for("the instance to end", Duration::from_secs(30), || {
         (node.unit_property(&instance, "ActiveState") != "activating").then_some(())
     });
-    let ran = node.journal(&["-b", "-u", &instance, "-o", "cat"]);
+    let ran = node.journal(&["-b", "-u", &format!("{template_prefix}@*"), "-o", "cat"]);
     assert_eq!(
         ran.matches(&format!("paged for step-failed:{bad}")).count(),
         1,
@@ -456,10 +459,34 @@ fn has_rfc3339(text: &str) -> bool {
     })
 }
 
+/// The instance the daemon started for its page of `event` of `step`, as
+/// its page entry names it.
+fn page_instance(d: &DaemonUnit, event: &str, step: &str) -> String {
+    wait_for("the daemon's page entry", Duration::from_secs(30), || {
+        let found = entries(&d.unit_journal(&[
+            "-o",
+            "json",
+            &format!("MESH_ALERT_EVENT={event}"),
+            &format!("MESH_STEP={step}"),
+        ]));
+        found
+            .first()
+            .map(|e| field(e, "MESH_ALERT_UNIT").to_string())
+    })
+}
+
 /// Read one HTTP request from `listener`, answer 200, return its body.
-fn serve_one_post(listener: std::net::TcpListener) -> String {
+/// `accepted` is told once the connection is accepted, and the request is
+/// read only after `go` says so: the client (curl) waits meanwhile.
+fn serve_one_post(
+    listener: std::net::TcpListener,
+    accepted: std::sync::mpsc::Sender<()>,
+    go: std::sync::mpsc::Receiver<()>,
+) -> String {
     use std::io::{BufRead, BufReader, Read, Write};
     let (stream, _) = listener.accept().expect("accept");
+    let _ = accepted.send(());
+    let _ = go.recv_timeout(Duration::from_secs(30));
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
@@ -487,6 +514,11 @@ fn serve_one_post(listener: std::net::TcpListener) -> String {
     String::from_utf8(body).expect("utf-8 body")
 }
 
+/// The shipped template, its webhook a curl config file (0600, root's),
+/// posts the daemon's own entry: not a newer one a non-root user forged
+/// with the same fields (`logger --journald`, run as the instance's own
+/// dynamic user just before it reads the journal), and with the URL in no
+/// process's argument list.
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
@@ -494,29 +526,43 @@ fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
     // The node shares the machine's loopback: the webhook is this test.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = listener.local_addr().expect("addr").port();
-    let received = std::thread::spawn(move || serve_one_post(listener));
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let received = std::thread::spawn(move || serve_one_post(listener, accepted_tx, go_rx));
 
     let template_prefix = unique_name("hook-alert");
     let template = format!("{template_prefix}@.service");
     let mut w = World::new("hook");
     let d =
         DaemonUnit::install_with_args(&w, "", &format!("--metrics-file= --on-alert {template}"));
-    let env_file = w.path("alert.env");
-    std::fs::write(
-        &env_file,
-        format!("MESH_ALERT_WEBHOOK=http://127.0.0.1:{port}/hook\n"),
-    )
-    .expect("env file");
-    // The shipped template, its environment file moved to the test's.
+    let url = format!("http://127.0.0.1:{port}/hook-secret-token");
+    let webhook = w.path("alert.curl");
+    std::fs::write(&webhook, format!("url = \"{url}\"\n")).expect("curl config");
+    node.sh_ok(&format!("chown root:root {webhook}; chmod 0600 {webhook}"));
+    // The shipped template, its webhook file and daemon unit the test's.
     let shipped = include_str!("../units/mesh-host-alert@.service")
-        .replace("/etc/mesh-host/alert.env", &env_file);
+        .replace("/etc/mesh-host/alert.curl", &webhook)
+        .replace(
+            "_SYSTEMD_UNIT=mesh-host.service",
+            &format!("_SYSTEMD_UNIT={}", d.unit),
+        );
+    assert!(shipped.contains(&format!("_SYSTEMD_UNIT={} ", d.unit)));
+    let dir = format!("/proc/{}/root/run/systemd/system", node.pid());
+    std::fs::write(format!("{dir}/{template}"), shipped).expect("template");
+    // The forger: a newer entry with the instance's own MESH_ALERT_UNIT,
+    // claiming root and the daemon's unit too (journald keeps its own
+    // trusted fields), written as a non-root user.
+    std::fs::create_dir_all(format!("{dir}/{template}.d")).expect("drop-in dir");
     std::fs::write(
-        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
-        shipped,
+        format!("{dir}/{template}.d/forge.conf"),
+        format!(
+            "[Service]\nExecStartPre=/bin/sh -c 'id -u >&2; printf \"MESSAGE=forged\\nMESH_ALERT_UNIT=%%s\\nMESH_ALERT_EVENT=forged\\nMESH_STEP=forged\\n_UID=0\\n_SYSTEMD_UNIT={unit}\\n\" \"$$1\" | logger --journald' sh %n\n",
+            unit = d.unit
+        ),
     )
-    .expect("template");
+    .expect("forging drop-in");
     let _template = node.on_drop(format!(
-        "systemctl stop '{template_prefix}@*'; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+        "systemctl stop '{template_prefix}@*'; rm -rf /run/systemd/system/{template} /run/systemd/system/{template}.d; systemctl daemon-reload"
     ));
     node.sh_ok("systemctl daemon-reload");
     let bad = w.name("bad");
@@ -526,15 +572,39 @@ fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
 
     let out = d.cli_with_state(&["run", &bad]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    wait_for("the webhook's post", Duration::from_secs(60), || {
-        received.is_finished().then_some(())
-    });
+    let instance = page_instance(&d, "step-failed", &bad);
+    accepted
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the webhook is called");
+    // curl is connected and waits for its answer: its argument list (and
+    // every other process's) holds no URL.
+    let curls =
+        node.sh_ok("for p in $(pgrep -x curl); do tr '\\0' ' ' </proc/$p/cmdline; echo; done");
+    assert!(curls.contains(" -K "), "curl runs with its config: {curls}");
+    assert!(
+        !curls.contains("hook-secret-token") && !curls.contains(&format!("127.0.0.1:{port}")),
+        "the URL is in an argument list: {curls}"
+    );
+    go.send(()).expect("go");
     let body = received.join().expect("webhook thread");
     let event: Value = serde_json::from_str(&body).expect("the body is the journal entry");
     assert_eq!(field(&event, "MESH_ALERT_EVENT"), "step-failed", "{event}");
+    assert_eq!(field(&event, "MESH_ALERT_UNIT"), instance, "{event}");
+    assert_eq!(field(&event, "_UID"), "0", "{event}");
     assert_eq!(field(&event, "MESH_STEP"), bad);
     assert_eq!(field(&event, "MESH_EXIT_STATUS"), "4");
     assert_eq!(field(&event, "MESH_MODULE"), "m", "{event}");
+    // The forged entry was there, newer, as a non-root user's.
+    let forged = entries(&node.journal(&[
+        "-b",
+        "-o",
+        "json",
+        &format!("MESH_ALERT_UNIT={instance}"),
+        "MESH_ALERT_EVENT=forged",
+    ]));
+    let forged = forged.first().expect("the forged entry was written");
+    assert_ne!(field(forged, "_UID"), "0", "{forged}");
+    assert_ne!(field(forged, "_UID"), "", "{forged}");
 }
 
 /// The ```yaml block of a markdown text.
@@ -631,9 +701,13 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
         (sample(&t, "mesh_host_will_not_start_again_total") == Some(1.0)).then_some(t)
     });
     assert_promtool_clean(&text, "the metrics after an alert");
-    let instance = format!(
-        "{template_prefix}@will\\x2dnot\\x2dstart\\x2dagain:{}.service",
-        gc.replace('-', "\\x2d")
+    let instance = page_instance(&d, "will-not-start-again", &gc);
+    assert!(
+        instance.starts_with(&format!(
+            "{template_prefix}@will\\x2dnot\\x2dstart\\x2dagain:{}:",
+            gc.replace('-', "\\x2d")
+        )),
+        "{instance}"
     );
     wait_for("the alert instance", Duration::from_secs(30), || {
         let j = node.journal(&["-b", "-u", &instance, "-o", "cat"]);

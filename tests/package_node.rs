@@ -62,7 +62,6 @@ const STAGED: &[&str] = &[
     "/usr/share/doc/mesh-host/examples/refused.json",
     "/usr/share/doc/mesh-host/examples/registry.json",
     "/usr/share/doc/mesh-host/examples/webapp.json",
-    "/etc/mesh-host/declaration.json",
 ];
 
 fn text(out: &Output) -> String {
@@ -254,19 +253,6 @@ fn installed_version(node: &Node) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn window_events(node: &Node, step: &str, since: &str) -> String {
-    node.journal(&[
-        "-u",
-        UNIT,
-        "--since",
-        since,
-        &format!("MESH_STEP={step}"),
-        "-o",
-        "cat",
-        "--output-fields=MESH_EVENT",
-    ])
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm_matches() {
@@ -331,7 +317,33 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         install_from_debian("man-db");
     }
 
-    // Install: enabled, started, ready, with nothing done by hand.
+    // A node provisioned before the install (cloud-init's write_files, an
+    // image build): its declaration is there first. It holds a service and
+    // two steps holding it; "upgrade" runs 20 s and exits 0 only at its end
+    // (a stop makes it exit 7).
+    let img = node.image("busybox");
+    let step = |id: &str, script: &str| {
+        container(
+            id,
+            &format!("{gc}-{id}"),
+            &img,
+            json!({"schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 300,
+                   "command": ["sh", "-c", script]}),
+        )
+    };
+    let decl = json!({"declaration": 1, "resources": [
+        container("svc", &svc, &img, json!({})),
+        step("upgrade", "trap 'exit 7' TERM; sleep 20 & wait; exit 0"),
+        step("remove", SERVICE_CMD)
+    ]});
+    let _provisioned = node.on_drop(format!("rm -rf {CONFIG_DIR}"));
+    let provisioned = serde_json::to_vec_pretty(&decl).expect("json");
+    node.sh_ok(&format!("install -d -m 0755 {CONFIG_DIR}"));
+    std::fs::write(DECLARATION, &provisioned).expect("write");
+    node.sh_ok(&format!("chmod 0600 {DECLARATION}"));
+
+    // Install, unattended: enabled, started, ready, and it applied what it
+    // found, with nothing done by hand.
     let installed = Installed { node: node.clone() };
     let deb1 = first.deb.display().to_string();
     must(
@@ -354,6 +366,16 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         status.contains("last apply") && status.contains(" ok"),
         "{status}"
     );
+    assert!(
+        running(&node, &svc),
+        "the provisioned declaration was applied"
+    );
+    assert_eq!(
+        std::fs::read(DECLARATION).expect("declaration"),
+        provisioned,
+        "the provisioned declaration is left as it was"
+    );
+    assert_declaration_mode();
     let man = must(
         node.command("man", &["-w", "mesh-host"])
             .output()
@@ -370,11 +392,10 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
             .expect("dpkg-query"),
         "dpkg-query",
     );
-    assert!(conffiles.contains(DECLARATION), "a conffile: {conffiles}");
-    let default: Value =
-        serde_json::from_str(&std::fs::read_to_string(DECLARATION).expect("declaration"))
-            .expect("json");
-    assert_eq!(default, json!({"declaration": 1, "resources": []}));
+    assert!(
+        !conffiles.contains(DECLARATION),
+        "the node's declaration is no conffile: {conffiles}"
+    );
     // The exposure docs/security.md records, for the unit as installed.
     let analysis = node.sh_ok("systemd-analyze security --no-pager mesh-host.service");
     let score: f64 = analysis
@@ -396,37 +417,58 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         "catalog compiled: {catalog}"
     );
 
-    // A held service and two steps holding it, applied by systemctl reload.
-    let img = node.image("busybox");
-    let step = |id: &str| {
-        container(
-            id,
-            &format!("{gc}-{id}"),
-            &img,
-            json!({"schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 300}),
+    // `apply FILE` makes another declaration the node's; a reinstall of
+    // the same package keeps it.
+    let mut applied = decl.clone();
+    applied["resources"][0]["env"] = json!({"APPLIED": "1"});
+    let applied_file = out.join("applied.json");
+    std::fs::write(
+        &applied_file,
+        serde_json::to_vec_pretty(&applied).expect("json"),
+    )
+    .expect("write");
+    must(
+        node.command(
+            "/usr/bin/mesh-host",
+            &["apply", &applied_file.display().to_string()],
         )
+        .output()
+        .expect("mesh-host apply"),
+        "mesh-host apply FILE",
+    );
+    let node_declaration = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(DECLARATION).expect("declaration"))
+            .expect("json")
     };
-    let decl = json!({"declaration": 1, "resources": [
-        container("svc", &svc, &img, json!({})), step("upgrade"), step("remove")
-    ]});
-    std::fs::write(DECLARATION, serde_json::to_vec_pretty(&decl).expect("json")).expect("write");
-    node.sh_ok(&format!("systemctl reload {UNIT}"));
+    assert_eq!(node_declaration(), applied);
+    must(
+        apt(
+            &node,
+            &["install", "--reinstall", "--no-install-recommends", &deb1],
+        ),
+        "apt-get install --reinstall",
+    );
+    phase("reinstalled");
+    assert_eq!(node_declaration(), applied, "the reinstall kept it");
+    assert_declaration_mode();
+    assert_eq!(node.unit_property(UNIT, "ActiveState"), "active");
     wait_for(
         "the declared service to run",
         Duration::from_secs(60),
         || running(&node, &svc).then_some(()),
     );
-    phase("declaration applied");
     // The packaged daemon writes its metrics where node-exporter reads them.
     let metrics = wait_for("the metrics file", Duration::from_secs(30), || {
         std::fs::read_to_string(METRICS_FILE).ok()
     });
     assert!(metrics.contains("mesh_host_apply_ok 1\n"), "{metrics}");
 
-    // Upgrade while a window is open.
+    // Upgrade to the next version while the 20 s step holds the service:
+    // the step is not cut short, and the new daemon closes its window.
     let since = node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
     let old_pid = node.unit_property(UNIT, "MainPID");
-    let client = open_window(&node, "upgrade", &format!("{gc}-upgrade"), &svc);
+    let step_name = format!("{gc}-upgrade");
+    let client = open_window(&node, "upgrade", &step_name, &svc);
     phase("window open");
     let deb2 = second.deb.display().to_string();
     must(
@@ -434,32 +476,63 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         "apt-get install (upgrade)",
     );
     phase("upgraded");
+    // The old daemon's answer to `run` went with it.
     reap(client);
     assert_eq!(installed_version(&node), format!("installed {v2}"));
     assert_eq!(node.unit_property(UNIT, "ActiveState"), "active");
-    assert_ne!(node.unit_property(UNIT, "MainPID"), old_pid, "restarted");
+    let new_pid = node.unit_property(UNIT, "MainPID");
+    assert_ne!(new_pid, old_pid, "restarted");
+    wait_for("the step to end", Duration::from_secs(60), || {
+        (!running(&node, &step_name)).then_some(())
+    });
+    let exit = node.docker_ok(&["inspect", "-f", "{{.State.ExitCode}}", &step_name]);
+    assert_eq!(exit.trim(), "0", "the step ran to its end");
+    wait_for(
+        "the held service to run again",
+        Duration::from_secs(60),
+        || running(&node, &svc).then_some(()),
+    );
+    let time = |name: &str, field: &str| {
+        let t = node.docker_ok(&["inspect", "-f", &format!("{{{{.State.{field}}}}}"), name]);
+        chrono::DateTime::parse_from_rfc3339(t.trim())
+            .unwrap_or_else(|e| panic!("{name} {field} {t:?}: {e}"))
+    };
     assert!(
-        running(&node, &svc),
-        "the held service runs again after the upgrade"
+        time(&step_name, "FinishedAt") - time(&step_name, "StartedAt")
+            >= chrono::Duration::seconds(19),
+        "the step ran its 20 s"
     );
     assert!(
-        !running(&node, &format!("{gc}-upgrade")),
-        "the step was stopped"
+        time(&step_name, "FinishedAt") <= time(&svc, "StartedAt"),
+        "the held service started after the step ended"
     );
-    assert_eq!(
-        open_windows(),
-        Vec::<String>::new(),
-        "no window record is left"
-    );
-    let events = window_events(&node, "upgrade", &since);
+    wait_for("the window record to go", Duration::from_secs(30), || {
+        open_windows().is_empty().then_some(())
+    });
+    let said = node.journal(&["-u", UNIT, "--since", &since, "-o", "cat"]);
     assert!(
-        events.contains("window-closed") || events.contains("window-resumed"),
-        "the window was closed by the old daemon or resumed by the new: {events}"
+        said.contains("handing the window of upgrade over to the next mesh-host"),
+        "the old daemon handed the window over: {said}"
     );
-    let kept: Value =
-        serde_json::from_str(&std::fs::read_to_string(DECLARATION).expect("declaration"))
-            .expect("json");
-    assert_eq!(kept, decl, "the upgrade kept the operator's declaration");
+    assert!(
+        said.contains(&format!(
+            "the previous mesh-host (pid {old_pid}) handed over the windows of upgrade"
+        )),
+        "the new daemon took the window over: {said}"
+    );
+    let closed = node.journal(&[
+        &format!("_PID={new_pid}"),
+        "MESH_EVENT=window-closed",
+        "MESH_STEP=upgrade",
+        "-o",
+        "cat",
+    ]);
+    assert!(
+        closed.contains("window of upgrade closed"),
+        "closed by the new daemon: {closed}"
+    );
+    assert_eq!(node_declaration(), applied, "the upgrade kept it");
+    assert_declaration_mode();
 
     // Remove while a window is open: stopped, nothing left held, state kept.
     let client = open_window(&node, "remove", &format!("{gc}-remove"), &svc);
@@ -512,12 +585,40 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         after.is_empty() || after.starts_with("not-installed"),
         "{after}"
     );
+
+    // A node with no declaration: the package makes an empty one, 0600,
+    // and the purge takes it.
+    must(
+        apt(&node, &["install", "--no-install-recommends", &deb2]),
+        "apt-get install (fresh)",
+    );
+    phase("installed afresh");
+    assert_eq!(
+        node_declaration(),
+        json!({"declaration": 1, "resources": []})
+    );
+    assert_declaration_mode();
+    must(apt(&node, &["purge", "mesh-host"]), "apt-get purge");
+    phase("purged again");
+    assert!(!Path::new(CONFIG_DIR).exists(), "{CONFIG_DIR} is left");
     drop(installed);
 }
 
+/// The node's declaration is root's, 0600 (it may carry secrets).
+fn assert_declaration_mode() {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(DECLARATION).expect("declaration");
+    assert_eq!(
+        (meta.mode() & 0o7777, meta.uid()),
+        (0o600, 0),
+        "{DECLARATION}"
+    );
+}
+
 /// The .rpm: the same files as the .deb (zsh's completion where Fedora's
-/// and RHEL's zsh looks), the declaration a %config(noreplace), and
-/// scriptlets doing what the systemd macros do.
+/// and RHEL's zsh looks), no %config file, and scriptlets doing what the
+/// systemd macros do, making the node's declaration only when there is
+/// none, and handing windows over on an upgrade.
 fn check_rpm(rpm: &Path, deb: &Path) {
     if Command::new("rpm").arg("--version").output().is_err() {
         install_from_debian("rpm");
@@ -568,10 +669,8 @@ fn check_rpm(rpm: &Path, deb: &Path) {
         "[%{FILEFLAGS:fflags} %{FILEMODES:perms} %{FILENAMES}\\n]",
     ]);
     assert!(
-        flags
-            .lines()
-            .any(|l| l == "cn -rw------- /etc/mesh-host/declaration.json"),
-        "the declaration is %config(noreplace), 0600: {flags}"
+        !flags.contains(" /etc/"),
+        "no file under /etc: the node's declaration is no %config file: {flags}"
     );
     assert!(
         flags.lines().any(|l| l == " -rwxr-xr-x /usr/bin/mesh-host"),
@@ -599,8 +698,19 @@ fn check_rpm(rpm: &Path, deb: &Path) {
         }
         body.unwrap_or_else(|| panic!("no {name} scriptlet: {scripts}"))
     };
+    let pre = section("preinstall");
+    assert!(pre.contains(".declaration.json.upgrade"), "{pre}");
     let post = section("postinstall");
     assert!(post.contains("if [ \"$1\" -eq 1 ]"), "{post}");
+    assert!(
+        post.contains("if [ ! -e \"$decl\" ] && [ ! -L \"$decl\" ]"),
+        "the declaration is made only when none exists: {post}"
+    );
+    let posttrans = section("posttrans");
+    assert!(
+        posttrans.contains(".declaration.json.upgrade"),
+        "{posttrans}"
+    );
     assert!(
         post.contains("systemctl --no-reload preset mesh-host.service"),
         "{post}"
@@ -620,8 +730,18 @@ fn check_rpm(rpm: &Path, deb: &Path) {
         postun.contains("systemctl try-restart mesh-host.service"),
         "{postun}"
     );
+    assert!(
+        postun.contains(": >/run/mesh-host/hand-over"),
+        "an upgrade hands the windows over: {postun}"
+    );
     // Every scriptlet is valid sh.
-    for (name, body) in [("post", &post), ("preun", &preun), ("postun", &postun)] {
+    for (name, body) in [
+        ("pre", &pre),
+        ("post", &post),
+        ("preun", &preun),
+        ("postun", &postun),
+        ("posttrans", &posttrans),
+    ] {
         let out = Command::new("sh")
             .args(["-n", "-c", body.as_str()])
             .output()

@@ -186,10 +186,12 @@ pub enum Command {
         metrics_file: std::ffi::OsString,
         /// A service template (NAME@.service) to start an instance of for
         /// every will-not-start-again, held-unhealthy, step-failed and
-        /// step-missed event, once the step's window has closed. The
-        /// instance is named after the event and step (%I is
-        /// `EVENT:STEP`) and finds the event's fields with
-        /// `journalctl -o json -n 1 MESH_ALERT_UNIT=%n`.
+        /// step-missed event, once the step's window has closed (at once
+        /// when its close gave up while the runtime was away). The
+        /// instance is named after the event, the step and the page's own
+        /// id (%I is `EVENT:STEP:ID`) and finds the event's fields with
+        /// `journalctl -o json -n 1 _UID=0 _SYSTEMD_UNIT=mesh-host.service
+        /// MESH_ALERT_UNIT=%n`.
         #[arg(long, value_name = "UNIT", env = "MESH_HOST_ON_ALERT")]
         on_alert: Option<crate::page::Template>,
     },

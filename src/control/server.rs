@@ -82,6 +82,20 @@ async fn refuse(mut stream: UnixStream, why: &str) {
     .await;
 }
 
+/// How long a dropped client is given to take its answer.
+const DROP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Tell a client that sent no whole request in time why it is dropped, in
+/// at most [`DROP_GRACE`], and close: nothing more is read from it.
+async fn drop_silent(mut stream: UnixStream, why: &str) {
+    let body = serde_json::to_vec(&Response::error(2, why)).unwrap_or_default();
+    let _ = tokio::time::timeout(DROP_GRACE, async {
+        stream.write_all(&body).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
 async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
     // Credentials first: nothing from a non-root peer is ever parsed.
     match stream.peer_cred() {
@@ -103,7 +117,10 @@ async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
             return;
         }
         Err(_) => {
-            refuse(stream, "request not received in time").await;
+            // A client silent for the whole timeout is dropped at once and
+            // its slot freed: waiting for it to close its side (as `refuse`
+            // does) would let idle clients hold every slot for good.
+            drop_silent(stream, "request not received in time").await;
             return;
         }
     };

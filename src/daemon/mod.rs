@@ -13,6 +13,7 @@
 
 mod armed;
 mod dirwatch;
+pub mod handover;
 pub mod notify;
 mod reload;
 
@@ -148,7 +149,16 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // resumed, so that a held container removed meanwhile is created again
     // (from here on, every arming of the schedules tells it anew).
     know_armed_holds(&store, &windows);
-    resume_windows(&windows, &notifier).await?;
+    match handover::take(&store, &windows.owner().boot_id) {
+        // A package upgrade: the steps the last daemon left running are
+        // not waited for here; the adopter below takes their windows over.
+        Some(note) => tracing::info!(
+            "the previous mesh-host (pid {}) handed over the windows of {}: taking each over, closing it when its step ends",
+            note.pid,
+            if note.steps.is_empty() { "no step".to_string() } else { note.steps.join(", ") }
+        ),
+        None => resume_windows(&windows, &notifier).await?,
+    }
     // From here on, a window whose owner dies (a local command, an
     // installer) is adopted within seconds of the death.
     let adopter_task =
@@ -251,6 +261,18 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
             _ = term.recv() => break,
             _ = int.recv() => break,
         }
+    }
+    if handover::requested(&cfg.control_socket) {
+        // A package upgrade (see `handover`): nothing is stopped; the
+        // windows' records stay and their steps run on.
+        notifier.stopping("stopping for an upgrade: handing open windows over");
+        tracing::info!("stopping for an upgrade: the next mesh-host takes the open windows over");
+        let _applying = daemon.applying.lock().await;
+        handover::leave(&store, &daemon.windows);
+        tracing::info!("stopped: windows handed over");
+        // Every task is left as it is: none may stop a step or close a
+        // window on its way out.
+        std::process::exit(0);
     }
     // Running steps are stopped and their windows closed (each bounded by
     // the closing budget) before the scheduler returns.

@@ -1,19 +1,16 @@
 //! Instances of the operator's alert template (`--on-alert`), started over
 //! systemd's D-Bus API.
 
-use zbus::proxy::CacheProperties;
-use zbus_systemd::systemd1::{ManagerProxy, UnitProxy};
-
-/// systemd's answer when no unit of that name is loaded.
-const NO_SUCH_UNIT: &str = "org.freedesktop.systemd1.NoSuchUnit";
+use zbus_systemd::systemd1::ManagerProxy;
 
 /// Starts alert units; a trait so that the pager's rules are tested without
 /// systemd.
 #[async_trait::async_trait]
 pub trait AlertUnits: Send + Sync + std::fmt::Debug {
-    /// Whether `unit` is running (active, activating, deactivating,
-    /// reloading): a page for it is still being sent.
-    async fn busy(&self, unit: &str) -> Result<bool, String>;
+    /// The units matching `pattern` (a glob, as `ListUnitsByPatterns`
+    /// reads it) that are running (active, activating, deactivating,
+    /// reloading): pages still being sent.
+    async fn running(&self, pattern: &str) -> Result<Vec<String>, String>;
 
     /// Ask systemd to start `unit` (not waiting for it to finish).
     async fn start(&self, unit: &str) -> Result<(), String>;
@@ -43,26 +40,17 @@ impl SystemdAlertUnits {
 
 #[async_trait::async_trait]
 impl AlertUnits for SystemdAlertUnits {
-    async fn busy(&self, unit: &str) -> Result<bool, String> {
-        let path = match self.manager().await?.get_unit(unit.to_string()).await {
-            Ok(path) => path,
-            // Not loaded: certainly not running.
-            Err(zbus::Error::MethodError(error, _, _)) if error.as_str() == NO_SUCH_UNIT => {
-                return Ok(false)
-            }
-            Err(e) => return Err(format!("GetUnit {unit}: {e}")),
-        };
-        let proxy = UnitProxy::builder(&self.conn)
-            .path(path)
-            .cache_properties(CacheProperties::No)
-            .build()
+    async fn running(&self, pattern: &str) -> Result<Vec<String>, String> {
+        let states = ["active", "activating", "deactivating", "reloading"]
+            .map(String::from)
+            .to_vec();
+        let units = self
+            .manager()
+            .await?
+            .list_units_by_patterns(states, vec![pattern.to_string()])
             .await
-            .map_err(|e| format!("{unit}: {e}"))?;
-        let state = proxy
-            .active_state()
-            .await
-            .map_err(|e| format!("{unit} ActiveState: {e}"))?;
-        Ok(!matches!(state.as_str(), "inactive" | "failed"))
+            .map_err(|e| format!("ListUnitsByPatterns {pattern}: {e}"))?;
+        Ok(units.into_iter().map(|u| u.0).collect())
     }
 
     async fn start(&self, unit: &str) -> Result<(), String> {
