@@ -181,20 +181,35 @@ impl DockerRuntime {
     }
 
     /// Raw inspect; `None` on 404.
+    ///
+    /// Podman's Docker-compatible API (4.x) reports a container whose
+    /// process has exited but which its conmon has not yet cleaned up as
+    /// `"Status": "stopped"`, a state Docker's API does not have and the
+    /// client refuses. It lasts until the cleanup (tens of milliseconds):
+    /// such an answer is asked again, for at most [`SETTLE_TIMEOUT`].
     async fn inspect_raw(
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, RuntimeError> {
-        match self.docker.inspect_container(name, None).await {
-            Ok(info) => Ok(Some(info)),
-            Err(BollardError::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(None),
-            Err(err) => Err(self.error(
-                &format!("inspect container {name}"),
-                &format!("container {name}"),
-                err,
-            )),
+        let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            return match self.docker.inspect_container(name, None).await {
+                Ok(info) => Ok(Some(info)),
+                Err(BollardError::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => Ok(None),
+                Err(BollardError::JsonDataError { ref message, .. })
+                    if is_podman_stopped(message) && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+                Err(err) => Err(self.error(
+                    &format!("inspect container {name}"),
+                    &format!("container {name}"),
+                    err,
+                )),
+            };
         }
     }
 
@@ -843,10 +858,32 @@ impl ContainerRuntime for DockerRuntime {
     }
 }
 
+/// The client's refusal of Podman's transient `stopped` container state
+/// (see [`DockerRuntime::inspect_raw`]).
+fn is_podman_stopped(message: &str) -> bool {
+    message.contains("unknown variant `stopped`")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::MountSpec;
+
+    #[test]
+    fn podmans_transient_stopped_state_is_told_from_other_refusals() {
+        // The State of Podman 4.3's inspect answer for a container between
+        // its exit and its cleanup, as the client's model reads it.
+        let podman = r#"{"Status": "stopped", "Running": false, "ExitCode": 0}"#;
+        let err = serde_json::from_str::<bollard::models::ContainerState>(podman)
+            .expect_err("Docker's API has no stopped state");
+        assert!(is_podman_stopped(&err.to_string()), "{err}");
+        let exited = r#"{"Status": "exited", "Running": false, "ExitCode": 0}"#;
+        assert!(serde_json::from_str::<bollard::models::ContainerState>(exited).is_ok());
+        let other =
+            serde_json::from_str::<bollard::models::ContainerState>(r#"{"Status": "frozen"}"#)
+                .expect_err("no such state");
+        assert!(!is_podman_stopped(&other.to_string()), "{other}");
+    }
 
     #[test]
     fn a_health_check_decides_within_its_start_period_and_retries() {
