@@ -181,35 +181,20 @@ impl DockerRuntime {
     }
 
     /// Raw inspect; `None` on 404.
-    ///
-    /// Podman's Docker-compatible API (4.x) reports a container whose
-    /// process has exited but which its conmon has not yet cleaned up as
-    /// `"Status": "stopped"`, a state Docker's API does not have and the
-    /// client refuses. It lasts until the cleanup (tens of milliseconds):
-    /// such an answer is asked again, for at most [`SETTLE_TIMEOUT`].
     async fn inspect_raw(
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, RuntimeError> {
-        let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
-        loop {
-            return match self.docker.inspect_container(name, None).await {
-                Ok(info) => Ok(Some(info)),
-                Err(BollardError::DockerResponseServerError {
-                    status_code: 404, ..
-                }) => Ok(None),
-                Err(BollardError::JsonDataError { ref message, .. })
-                    if is_podman_stopped(message) && tokio::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    continue;
-                }
-                Err(err) => Err(self.error(
-                    &format!("inspect container {name}"),
-                    &format!("container {name}"),
-                    err,
-                )),
-            };
+        match settled(|| self.docker.inspect_container(name, None)).await {
+            Ok(info) => Ok(Some(info)),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(err) => Err(self.error(
+                &format!("inspect container {name}"),
+                &format!("container {name}"),
+                err,
+            )),
         }
     }
 
@@ -689,9 +674,7 @@ impl ContainerRuntime for DockerRuntime {
             filters: Some(filters),
             ..Default::default()
         };
-        let list = self
-            .docker
-            .list_containers(Some(options))
+        let list = settled(|| self.docker.list_containers(Some(options.clone())))
             .await
             .map_err(|err| self.error("list managed containers", "containers", err))?;
         Ok(list
@@ -858,8 +841,34 @@ impl ContainerRuntime for DockerRuntime {
     }
 }
 
-/// The client's refusal of Podman's transient `stopped` container state
-/// (see [`DockerRuntime::inspect_raw`]).
+/// Runs `request` (an inspect or a list of containers) until its answer is
+/// not refused for Podman's transient `stopped` state, for at most
+/// [`SETTLE_TIMEOUT`].
+///
+/// Podman's Docker-compatible API (4.x) reports a container whose process
+/// has exited but which its conmon has not yet cleaned up as `"stopped"`, a
+/// state Docker's API does not have and the client's model refuses, failing
+/// the whole answer. The state lasts until the cleanup (tens of
+/// milliseconds): such an answer is asked for again.
+async fn settled<T, F, Fut>(mut request: F) -> Result<T, BollardError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, BollardError>>,
+{
+    let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        match request().await {
+            Err(BollardError::JsonDataError { ref message, .. })
+                if is_podman_stopped(message) && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The client's refusal of Podman's transient `stopped` container state.
 fn is_podman_stopped(message: &str) -> bool {
     message.contains("unknown variant `stopped`")
 }
