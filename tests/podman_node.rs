@@ -3,8 +3,8 @@
 //! writes to the journal with `PODMAN_*` fields), systemd and the journal.
 //!
 //! Run on a node booted with `MESH_NODE_RUNTIME=podman` (tests/run's Podman
-//! phase); on a Docker node every test here fails at its first check, which
-//! asks the API who answers. The tests of the other files that hold on
+//! phase; its other phases skip `podman_*`); on a Docker node every test
+//! here fails at its first check, which asks the API who answers. The tests of the other files that hold on
 //! Podman too run in the same phase (tests/README.md).
 
 mod support;
@@ -128,7 +128,7 @@ fn podman_runs_what_apply_creates_and_a_noop_apply_makes_it_do_nothing() {
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
-fn the_daemon_holds_a_service_through_podman_and_sees_a_start_by_someone_else() {
+fn podman_the_daemon_holds_a_service_and_sees_a_start_by_someone_else() {
     let mut w = World::new("pod-hold");
     assert_podman(&w);
     let svc = w.name("svc");
