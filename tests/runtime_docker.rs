@@ -1,6 +1,7 @@
 //! `DockerRuntime` against the real Docker of the sandbox node.
 //!
-//! The node (tests/README.md) runs Docker 20.10 on its own /run/docker.sock,
+//! The node (tests/README.md) runs Docker 20.10 on its own /run/docker.sock
+//! (or, on a Podman node, Podman's API on the socket its env file names),
 //! reached from here through `/proc/<node pid>/root`. Every container and
 //! image a test makes has a name unique to that test run and is removed by a
 //! drop guard, pass or fail.

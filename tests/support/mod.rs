@@ -208,15 +208,6 @@ impl Node {
         self.vars.get("MESH_NODE_DOCKER_HOST").map(String::as_str)
     }
 
-    /// The runtime's API socket as this machine sees it, through
-    /// `/proc/<node pid>/root`.
-    pub fn docker_socket(&self) -> String {
-        let inside = self
-            .docker_host()
-            .map_or("/run/docker.sock", |h| h.trim_start_matches("unix://"));
-        format!("/proc/{}/root{inside}", self.pid)
-    }
-
     /// A command run inside the node (its PID and mount namespaces) with a
     /// clean environment and `/` as working directory; standard input is
     /// empty unless the caller sets it. On a node whose runtime is not
