@@ -1,6 +1,7 @@
 //! `DockerRuntime` against the real Docker of the sandbox node.
 //!
-//! The node (tests/README.md) runs Docker 20.10 on its own /run/docker.sock,
+//! The node (tests/README.md) runs Docker 20.10 on its own /run/docker.sock
+//! (or, on a Podman node, Podman's API on the socket its env file names),
 //! reached from here through `/proc/<node pid>/root`. Every container and
 //! image a test makes has a name unique to that test run and is removed by a
 //! drop guard, pass or fail.
@@ -45,8 +46,13 @@ fn node() -> Node {
             .unwrap_or_else(|| panic!("{key} missing from {path}"))
             .to_string()
     };
+    // The runtime under test: Docker's socket, or the endpoint the env file
+    // names (Podman's Docker-compatible API on a Podman node).
+    let inside = vars
+        .get("MESH_NODE_DOCKER_HOST")
+        .map_or("/run/docker.sock", |h| h.trim_start_matches("unix://"));
     Node {
-        socket: format!("/proc/{}/root/run/docker.sock", var("MESH_NODE_PID")),
+        socket: format!("/proc/{}/root{inside}", var("MESH_NODE_PID")),
         busybox: var("MESH_NODE_IMAGE_BUSYBOX"),
         registry: var("MESH_NODE_REGISTRY"),
         cgroup_driver: var("MESH_NODE_CGROUP_DRIVER"),

@@ -570,10 +570,16 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
         "pid {pid} not in:\n{status}"
     );
     if driver == CgroupDriver::Systemd {
+        // The runtime's own scope per container: Podman names it libpod-.
         let container_id = w.inspect(&step, "{{.Id}}");
+        let prefix = if w.node.runtime() == "podman" {
+            "libpod"
+        } else {
+            "docker"
+        };
         assert!(
-            status.contains(&format!("docker-{container_id}.scope")),
-            "Docker's scope of {container_id} not in:\n{status}"
+            status.contains(&format!("{prefix}-{container_id}.scope")),
+            "the runtime's scope of {container_id} not in:\n{status}"
         );
     }
     let cgroups = w.node.sh_ok(&format!("cat /proc/{pid}/cgroup"));

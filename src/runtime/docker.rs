@@ -185,7 +185,7 @@ impl DockerRuntime {
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, RuntimeError> {
-        match self.docker.inspect_container(name, None).await {
+        match settled(|| self.docker.inspect_container(name, None)).await {
             Ok(info) => Ok(Some(info)),
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..
@@ -674,9 +674,7 @@ impl ContainerRuntime for DockerRuntime {
             filters: Some(filters),
             ..Default::default()
         };
-        let list = self
-            .docker
-            .list_containers(Some(options))
+        let list = settled(|| self.docker.list_containers(Some(options.clone())))
             .await
             .map_err(|err| self.error("list managed containers", "containers", err))?;
         Ok(list
@@ -843,10 +841,58 @@ impl ContainerRuntime for DockerRuntime {
     }
 }
 
+/// Runs `request` (an inspect or a list of containers) until its answer is
+/// not refused for Podman's transient `stopped` state, for at most
+/// [`SETTLE_TIMEOUT`].
+///
+/// Podman's Docker-compatible API (4.x) reports a container whose process
+/// has exited but which its conmon has not yet cleaned up as `"stopped"`, a
+/// state Docker's API does not have and the client's model refuses, failing
+/// the whole answer. The state lasts until the cleanup (tens of
+/// milliseconds): such an answer is asked for again.
+async fn settled<T, F, Fut>(mut request: F) -> Result<T, BollardError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, BollardError>>,
+{
+    let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        match request().await {
+            Err(BollardError::JsonDataError { ref message, .. })
+                if is_podman_stopped(message) && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The client's refusal of Podman's transient `stopped` container state.
+fn is_podman_stopped(message: &str) -> bool {
+    message.contains("unknown variant `stopped`")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::MountSpec;
+
+    #[test]
+    fn podmans_transient_stopped_state_is_told_from_other_refusals() {
+        // The State of Podman 4.3's inspect answer for a container between
+        // its exit and its cleanup, as the client's model reads it.
+        let podman = r#"{"Status": "stopped", "Running": false, "ExitCode": 0}"#;
+        let err = serde_json::from_str::<bollard::models::ContainerState>(podman)
+            .expect_err("Docker's API has no stopped state");
+        assert!(is_podman_stopped(&err.to_string()), "{err}");
+        let exited = r#"{"Status": "exited", "Running": false, "ExitCode": 0}"#;
+        assert!(serde_json::from_str::<bollard::models::ContainerState>(exited).is_ok());
+        let other =
+            serde_json::from_str::<bollard::models::ContainerState>(r#"{"Status": "frozen"}"#)
+                .expect_err("no such state");
+        assert!(!is_podman_stopped(&other.to_string()), "{other}");
+    }
 
     #[test]
     fn a_health_check_decides_within_its_start_period_and_retries() {

@@ -7,6 +7,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 driver=$(requested_cgroup_driver)
+runtime=$(requested_runtime)
 
 # The node's configuration goes to its own /run (staged here, copied there
 # before systemd starts), so the machine's /etc is left as it is: masks of the
@@ -38,14 +39,22 @@ stage_run() {
 		apt-daily.service apt-daily.timer \
 		apt-daily-upgrade.service apt-daily-upgrade.timer \
 		postgresql.service postgresql@.service \
-		docker-registry.service containerd.service; do
+		docker-registry.service containerd.service \
+		podman.service podman.socket podman-restart.service \
+		podman-auto-update.service podman-auto-update.timer; do
 		# The ttys and the console are the machine's: no login prompt
 		# there. The kernel's sysctls, modules and binfmt handlers are
 		# the machine's too. /var/tmp cleaning and apt runs would act on
 		# the machine's files (and race tests/run's apt-get). dockerd
 		# runs its own containerd, with its state under the node's.
+		# Podman's own units would use the machine's storage: the node's
+		# Podman, when asked for, is mesh-node-podman.service.
 		mask "$unit"
 	done
+	# Podman's tmpfiles entries would make /var/lib/containers/storage/tmp
+	# and /var/lib/cni/networks at boot, on the machine's filesystem.
+	mkdir -p "$NODE_RUN_DIR/tmpfiles.d"
+	ln -sfn /dev/null "$NODE_RUN_DIR/tmpfiles.d/podman.conf"
 
 	local extra=""
 	if [[ $driver == systemd ]]; then
@@ -65,6 +74,70 @@ EOF
 # and ends with it, instead of piling up in the machine's /var/log/journal.
 [Journal]
 Storage=volatile
+EOF
+}
+
+# MESH_NODE_RUNTIME=podman: Podman's API service as a unit of the node, with
+# its configuration in the node's /run (given to every unit through
+# CONTAINERS_* variables, so that nothing is written under the machine's
+# /etc/containers) and its
+# storage, database and networks under the state directory.
+stage_podman() {
+	local conf=$NODE_RUN_DIR${NODE_PODMAN_CONF_DIR#/run}
+	mkdir -p "$conf" "$NODE_PODMAN_ROOT"
+	cat >"$conf/containers.conf" <<EOF
+# Written by tests/node/boot.sh for this boot of the sandbox node.
+[containers]
+# No bridge in the node (as for its Docker): a container without a declared
+# network gets none, not a netavark bridge in the machine's network
+# namespace, which the node shares.
+netns = "none"
+[network]
+network_backend = "netavark"
+network_config_dir = "$NODE_PODMAN_ROOT/networks"
+[engine]
+cgroup_manager = "$driver"
+events_logger = "journald"
+runtime = "crun"
+static_dir = "$NODE_PODMAN_ROOT/storage/libpod"
+volume_path = "$NODE_PODMAN_ROOT/storage/volumes"
+tmp_dir = "/run/libpod"
+EOF
+	cat >"$conf/storage.conf" <<EOF
+# Written by tests/node/boot.sh for this boot of the sandbox node.
+[storage]
+driver = "overlay"
+graphroot = "$NODE_PODMAN_ROOT/storage"
+runroot = "/run/containers/storage"
+EOF
+	cat >"$conf/registries.conf" <<EOF
+# Written by tests/node/boot.sh: the node's loopback registry, plain HTTP.
+unqualified-search-registries = []
+[[registry]]
+location = "$NODE_REGISTRY_ADDR"
+insecure = true
+EOF
+	# Every unit of the node gets the configuration, not only the API
+	# service: Podman runs health checks as transient units of systemd
+	# (\`podman healthcheck run ID\`), which would otherwise look for the
+	# container in the machine's /var/lib/containers.
+	mkdir -p "$NODE_RUN_DIR/systemd/system.conf.d"
+	cat >"$NODE_RUN_DIR/systemd/system.conf.d/10-mesh-node-podman.conf" <<EOF
+# Written by tests/node/boot.sh for this boot of the sandbox node.
+[Manager]
+DefaultEnvironment=CONTAINERS_CONF=$NODE_PODMAN_CONF_DIR/containers.conf CONTAINERS_STORAGE_CONF=$NODE_PODMAN_CONF_DIR/storage.conf CONTAINERS_REGISTRIES_CONF=$NODE_PODMAN_CONF_DIR/registries.conf
+EOF
+	cat >"$NODE_RUN_DIR/systemd/system/mesh-node-podman.service" <<EOF
+# Written by tests/node/boot.sh: Podman's Docker-compatible API on its socket,
+# served as Podman's own podman.service does (Delegate, KillMode=process).
+[Unit]
+Description=Podman API service of the sandbox node
+[Service]
+Type=exec
+Delegate=true
+KillMode=process
+RuntimeDirectory=podman
+ExecStart=/usr/bin/podman --log-level=info system service --time=0 unix://$NODE_PODMAN_SOCKET
 EOF
 }
 
@@ -199,9 +272,31 @@ wait_docker() {
 	[[ $got == "$driver" ]] || die "Docker's cgroup driver is '$got', asked for '$driver'"
 }
 
+# Starts the node's Podman; its socket must answer with the driver asked for.
+start_podman() {
+	in_node systemctl start mesh-node-podman.service || {
+		in_node journalctl -b --no-pager -n 40 -u mesh-node-podman.service >&2 || true
+		die "mesh-node-podman.service did not start"
+	}
+	if ! wait_until 60 in_node docker -H "unix://$NODE_PODMAN_SOCKET" info; then
+		in_node journalctl -b --no-pager -n 40 -u mesh-node-podman.service >&2 || true
+		die "Podman's API did not answer on $NODE_PODMAN_SOCKET inside the node"
+	fi
+	local got
+	got=$(in_node docker -H "unix://$NODE_PODMAN_SOCKET" info -f '{{.CgroupDriver}}')
+	[[ $got == "$driver" ]] || die "Podman's cgroup manager is '$got', asked for '$driver'"
+}
+
 stage_run
+if [[ $runtime == podman ]]; then
+	stage_podman
+fi
 boot
 wait_running
 log "systemd is running"
 wait_docker
 log "Docker answers (cgroup driver $driver)"
+if [[ $runtime == podman ]]; then
+	start_podman
+	log "Podman answers on $NODE_PODMAN_SOCKET (cgroup manager $driver)"
+fi

@@ -17,6 +17,14 @@ NODE_RUN_DIR=$MESH_NODE_STATE/run
 NODE_BIN_DIR=$MESH_NODE_STATE/bin
 NODE_DOCKER_ROOT=$MESH_NODE_STATE/docker
 NODE_BUILD_DIR=$MESH_NODE_STATE/build
+# Podman's storage, its database and its networks (MESH_NODE_RUNTIME=podman):
+# under the state directory, so that `down` leaves nothing in the machine's
+# /var/lib/containers or /etc/containers.
+NODE_PODMAN_ROOT=$MESH_NODE_STATE/podman
+# Podman's Docker-compatible API socket inside the node, and its
+# configuration (in the node's own /run, staged by boot.sh).
+NODE_PODMAN_SOCKET=/run/podman/podman.sock
+NODE_PODMAN_CONF_DIR=/run/mesh-node-podman
 # The lock sits beside the state directory, which `down` empties.
 NODE_LOCK_FILE=${MESH_NODE_STATE}.lock
 
@@ -114,6 +122,17 @@ requested_cgroup_driver() {
 	esac
 }
 
+# The container runtime the tests talk to, validated: `docker` (default), or
+# `podman`: Podman's API service beside the node's Docker, which then only
+# serves the loopback registry.
+requested_runtime() {
+	local runtime=${MESH_NODE_RUNTIME:-docker}
+	case $runtime in
+	docker | podman) printf '%s\n' "$runtime" ;;
+	*) die "MESH_NODE_RUNTIME must be docker or podman, not '$runtime'" ;;
+	esac
+}
+
 # Reads one KEY=value line of the node env file.
 env_value() {
 	[[ -r $NODE_ENV_FILE ]] || return 1
@@ -121,7 +140,7 @@ env_value() {
 }
 
 # True when the running node answers as a ready node: systemd running,
-# Docker answering, the registry serving, the env file written.
+# Docker (and Podman) answering, the registry serving, the env file written.
 node_healthy() {
 	local state
 	node_pid >/dev/null || return 1
@@ -130,5 +149,8 @@ node_healthy() {
 	state=$(in_node systemctl is-system-running 2>/dev/null) || true
 	[[ $state == running ]] || return 1
 	in_node docker info >/dev/null 2>&1 || return 1
+	if [[ $(env_value MESH_NODE_RUNTIME) == podman ]]; then
+		in_node docker -H "unix://$NODE_PODMAN_SOCKET" info >/dev/null 2>&1 || return 1
+	fi
 	curl -fsS --max-time 5 "http://$NODE_REGISTRY_ADDR/v2/" >/dev/null 2>&1 || return 1
 }

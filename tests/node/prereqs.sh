@@ -27,6 +27,8 @@ packages=(
 	curl                  # registry health checks
 	prometheus            # promtool check metrics (tests/operators_node.rs)
 	docker-compose        # the peer of benches/apply-node.sh's first apply
+	podman crun conmon    # Podman 4.3's Docker-compatible API (MESH_NODE_RUNTIME=podman)
+	netavark              # Podman's network backend, even for --network none/host
 	ca-certificates
 	"$@"
 )

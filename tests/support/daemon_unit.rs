@@ -52,6 +52,9 @@ impl DaemonUnit {
             "ExecStart={} daemon --state-dir {state} --declaration {declaration} --control-socket {socket} --unit-dir /run/systemd/system",
             w.bin,
         );
+        if let Some(host) = node.docker_host() {
+            exec.push_str(&format!(" --docker-host {host}"));
+        }
         if !args.is_empty() {
             exec.push(' ');
             exec.push_str(args);

@@ -193,16 +193,38 @@ impl Node {
         self.var(&key).to_string()
     }
 
+    /// The container runtime under test: `docker`, or `podman` (Podman's
+    /// Docker-compatible API; the node's Docker then only serves the
+    /// registry). A node env file written before the key existed means
+    /// `docker`.
+    pub fn runtime(&self) -> &str {
+        self.vars
+            .get("MESH_NODE_RUNTIME")
+            .map_or("docker", String::as_str)
+    }
+
+    /// The runtime's API endpoint inside the node when it is not Docker's
+    /// own socket (`unix:///run/podman/podman.sock`): every command run in
+    /// the node gets it as `DOCKER_HOST`, and mesh-host as `--docker-host`.
+    pub fn docker_host(&self) -> Option<&str> {
+        self.vars.get("MESH_NODE_DOCKER_HOST").map(String::as_str)
+    }
+
     /// A command run inside the node (its PID and mount namespaces) with a
     /// clean environment and `/` as working directory; standard input is
-    /// empty unless the caller sets it.
+    /// empty unless the caller sets it. On a node whose runtime is not
+    /// Docker, `DOCKER_HOST` names it, so `docker` and mesh-host talk to it.
     pub fn command<S: AsRef<str>>(&self, program: &str, args: &[S]) -> Command {
         let mut cmd = Command::new("nsenter");
         cmd.arg("-t")
             .arg(self.pid.to_string())
             .args(["-p", "-m", "--wd=/", "--", "env", "-i"])
             .arg(format!("PATH={}", self.var("MESH_NODE_PATH")))
-            .args(["HOME=/root", "LANG=C.UTF-8", program])
+            .args(["HOME=/root", "LANG=C.UTF-8"]);
+        if let Some(host) = self.docker_host() {
+            cmd.arg(format!("DOCKER_HOST={host}"));
+        }
+        cmd.arg(program)
             .args(args.iter().map(AsRef::as_ref))
             .stdin(Stdio::null());
         cmd
@@ -226,7 +248,8 @@ impl Node {
         ok(self.sh(script), script)
     }
 
-    /// Runs Debian's `docker` client inside the node.
+    /// Runs Debian's `docker` client inside the node (against the node's
+    /// runtime: Podman's API on a Podman node).
     ///
     /// # Panics
     ///

@@ -160,6 +160,9 @@ impl World {
             "--declaration".to_string(),
             decl,
         ]);
+        if let Some(host) = self.node.docker_host() {
+            all.extend(["--docker-host".to_string(), host.to_string()]);
+        }
         all
     }
 
