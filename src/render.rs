@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::declaration::Declaration;
 use crate::schedule::fire::{describe, FireReport};
 
 /// A time as operators read it: `2026-12-01 03:56:31 UTC`.
@@ -21,6 +22,37 @@ pub fn time_text(rfc3339: &str) -> String {
         Ok(t) => time(t.to_utc()),
         Err(_) => rfc3339.to_string(),
     }
+}
+
+/// The declared health checks of `decl`, as `status` answers carry them:
+/// `[{"container": ID, "name": NAME, "health": CANONICAL, "check": TEXT}]`.
+pub fn health_checks(decl: &Declaration) -> serde_json::Value {
+    decl.containers()
+        .filter_map(|(res, c)| {
+            let health = c.health.as_ref()?;
+            Some(serde_json::json!({
+                "container": res.id.as_str(),
+                "name": c.name.as_str(),
+                "health": health,
+                "check": health.to_string(),
+            }))
+        })
+        .collect()
+}
+
+/// The lines `status` prints for [`health_checks`].
+pub fn health_lines(checks: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for c in checks.as_array().into_iter().flatten() {
+        let field = |k: &str| c.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+        out.push_str(&format!(
+            "health {} ({}): {}\n",
+            field("container"),
+            field("name"),
+            field("check")
+        ));
+    }
+    out
 }
 
 /// A fire's report.
@@ -110,6 +142,9 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
                 held.join(", ")
             }
         ));
+    }
+    if let Some(checks) = status.get("health") {
+        out.push_str(&health_lines(checks));
     }
     let steps = status
         .get("steps")

@@ -868,3 +868,44 @@ fn a_held_container_counts_as_started_again_when_healthy_and_an_unhealthy_one_is
         .trim()
         .is_empty());
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_close_waits_for_a_declared_health_check() {
+    let mut w = World::new("dhealth");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    // Turns healthy 3 s after each start, by the check its declaration gives
+    // it (the image has none).
+    let mut held = json!({"id": "svc", "type": "container", "module": "m", "name": svc,
+        "image": img, "network": "none",
+        "command": ["sh", "-c",
+            "rm -f /tmp/ready; trap 'exit 0' TERM; sleep 3; touch /tmp/ready; while :; do sleep 1; done"]});
+    held["health"] = json!({"command": ["test", "-e", "/tmp/ready"], "interval": 1, "retries": 60});
+    let decl = w.write_declaration(json!([
+        held,
+        step_json("dhc", &step, &img, "true", &["svc"], Some(60)),
+    ]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        w.inspect(&svc, "{{json .Config.Healthcheck.Test}}"),
+        r#"["CMD","test","-e","/tmp/ready"]"#
+    );
+    let out = w.mesh(&["run", "dhc", "--local"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("healthy again: {svc}")), "{text}");
+    // The close waited for the check: healthy now, not starting.
+    assert_eq!(w.inspect(&svc, "{{.State.Health.Status}}"), "healthy");
+    let closed = w.journal(&["MESH_EVENT=window-closed", "MESH_STEP=dhc"]);
+    assert!(!closed.trim().is_empty(), "no window-closed entry");
+    assert!(w
+        .journal(&[
+            "MESH_EVENT=held-unhealthy",
+            &format!("MESH_CONTAINER={svc}")
+        ])
+        .trim()
+        .is_empty());
+}

@@ -27,6 +27,8 @@ struct Status {
     daemon_listening: bool,
     last_apply: Option<LastApply>,
     windows: Vec<OpenWindow>,
+    /// The declared health checks of the last apply.
+    health: serde_json::Value,
     steps: Vec<StepLine>,
 }
 
@@ -102,8 +104,10 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         })
         .collect();
     let mut steps = Vec::new();
+    let mut health = serde_json::Value::Array(Vec::new());
     if let Some(applied) = &applied {
         let decl = applied_declaration(applied)?;
+        health = render::health_checks(&decl);
         for step in decl.steps() {
             let id = step.resource.id.to_string();
             let zone = step.schedule.zone.unwrap_or_else(local_zone);
@@ -131,6 +135,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
             lines: a.lines,
         }),
         windows,
+        health,
         steps,
     })
 }
@@ -180,6 +185,7 @@ fn print_text(status: &Status) {
         };
         println!("{}{owner}{owed}", w.window);
     }
+    print!("{}", render::health_lines(&status.health));
     if status.steps.is_empty() {
         println!("scheduled steps: none");
     }

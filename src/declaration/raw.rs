@@ -250,7 +250,28 @@ pub struct RawContainer {
     pub identity: Field<String>,
     /// Paths whose owning group it is given.
     pub grant: List<RawGrant>,
+    /// Its health check: an object, or `"none"`.
+    pub health: Field<Value>,
     /// Keys a container does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// A container's `health` object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a health object")]
+pub struct RawHealth {
+    /// The check, exec form.
+    pub command: List<String>,
+    /// Seconds between two checks.
+    pub interval: Field<Value>,
+    /// Seconds a check may take.
+    pub timeout: Field<Value>,
+    /// Failures in a row that make it unhealthy.
+    pub retries: Field<Value>,
+    /// Seconds after a start during which failures do not count.
+    pub start_period: Field<Value>,
+    /// Keys a health object does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

@@ -29,6 +29,7 @@ use super::types::{
 };
 use super::Problem;
 
+mod health;
 mod identities;
 
 /// Longest `timeout` taken: 30 days. Longer is almost surely a unit mistake
@@ -549,6 +550,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
     let user =
         take(s, "user", c.user).and_then(|u| check(s, "user", UserSpec::try_from(u.as_str())));
     let access = identities::read_container_access(s, c.identity, c.grant, has_user, entry);
+    let health = health::read_health(s, c.health);
 
     let run_once = take(s, "run-once", c.run_once).unwrap_or(false);
     if run_once && has_schedule {
@@ -644,6 +646,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
         restart_on: restart_on.into_iter().map(|(_, id)| id).collect(),
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
+        health,
     })
 }
 
