@@ -55,6 +55,17 @@ pub fn health_lines(checks: &serde_json::Value) -> String {
     out
 }
 
+/// What `status` adds to a next fire time delayed by a step's splay:
+/// ` (randomized delay 17.408 s)`, or nothing.
+pub fn delayed(delay_ms: Option<u64>) -> String {
+    delay_ms.map_or(String::new(), |ms| {
+        format!(
+            " (randomized delay {})",
+            crate::schedule::splay::describe(std::time::Duration::from_millis(ms))
+        )
+    })
+}
+
 /// A fire's report.
 pub fn fire(report: &FireReport) -> String {
     let mut out = format!("{}: {}\n", report.step, describe(&report.outcome));
@@ -161,7 +172,8 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             text(s.get("step"), "-"),
             text(s.get("schedule"), "-"),
             text(s.get("zone"), "-"),
-            when(s.get("next-fire"), "never"),
+            when(s.get("next-fire"), "never")
+                + &delayed(s.get("delay-ms").and_then(|v| v.as_u64())),
             when(s.get("last-success"), "none"),
             if s.get("running").and_then(|v| v.as_bool()) == Some(true) {
                 "; RUNNING"

@@ -14,6 +14,7 @@ use crate::cron::local_zone;
 use crate::declaration::{self, Declaration};
 use crate::render;
 use crate::schedule::scheduler::StepHistory;
+use crate::schedule::splay;
 use crate::store::{boot_id, Store, APPLIED, STEP_HISTORY};
 
 /// The whole answer of `status --local`.
@@ -61,6 +62,9 @@ struct StepLine {
     schedule: String,
     zone: String,
     next_fire: Option<DateTime<Utc>>,
+    /// The splay included in `next-fire` (`randomized-delay`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay_ms: Option<u64>,
     #[serde(flatten)]
     history: StepHistory,
 }
@@ -108,17 +112,21 @@ fn gather(cli: &Cli) -> Result<Status, String> {
     if let Some(applied) = &applied {
         let decl = applied_declaration(applied)?;
         health = render::health_checks(&decl);
+        let delays = splay::delays(&decl);
         for step in decl.steps() {
             let id = step.resource.id.to_string();
             let zone = step.schedule.zone.unwrap_or_else(local_zone);
+            let delay = delays.get(&id).copied();
             steps.push(StepLine {
                 schedule: step.schedule.cron.expr().to_string(),
                 zone: zone.name().to_string(),
-                next_fire: step
-                    .schedule
-                    .cron
-                    .next_after(now, zone)
-                    .map(|t| t.with_timezone(&Utc)),
+                next_fire: splay::next_fire(
+                    &step.schedule.cron,
+                    zone,
+                    delay.unwrap_or_default(),
+                    now,
+                ),
+                delay_ms: delay.map(|d| d.as_millis() as u64),
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,
             });
@@ -190,7 +198,8 @@ fn print_text(status: &Status) {
         println!("scheduled steps: none");
     }
     for s in &status.steps {
-        let next = s.next_fire.map_or("never".to_string(), render::time);
+        let next =
+            s.next_fire.map_or("never".to_string(), render::time) + &render::delayed(s.delay_ms);
         let last = match (&s.history.last_run, &s.history.last_outcome) {
             (Some(at), Some(outcome)) => format!("last run {}: {outcome}", render::time(*at)),
             _ => "never run".to_string(),

@@ -298,6 +298,11 @@ impl Serialize for Role {
                     map.serialize_entry("schedule-zone", zone.name())?;
                 }
                 map.serialize_entry("while-stopped", &schedule.while_stopped)?;
+                // Written only when set: the canonical form (and so the
+                // fingerprint) of a step without it stays what it was.
+                if let Some(delay) = schedule.randomized_delay {
+                    map.serialize_entry("randomized-delay", &delay.as_secs())?;
+                }
             }
         }
         map.end()
@@ -314,6 +319,9 @@ pub struct Schedule {
     /// Service containers of the same module held still while it runs,
     /// stopped in this order and started again in reverse.
     pub while_stopped: Vec<ResourceId>,
+    /// Each fire is delayed by a value in `[0, this)` stable per node and
+    /// step (whole seconds; see `crate::schedule::splay`).
+    pub randomized_delay: Option<Duration>,
 }
 
 /// Where a mount comes from.

@@ -252,6 +252,8 @@ pub struct RawContainer {
     pub grant: List<RawGrant>,
     /// Its health check: an object, or `"none"`.
     pub health: Field<Value>,
+    /// Seconds each fire is delayed by, at most (exclusive).
+    pub randomized_delay: Field<Value>,
     /// Keys a container does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,

@@ -1783,3 +1783,43 @@ fn every_problem_of_a_health_check_is_listed() {
         assert_problem(&problems, Some("web"), Some("health"), "must be \"none\"");
     }
 }
+
+#[test]
+fn a_randomized_delay_is_whole_seconds_on_a_scheduled_step() {
+    let d = accept(json!([with(step("gc"), "randomized-delay", json!(1800))]));
+    let gc = d.step("gc").unwrap();
+    assert_eq!(
+        gc.schedule.randomized_delay,
+        Some(Duration::from_secs(1800))
+    );
+    assert_eq!(
+        serde_json::to_value(&d).unwrap()["resources"][0]["randomized-delay"],
+        json!(1800)
+    );
+    assert_eq!(parse(&serde_json::to_vec(&d).unwrap()).unwrap(), d);
+    let plain = accept(json!([step("gc")]));
+    assert!(serde_json::to_value(&plain).unwrap()["resources"][0]
+        .get("randomized-delay")
+        .is_none());
+    for (bad, words) in [
+        (json!(0), "found 0"),
+        (json!(-5), "found -5"),
+        (json!(2.5), "found 2.5"),
+        (json!("30s"), "found a string"),
+        (json!(40 * 24 * 3600), "from 1 to 2592000"),
+    ] {
+        let problems = refuse(json!([with(step("gc"), "randomized-delay", bad)]));
+        assert_problem(&problems, Some("gc"), Some("randomized-delay"), words);
+    }
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "randomized-delay",
+        json!(30)
+    )]));
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("randomized-delay"),
+        "needs a schedule",
+    );
+}

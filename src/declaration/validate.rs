@@ -31,6 +31,7 @@ use super::Problem;
 
 mod health;
 mod identities;
+mod timing;
 
 /// Longest `timeout` taken: 30 days. Longer is almost surely a unit mistake
 /// (milliseconds), and keeps deadlines far from overflowing.
@@ -586,6 +587,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
     }
     let holds = take_list(s, "while-stopped", c.while_stopped);
     let holds = ids(s, holds);
+    let randomized_delay = timing::read_randomized_delay(s, c.randomized_delay, has_schedule);
 
     let role_kind = if has_schedule {
         RoleKind::Scheduled
@@ -627,6 +629,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
             cron,
             zone,
             while_stopped: holds.into_iter().map(|(_, id)| id).collect(),
+            randomized_delay,
         }),
         None if run_once => Role::RunOnce,
         None => Role::Service,

@@ -39,6 +39,18 @@ pub struct StepTiming {
     /// Changes whenever anything about the step changes (not only its
     /// timing): a changed step is re-armed.
     pub fingerprint: String,
+    /// Its splay: every fire comes this long after the cron time
+    /// (`randomized-delay`, see [`crate::schedule::splay`]).
+    pub delay: std::time::Duration,
+}
+
+impl StepTiming {
+    /// The first fire strictly after `t`: the cron time after `t - delay`,
+    /// plus the delay. The whole cadence is shifted, so a due time (a fire
+    /// time) is handled once as any other, and is what `status` shows.
+    pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        crate::schedule::splay::next_fire(&self.cron, self.zone, self.delay, t)
+    }
 }
 
 /// One armed job.
@@ -225,7 +237,7 @@ impl JobTable {
 
 impl Job {
     fn armed(timing: StepTiming, now: DateTime<Utc>) -> Self {
-        let next_due = timing.cron.next_after(now, timing.zone).map(|t| t.to_utc());
+        let next_due = timing.next_after(now);
         Job {
             timing,
             next_due,
@@ -251,7 +263,7 @@ impl Job {
     /// The first due time strictly after `t` that was not handled already.
     fn next_unhandled_after(&self, mut t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         loop {
-            let next = self.timing.cron.next_after(t, self.timing.zone)?.to_utc();
+            let next = self.timing.next_after(t)?;
             if !self.handled.set.contains(&next) {
                 return Some(next);
             }
@@ -361,6 +373,7 @@ mod tests {
             cron: CronSchedule::parse(expr).expect("test expression"),
             zone: chrono_tz::UTC,
             fingerprint: expr.into(),
+            delay: std::time::Duration::ZERO,
         }
     }
 
@@ -549,6 +562,28 @@ mod tests {
         assert_eq!(t.next_due("gc"), Some(at("2026-01-04T03:30:00Z")));
         // Nothing was due yet at sync time; the table fires at the next due.
         assert!(t.due(at("2026-01-04T01:00:05Z")).is_empty());
+    }
+
+    #[test]
+    fn a_delayed_step_fires_at_its_delayed_time_once() {
+        let mut s = step("gc", "30 3 * * *");
+        s.delay = std::time::Duration::from_millis(17_408);
+        let mut t = table(vec![s], at("2026-01-01T00:00:00Z"));
+        assert_eq!(t.next_due("gc"), Some(at("2026-01-01T03:30:17.408Z")));
+        assert!(
+            t.due(at("2026-01-01T03:30:00Z")).is_empty(),
+            "not at the cron time"
+        );
+        assert!(t.due(at("2026-01-01T03:30:17Z")).is_empty());
+        assert_eq!(
+            t.due(at("2026-01-01T03:30:17.408Z")),
+            vec![Decision::Fire {
+                step: "gc".into(),
+                due: at("2026-01-01T03:30:17.408Z")
+            }]
+        );
+        assert!(t.due(at("2026-01-01T03:30:20Z")).is_empty(), "never twice");
+        assert_eq!(t.next_due("gc"), Some(at("2026-01-02T03:30:17.408Z")));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod plan;
 pub mod scheduler;
 #[cfg(test)]
 mod sleep_tests;
+pub mod splay;
 pub mod stale;
 pub mod step;
 #[cfg(test)]

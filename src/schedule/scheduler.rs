@@ -99,6 +99,10 @@ pub struct StepStatus {
     pub zone: String,
     /// The next due time.
     pub next_fire: Option<DateTime<Utc>>,
+    /// How long after its cron time each fire comes (its splay, from
+    /// `randomized-delay`), in milliseconds; `next-fire` includes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
     /// Whether a run is in flight.
     pub running: bool,
     /// What the host remembers of it.
@@ -507,6 +511,8 @@ impl Scheduler {
                 schedule: s.timing.cron.expr().to_string(),
                 zone: s.timing.zone.name().to_string(),
                 next_fire: self.table.next_due(&s.def.id),
+                delay_ms: (!s.timing.delay.is_zero())
+                    .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
                 running: self.table.in_flight(&s.def.id),
                 history: self.history.get(&s.def.id).cloned().unwrap_or_default(),
             })

@@ -81,6 +81,7 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
                 cron: CronSchedule::parse(expr).expect("cron"),
                 zone: chrono_tz::UTC,
                 fingerprint: expr.to_string(),
+                delay: std::time::Duration::ZERO,
             },
         })
         .collect();
