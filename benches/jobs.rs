@@ -67,6 +67,7 @@ fn steps(n: usize, schedules: &[&str], tag: &str) -> Vec<StepTiming> {
             },
             fingerprint: format!("{tag}-{i}"),
             delay: std::time::Duration::ZERO,
+            catch_up: false,
         })
         .collect()
 }

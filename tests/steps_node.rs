@@ -148,3 +148,142 @@ fn a_randomized_delay_fires_at_the_time_status_and_plan_show() {
         (w.inspect(&run, "{{.State.Status}} {{.State.ExitCode}}") == "exited 0").then_some(())
     });
 }
+
+/// The node's clock, as `journalctl --since` reads it.
+fn node_now(d: &DaemonUnit) -> String {
+    d.node
+        .sh_ok("date -u '+%Y-%m-%d %H:%M:%S UTC'")
+        .trim()
+        .to_string()
+}
+
+/// Sleep until `secs` seconds past the next whole minute.
+fn until_next_minute_plus(secs: i64) {
+    let now = Utc::now();
+    let into = now.timestamp_millis().rem_euclid(60_000);
+    let wait = 60_000 - into + secs * 1000;
+    std::thread::sleep(Duration::from_millis(wait as u64));
+}
+
+/// A `* * * * *` step (with `catch-up` or without) that appends a line to
+/// a file at each run; the daemon runs it once, is stopped across the next
+/// due time, and started again 2 s into the minute after. Returns the
+/// lines of the file 20 s later (the step's next due time is still 38 s
+/// away), and the node's time of the restart. The world comes first, so
+/// that a caller binding the tuple drops the daemon before it.
+fn stopped_across_a_due_time(
+    tag: &str,
+    catch_up: bool,
+) -> (World, DaemonUnit, Vec<String>, String) {
+    let mut w = World::new(tag);
+    let id = format!("{tag}-step");
+    let run = w.name("run");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    let runs = w.path("runs");
+    std::fs::create_dir_all(&runs).expect("runs dir");
+    let log = format!("{runs}/log");
+    let mut step = every_minute(&id, &run, &img);
+    step["command"] = json!(["sh", "-c", "date -u +%H:%M:%S >> /runs/log"]);
+    step["mounts"] = json!([{"source": runs, "target": "/runs"}]);
+    if catch_up {
+        step["catch-up"] = json!(true);
+    }
+    w.write_declaration(json!([step]));
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    d.start();
+    let lines = |log: &str| -> Vec<String> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    // Its first fire, on its cron schedule, recorded in the history.
+    wait_for("the first fire", Duration::from_secs(80), || {
+        (lines(&log).len() == 1).then_some(())
+    });
+    wait_for("the run's end in status", Duration::from_secs(30), || {
+        let status = json_of(&d.cli(&["status", "--json"]));
+        status["steps"][0]["last-run"].is_string().then_some(())
+    });
+    d.node
+        .sh_ok(&format!("systemctl stop {}", support::quote(&d.unit)));
+    // The next due time passes with no daemon.
+    until_next_minute_plus(2);
+    assert_eq!(lines(&log).len(), 1, "nothing ran while stopped");
+    let since = node_now(&d);
+    d.start();
+    std::thread::sleep(Duration::from_secs(20));
+    let got = lines(&log);
+    (w, d, got, since)
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_fire_missed_while_the_daemon_was_stopped_is_caught_up_once() {
+    let (_w, d, runs, since) = stopped_across_a_due_time("catchup", true);
+    assert_eq!(
+        runs.len(),
+        2,
+        "one run before, exactly one catch-up: {runs:?}"
+    );
+    let caught = d.journal(&since, &["MESH_EVENT=step-caught-up"]);
+    assert_eq!(caught.lines().count(), 1, "{caught}");
+    assert!(
+        caught.contains("step catchup-step catches up its fire due"),
+        "{caught}"
+    );
+    let started = d.journal(&since, &["MESH_EVENT=step-started"]);
+    assert_eq!(started.lines().count(), 1, "{started}");
+    // The run stands for the due time the message names.
+    let due = caught
+        .split("fire due ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("no due time in {caught}"));
+    assert!(
+        started.contains(&format!("(due {due})")),
+        "{started}\n{caught}"
+    );
+    let id = json_of(&d.cli(&["status", "--json"]));
+    assert_eq!(time(&id["steps"][0]["last-due"]), time(&json!(due)), "{id}");
+    // Its MESSAGE_ID is explained by the catalog, as the packages install it
+    // (a file name of this test's own: others install theirs).
+    let file = "/usr/lib/systemd/catalog/mesh-host-steps-test.catalog";
+    std::fs::write(file, include_str!("../units/mesh-host.catalog")).expect("catalog");
+    let _catalog = d
+        .node
+        .on_drop(format!("rm -f {file}; journalctl --update-catalog"));
+    d.node.sh_ok("journalctl --update-catalog");
+    let id = mesh_host::events::Event::StepCaughtUp.message_id();
+    let explained = d.node.journal(&[
+        "-x",
+        "-u",
+        &d.unit,
+        &format!("MESSAGE_ID={id}"),
+        "--since",
+        &since,
+    ]);
+    assert!(
+        explained.contains("caught up a fire it missed"),
+        "{explained}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn without_catch_up_a_fire_missed_while_stopped_is_only_logged() {
+    let (_w, d, runs, since) = stopped_across_a_due_time("nocatch", false);
+    assert_eq!(runs.len(), 1, "no run at start: {runs:?}");
+    assert!(d
+        .journal(&since, &["MESH_EVENT=step-caught-up"])
+        .trim()
+        .is_empty());
+    assert!(d
+        .journal(&since, &["MESH_EVENT=step-started"])
+        .trim()
+        .is_empty());
+    let missed = d.journal(&since, &["MESH_EVENT=step-missed"]);
+    assert!(missed.contains("missed 1 fire(s)"), "{missed}");
+}

@@ -299,9 +299,12 @@ impl Serialize for Role {
                 }
                 map.serialize_entry("while-stopped", &schedule.while_stopped)?;
                 // Written only when set: the canonical form (and so the
-                // fingerprint) of a step without it stays what it was.
+                // fingerprint) of a step without them stays what it was.
                 if let Some(delay) = schedule.randomized_delay {
                     map.serialize_entry("randomized-delay", &delay.as_secs())?;
+                }
+                if schedule.catch_up {
+                    map.serialize_entry("catch-up", &true)?;
                 }
             }
         }
@@ -322,6 +325,9 @@ pub struct Schedule {
     /// Each fire is delayed by a value in `[0, this)` stable per node and
     /// step (whole seconds; see `crate::schedule::splay`).
     pub randomized_delay: Option<Duration>,
+    /// A fire missed while the node or the daemon was down is run once at
+    /// start (`catch-up`, like systemd's `Persistent=`).
+    pub catch_up: bool,
 }
 
 /// Where a mount comes from.

@@ -254,6 +254,8 @@ pub struct RawContainer {
     pub health: Field<Value>,
     /// Seconds each fire is delayed by, at most (exclusive).
     pub randomized_delay: Field<Value>,
+    /// Run a fire missed while the daemon was down once at start.
+    pub catch_up: Field<bool>,
     /// Keys a container does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,

@@ -1823,3 +1823,32 @@ fn a_randomized_delay_is_whole_seconds_on_a_scheduled_step() {
         "needs a schedule",
     );
 }
+
+#[test]
+fn catch_up_is_a_boolean_of_a_scheduled_step() {
+    let d = accept(json!([with(step("gc"), "catch-up", json!(true))]));
+    assert!(d.step("gc").unwrap().schedule.catch_up);
+    assert_eq!(
+        serde_json::to_value(&d).unwrap()["resources"][0]["catch-up"],
+        json!(true)
+    );
+    assert_eq!(parse(&serde_json::to_vec(&d).unwrap()).unwrap(), d);
+    let off = accept(json!([with(step("gc"), "catch-up", json!(false))]));
+    assert!(!off.step("gc").unwrap().schedule.catch_up);
+    assert!(serde_json::to_value(&off).unwrap()["resources"][0]
+        .get("catch-up")
+        .is_none());
+    let problems = refuse(json!([with(step("gc"), "catch-up", json!("yes"))]));
+    assert_problem(
+        &problems,
+        Some("gc"),
+        Some("catch-up"),
+        "expected a boolean",
+    );
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "catch-up",
+        json!(true)
+    )]));
+    assert_problem(&problems, Some("web"), Some("catch-up"), "needs a schedule");
+}

@@ -588,6 +588,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
     let holds = take_list(s, "while-stopped", c.while_stopped);
     let holds = ids(s, holds);
     let randomized_delay = timing::read_randomized_delay(s, c.randomized_delay, has_schedule);
+    let catch_up = timing::read_catch_up(s, c.catch_up, has_schedule);
 
     let role_kind = if has_schedule {
         RoleKind::Scheduled
@@ -630,6 +631,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
             zone,
             while_stopped: holds.into_iter().map(|(_, id)| id).collect(),
             randomized_delay,
+            catch_up,
         }),
         None if run_once => Role::RunOnce,
         None => Role::Service,

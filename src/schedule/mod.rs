@@ -1,5 +1,7 @@
 //! Scheduled steps: the scheduler, its clock and timer, one fire, maintenance windows.
 pub mod adopt;
+#[cfg(test)]
+mod catch_up_tests;
 pub mod clock;
 pub mod fire;
 pub mod jobs;

@@ -82,6 +82,7 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
                 zone: chrono_tz::UTC,
                 fingerprint: expr.to_string(),
                 delay: std::time::Duration::ZERO,
+                catch_up: false,
             },
         })
         .collect();

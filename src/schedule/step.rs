@@ -96,6 +96,7 @@ fn scheduled_step(
                 .map_or(Duration::ZERO, |bound| {
                     splay::delay(machine_id, step.resource.id.as_str(), bound)
                 }),
+            catch_up: step.schedule.catch_up,
         },
     })
 }

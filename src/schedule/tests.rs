@@ -377,6 +377,7 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
             zone: chrono_tz::UTC,
             fingerprint: "f".into(),
             delay: std::time::Duration::ZERO,
+            catch_up: false,
         },
     };
     r.firer.windows().know_held_specs(&[gc]);
@@ -751,6 +752,7 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
         zone: chrono_tz::UTC,
         fingerprint: "f".into(),
         delay: std::time::Duration::ZERO,
+        catch_up: false,
     };
     handle
         .sync(vec![ScheduledStep { def, timing }])

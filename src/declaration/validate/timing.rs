@@ -1,5 +1,5 @@
 //! Validation of what a scheduled step adds to its cadence:
-//! `randomized-delay` (the splay of its fires).
+//! `randomized-delay` (the splay of its fires) and `catch-up`.
 
 use serde_json::Value;
 
@@ -35,4 +35,16 @@ pub(super) fn read_randomized_delay(
             None
         }
     }
+}
+
+/// `catch-up`: a boolean, `true` only on a scheduled step.
+pub(super) fn read_catch_up(s: &mut Sink, value: Field<bool>, has_schedule: bool) -> bool {
+    let catch_up = take(s, "catch-up", value).unwrap_or(false);
+    if catch_up && !has_schedule {
+        s.at(
+            "catch-up",
+            "catch-up needs a schedule: only a scheduled step has fires to miss",
+        );
+    }
+    catch_up
 }
