@@ -556,6 +556,34 @@ mod tests {
     }
 
     #[test]
+    fn health_is_part_of_the_identity_only_when_declared() {
+        let plain = parsed(json!([container(json!([]), json!([]))]));
+        let built_plain = built(&plain).expect("built");
+        // No `health` field at all: identities made before it existed hold.
+        assert!(!built_plain.fields.contains_key("health"));
+        assert_eq!(built_plain.spec.health, None);
+        let mut with = container(json!([]), json!([]));
+        with["health"] = json!({"command": ["true"], "retries": 2});
+        let checked = built(&parsed(json!([with.clone()]))).expect("built");
+        assert_ne!(checked.identity, built_plain.identity);
+        assert_eq!(
+            checked.spec.health,
+            Some(HealthSpec::Check {
+                command: vec!["true".into()],
+                interval: None,
+                timeout: None,
+                retries: Some(2),
+                start_period: None
+            })
+        );
+        with["health"] = json!("none");
+        let disabled = built(&parsed(json!([with]))).expect("built");
+        assert_eq!(disabled.spec.health, Some(HealthSpec::Disabled));
+        assert_ne!(disabled.identity, checked.identity);
+        assert_ne!(disabled.identity, built_plain.identity);
+    }
+
+    #[test]
     fn identity_changes_with_fields_and_reads() {
         let fields = BTreeMap::from([("image".to_string(), json!("a@sha256:00"))]);
         let reads = BTreeMap::from([("/etc/x".to_string(), Some("aa".to_string()))]);
