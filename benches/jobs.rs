@@ -66,6 +66,8 @@ fn steps(n: usize, schedules: &[&str], tag: &str) -> Vec<StepTiming> {
                 Tz::Europe__Amsterdam
             },
             fingerprint: format!("{tag}-{i}"),
+            delay: std::time::Duration::ZERO,
+            catch_up: false,
         })
         .collect()
 }

@@ -52,11 +52,14 @@ pub enum Event {
     HeldUnhealthy,
     /// A shared folder's entries, removed or narrowed, were put back.
     AclRestored,
+    /// A fire missed while the daemon was down was run once at start
+    /// (`catch-up`).
+    StepCaughtUp,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 15] = [
+    pub const ALL: [Event; 16] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -72,6 +75,7 @@ impl Event {
         Event::WillNotStartAgain,
         Event::HeldUnhealthy,
         Event::AclRestored,
+        Event::StepCaughtUp,
     ];
 
     /// The `MESH_EVENT` value.
@@ -92,6 +96,7 @@ impl Event {
             Event::WillNotStartAgain => "will-not-start-again",
             Event::HeldUnhealthy => "held-unhealthy",
             Event::AclRestored => "acl-restored",
+            Event::StepCaughtUp => "step-caught-up",
         }
     }
 
@@ -113,6 +118,7 @@ impl Event {
             Event::WillNotStartAgain => "ab50638306cd43f4884b6fefbd280992",
             Event::HeldUnhealthy => "4c0baca3055f4c2c8e7c582487e5b01b",
             Event::AclRestored => "d2890cb406fd4d2d9414284c1bd8d0e9",
+            Event::StepCaughtUp => "6c5340fafe25456ca2a1372102683f52",
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::declaration::Declaration;
 use crate::schedule::fire::{describe, FireReport};
 
 /// A time as operators read it: `2026-12-01 03:56:31 UTC`.
@@ -21,6 +22,48 @@ pub fn time_text(rfc3339: &str) -> String {
         Ok(t) => time(t.to_utc()),
         Err(_) => rfc3339.to_string(),
     }
+}
+
+/// The declared health checks of `decl`, as `status` answers carry them:
+/// `[{"container": ID, "name": NAME, "health": CANONICAL, "check": TEXT}]`.
+pub fn health_checks(decl: &Declaration) -> serde_json::Value {
+    decl.containers()
+        .filter_map(|(res, c)| {
+            let health = c.health.as_ref()?;
+            Some(serde_json::json!({
+                "container": res.id.as_str(),
+                "name": c.name.as_str(),
+                "health": health,
+                "check": health.to_string(),
+            }))
+        })
+        .collect()
+}
+
+/// The lines `status` prints for [`health_checks`].
+pub fn health_lines(checks: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for c in checks.as_array().into_iter().flatten() {
+        let field = |k: &str| c.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+        out.push_str(&format!(
+            "health {} ({}): {}\n",
+            field("container"),
+            field("name"),
+            field("check")
+        ));
+    }
+    out
+}
+
+/// What `status` adds to a next fire time delayed by a step's splay:
+/// ` (randomized delay 17.408 s)`, or nothing.
+pub fn delayed(delay_ms: Option<u64>) -> String {
+    delay_ms.map_or(String::new(), |ms| {
+        format!(
+            " (randomized delay {})",
+            crate::schedule::splay::describe(std::time::Duration::from_millis(ms))
+        )
+    })
 }
 
 /// A fire's report.
@@ -111,6 +154,9 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             }
         ));
     }
+    if let Some(checks) = status.get("health") {
+        out.push_str(&health_lines(checks));
+    }
     let steps = status
         .get("steps")
         .and_then(|v| v.as_array())
@@ -126,7 +172,8 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             text(s.get("step"), "-"),
             text(s.get("schedule"), "-"),
             text(s.get("zone"), "-"),
-            when(s.get("next-fire"), "never"),
+            when(s.get("next-fire"), "never")
+                + &delayed(s.get("delay-ms").and_then(|v| v.as_u64())),
             when(s.get("last-success"), "none"),
             if s.get("running").and_then(|v| v.as_bool()) == Some(true) {
                 "; RUNNING"

@@ -1015,3 +1015,70 @@ fn a_window_opening_during_a_concurrent_apply_waits_for_it_and_closes() {
         .unwrap_or(0);
     assert_eq!(records, 0, "no window record is left");
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_declared_health_check_reaches_docker_and_a_changed_one_recreates() {
+    let mut w = World::new("apply-health");
+    let web = w.name("web");
+    let resources = |health: Value| {
+        let mut svc = service(&w, "web", &web);
+        svc["health"] = health;
+        json!([svc])
+    };
+    let check = json!({"command": ["test", "-d", "/tmp"], "interval": 2, "timeout": 1,
+                       "retries": 4, "start-period": 7});
+    let out = apply(&w, "d1.json", resources(check.clone()));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let config: Value =
+        serde_json::from_str(&w.inspect(&web, "{{json .Config.Healthcheck}}")).expect("json");
+    assert_eq!(
+        config,
+        json!({"Test": ["CMD", "test", "-d", "/tmp"], "Interval": 2_000_000_000_u64,
+               "Timeout": 1_000_000_000_u64, "StartPeriod": 7_000_000_000_u64, "Retries": 4})
+    );
+    wait_for("web healthy", Duration::from_secs(30), || {
+        (w.inspect(&web, "{{.State.Health.Status}}") == "healthy").then_some(())
+    });
+    let id_before = w.inspect(&web, "{{.Id}}");
+    // The same check again: unchanged; `status` lists it.
+    let out = apply(&w, "d1.json", resources(check));
+    assert!(has_line(&out, "web unchanged"), "{}", stdout(&out));
+    assert_eq!(w.inspect(&web, "{{.Id}}"), id_before);
+    let status = stdout(&w.mesh(&["status", "--local"]));
+    assert!(
+        status.contains(&format!(
+            "health web ({web}): [\"test\",\"-d\",\"/tmp\"], every 2 s, timeout 1 s, 4 retries, start period 7 s"
+        )),
+        "{status}"
+    );
+
+    // Another command: recreated, naming the field, and Docker runs the new one.
+    let changed = json!({"command": ["test", "-e", "/etc/passwd"], "interval": 3});
+    let out = apply(&w, "d2.json", resources(changed));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        has_line(&out, "web recreated: health changed"),
+        "{}",
+        stdout(&out)
+    );
+    assert_ne!(w.inspect(&web, "{{.Id}}"), id_before);
+    assert_eq!(
+        w.inspect(&web, "{{json .Config.Healthcheck.Test}}"),
+        r#"["CMD","test","-e","/etc/passwd"]"#
+    );
+    assert_eq!(w.inspect(&web, "{{.Config.Healthcheck.Interval}}"), "3s");
+
+    // "none": the check is disabled, and that too is a change of identity.
+    let out = apply(&w, "d3.json", resources(json!("none")));
+    assert!(
+        has_line(&out, "web recreated: health changed"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        w.inspect(&web, "{{json .Config.Healthcheck.Test}}"),
+        r#"["NONE"]"#
+    );
+    assert_eq!(w.inspect(&web, "{{if .State.Health}}checked{{end}}"), "");
+}

@@ -874,3 +874,103 @@ fn a_held_container_counts_as_started_again_when_healthy_and_an_unhealthy_one_is
         .trim()
         .is_empty());
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_close_waits_for_a_declared_health_check() {
+    let mut w = World::new("dhealth");
+    let svc = w.name("svc");
+    let step = w.name("step");
+    let img = w.busybox();
+    // Turns healthy 3 s after each start, by the check its declaration gives
+    // it (the image has none).
+    let mut held = json!({"id": "svc", "type": "container", "module": "m", "name": svc,
+        "image": img, "network": "none",
+        "command": ["sh", "-c",
+            "rm -f /tmp/ready; trap 'exit 0' TERM; sleep 3; touch /tmp/ready; while :; do sleep 1; done"]});
+    held["health"] = json!({"command": ["test", "-e", "/tmp/ready"], "interval": 1, "retries": 60});
+    let decl = w.write_declaration(json!([
+        held,
+        step_json("dhc", &step, &img, "true", &["svc"], Some(60)),
+    ]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        w.inspect(&svc, "{{json .Config.Healthcheck.Test}}"),
+        r#"["CMD","test","-e","/tmp/ready"]"#
+    );
+    let out = w.mesh(&["run", "dhc", "--local"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("healthy again: {svc}")), "{text}");
+    // The close waited for the check: healthy now, not starting.
+    assert_eq!(w.inspect(&svc, "{{.State.Health.Status}}"), "healthy");
+    let closed = w.journal(&["MESH_EVENT=window-closed", "MESH_STEP=dhc"]);
+    assert!(!closed.trim().is_empty(), "no window-closed entry");
+    assert!(w
+        .journal(&[
+            "MESH_EVENT=held-unhealthy",
+            &format!("MESH_CONTAINER={svc}")
+        ])
+        .trim()
+        .is_empty());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_registry_example_s_health_check_holds_and_releases_a_healthy_registry() {
+    let mut w = World::new("exhealth");
+    let reg = w.name("registry");
+    let gc = w.name("gc");
+    let port = free_port();
+    // examples/registry.json as the demo runs it: the node's registry
+    // image (BusyBox's wget in it, as in the real one), its port, paths
+    // and names of this test.
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/registry.json"
+    ))
+    .expect("the example");
+    let hub_image = example
+        .split('"')
+        .find(|s| s.starts_with("docker.io/library/registry:"))
+        .expect("the example's image")
+        .to_string();
+    let text = example
+        .replace(&hub_image, &w.node.image("registry"))
+        .replace("127.0.0.1:5000", &format!("127.0.0.1:{port}"))
+        .replace("/srv/registry", &w.path("srv/registry"))
+        .replace(
+            "/etc/registry/config.yml",
+            &w.path("etc/registry/config.yml"),
+        )
+        .replace(
+            r#""name": "registry-garbage-collect""#,
+            &format!(r#""name": "{gc}""#),
+        )
+        .replace(r#""name": "registry""#, &format!(r#""name": "{reg}""#));
+    let decl: Value = serde_json::from_str(&text).expect("still JSON");
+    assert!(
+        text.contains(&format!("http://127.0.0.1:{port}/v2/")),
+        "the example's health check asks the registry: {text}"
+    );
+    let file = w.write_declaration(decl["resources"].clone());
+    let out = w.mesh(&["apply", &file, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    wait_for("the registry healthy", Duration::from_secs(60), || {
+        (w.inspect(&reg, "{{.State.Health.Status}}") == "healthy").then_some(())
+    });
+    // Something to collect (an empty registry fails garbage-collect).
+    let pushed = format!("127.0.0.1:{port}/{}/busybox:1", w.prefix);
+    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.node.docker_ok(&["tag", &w.busybox(), &pushed]);
+    w.node.docker_ok(&["push", &pushed]);
+    let _untag = w
+        .node
+        .on_drop(format!("docker rmi {} >/dev/null 2>&1", quote(&pushed)));
+    let out = w.mesh(&["run", "garbage-collect", "--local"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("healthy again: {reg}")), "{text}");
+    assert_eq!(w.inspect(&reg, "{{.State.Health.Status}}"), "healthy");
+}

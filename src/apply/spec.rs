@@ -29,10 +29,12 @@ use rustix::io::Errno;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::declaration::{Container, Declaration, MountSource, Resource, ResourceKind, Role};
+use crate::declaration::{
+    Container, Declaration, Health, MountSource, Resource, ResourceKind, Role,
+};
 use crate::runtime::{
-    ContainerSpec, MountSpec, RestartPolicy, LABEL_MANAGED, LABEL_MODULE, LABEL_RESOURCE,
-    MANAGED_VALUE,
+    ContainerSpec, HealthSpec, MountSpec, RestartPolicy, LABEL_MANAGED, LABEL_MODULE,
+    LABEL_RESOURCE, MANAGED_VALUE,
 };
 
 /// Label holding the container's identity digest, so that a listing alone
@@ -152,6 +154,14 @@ pub fn build(
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     fields.extend(access.fields);
+    // Only when declared: the identity of a container without one stays
+    // what it was before `health` existed (no recreate on upgrade).
+    if let Some(health) = &container.health {
+        fields.insert(
+            "health".to_string(),
+            serde_json::to_value(health).unwrap_or(Value::Null),
+        );
+    }
     let identity = identity_of(&fields, &reads);
     let mut labels = BTreeMap::from([
         (LABEL_MANAGED.to_string(), MANAGED_VALUE.to_string()),
@@ -192,6 +202,7 @@ pub fn build(
         cgroup_parent: None,
         auto_remove: false,
         groups: access.groups,
+        health: container.health.as_ref().map(health_spec),
     };
     Ok(BuiltContainer {
         spec,
@@ -199,6 +210,20 @@ pub fn build(
         reads,
         identity,
     })
+}
+
+/// The runtime's form of a declared health check.
+fn health_spec(health: &Health) -> HealthSpec {
+    match health {
+        Health::Disabled => HealthSpec::Disabled,
+        Health::Check(c) => HealthSpec::Check {
+            command: c.command.clone(),
+            interval: c.interval,
+            timeout: c.timeout,
+            retries: c.retries,
+            start_period: c.start_period,
+        },
+    }
 }
 
 /// What a bind mount gives the container to read as configuration: a
@@ -528,6 +553,34 @@ mod tests {
             built(&decl).expect("built").spec.env,
             vec![("A".to_string(), "1".to_string())]
         );
+    }
+
+    #[test]
+    fn health_is_part_of_the_identity_only_when_declared() {
+        let plain = parsed(json!([container(json!([]), json!([]))]));
+        let built_plain = built(&plain).expect("built");
+        // No `health` field at all: identities made before it existed hold.
+        assert!(!built_plain.fields.contains_key("health"));
+        assert_eq!(built_plain.spec.health, None);
+        let mut with = container(json!([]), json!([]));
+        with["health"] = json!({"command": ["true"], "retries": 2});
+        let checked = built(&parsed(json!([with.clone()]))).expect("built");
+        assert_ne!(checked.identity, built_plain.identity);
+        assert_eq!(
+            checked.spec.health,
+            Some(HealthSpec::Check {
+                command: vec!["true".into()],
+                interval: None,
+                timeout: None,
+                retries: Some(2),
+                start_period: None
+            })
+        );
+        with["health"] = json!("none");
+        let disabled = built(&parsed(json!([with]))).expect("built");
+        assert_eq!(disabled.spec.health, Some(HealthSpec::Disabled));
+        assert_ne!(disabled.identity, checked.identity);
+        assert_ne!(disabled.identity, built_plain.identity);
     }
 
     #[test]

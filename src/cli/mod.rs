@@ -104,6 +104,13 @@ pub enum Command {
         /// IANA time zone to evaluate in; default: the host's.
         #[arg(long, value_name = "TZ")]
         zone: Option<String>,
+        /// Delay each time as a step declaring this `randomized-delay`
+        /// (seconds) is delayed on this node (needs --step).
+        #[arg(long, value_name = "SECONDS", requires = "step")]
+        randomized_delay: Option<u64>,
+        /// The step id the delay is derived for, with /etc/machine-id.
+        #[arg(long, value_name = "ID", requires = "randomized_delay")]
+        step: Option<String>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -226,8 +233,19 @@ pub fn dispatch(cli: Cli) -> u8 {
             ref from,
             count,
             ref zone,
+            randomized_delay,
+            ref step,
             json,
-        } => cron::run(expr, from.as_deref(), count, zone.as_deref(), json),
+        } => cron::run(
+            expr,
+            cron::Options {
+                from: from.as_deref(),
+                count,
+                zone: zone.as_deref(),
+                splay: randomized_delay.zip(step.as_deref()),
+            },
+            json,
+        ),
         Command::Generate { ref dir } => generate::run(dir),
         Command::Take { ref id, json } => take::run(&cli, id, json),
         Command::Run {

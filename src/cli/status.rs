@@ -14,6 +14,7 @@ use crate::cron::local_zone;
 use crate::declaration::{self, Declaration};
 use crate::render;
 use crate::schedule::scheduler::StepHistory;
+use crate::schedule::splay;
 use crate::store::{boot_id, Store, APPLIED, STEP_HISTORY};
 
 /// The whole answer of `status --local`.
@@ -27,6 +28,8 @@ struct Status {
     daemon_listening: bool,
     last_apply: Option<LastApply>,
     windows: Vec<OpenWindow>,
+    /// The declared health checks of the last apply.
+    health: serde_json::Value,
     steps: Vec<StepLine>,
 }
 
@@ -59,6 +62,9 @@ struct StepLine {
     schedule: String,
     zone: String,
     next_fire: Option<DateTime<Utc>>,
+    /// The splay included in `next-fire` (`randomized-delay`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay_ms: Option<u64>,
     #[serde(flatten)]
     history: StepHistory,
 }
@@ -102,19 +108,25 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         })
         .collect();
     let mut steps = Vec::new();
+    let mut health = serde_json::Value::Array(Vec::new());
     if let Some(applied) = &applied {
         let decl = applied_declaration(applied)?;
+        health = render::health_checks(&decl);
+        let delays = splay::delays(&decl);
         for step in decl.steps() {
             let id = step.resource.id.to_string();
             let zone = step.schedule.zone.unwrap_or_else(local_zone);
+            let delay = delays.get(&id).copied();
             steps.push(StepLine {
                 schedule: step.schedule.cron.expr().to_string(),
                 zone: zone.name().to_string(),
-                next_fire: step
-                    .schedule
-                    .cron
-                    .next_after(now, zone)
-                    .map(|t| t.with_timezone(&Utc)),
+                next_fire: splay::next_fire(
+                    &step.schedule.cron,
+                    zone,
+                    delay.unwrap_or_default(),
+                    now,
+                ),
+                delay_ms: delay.map(|d| d.as_millis() as u64),
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,
             });
@@ -131,6 +143,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
             lines: a.lines,
         }),
         windows,
+        health,
         steps,
     })
 }
@@ -180,11 +193,13 @@ fn print_text(status: &Status) {
         };
         println!("{}{owner}{owed}", w.window);
     }
+    print!("{}", render::health_lines(&status.health));
     if status.steps.is_empty() {
         println!("scheduled steps: none");
     }
     for s in &status.steps {
-        let next = s.next_fire.map_or("never".to_string(), render::time);
+        let next =
+            s.next_fire.map_or("never".to_string(), render::time) + &render::delayed(s.delay_ms);
         let last = match (&s.history.last_run, &s.history.last_outcome) {
             (Some(at), Some(outcome)) => format!("last run {}: {outcome}", render::time(*at)),
             _ => "never run".to_string(),

@@ -550,8 +550,15 @@ impl Daemon {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone();
+                let health = self
+                    .declaration
+                    .lock()
+                    .await
+                    .as_ref()
+                    .map(crate::render::health_checks);
                 let json = serde_json::json!({
                     "declaration": self.cfg.declaration.display().to_string(),
+                    "health": health,
                     "last-apply": last.as_ref().map(|l| serde_json::json!({
                         "at": l.at, "ok": l.ok, "summary": l.summary })),
                     "steps": steps,

@@ -46,8 +46,8 @@ pub use identity::{
 };
 pub use lint::{lint, Warning};
 pub use model::{
-    Container, Declaration, Directory, File, Mount, MountSource, Network, Resource, ResourceKind,
-    Role, Schedule, Step, Unit, UnitState,
+    Container, Declaration, Directory, File, Health, HealthCheck, Mount, MountSource, Network,
+    Resource, ResourceKind, Role, Schedule, Step, Unit, UnitState,
 };
 pub use types::{
     AbsPath, ContainerName, ImageRef, InvalidValue, Mode, ModuleName, NetworkName, Owner,

@@ -171,6 +171,86 @@ pub struct Container {
     /// Paths whose owning group it is given as a supplementary group.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub grant: Vec<super::identity::Grant>,
+    /// Its health check, replacing the image's; the image's when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+}
+
+/// A container's declared `health`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// `"none"`: no health check, not even the image's.
+    Disabled,
+    /// A check run inside the container.
+    Check(HealthCheck),
+}
+
+impl Serialize for Health {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Health::Disabled => serializer.serialize_str("none"),
+            Health::Check(check) => check.serialize(serializer),
+        }
+    }
+}
+
+impl std::fmt::Display for Health {
+    /// As `status` shows it: the command and what is set.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let check = match self {
+            Health::Disabled => return f.write_str("none (the image's check is disabled)"),
+            Health::Check(check) => check,
+        };
+        write!(
+            f,
+            "{}",
+            serde_json::to_string(&check.command).unwrap_or_default()
+        )?;
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs());
+        if let Some(s) = secs(check.interval) {
+            write!(f, ", every {s} s")?;
+        }
+        if let Some(s) = secs(check.timeout) {
+            write!(f, ", timeout {s} s")?;
+        }
+        if let Some(n) = check.retries {
+            write!(f, ", {n} retries")?;
+        }
+        if let Some(s) = secs(check.start_period) {
+            write!(f, ", start period {s} s")?;
+        }
+        Ok(())
+    }
+}
+
+/// A health check (exec form); Docker's defaults where a field is absent
+/// (30 s interval and timeout, 3 retries, no start period).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct HealthCheck {
+    /// The program and its arguments; never empty.
+    pub command: Vec<String>,
+    /// Time between two checks.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_seconds"
+    )]
+    pub interval: Option<Duration>,
+    /// Time one check may take.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_seconds"
+    )]
+    pub timeout: Option<Duration>,
+    /// Failures in a row that make the container unhealthy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
+    /// Time after a start during which failures do not count.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_seconds"
+    )]
+    pub start_period: Option<Duration>,
 }
 
 fn serialize_seconds<S: Serializer>(
@@ -218,6 +298,14 @@ impl Serialize for Role {
                     map.serialize_entry("schedule-zone", zone.name())?;
                 }
                 map.serialize_entry("while-stopped", &schedule.while_stopped)?;
+                // Written only when set: the canonical form (and so the
+                // fingerprint) of a step without them stays what it was.
+                if let Some(delay) = schedule.randomized_delay {
+                    map.serialize_entry("randomized-delay", &delay.as_secs())?;
+                }
+                if schedule.catch_up {
+                    map.serialize_entry("catch-up", &true)?;
+                }
             }
         }
         map.end()
@@ -234,6 +322,12 @@ pub struct Schedule {
     /// Service containers of the same module held still while it runs,
     /// stopped in this order and started again in reverse.
     pub while_stopped: Vec<ResourceId>,
+    /// Each fire is delayed by a value in `[0, this)` stable per node and
+    /// step (whole seconds; see `crate::schedule::splay`).
+    pub randomized_delay: Option<Duration>,
+    /// A fire missed while the node or the daemon was down is run once at
+    /// start (`catch-up`, like systemd's `Persistent=`).
+    pub catch_up: bool,
 }
 
 /// Where a mount comes from.

@@ -250,7 +250,32 @@ pub struct RawContainer {
     pub identity: Field<String>,
     /// Paths whose owning group it is given.
     pub grant: List<RawGrant>,
+    /// Its health check: an object, or `"none"`.
+    pub health: Field<Value>,
+    /// Seconds each fire is delayed by, at most (exclusive).
+    pub randomized_delay: Field<Value>,
+    /// Run a fire missed while the daemon was down once at start.
+    pub catch_up: Field<bool>,
     /// Keys a container does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// A container's `health` object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a health object")]
+pub struct RawHealth {
+    /// The check, exec form.
+    pub command: List<String>,
+    /// Seconds between two checks.
+    pub interval: Field<Value>,
+    /// Seconds a check may take.
+    pub timeout: Field<Value>,
+    /// Failures in a row that make it unhealthy.
+    pub retries: Field<Value>,
+    /// Seconds after a start during which failures do not count.
+    pub start_period: Field<Value>,
+    /// Keys a health object does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

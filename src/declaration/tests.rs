@@ -1664,3 +1664,191 @@ fn deep_nesting_neither_overflows_nor_panics() {
         assert!(!refuse_bytes(text.as_bytes()).is_empty());
     }
 }
+
+#[test]
+fn a_health_check_is_read_with_its_durations_and_none_disables_the_image_s() {
+    let d = accept(json!([with(
+        service("web", "web"),
+        "health",
+        json!({"command": ["wget", "-q", "--spider", "http://127.0.0.1:5000/v2/"],
+               "interval": 10, "timeout": 3, "retries": 5, "start-period": 20})
+    )]));
+    let Some(Health::Check(check)) = &d.container("web").unwrap().health else {
+        panic!("a check");
+    };
+    assert_eq!(check.command[0], "wget");
+    assert_eq!(check.interval, Some(Duration::from_secs(10)));
+    assert_eq!(check.timeout, Some(Duration::from_secs(3)));
+    assert_eq!(check.retries, Some(5));
+    assert_eq!(check.start_period, Some(Duration::from_secs(20)));
+    assert_eq!(
+        parse(&serde_json::to_vec(&d).unwrap()).unwrap(),
+        d,
+        "round trip"
+    );
+    // Only the command is required: Docker's defaults for the rest.
+    let d = accept(json!([with(
+        service("web", "web"),
+        "health",
+        json!({"command": ["true"]})
+    )]));
+    let Some(Health::Check(check)) = &d.container("web").unwrap().health else {
+        panic!("a check");
+    };
+    assert_eq!((check.interval, check.retries), (None, None));
+    let d = accept(json!([with(
+        service("web", "web"),
+        "health",
+        json!("none")
+    )]));
+    assert_eq!(d.container("web").unwrap().health, Some(Health::Disabled));
+    let canonical = serde_json::to_value(&d).unwrap();
+    assert_eq!(canonical["resources"][0]["health"], json!("none"));
+    // Left out: the image's own, and nothing in the canonical form.
+    let d = accept(json!([service("web", "web")]));
+    assert_eq!(d.container("web").unwrap().health, None);
+    assert!(serde_json::to_value(&d).unwrap()["resources"][0]
+        .get("health")
+        .is_none());
+}
+
+#[test]
+fn every_problem_of_a_health_check_is_listed() {
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "health",
+        json!({"command": [], "interval": 0, "timeout": -1, "retries": 0,
+               "start-period": "10s", "test": ["CMD"]})
+    )]));
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.command"),
+        "must not be empty",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.interval"),
+        "at least 1, found 0",
+    );
+    assert_problem(&problems, Some("web"), Some("health.timeout"), "found -1");
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.retries"),
+        "from 1 to 1000, found 0",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.start-period"),
+        "found a string",
+    );
+    assert_problem(&problems, Some("web"), Some("health.test"), "unknown field");
+    assert_eq!(problems.len(), 6, "{problems:#?}");
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "health",
+        json!({"command": ["CMD-SHELL", "curl -f localhost"], "retries": 1.5})
+    )]));
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.command[0]"),
+        "exec form",
+    );
+    assert_problem(&problems, Some("web"), Some("health.retries"), "found 1.5");
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "health",
+        json!({"command": ["", 3]})
+    )]));
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.command[0]"),
+        "must not be empty",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("health.command[1]"),
+        "expected a string",
+    );
+    let problems = refuse(json!([with(service("web", "web"), "health", json!({}))]));
+    assert_problem(&problems, Some("web"), Some("health.command"), "missing");
+    for bad in [json!("off"), json!(true), json!(["wget"])] {
+        let problems = refuse(json!([with(service("web", "web"), "health", bad)]));
+        assert_problem(&problems, Some("web"), Some("health"), "must be \"none\"");
+    }
+}
+
+#[test]
+fn a_randomized_delay_is_whole_seconds_on_a_scheduled_step() {
+    let d = accept(json!([with(step("gc"), "randomized-delay", json!(1800))]));
+    let gc = d.step("gc").unwrap();
+    assert_eq!(
+        gc.schedule.randomized_delay,
+        Some(Duration::from_secs(1800))
+    );
+    assert_eq!(
+        serde_json::to_value(&d).unwrap()["resources"][0]["randomized-delay"],
+        json!(1800)
+    );
+    assert_eq!(parse(&serde_json::to_vec(&d).unwrap()).unwrap(), d);
+    let plain = accept(json!([step("gc")]));
+    assert!(serde_json::to_value(&plain).unwrap()["resources"][0]
+        .get("randomized-delay")
+        .is_none());
+    for (bad, words) in [
+        (json!(0), "found 0"),
+        (json!(-5), "found -5"),
+        (json!(2.5), "found 2.5"),
+        (json!("30s"), "found a string"),
+        (json!(40 * 24 * 3600), "from 1 to 2592000"),
+    ] {
+        let problems = refuse(json!([with(step("gc"), "randomized-delay", bad)]));
+        assert_problem(&problems, Some("gc"), Some("randomized-delay"), words);
+    }
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "randomized-delay",
+        json!(30)
+    )]));
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("randomized-delay"),
+        "needs a schedule",
+    );
+}
+
+#[test]
+fn catch_up_is_a_boolean_of_a_scheduled_step() {
+    let d = accept(json!([with(step("gc"), "catch-up", json!(true))]));
+    assert!(d.step("gc").unwrap().schedule.catch_up);
+    assert_eq!(
+        serde_json::to_value(&d).unwrap()["resources"][0]["catch-up"],
+        json!(true)
+    );
+    assert_eq!(parse(&serde_json::to_vec(&d).unwrap()).unwrap(), d);
+    let off = accept(json!([with(step("gc"), "catch-up", json!(false))]));
+    assert!(!off.step("gc").unwrap().schedule.catch_up);
+    assert!(serde_json::to_value(&off).unwrap()["resources"][0]
+        .get("catch-up")
+        .is_none());
+    let problems = refuse(json!([with(step("gc"), "catch-up", json!("yes"))]));
+    assert_problem(
+        &problems,
+        Some("gc"),
+        Some("catch-up"),
+        "expected a boolean",
+    );
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "catch-up",
+        json!(true)
+    )]));
+    assert_problem(&problems, Some("web"), Some("catch-up"), "needs a schedule");
+}

@@ -29,7 +29,9 @@ use super::types::{
 };
 use super::Problem;
 
+mod health;
 mod identities;
+mod timing;
 
 /// Longest `timeout` taken: 30 days. Longer is almost surely a unit mistake
 /// (milliseconds), and keeps deadlines far from overflowing.
@@ -549,6 +551,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
     let user =
         take(s, "user", c.user).and_then(|u| check(s, "user", UserSpec::try_from(u.as_str())));
     let access = identities::read_container_access(s, c.identity, c.grant, has_user, entry);
+    let health = health::read_health(s, c.health);
 
     let run_once = take(s, "run-once", c.run_once).unwrap_or(false);
     if run_once && has_schedule {
@@ -584,6 +587,8 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
     }
     let holds = take_list(s, "while-stopped", c.while_stopped);
     let holds = ids(s, holds);
+    let randomized_delay = timing::read_randomized_delay(s, c.randomized_delay, has_schedule);
+    let catch_up = timing::read_catch_up(s, c.catch_up, has_schedule);
 
     let role_kind = if has_schedule {
         RoleKind::Scheduled
@@ -625,6 +630,8 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
             cron,
             zone,
             while_stopped: holds.into_iter().map(|(_, id)| id).collect(),
+            randomized_delay,
+            catch_up,
         }),
         None if run_once => Role::RunOnce,
         None => Role::Service,
@@ -644,6 +651,7 @@ fn read_container(s: &mut Sink, c: RawContainer, entry: &mut Entry) -> Option<Co
         restart_on: restart_on.into_iter().map(|(_, id)| id).collect(),
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
+        health,
     })
 }
 

@@ -194,6 +194,7 @@ mod tests {
             schedule: "0 3 * * *".into(),
             zone: "UTC".into(),
             next_fire: Some(at("2026-12-02T03:00:00Z")),
+            delay_ms: None,
             running: true,
             history: StepHistory {
                 last_success: Some(at("2026-12-01T03:00:05Z")),

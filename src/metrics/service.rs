@@ -282,17 +282,16 @@ pub fn local(store: &Store) -> Result<String, String> {
         let decl = crate::declaration::parse(&bytes)
             .map_err(|r| format!("the recorded declaration is no longer accepted:\n{r}"))?;
         mods = modules(&decl);
+        let delays = crate::schedule::splay::delays(&decl);
         for step in decl.steps() {
             let id = step.resource.id.to_string();
             let zone = step.schedule.zone.unwrap_or_else(crate::cron::local_zone);
+            let delay = delays.get(&id).copied().unwrap_or_default();
             steps.push(StepStatus {
                 schedule: step.schedule.cron.expr().to_string(),
                 zone: zone.name().to_string(),
-                next_fire: step
-                    .schedule
-                    .cron
-                    .next_after(now, zone)
-                    .map(|t| t.with_timezone(&Utc)),
+                next_fire: crate::schedule::splay::next_fire(&step.schedule.cron, zone, delay, now),
+                delay_ms: (!delay.is_zero()).then_some(delay.as_millis() as u64),
                 running: windows.iter().any(|w| w.step == id),
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,

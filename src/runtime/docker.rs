@@ -23,8 +23,8 @@ use futures_util::StreamExt;
 
 use super::{
     CgroupDriver, ContainerEvent, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime,
-    ContainerSpec, ContainerSummary, EventStream, RestartPolicy, RuntimeError, LABEL_MANAGED,
-    MANAGED_VALUE,
+    ContainerSpec, ContainerSummary, EventStream, HealthSpec, RestartPolicy, RuntimeError,
+    LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Socket used when neither an endpoint nor `$DOCKER_HOST` is given.
@@ -389,6 +389,36 @@ fn health_decides_within(config: Option<&HealthConfig>) -> Option<Duration> {
     Some(start_period + (interval + timeout).saturating_mul(retries.saturating_add(1)))
 }
 
+/// Docker's form of a declared health check: `Test` with its form word,
+/// durations in nanoseconds (0, Docker's "unset", where none is given).
+fn health_config(health: &HealthSpec) -> HealthConfig {
+    let nanos = |d: &Option<Duration>| d.map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    match health {
+        HealthSpec::Disabled => HealthConfig {
+            test: Some(vec!["NONE".to_string()]),
+            ..Default::default()
+        },
+        HealthSpec::Check {
+            command,
+            interval,
+            timeout,
+            retries,
+            start_period,
+        } => HealthConfig {
+            test: Some(
+                std::iter::once("CMD".to_string())
+                    .chain(command.iter().cloned())
+                    .collect(),
+            ),
+            interval: nanos(interval),
+            timeout: nanos(timeout),
+            retries: retries.map(i64::from),
+            start_period: nanos(start_period),
+            ..Default::default()
+        },
+    }
+}
+
 fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
     let mut labels: HashMap<String, String> = spec
         .labels
@@ -435,6 +465,7 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         user: spec.user.clone(),
         labels: Some(labels),
         host_config: Some(host_config),
+        healthcheck: spec.health.as_ref().map(health_config),
         ..Default::default()
     }
 }
@@ -988,6 +1019,7 @@ mod tests {
             cgroup_parent: None,
             auto_remove: false,
             groups: Vec::new(),
+            health: None,
         };
         let body = create_body(&spec);
         assert_eq!(body.env, Some(vec!["A=1".to_owned(), "B=x=y".to_owned()]));
@@ -1008,6 +1040,39 @@ mod tests {
             host.restart_policy.and_then(|p| p.name),
             Some(RestartPolicyNameEnum::UNLESS_STOPPED)
         );
+        assert_eq!(body.healthcheck, None, "the image's check is kept");
+    }
+
+    #[test]
+    fn a_declared_health_check_is_docker_s_exec_form_in_nanoseconds() {
+        let check = HealthSpec::Check {
+            command: vec!["wget".into(), "-q".into(), "--spider".into()],
+            interval: Some(Duration::from_secs(2)),
+            timeout: None,
+            retries: Some(5),
+            start_period: Some(Duration::from_secs(10)),
+        };
+        let config = health_config(&check);
+        assert_eq!(
+            config.test,
+            Some(vec![
+                "CMD".to_string(),
+                "wget".into(),
+                "-q".into(),
+                "--spider".into()
+            ])
+        );
+        assert_eq!(config.interval, Some(2_000_000_000));
+        assert_eq!(config.timeout, None);
+        assert_eq!(config.retries, Some(5));
+        assert_eq!(config.start_period, Some(10_000_000_000));
+        assert_eq!(
+            health_decides_within(Some(&config)),
+            Some(Duration::from_secs(10 + (2 + 30) * 6))
+        );
+        let none = health_config(&HealthSpec::Disabled);
+        assert_eq!(none.test, Some(vec!["NONE".to_string()]));
+        assert_eq!(none.interval, None);
     }
 
     #[test]

@@ -207,6 +207,29 @@ pub struct ContainerSpec {
     pub auto_remove: bool,
     /// Supplementary group ids (`HostConfig.GroupAdd`).
     pub groups: Vec<String>,
+    /// Its health check; `None` keeps the image's.
+    pub health: Option<HealthSpec>,
+}
+
+/// A health check a container is created with (Docker's `Healthcheck`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealthSpec {
+    /// No check, not even the image's (`Test: ["NONE"]`).
+    Disabled,
+    /// A check run inside the container; the runtime's defaults where a
+    /// value is `None`.
+    Check {
+        /// The program and its arguments (`Test: ["CMD", ...]`).
+        command: Vec<String>,
+        /// Time between two checks.
+        interval: Option<std::time::Duration>,
+        /// Time one check may take.
+        timeout: Option<std::time::Duration>,
+        /// Failures in a row that make it unhealthy.
+        retries: Option<u32>,
+        /// Time after a start during which failures do not count.
+        start_period: Option<std::time::Duration>,
+    },
 }
 
 /// One mount of a [`ContainerSpec`].

@@ -39,6 +39,21 @@ pub struct StepTiming {
     /// Changes whenever anything about the step changes (not only its
     /// timing): a changed step is re-armed.
     pub fingerprint: String,
+    /// Its splay: every fire comes this long after the cron time
+    /// (`randomized-delay`, see [`crate::schedule::splay`]).
+    pub delay: std::time::Duration,
+    /// `catch-up`: at the table's first sync, the latest due time missed
+    /// since the step's last handled one is run once.
+    pub catch_up: bool,
+}
+
+impl StepTiming {
+    /// The first fire strictly after `t`: the cron time after `t - delay`,
+    /// plus the delay. The whole cadence is shifted, so a due time (a fire
+    /// time) is handled once as any other, and is what `status` shows.
+    pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        crate::schedule::splay::next_fire(&self.cron, self.zone, self.delay, t)
+    }
 }
 
 /// One armed job.
@@ -60,6 +75,9 @@ pub enum Decision {
     Fire { step: String, due: DateTime<Utc> },
     /// The due time came while a run was in flight: log it, run nothing.
     Skip { step: String, due: DateTime<Utc> },
+    /// At start, the latest due time missed while no daemon ran, for a
+    /// step with `catch-up`: run it once, now.
+    CatchUp { step: String, due: DateTime<Utc> },
     /// Due times that passed without a chance to run (logged once).
     Missed {
         step: String,
@@ -89,6 +107,9 @@ pub struct SyncReport {
 pub struct JobTable {
     jobs: BTreeMap<String, Job>,
     last_now: Option<DateTime<Utc>>,
+    /// Whether [`JobTable::sync`] ran once: only the first (at start,
+    /// after the first apply) catches up.
+    synced: bool,
 }
 
 impl JobTable {
@@ -98,8 +119,10 @@ impl JobTable {
     }
 
     /// Make the table match `steps`. `history` gives, for a step this table
-    /// does not know yet, the last due time a previous daemon handled, so
-    /// that fires missed while no daemon ran are reported (not run).
+    /// does not know yet, the last due time a previous daemon handled (or
+    /// when it armed the step), so that fires missed while no daemon ran
+    /// are reported, not run; at the first sync, a step with `catch-up`
+    /// runs the latest of them once ([`Decision::CatchUp`]), never more.
     pub fn sync(
         &mut self,
         steps: Vec<StepTiming>,
@@ -126,14 +149,31 @@ impl JobTable {
                 }
                 None => {
                     report.added.push(id.clone());
-                    let job = Job::armed(timing, now);
+                    let mut job = Job::armed(timing, now);
                     if let Some(first) = history
                         .get(&id)
                         .and_then(|last| job.next_unhandled_after(*last))
                         .filter(|first| *first <= now)
                     {
                         let t = job.tally(first, now);
-                        missed.push(self::missed(&id, t.count, t.at_least, t.first, t.last));
+                        if job.timing.catch_up && !self.synced {
+                            if t.count > 1 {
+                                missed.push(self::missed(
+                                    &id,
+                                    t.count - 1,
+                                    t.at_least,
+                                    t.first,
+                                    t.before_last,
+                                ));
+                            }
+                            job.mark_handled(t.last);
+                            missed.push(Decision::CatchUp {
+                                step: id.clone(),
+                                due: t.last,
+                            });
+                        } else {
+                            missed.push(self::missed(&id, t.count, t.at_least, t.first, t.last));
+                        }
                     }
                     next.insert(id, job);
                 }
@@ -142,6 +182,7 @@ impl JobTable {
         report.dropped = self.jobs.keys().cloned().collect();
         self.jobs = next;
         self.last_now = Some(now);
+        self.synced = true;
         (report, missed)
     }
 
@@ -225,7 +266,7 @@ impl JobTable {
 
 impl Job {
     fn armed(timing: StepTiming, now: DateTime<Utc>) -> Self {
-        let next_due = timing.cron.next_after(now, timing.zone).map(|t| t.to_utc());
+        let next_due = timing.next_after(now);
         Job {
             timing,
             next_due,
@@ -251,7 +292,7 @@ impl Job {
     /// The first due time strictly after `t` that was not handled already.
     fn next_unhandled_after(&self, mut t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         loop {
-            let next = self.timing.cron.next_after(t, self.timing.zone)?.to_utc();
+            let next = self.timing.next_after(t)?;
             if !self.handled.set.contains(&next) {
                 return Some(next);
             }
@@ -361,6 +402,8 @@ mod tests {
             cron: CronSchedule::parse(expr).expect("test expression"),
             zone: chrono_tz::UTC,
             fingerprint: expr.into(),
+            delay: std::time::Duration::ZERO,
+            catch_up: false,
         }
     }
 
@@ -549,6 +592,76 @@ mod tests {
         assert_eq!(t.next_due("gc"), Some(at("2026-01-04T03:30:00Z")));
         // Nothing was due yet at sync time; the table fires at the next due.
         assert!(t.due(at("2026-01-04T01:00:05Z")).is_empty());
+    }
+
+    #[test]
+    fn a_delayed_step_fires_at_its_delayed_time_once() {
+        let mut s = step("gc", "30 3 * * *");
+        s.delay = std::time::Duration::from_millis(17_408);
+        let mut t = table(vec![s], at("2026-01-01T00:00:00Z"));
+        assert_eq!(t.next_due("gc"), Some(at("2026-01-01T03:30:17.408Z")));
+        assert!(
+            t.due(at("2026-01-01T03:30:00Z")).is_empty(),
+            "not at the cron time"
+        );
+        assert!(t.due(at("2026-01-01T03:30:17Z")).is_empty());
+        assert_eq!(
+            t.due(at("2026-01-01T03:30:17.408Z")),
+            vec![Decision::Fire {
+                step: "gc".into(),
+                due: at("2026-01-01T03:30:17.408Z")
+            }]
+        );
+        assert!(t.due(at("2026-01-01T03:30:20Z")).is_empty(), "never twice");
+        assert_eq!(t.next_due("gc"), Some(at("2026-01-02T03:30:17.408Z")));
+    }
+
+    #[test]
+    fn catch_up_runs_the_latest_missed_fire_once_at_the_first_sync_only() {
+        let mut t = JobTable::new();
+        let mut s = step("gc", "30 3 * * *");
+        s.catch_up = true;
+        let history = BTreeMap::from([("gc".to_string(), at("2026-01-01T03:30:00Z"))]);
+        let (_, decisions) = t.sync(vec![s.clone()], &history, at("2026-01-04T09:00:00Z"));
+        assert_eq!(
+            decisions,
+            vec![
+                Decision::Missed {
+                    step: "gc".into(),
+                    count: 2,
+                    at_least: false,
+                    first: at("2026-01-02T03:30:00Z"),
+                    last: at("2026-01-03T03:30:00Z"),
+                },
+                Decision::CatchUp {
+                    step: "gc".into(),
+                    due: at("2026-01-04T03:30:00Z")
+                },
+            ]
+        );
+        assert_eq!(t.last_due("gc"), Some(at("2026-01-04T03:30:00Z")));
+        assert!(t.due(at("2026-01-04T09:00:05Z")).is_empty(), "never twice");
+        assert_eq!(t.next_due("gc"), Some(at("2026-01-05T03:30:00Z")));
+        // One missed fire: caught up, no step-missed.
+        let mut t = JobTable::new();
+        let history = BTreeMap::from([("gc".to_string(), at("2026-01-03T03:30:00Z"))]);
+        let (_, decisions) = t.sync(vec![s.clone()], &history, at("2026-01-04T09:00:00Z"));
+        assert_eq!(
+            decisions,
+            vec![Decision::CatchUp {
+                step: "gc".into(),
+                due: at("2026-01-04T03:30:00Z")
+            }]
+        );
+        // A step added by a later sync (an apply while the daemon runs) is
+        // not caught up: only a start is.
+        let mut t = JobTable::new();
+        t.sync(Vec::new(), &BTreeMap::new(), at("2026-01-04T08:00:00Z"));
+        let (_, decisions) = t.sync(vec![s], &history, at("2026-01-04T09:00:00Z"));
+        assert!(
+            matches!(decisions[..], [Decision::Missed { count: 1, .. }]),
+            "{decisions:?}"
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Scheduled steps: the scheduler, its clock and timer, one fire, maintenance windows.
 pub mod adopt;
+#[cfg(test)]
+mod catch_up_tests;
 pub mod clock;
 pub mod fire;
 pub mod jobs;
@@ -7,6 +9,7 @@ pub mod plan;
 pub mod scheduler;
 #[cfg(test)]
 mod sleep_tests;
+pub mod splay;
 pub mod stale;
 pub mod step;
 #[cfg(test)]

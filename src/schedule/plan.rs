@@ -40,6 +40,11 @@ pub struct Plan {
     pub start_order: Vec<String>,
     /// Why a fire now would be skipped, if it would.
     pub conflicts: Vec<String>,
+    /// When it fires next, its splay included.
+    pub next_fire: Option<chrono::DateTime<chrono::Utc>>,
+    /// Its splay (`randomized-delay`), in milliseconds, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 /// Work out the plan of `step` from the runtime and the window records.
@@ -103,6 +108,9 @@ pub async fn plan(
         stop_order,
         start_order,
         conflicts,
+        next_fire: step.timing.next_after(chrono::Utc::now()),
+        delay_ms: (!step.timing.delay.is_zero())
+            .then(|| u64::try_from(step.timing.delay.as_millis()).unwrap_or(u64::MAX)),
     })
 }
 
@@ -117,6 +125,16 @@ impl Plan {
             out.push_str(&format!(", timeout {t}s"));
         }
         out.push('\n');
+        let next = self.next_fire.map_or("never".to_string(), |t| {
+            t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+        });
+        let delay = self.delay_ms.map_or(String::new(), |ms| {
+            format!(
+                " (randomized delay {})",
+                crate::schedule::splay::describe(std::time::Duration::from_millis(ms))
+            )
+        });
+        out.push_str(&format!("  next fire: {next}{delay}\n"));
         for h in &self.holds {
             out.push_str(&format!(
                 "  holds {} ({}): {}{}\n",

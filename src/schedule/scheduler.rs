@@ -85,6 +85,40 @@ pub struct StepHistory {
     pub last_exit_status: Option<i64>,
     /// When a run last succeeded.
     pub last_success: Option<DateTime<Utc>>,
+    /// When the step was armed while it had no handled due time: what
+    /// fires missed before its first one are counted from (and caught up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub armed_at: Option<DateTime<Utc>>,
+}
+
+/// The steps' history as the store has it. A damaged file is an error in
+/// the journal, never a crash: it is set aside (renamed `*.damaged`, for the
+/// operator to read) and the scheduler starts without it, so fires missed
+/// while the daemon was down are neither counted nor caught up this once.
+fn load_history(store: &Store) -> BTreeMap<String, StepHistory> {
+    let e = match store.load::<BTreeMap<String, StepHistory>>(HISTORY_DOC) {
+        Ok(h) => return h.unwrap_or_default(),
+        Err(e) => e,
+    };
+    let set_aside = store
+        .document_path(HISTORY_DOC)
+        .map_err(|e| e.to_string())
+        .and_then(|path| {
+            let aside = path.with_extension("json.damaged");
+            std::fs::rename(&path, &aside)
+                .map(|()| aside)
+                .map_err(|e| format!("{}: {e}", path.display()))
+        });
+    match set_aside {
+        Ok(aside) => tracing::error!(
+            "step history unreadable ({e}): set aside as {}; starting without it (no fire missed while the daemon was down is counted or caught up)",
+            aside.display()
+        ),
+        Err(moved) => tracing::error!(
+            "step history unreadable ({e}), and it could not be set aside ({moved}); starting without it"
+        ),
+    }
+    BTreeMap::new()
 }
 
 /// One step in a status answer.
@@ -99,6 +133,10 @@ pub struct StepStatus {
     pub zone: String,
     /// The next due time.
     pub next_fire: Option<DateTime<Utc>>,
+    /// How long after its cron time each fire comes (its splay, from
+    /// `randomized-delay`), in milliseconds; `next-fire` includes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
     /// Whether a run is in flight.
     pub running: bool,
     /// What the host remembers of it.
@@ -213,13 +251,7 @@ impl Scheduler {
     ) -> (Scheduler, SchedulerHandle) {
         let (tx, inbox) = mpsc::channel(64);
         let (changes, changes_rx) = watch::channel(0);
-        let history = match store.load::<BTreeMap<String, StepHistory>>(HISTORY_DOC) {
-            Ok(h) => h.unwrap_or_default(),
-            Err(e) => {
-                tracing::error!("step history unreadable, starting without it: {e}");
-                BTreeMap::new()
-            }
-        };
+        let history = load_history(&store);
         let scheduler = Scheduler {
             table: JobTable::new(),
             steps: BTreeMap::new(),
@@ -323,6 +355,20 @@ impl Scheduler {
                 self.record_due(&step, due);
                 self.spawn_fire(&step, due);
             }
+            Decision::CatchUp { step, due } => {
+                self.record_due(&step, due);
+                let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
+                mesh_event!(
+                    info,
+                    Event::StepCaughtUp,
+                    MESH_STEP = %step,
+                    MESH_MODULE = module.as_deref(),
+                    "step {step} catches up its fire due {}, missed while the daemon was down (noticed at {}): it runs once now",
+                    due.to_rfc3339(),
+                    now.to_rfc3339()
+                );
+                self.spawn_fire(&step, due);
+            }
             Decision::Skip { step, due } => {
                 self.record_due(&step, due);
                 mesh_event!(
@@ -355,7 +401,10 @@ impl Scheduler {
     }
 
     fn record_due(&mut self, step: &str, due: DateTime<Utc>) {
-        self.history.entry(step.to_string()).or_default().last_due = Some(due);
+        let h = self.history.entry(step.to_string()).or_default();
+        h.last_due = Some(due);
+        // Missed fires count from the last due time from now on.
+        h.armed_at = None;
         self.save_history();
     }
 
@@ -379,10 +428,21 @@ impl Scheduler {
             Command::Sync { steps, reply } => {
                 let now = self.clock.now();
                 let timings = steps.iter().map(|s| s.timing.clone()).collect();
+                // A step that never handled a due time counts its missed
+                // fires from when it was first armed (remembered across
+                // restarts), so one never fired still catches up.
+                let mut armed = false;
+                for s in &steps {
+                    let h = self.history.entry(s.def.id.clone()).or_default();
+                    if h.last_due.is_none() && h.armed_at.is_none() {
+                        h.armed_at = Some(now);
+                        armed = true;
+                    }
+                }
                 let history: BTreeMap<String, DateTime<Utc>> = self
                     .history
                     .iter()
-                    .filter_map(|(k, h)| h.last_due.map(|d| (k.clone(), d)))
+                    .filter_map(|(k, h)| h.last_due.or(h.armed_at).map(|d| (k.clone(), d)))
                     .collect();
                 let (report, missed) = self.table.sync(timings, &history, now);
                 // Windows closed for another process (taken over, resumed,
@@ -395,7 +455,7 @@ impl Scheduler {
                 let remembered = self.history.len();
                 let steps = &self.steps;
                 self.history.retain(|id, _| steps.contains_key(id));
-                if self.history.len() != remembered {
+                if armed || self.history.len() != remembered {
                     self.save_history();
                 }
                 for d in missed {
@@ -507,6 +567,8 @@ impl Scheduler {
                 schedule: s.timing.cron.expr().to_string(),
                 zone: s.timing.zone.name().to_string(),
                 next_fire: self.table.next_due(&s.def.id),
+                delay_ms: (!s.timing.delay.is_zero())
+                    .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
                 running: self.table.in_flight(&s.def.id),
                 history: self.history.get(&s.def.id).cloned().unwrap_or_default(),
             })

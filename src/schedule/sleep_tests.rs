@@ -81,6 +81,8 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
                 cron: CronSchedule::parse(expr).expect("cron"),
                 zone: chrono_tz::UTC,
                 fingerprint: expr.to_string(),
+                delay: std::time::Duration::ZERO,
+                catch_up: false,
             },
         })
         .collect();

@@ -74,7 +74,9 @@ impl StaleWatch {
 fn period(s: &StepStatus) -> Option<TimeDelta> {
     let cron = CronSchedule::parse(&s.schedule).ok()?;
     let zone: chrono_tz::Tz = s.zone.parse().ok()?;
-    let next = s.next_fire?;
+    // From cron time to cron time: `next-fire` is shifted by the splay.
+    let delay = TimeDelta::milliseconds(i64::try_from(s.delay_ms.unwrap_or(0)).ok()?);
+    let next = s.next_fire? - delay;
     let after = cron.next_after(next, zone)?.to_utc();
     Some(after - next)
 }
@@ -91,6 +93,7 @@ mod tests {
             schedule: "0 * * * *".into(),
             zone: "UTC".into(),
             next_fire: Some(t(next)),
+            delay_ms: None,
             running: false,
             history: StepHistory {
                 last_success: last_success.map(t),
@@ -101,6 +104,19 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).expect("time").to_utc()
+    }
+
+    #[test]
+    fn a_delayed_step_s_period_is_cron_time_to_cron_time() {
+        // Hourly, delayed 59 minutes: the next fire at 01:59 is one hour
+        // from the one after, not one minute.
+        let mut s = status(Some("2026-01-01T00:59:00Z"), "2026-01-01T01:59:00Z");
+        s.delay_ms = Some(59 * 60 * 1000);
+        let mut w = StaleWatch::default();
+        assert!(w
+            .check(std::slice::from_ref(&s), at("2026-01-01T01:30:00Z"))
+            .is_empty());
+        assert_eq!(w.check(&[s], at("2026-01-01T03:00:00Z")), vec!["gc"]);
     }
 
     #[test]

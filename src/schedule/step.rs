@@ -1,6 +1,8 @@
 //! Scheduled steps as the scheduler and `run` see them, derived from a
 //! declaration.
 
+use std::time::Duration;
+
 use sha2::{Digest, Sha256};
 
 use crate::apply::spec;
@@ -9,6 +11,7 @@ use crate::declaration::{Declaration, Step};
 use crate::schedule::fire::StepDef;
 use crate::schedule::jobs::StepTiming;
 use crate::schedule::scheduler::ScheduledStep;
+use crate::schedule::splay;
 
 /// Every scheduled step of `decl`, ready for the scheduler. A step whose
 /// container cannot be made ready (an unreadable env-file) is reported and
@@ -16,8 +19,9 @@ use crate::schedule::scheduler::ScheduledStep;
 pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<spec::SpecError>) {
     let mut steps = Vec::new();
     let mut errors = Vec::new();
+    let machine_id = splay::machine_id();
     for step in decl.steps() {
-        match scheduled_step(decl, &step) {
+        match scheduled_step(decl, &step, &machine_id) {
             Ok(s) => steps.push(s),
             Err(e) => errors.push(e),
         }
@@ -30,10 +34,14 @@ pub fn find(decl: &Declaration, id: &str) -> Result<ScheduledStep, String> {
     let step = decl
         .step(id)
         .ok_or_else(|| format!("no scheduled step {id} is declared"))?;
-    scheduled_step(decl, &step).map_err(|e| e.to_string())
+    scheduled_step(decl, &step, &splay::machine_id()).map_err(|e| e.to_string())
 }
 
-fn scheduled_step(decl: &Declaration, step: &Step<'_>) -> Result<ScheduledStep, spec::SpecError> {
+fn scheduled_step(
+    decl: &Declaration,
+    step: &Step<'_>,
+    machine_id: &str,
+) -> Result<ScheduledStep, spec::SpecError> {
     let built = spec::build(decl, step.resource, step.container)?;
     let holds = step
         .schedule
@@ -82,6 +90,13 @@ fn scheduled_step(decl: &Declaration, step: &Step<'_>) -> Result<ScheduledStep, 
             cron: step.schedule.cron.clone(),
             zone: step.schedule.zone.unwrap_or_else(local_zone),
             fingerprint,
+            delay: step
+                .schedule
+                .randomized_delay
+                .map_or(Duration::ZERO, |bound| {
+                    splay::delay(machine_id, step.resource.id.as_str(), bound)
+                }),
+            catch_up: step.schedule.catch_up,
         },
     })
 }

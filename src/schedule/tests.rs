@@ -376,6 +376,8 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
             cron: crate::cron::CronSchedule::parse("0 3 * * *").expect("cron"),
             zone: chrono_tz::UTC,
             fingerprint: "f".into(),
+            delay: std::time::Duration::ZERO,
+            catch_up: false,
         },
     };
     r.firer.windows().know_held_specs(&[gc]);
@@ -749,6 +751,8 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
         cron: crate::cron::CronSchedule::parse("0 3 * * *").expect("cron"),
         zone: chrono_tz::UTC,
         fingerprint: "f".into(),
+        delay: std::time::Duration::ZERO,
+        catch_up: false,
     };
     handle
         .sync(vec![ScheduledStep { def, timing }])

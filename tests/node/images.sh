@@ -39,6 +39,11 @@ registry_rootfs() {
 		# -L: the image holds the files, not the machine's symlinks.
 		cp -L --parents "$lib" "$root"
 	done
+	# BusyBox's wget, as the registry:2 image (Alpine) carries it: what the
+	# registry example's health check runs.
+	mkdir -p "$root/bin"
+	cp /bin/busybox "$root/bin/busybox"
+	ln -sfn busybox "$root/bin/wget"
 	cat >"$root$NODE_REGISTRY_CONFIG" <<EOF
 version: 0.1
 log:

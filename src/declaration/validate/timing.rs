@@ -1,0 +1,50 @@
+//! Validation of what a scheduled step adds to its cadence:
+//! `randomized-delay` (the splay of its fires) and `catch-up`.
+
+use serde_json::Value;
+
+use super::{kind_of, take, Sink, MAX_TIMEOUT_SECS};
+use crate::declaration::raw::Field;
+
+/// `randomized-delay`: whole seconds, 1 … 30 days, on a scheduled step only.
+/// `None` when absent or refused (the problems are in `s`).
+pub(super) fn read_randomized_delay(
+    s: &mut Sink,
+    value: Field<Value>,
+    has_schedule: bool,
+) -> Option<std::time::Duration> {
+    let field = "randomized-delay";
+    if !value.is_absent() && !has_schedule {
+        s.at(
+            field,
+            "randomized-delay needs a schedule: only a scheduled step's fires are delayed",
+        );
+    }
+    let value = take(s, field, value)?;
+    let rule = format!("a whole number of seconds from 1 to {MAX_TIMEOUT_SECS} (30 days)");
+    match &value {
+        Value::Number(n) => match n.as_u64() {
+            Some(secs @ 1..=MAX_TIMEOUT_SECS) => Some(std::time::Duration::from_secs(secs)),
+            _ => {
+                s.at(field, format!("must be {rule}, found {n}"));
+                None
+            }
+        },
+        other => {
+            s.at(field, format!("must be {rule}, found {}", kind_of(other)));
+            None
+        }
+    }
+}
+
+/// `catch-up`: a boolean, `true` only on a scheduled step.
+pub(super) fn read_catch_up(s: &mut Sink, value: Field<bool>, has_schedule: bool) -> bool {
+    let catch_up = take(s, "catch-up", value).unwrap_or(false);
+    if catch_up && !has_schedule {
+        s.at(
+            "catch-up",
+            "catch-up needs a schedule: only a scheduled step has fires to miss",
+        );
+    }
+    catch_up
+}

@@ -1,0 +1,220 @@
+//! `catch-up` and the step history across restarts, through the whole
+//! scheduler against the scripted runtime and a fake clock. The same
+//! behaviour with the daemon as a real unit: `tests/steps_node.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::runtime::fake::{Call, FakeRuntime};
+use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::schedule::clock::FakeClock;
+use crate::schedule::fire::{Firer, StepDef};
+use crate::schedule::jobs::StepTiming;
+use crate::schedule::scheduler::{ScheduledStep, Scheduler, SchedulerHandle, StepHistory};
+use crate::schedule::window::{Owner, Windows};
+use crate::store::{Store, STEP_HISTORY};
+use crate::systemd::units::NoUnits;
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).expect("test time").to_utc()
+}
+
+/// A scheduler over a fresh store (whose history `prepare` may write
+/// first), its clock at `now`, running; and what stops it.
+struct Rig {
+    fake: FakeRuntime,
+    store: Store,
+    handle: SchedulerHandle,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+    _shutdown: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+fn rig(now: DateTime<Utc>, prepare: impl FnOnce(&Store)) -> Rig {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("state")).expect("store");
+    prepare(&store);
+    let fake = FakeRuntime::new();
+    fake.add_image("img@sha256:00");
+    fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
+    let clock = Arc::new(FakeClock::new(now));
+    let windows = Windows::new(
+        store.clone(),
+        runtime.clone(),
+        clock.clone(),
+        Owner::current().expect("owner"),
+    );
+    let (shutdown, rx) = watch::channel(false);
+    let firer = Firer::new(runtime, windows, Arc::new(NoUnits), rx);
+    let (scheduler, handle) = Scheduler::new(firer, clock, store.clone(), None);
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(scheduler.run(stop_rx));
+    Rig {
+        fake,
+        store,
+        handle,
+        stop,
+        task,
+        _shutdown: shutdown,
+        _dir: dir,
+    }
+}
+
+fn daily_gc(catch_up: bool) -> ScheduledStep {
+    ScheduledStep {
+        def: StepDef {
+            id: "gc".into(),
+            module: None,
+            spec: ContainerSpec {
+                name: "gc-run".into(),
+                image: "img@sha256:00".into(),
+                ..ContainerSpec::default()
+            },
+            timeout: None,
+            holds: Vec::new(),
+            hold_specs: Default::default(),
+        },
+        timing: StepTiming {
+            id: "gc".into(),
+            cron: crate::cron::CronSchedule::parse("30 3 * * *").expect("cron"),
+            zone: chrono_tz::UTC,
+            fingerprint: "f".into(),
+            delay: Duration::ZERO,
+            catch_up,
+        },
+    }
+}
+
+fn history_with_last_due(store: &Store, due: &str) {
+    let history = BTreeMap::from([(
+        "gc".to_string(),
+        StepHistory {
+            last_due: Some(at(due)),
+            ..StepHistory::default()
+        },
+    )]);
+    store.save(STEP_HISTORY, &history).expect("history");
+}
+
+fn starts(fake: &FakeRuntime) -> usize {
+    fake.calls()
+        .iter()
+        .filter(|c| matches!(c, Call::Start(n) if n == "gc-run"))
+        .count()
+}
+
+impl Rig {
+    async fn history(&self) -> StepHistory {
+        let status = self.handle.status().await.expect("status");
+        status[0].history.clone()
+    }
+
+    async fn stop(self) {
+        self.stop.send(true).expect("stop");
+        self.task.await.expect("scheduler");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_with_catch_up_runs_its_latest_missed_fire_once_at_start() {
+    // The daemon handled 03:30 on the 1st, then was down until the 4th at
+    // 09:00: the 2nd, 3rd and 4th were missed.
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        history_with_last_due(s, "2026-01-01T03:30:00Z")
+    });
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    let mut changes = r.handle.changes();
+    while r.history().await.last_run.is_none() {
+        changes.changed().await.expect("changes");
+    }
+    assert_eq!(starts(&r.fake), 1, "one run, never one per missed fire");
+    let h = r.history().await;
+    assert_eq!(h.last_due, Some(at("2026-01-04T03:30:00Z")), "the latest");
+    assert_eq!(h.last_outcome.as_deref(), Some("succeeded"));
+    // A re-apply is no start: nothing more is caught up.
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 1);
+    // The history on disk says what ran, for the next start.
+    let saved: BTreeMap<String, StepHistory> =
+        r.store.load(STEP_HISTORY).expect("load").expect("saved");
+    assert_eq!(saved["gc"].last_due, Some(at("2026-01-04T03:30:00Z")));
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_catch_up_or_with_nothing_missed_nothing_runs_at_start() {
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        history_with_last_due(s, "2026-01-01T03:30:00Z")
+    });
+    r.handle.sync(vec![daily_gc(false)]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "missed fires are logged, not run");
+    assert_eq!(r.history().await.last_due, Some(at("2026-01-01T03:30:00Z")));
+    r.stop().await;
+    // Its last fire handled, nothing missed since: no catch-up either.
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        history_with_last_due(s, "2026-01-04T03:30:00Z")
+    });
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_never_fired_counts_its_missed_fires_from_when_it_was_armed() {
+    let dir_history = |store: &Store| -> BTreeMap<String, StepHistory> {
+        store.load(STEP_HISTORY).expect("load").unwrap_or_default()
+    };
+    // Armed on the 1st at 09:00, before any fire; the daemon stops.
+    let r = rig(at("2026-01-01T09:00:00Z"), |_| {});
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    let armed = dir_history(&r.store)["gc"].armed_at;
+    assert_eq!(armed, Some(at("2026-01-01T09:00:00Z")));
+    assert_eq!(starts(&r.fake), 0, "arming never runs");
+    let saved = dir_history(&r.store);
+    r.stop().await;
+    // Started again on the 3rd: the 2nd and 3rd at 03:30 were missed.
+    let r = rig(at("2026-01-03T12:00:00Z"), |s| {
+        s.save(STEP_HISTORY, &saved).expect("history")
+    });
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    let mut changes = r.handle.changes();
+    while r.history().await.last_run.is_none() {
+        changes.changed().await.expect("changes");
+    }
+    assert_eq!(starts(&r.fake), 1);
+    assert_eq!(r.history().await.last_due, Some(at("2026-01-03T03:30:00Z")));
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_damaged_history_is_set_aside_and_the_scheduler_starts_without_it() {
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        let path = s.root().join("step-history.json");
+        std::fs::write(path, b"{\"gc\": {\"last-due\": 17").expect("garbage");
+    });
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "no history: nothing to catch up");
+    let aside = r.store.root().join("step-history.json.damaged");
+    assert_eq!(
+        std::fs::read(&aside).expect("set aside"),
+        b"{\"gc\": {\"last-due\": 17"
+    );
+    // A fresh, readable history replaces it.
+    let saved: BTreeMap<String, StepHistory> = r
+        .store
+        .load(STEP_HISTORY)
+        .expect("readable")
+        .expect("saved");
+    assert!(saved["gc"].armed_at.is_some());
+    r.stop().await;
+}
