@@ -4,9 +4,10 @@
 //! `MESH_EVENT=<name>`, a fixed `MESSAGE_ID` (explained by the catalog in
 //! `units/mesh-host.catalog`) and, where they apply, `MESH_STEP`,
 //! `MESH_CONTAINER`, `MESH_MODULE`, `MESH_EXIT_STATUS`. Log them with the
-//! [`mesh_event!`](crate::mesh_event) macro; the one alert kind,
-//! `will-not-start-again`, goes through [`mesh_alert!`](crate::mesh_alert),
-//! which journald stores at priority 1 (`alert`).
+//! [`mesh_event!`](crate::mesh_event) macro; the alert kinds,
+//! `will-not-start-again` through [`mesh_alert!`](crate::mesh_alert) and
+//! `record-unreadable` through [`mesh_alert_of!`](crate::mesh_alert_of),
+//! are stored by journald at priority 1 (`alert`).
 
 use std::io::IsTerminal;
 
@@ -52,11 +53,17 @@ pub enum Event {
     HeldUnhealthy,
     /// A shared folder's entries, removed or narrowed, were put back.
     AclRestored,
+    /// A file in the window records' directory could not be read as a
+    /// record: moved to `windows/unreadable/` (an alert).
+    RecordUnreadable,
+    /// A window was taken over from its owner: the owner died, or its lease
+    /// lapsed (stopped, hung, frozen).
+    WindowTakenOver,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 15] = [
+    pub const ALL: [Event; 17] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -72,6 +79,8 @@ impl Event {
         Event::WillNotStartAgain,
         Event::HeldUnhealthy,
         Event::AclRestored,
+        Event::RecordUnreadable,
+        Event::WindowTakenOver,
     ];
 
     /// The `MESH_EVENT` value.
@@ -92,6 +101,8 @@ impl Event {
             Event::WillNotStartAgain => "will-not-start-again",
             Event::HeldUnhealthy => "held-unhealthy",
             Event::AclRestored => "acl-restored",
+            Event::RecordUnreadable => "record-unreadable",
+            Event::WindowTakenOver => "window-taken-over",
         }
     }
 
@@ -113,6 +124,8 @@ impl Event {
             Event::WillNotStartAgain => "ab50638306cd43f4884b6fefbd280992",
             Event::HeldUnhealthy => "4c0baca3055f4c2c8e7c582487e5b01b",
             Event::AclRestored => "d2890cb406fd4d2d9414284c1bd8d0e9",
+            Event::RecordUnreadable => "5e0f3c9a8b2d4e6f91a7c4d8e2b6f013",
+            Event::WindowTakenOver => "c37a1d95e4f84b0a8d26f1e9b05c7a42",
         }
     }
 }
@@ -141,6 +154,21 @@ macro_rules! mesh_alert {
             target: "mesh_host::alert",
             MESH_EVENT = $crate::events::Event::WillNotStartAgain.name(),
             MESSAGE_ID = $crate::events::Event::WillNotStartAgain.message_id(),
+            $($rest)+
+        )
+    };
+}
+
+/// Log an event of `kind` at journal priority 1 (`alert`), like
+/// [`mesh_alert!`](crate::mesh_alert) for other alerting kinds:
+/// `mesh_alert_of!(Event::RecordUnreadable, FIELD = value, ..., "message")`.
+#[macro_export]
+macro_rules! mesh_alert_of {
+    ($kind:expr, $($rest:tt)+) => {
+        ::tracing::error!(
+            target: "mesh_host::alert",
+            MESH_EVENT = $kind.name(),
+            MESSAGE_ID = $kind.message_id(),
             $($rest)+
         )
     };

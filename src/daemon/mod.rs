@@ -333,6 +333,8 @@ async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), St
             Resumed::OwnerAlive { step } => {
                 tracing::warn!(MESH_STEP = %step, "the window of {step} belongs to a live process; left to it")
             }
+            // Said where it failed; the adopter looks at it again.
+            Resumed::Failed { .. } => {}
             Resumed::Closed { step, report, .. } | Resumed::Stale { step, report } => {
                 tracing::info!(MESH_STEP = %step, "window of {step} closed on start-up: started {:?}", report.started)
             }

@@ -54,7 +54,14 @@ pub struct Adopter {
     tasks: JoinSet<String>,
     /// Something could only be polled (no pidfd, or no inotify).
     poll: bool,
+    /// When the earliest lease of a live foreign owner lapses, if any:
+    /// looked at again then (a stopped owner renews nothing, so nothing
+    /// else wakes the adopter).
+    next_lapse: Option<Duration>,
 }
+
+/// The key in `busy` of the task setting unreadable files aside.
+const UNREADABLE: &str = "\0unreadable";
 
 impl Adopter {
     /// An adopter over this window engine (the daemon's).
@@ -65,6 +72,7 @@ impl Adopter {
             busy: BTreeSet::new(),
             tasks: JoinSet::new(),
             poll: false,
+            next_lapse: None,
         }
     }
 
@@ -119,6 +127,8 @@ impl Adopter {
                     self.scan();
                 }
                 () = tokio::time::sleep(OWNER_POLL), if poll => self.scan(),
+                () = tokio::time::sleep(self.next_lapse.unwrap_or_default() + Duration::from_secs(1)),
+                    if self.next_lapse.is_some() => self.scan(),
             }
         }
         let deadline = tokio::time::Instant::now() + SHUTDOWN_BOUND;
@@ -139,19 +149,34 @@ impl Adopter {
     }
 
     /// Look at every record: watch live foreign owners, adopt the rest
-    /// that need it.
+    /// that need it (a dead owner, a lapsed lease, another boot, what this
+    /// daemon owes), and have files that are not readable records moved
+    /// aside.
     fn scan(&mut self) {
-        let records = match self.windows.store().windows() {
+        let scan = match self.windows.store().scan_windows() {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read window records to adopt: {e}");
                 return;
             }
         };
+        if !scan.unreadable.is_empty() && self.busy.insert(UNREADABLE.to_string()) {
+            let windows = self.windows.clone();
+            self.tasks.spawn(async move {
+                if let Err(e) = windows.set_aside_unreadable().await {
+                    tracing::error!("cannot move unreadable window records aside: {e}");
+                    tokio::time::sleep(OWNER_POLL).await;
+                }
+                UNREADABLE.to_string()
+            });
+        }
+        let records = scan.records;
         // Owners whose record went or changed hands are no longer watched.
         self.owners
             .retain(|w| records.iter().any(|r| r.step == w.step && r.pid == w.pid));
         self.poll = false;
+        self.next_lapse = None;
+        let at = self.windows.moment();
         for record in records {
             if self.busy.contains(&record.step) {
                 continue;
@@ -163,6 +188,16 @@ impl Adopter {
                 continue;
             }
             if record.boot_id == self.windows.owner().boot_id && record.owner_alive() {
+                match record.lease_left(&at) {
+                    Some(left) if left.is_zero() => {
+                        self.spawn(record.step);
+                        continue;
+                    }
+                    Some(left) => {
+                        self.next_lapse = Some(self.next_lapse.map_or(left, |n| n.min(left)));
+                    }
+                    None => {}
+                }
                 if !self.owners.iter().any(|w| w.step == record.step) {
                     self.watch_owner(&record);
                 }
@@ -228,7 +263,7 @@ fn log_adopted(resumed: &Resumed) {
                 tracing::info!(MESH_STEP = %step, "adopted the window of {step}: started {:?}", report.started);
             }
         }
-        Resumed::OwnerAlive { .. } => {}
+        Resumed::OwnerAlive { .. } | Resumed::Failed { .. } => {}
     }
 }
 

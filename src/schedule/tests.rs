@@ -325,6 +325,7 @@ fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>, timeout_secs: u64) {
         step_container: "gc-run".into(),
         step_timeout_secs: Some(timeout_secs),
         opened_since_boot_secs: None,
+        lease_since_boot_secs: None,
         owed: false,
         held: vec![HeldContainer {
             id: "registry".into(),
