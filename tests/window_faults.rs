@@ -729,3 +729,81 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
     );
     assert!(d.active());
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again() {
+    // `mesh-host run --local` is stopped (SIGSTOP) mid-window while the
+    // daemon runs: its process exists, but it no longer renews its lease.
+    // Within the lapse (30 s) and a few seconds the daemon takes the window
+    // over, waits for the step and closes it. Continued afterwards, the
+    // owner stops and starts nothing, and says it lost the window.
+    let h = Held::start("stopped", "sleep 40; echo done", |_| String::new());
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
+    let state_path = w.path("state");
+    let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
+    let since = stamp();
+    let local = w.mesh_spawn(&["run", id, "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(run).then_some(())
+    });
+    assert!(!w.running(svc), "held by the local run's window");
+    w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
+    let stopped_at = std::time::Instant::now();
+
+    wait_for(
+        "the daemon to take the window over",
+        Duration::from_secs(50),
+        || {
+            h.step_journal(&["MESH_EVENT=window-taken-over"])
+                .contains("which has not renewed its lease")
+                .then_some(())
+        },
+    );
+    let took_after = stopped_at.elapsed();
+    eprintln!("taken over {took_after:?} after the SIGSTOP");
+    assert!(
+        took_after >= Duration::from_secs(20),
+        "not before the lease lapsed: {took_after:?}"
+    );
+    assert!(!w.running(svc), "the step still runs: svc stays held");
+    wait_for("svc to run again", Duration::from_secs(40), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+    assert_eq!(
+        w.inspect(run, "{{.State.ExitCode}}"),
+        "0",
+        "the step ran to its end"
+    );
+
+    // Continue the stopped owner (and the nsenter wrapper, which stopped
+    // with it): it must not touch svc.
+    let continued = stamp();
+    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the wrapper");
+    let out = local.wait_with_output().expect("the local run ends");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains(&format!("lost the window of {id}")), "{said}");
+    std::thread::sleep(Duration::from_secs(3));
+    let after = w.events(&continued, &[svc, run]);
+    assert!(
+        after.iter().all(|(n, _)| n != svc),
+        "the owner that lost its window did nothing to svc: {after:?}"
+    );
+    assert!(w.running(svc));
+    let all = w.events(&since, &[svc, run]);
+    assert!(!ran_beside(&all, run, &[svc], true), "{all:?}");
+    assert_eq!(starts(w, &since, run), 1);
+    assert!(d.active());
+}
