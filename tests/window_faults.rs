@@ -322,8 +322,8 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_again() {
     // The daemon is down when the window's owner dies and the held service
-    // is removed: at its next start it resumes the window before anything
-    // else, with no plan of the opener's, and creates the service from the
+    // is removed: at its next start its adopter resumes the window at once,
+    // with no plan of the opener's, and creates the service from the
     // declaration its schedules were armed from (armed-declaration.json).
     let h = Held::start("startrm", "true", |_| String::new());
     let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
@@ -348,7 +348,14 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
     std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
 
     d.start();
-    assert!(w.running(svc), "running once the daemon is ready");
+    // The adopter closes it from the start, beside the start-up apply
+    // (which leaves a held container alone).
+    wait_for("svc to run again", Duration::from_secs(10), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
     let said = h.step_journal(&[]);
     assert!(
         said.contains(&format!(
@@ -360,7 +367,6 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
         !said.contains("WILL NOT START AGAIN"),
         "not reported lost: {said}"
     );
-    assert!(records(&w.dir.join("state")).is_empty(), "the record went");
 }
 
 #[test]
@@ -805,5 +811,71 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
     let all = w.events(&since, &[svc, run]);
     assert!(!ran_beside(&all, run, &[svc], true), "{all:?}");
     assert_eq!(starts(w, &since, run), 1);
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_for_the_long_one() {
+    // Two local runs killed mid-window while no daemon runs: step `a`
+    // works for minutes, step `b` has ended. The daemon that starts then
+    // closes b's window at once (svcb runs again within seconds) and
+    // becomes ready, while a's window waits for its step.
+    let mut w = World::new("tworec");
+    let (svca, svcb) = (w.name("svca"), w.name("svcb"));
+    let (runa, runb) = (w.name("runa"), w.name("runb"));
+    let (a, b) = (w.name("a"), w.name("b"));
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.write_declaration(json!([
+        service("svca", &svca, &img),
+        service("svcb", &svcb, &img),
+        step(&a, &runa, &img, "sleep 300", &["svca"]),
+        step(&b, &runb, &img, "sleep 2", &["svcb"]),
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    d.node.sh_ok(&format!("systemctl stop {}", quote(&d.unit)));
+    // Both at once: a local command first closes the windows of dead
+    // owners, and would wait for step a.
+    let locals = [&a, &b].map(|id| w.mesh_spawn(&["run", id, "--local"], None));
+    wait_for("the steps to run", Duration::from_secs(30), || {
+        (w.running(&runa) && w.running(&runb)).then_some(())
+    });
+    kill_local_run(&w, &a);
+    kill_local_run(&w, &b);
+    locals.into_iter().for_each(reap);
+    wait_for("step b to end", Duration::from_secs(30), || {
+        (!w.running(&runb)).then_some(())
+    });
+    let state = w.dir.join("state");
+    assert_eq!(records(&state).len(), 2, "both windows left open");
+    assert!(!w.running(&svca) && !w.running(&svcb));
+
+    d.node
+        .sh_ok(&format!("systemctl start --no-block {}", quote(&d.unit)));
+    wait_for("svcb to run again", Duration::from_secs(20), || {
+        w.running(&svcb).then_some(())
+    });
+    wait_for("the daemon to be ready", Duration::from_secs(20), || {
+        d.active().then_some(())
+    });
+    assert!(w.running(&runa), "step a still runs");
+    assert!(!w.running(&svca), "svca stays held by a's window");
+    assert_eq!(records(&state).len(), 1, "a's window stays open");
+    let out = d.cli(&["status"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&a),
+        "status shows a's window"
+    );
+
+    w.node.docker_ok(&["kill", &runa]);
+    wait_for("svca to run again", Duration::from_secs(30), || {
+        w.running(&svca).then_some(())
+    });
+    wait_for("the records to go", Duration::from_secs(10), || {
+        records(&state).is_empty().then_some(())
+    });
     assert!(d.active());
 }
