@@ -147,7 +147,12 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let windows = Windows::new(store.clone(), runtime.clone(), clock.clone(), owner)
         .stopping_on(shutdown.clone());
     let units = crate::systemd::units::for_runtime(&*runtime).await;
-    let firer = Firer::new(runtime.clone(), windows.clone(), units, shutdown.clone());
+    let firer = Firer::new(
+        runtime.clone(),
+        windows.clone(),
+        units.clone(),
+        shutdown.clone(),
+    );
 
     // 1. Windows a dead daemon left open are closed by the adopter, each
     // on a task of its own, from now on: one long step does not delay
@@ -164,8 +169,10 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // It also adopts, within seconds of the death, a window whose owner
     // dies later (a local command, an installer) or stops renewing its
     // lease.
-    let adopter_task =
-        tokio::spawn(crate::schedule::adopt::Adopter::new(windows.clone()).run(shutdown.clone()));
+    // And it stops step units no live owner keeps (a scope whose owner
+    // died before its container was in it).
+    let adopter = crate::schedule::adopt::Adopter::new(windows.clone()).with_units(units);
+    let adopter_task = tokio::spawn(adopter.run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog();

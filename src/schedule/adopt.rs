@@ -58,6 +58,9 @@ pub struct Adopter {
     /// looked at again then (a stopped owner renews nothing, so nothing
     /// else wakes the adopter).
     next_lapse: Option<Duration>,
+    /// The step units, whose orphans (a scope kept by the keeper of a
+    /// dead owner) are stopped at start and after each adoption.
+    units: Option<std::sync::Arc<dyn crate::systemd::units::StepUnits>>,
 }
 
 /// The key in `busy` of the task setting unreadable files aside.
@@ -73,6 +76,26 @@ impl Adopter {
             tasks: JoinSet::new(),
             poll: false,
             next_lapse: None,
+            units: None,
+        }
+    }
+
+    /// Stop orphaned step units of `units` too (see
+    /// [`crate::systemd::orphans`]).
+    pub fn with_units(
+        mut self,
+        units: std::sync::Arc<dyn crate::systemd::units::StepUnits>,
+    ) -> Self {
+        self.units = Some(units);
+        self
+    }
+
+    /// Stop, on a task of its own, the step units no live owner keeps.
+    fn stop_orphans(&self) {
+        if let Some(units) = self.units.clone() {
+            tokio::spawn(async move {
+                units.stop_orphans().await;
+            });
         }
     }
 
@@ -94,6 +117,7 @@ impl Adopter {
                 None
             }
         };
+        self.stop_orphans();
         self.scan();
         loop {
             let poll = self.poll || inotify.is_none();
@@ -117,7 +141,12 @@ impl Adopter {
                 }
                 Some(done) = self.tasks.join_next() => {
                     match done {
-                        Ok(step) => { self.busy.remove(&step); }
+                        Ok(step) => {
+                            if step != UNREADABLE {
+                                self.stop_orphans();
+                            }
+                            self.busy.remove(&step);
+                        }
                         Err(e) => {
                             tracing::error!("a window adoption failed: {e}");
                             // Which step is unknown: look at all again.
