@@ -942,3 +942,33 @@ fn a_local_run_killed_just_after_its_scope_started_leaves_no_scope_behind() {
     });
     assert!(d.active());
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_unreadable_record_dropped_while_the_daemon_runs_is_set_aside_and_fires_go_on() {
+    let h = Held::start("unreadrun", "sleep 1; echo done", |_| String::new());
+    let (w, d, svc, id) = (&h.w, &h.d, &h.svc, &h.id);
+    let windows = w.dir.join("state/windows");
+    std::fs::write(windows.join("junk.json"), b"\0\0\0").expect("write");
+    wait_for("junk to be set aside", Duration::from_secs(10), || {
+        (!windows.join("junk.json").exists()).then_some(())
+    });
+    let alert = d.journal(
+        &h.journal_since,
+        &["MESH_EVENT=record-unreadable", "PRIORITY=1"],
+    );
+    assert!(
+        alert.contains(&windows.join("junk.json").display().to_string()),
+        "{alert}"
+    );
+    let out = d.cli(&["run", id]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(w.running(svc));
+    assert!(records(&w.dir.join("state")).is_empty());
+}
