@@ -972,3 +972,44 @@ fn an_unreadable_record_dropped_while_the_daemon_runs_is_set_aside_and_fires_go_
     assert!(w.running(svc));
     assert!(records(&w.dir.join("state")).is_empty());
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
+    // What an older mesh-host left when its local run was SIGKILLed just
+    // after its scope started: the scope, held by `sleep infinity` whose
+    // owner is gone. The next local run stops it; its own fire runs.
+    let mut w = World::new("oldscope");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let id = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        step(&id, &run, &img, "true", &["svc"]),
+    ]));
+    let out = w.mesh(&["apply", &w.path("declaration.json"), "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    let old = format!(
+        "mesh-host-step-{}-20200101T000000Z",
+        id.replace('-', "\\x2d")
+    );
+    w.node.sh_ok(&format!(
+        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
+        quote(&old)
+    ));
+    let _scope = w.node.on_drop(format!(
+        "systemctl stop {} || true",
+        quote(&format!("{old}.scope"))
+    ));
+    wait_for("the old scope", Duration::from_secs(10), || {
+        (!step_scopes(&w, &id).is_empty()).then_some(())
+    });
+    let out = w.mesh(&["run", &id, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    wait_for("the old scope to go", Duration::from_secs(10), || {
+        step_scopes(&w, &id).is_empty().then_some(())
+    });
+    assert!(w.running(&svc));
+}

@@ -19,7 +19,7 @@ use super::units::KEEPER;
 const SCOPES: &str = "mesh-host-step-*.scope";
 
 /// The command line of a keeper of an older mesh-host.
-const OLD_KEEPER: &str = "sleep infinity";
+const OLD_KEEPER: [&str; 2] = ["sleep", "infinity"];
 
 /// Stop every step scope holding only orphaned keepers; the names stopped.
 pub async fn stop_orphaned_scopes(manager: &ManagerProxy<'_>) -> Vec<String> {
@@ -66,11 +66,14 @@ pub async fn stop_orphaned_scopes(manager: &ManagerProxy<'_>) -> Vec<String> {
     stopped
 }
 
-/// Whether `cmdline` (as systemd gives it: arguments joined by spaces) is
-/// a keeper's.
+/// Whether `cmdline` (as systemd gives it: arguments joined by spaces,
+/// the program as it was run, by name or by path) is a keeper's.
 fn is_keeper(cmdline: &str) -> bool {
-    let cmdline = cmdline.trim();
-    cmdline == OLD_KEEPER || cmdline == KEEPER.join(" ")
+    let mut words: Vec<&str> = cmdline.split_whitespace().collect();
+    if let Some(program) = words.first_mut() {
+        *program = program.rsplit('/').next().unwrap_or(program);
+    }
+    words == OLD_KEEPER || words == KEEPER
 }
 
 /// Whether the parent of `pid` is a mesh-host process: the keeper's owner
@@ -101,7 +104,9 @@ mod tests {
     #[test]
     fn keepers_are_told_from_other_processes() {
         assert!(is_keeper("sleep infinity"));
+        assert!(is_keeper("/usr/bin/sleep infinity"));
         assert!(is_keeper("cat -"));
+        assert!(!is_keeper("/usr/bin/cat /etc/passwd"));
         assert!(!is_keeper("sleep 5"));
         assert!(!is_keeper(
             "/usr/bin/containerd-shim-runc-v2 -namespace moby"
