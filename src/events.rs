@@ -4,9 +4,10 @@
 //! `MESH_EVENT=<name>`, a fixed `MESSAGE_ID` (explained by the catalog in
 //! `units/mesh-host.catalog`) and, where they apply, `MESH_STEP`,
 //! `MESH_CONTAINER`, `MESH_MODULE`, `MESH_EXIT_STATUS`. Log them with the
-//! [`mesh_event!`](crate::mesh_event) macro; the one alert kind,
-//! `will-not-start-again`, goes through [`mesh_alert!`](crate::mesh_alert),
-//! which journald stores at priority 1 (`alert`).
+//! [`mesh_event!`](crate::mesh_event) macro; the alert kinds,
+//! `will-not-start-again` through [`mesh_alert!`](crate::mesh_alert) and
+//! `record-unreadable` through [`mesh_alert_of!`](crate::mesh_alert_of),
+//! are stored by journald at priority 1 (`alert`).
 
 use std::io::IsTerminal;
 
@@ -55,11 +56,17 @@ pub enum Event {
     /// A fire missed while the daemon was down was run once at start
     /// (`catch-up`).
     StepCaughtUp,
+    /// A file in the window records' directory could not be read as a
+    /// record: moved to `windows/unreadable/` (an alert).
+    RecordUnreadable,
+    /// A window was taken over from its owner: the owner died, or its lease
+    /// lapsed (stopped, hung, frozen).
+    WindowTakenOver,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 16] = [
+    pub const ALL: [Event; 18] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -76,6 +83,8 @@ impl Event {
         Event::HeldUnhealthy,
         Event::AclRestored,
         Event::StepCaughtUp,
+        Event::RecordUnreadable,
+        Event::WindowTakenOver,
     ];
 
     /// The `MESH_EVENT` value.
@@ -97,6 +106,8 @@ impl Event {
             Event::HeldUnhealthy => "held-unhealthy",
             Event::AclRestored => "acl-restored",
             Event::StepCaughtUp => "step-caught-up",
+            Event::RecordUnreadable => "record-unreadable",
+            Event::WindowTakenOver => "window-taken-over",
         }
     }
 
@@ -119,6 +130,8 @@ impl Event {
             Event::HeldUnhealthy => "4c0baca3055f4c2c8e7c582487e5b01b",
             Event::AclRestored => "d2890cb406fd4d2d9414284c1bd8d0e9",
             Event::StepCaughtUp => "6c5340fafe25456ca2a1372102683f52",
+            Event::RecordUnreadable => "5e0f3c9a8b2d4e6f91a7c4d8e2b6f013",
+            Event::WindowTakenOver => "c37a1d95e4f84b0a8d26f1e9b05c7a42",
         }
     }
 }
@@ -147,6 +160,21 @@ macro_rules! mesh_alert {
             target: "mesh_host::alert",
             MESH_EVENT = $crate::events::Event::WillNotStartAgain.name(),
             MESSAGE_ID = $crate::events::Event::WillNotStartAgain.message_id(),
+            $($rest)+
+        )
+    };
+}
+
+/// Log an event of `kind` at journal priority 1 (`alert`), like
+/// [`mesh_alert!`](crate::mesh_alert) for other alerting kinds:
+/// `mesh_alert_of!(Event::RecordUnreadable, FIELD = value, ..., "message")`.
+#[macro_export]
+macro_rules! mesh_alert_of {
+    ($kind:expr, $($rest:tt)+) => {
+        ::tracing::error!(
+            target: "mesh_host::alert",
+            MESH_EVENT = $kind.name(),
+            MESSAGE_ID = $kind.message_id(),
             $($rest)+
         )
     };

@@ -11,6 +11,9 @@
 //!   before its window closes; the scheduler catches it, frees the step
 //!   and hands the window to the adopter, which closes it.
 //!
+//! - `pause-after-unit` (a pause, not a panic): in a fire whose transient
+//!   unit has started, before its container is created, for a minute.
+//!
 //! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget every close
 //! spends (confirming a lost step stopped, starting what a window held,
 //! whoever closes it) from five minutes to N seconds, so that a node test can spend it while
@@ -30,6 +33,25 @@ pub fn point(name: &str, subject: &str) {
         panic!("injected fault {name} in {subject} (MESH_HOST_FAULT)");
     }
 }
+
+/// Pause here (a minute) when the environment asks for fault `name` on
+/// `subject`: a moment a node test kills the process in
+/// (`pause-after-unit`: a fire whose scope started and whose container is
+/// not created yet).
+#[cfg(debug_assertions)]
+pub async fn pause(name: &str, subject: &str) {
+    let asked =
+        std::env::var("MESH_HOST_FAULT").is_ok_and(|v| v.split_once(':') == Some((name, subject)));
+    if asked {
+        tracing::warn!("pausing at {name} in {subject} (MESH_HOST_FAULT)");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+}
+
+/// Release builds: never pauses.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub async fn pause(_name: &str, _subject: &str) {}
 
 /// Release builds: no fault is ever injected.
 #[cfg(not(debug_assertions))]

@@ -322,8 +322,8 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_again() {
     // The daemon is down when the window's owner dies and the held service
-    // is removed: at its next start it resumes the window before anything
-    // else, with no plan of the opener's, and creates the service from the
+    // is removed: at its next start its adopter resumes the window at once,
+    // with no plan of the opener's, and creates the service from the
     // declaration its schedules were armed from (armed-declaration.json).
     let h = Held::start("startrm", "true", |_| String::new());
     let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
@@ -348,7 +348,14 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
     std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
 
     d.start();
-    assert!(w.running(svc), "running once the daemon is ready");
+    // The adopter closes it from the start, beside the start-up apply
+    // (which leaves a held container alone).
+    wait_for("svc to run again", Duration::from_secs(10), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
     let said = h.step_journal(&[]);
     assert!(
         said.contains(&format!(
@@ -360,7 +367,6 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
         !said.contains("WILL NOT START AGAIN"),
         "not reported lost: {said}"
     );
-    assert!(records(&w.dir.join("state")).is_empty(), "the record went");
 }
 
 #[test]
@@ -534,4 +540,476 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
     );
     let alerts = w.journal(&["MESH_EVENT=will-not-start-again", "MESH_STEP=fs"]);
     assert!(alerts.trim().is_empty(), "no alert: {alerts}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn unreadable_records_beside_a_real_one_are_set_aside_and_the_daemon_starts_and_closes_it() {
+    // The daemon is SIGKILLed mid-window; before systemd starts it again,
+    // files that are not records this host can read land beside the real
+    // record: garbage, three NUL bytes, a record of an unknown version.
+    // The new daemon sets them aside with an alert naming each, closes the
+    // real window, and runs.
+    let h = Held::start("unread", "sleep 6; echo done", |_| String::new());
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
+    let since = stamp();
+    let state = w.dir.join("state");
+    let client = d.cli_spawn(&["run", id]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(run).then_some(())
+    });
+    assert!(!w.running(svc), "held by the daemon's window");
+    let first = d.main_pid();
+    w.node.sh_ok(&format!("kill -KILL {first}"));
+    let windows = state.join("windows");
+    std::fs::write(windows.join("garbage.json"), b"{garbage").expect("write");
+    std::fs::write(windows.join("nul.json"), b"\0\0\0").expect("write");
+    let mut v9: Value =
+        serde_json::from_slice(&std::fs::read(windows.join(format!("{id}.json"))).expect("record"))
+            .expect("the real record");
+    v9["record"] = json!(9);
+    v9["step"] = json!("later");
+    std::fs::write(
+        windows.join("later.json"),
+        serde_json::to_vec(&v9).expect("json"),
+    )
+    .expect("write");
+    reap(client);
+
+    wait_for("the daemon to run again", Duration::from_secs(60), || {
+        (d.active() && d.main_pid() != first).then_some(())
+    });
+    wait_for("svc to run again", Duration::from_secs(40), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&state).is_empty().then_some(())
+    });
+    let aside: Vec<String> = std::fs::read_dir(windows.join("unreadable"))
+        .expect("windows/unreadable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for name in ["garbage.json.", "nul.json.", "later.json."] {
+        assert!(
+            aside.iter().any(|a| a.starts_with(name)),
+            "{name} set aside: {aside:?}"
+        );
+    }
+    let alerts = d.journal(
+        &h.journal_since,
+        &["MESH_EVENT=record-unreadable", "PRIORITY=1"],
+    );
+    for name in ["garbage.json", "nul.json", "later.json"] {
+        assert!(
+            alerts.contains(&format!("{}", windows.join(name).display())),
+            "an alert names {name}: {alerts}"
+        );
+    }
+    assert!(alerts.contains("version 9 is not understood"), "{alerts}");
+    assert_eq!(starts(w, &since, run), 1, "the step ran once");
+    assert_eq!(w.inspect(run, "{{.State.ExitCode}}"), "0", "and to its end");
+    assert!(d.active(), "the daemon runs");
+}
+
+/// Whether, in Docker's `events`, `step` ever ran while one of `held` ran
+/// (each held one running at `since` when `held_running`).
+fn ran_beside(events: &[(String, String)], step: &str, held: &[&str], held_running: bool) -> bool {
+    let mut step_running = false;
+    let mut running: Vec<bool> = held.iter().map(|_| held_running).collect();
+    for (n, a) in events {
+        if n == step {
+            match a.as_str() {
+                "start" => step_running = true,
+                "die" => step_running = false,
+                _ => {}
+            }
+        } else if let Some(i) = held.iter().position(|h| h == n) {
+            match a.as_str() {
+                "start" => running[i] = true,
+                "die" => running[i] = false,
+                _ => {}
+            }
+        }
+        if step_running && running.iter().any(|r| *r) {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
+    // A window of the step from before a reboot: its held containers are
+    // stopped and owed a start. The daemon closes it, and that takes
+    // seconds: `flaky` (last held, so started first) exits at once each
+    // time it is started, and is tried three times. Meanwhile a fire of the
+    // same step is asked for. It must not open a window beside that
+    // record: the old close would start svc beside the running step and
+    // erase the new record. It is skipped, and the next fire, once the old
+    // window closed, runs alone.
+    let mut w = World::new("prevboot");
+    let svc = w.name("svc");
+    let flaky = w.name("flaky");
+    let run = w.name("run");
+    let id = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.node.docker_ok(&[
+        "create",
+        "--name",
+        &flaky,
+        "--network",
+        "none",
+        &img,
+        "sh",
+        "-c",
+        "exit 1",
+    ]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        step(&id, &run, &img, "sleep 8; echo done", &["svc"]),
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    w.node.docker_ok(&["stop", "-t", "1", &svc]);
+    let since = stamp();
+    let state = w.dir.join("state");
+    let record = json!({
+        "record": 1, "step": id, "module": "m",
+        "fire-time": "2026-01-01T03:00:00Z", "opened-at": "2026-01-01T03:00:01Z",
+        "boot-id": "00000000-0000-0000-0000-000000000001", "pid": 4242, "pid-start-time": 1,
+        "step-container": run, "step-timeout-secs": 120, "owed": false,
+        "held": [{"id": "svc", "name": svc, "was-running": true},
+                 {"id": "flaky", "name": flaky, "was-running": true}]
+    });
+    let windows = state.join("windows");
+    let tmp = windows.join(format!(".{id}.json.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
+    std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
+    // At once, while the daemon's adopter closes the old window.
+    let first = d.cli(&["run", &id]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr)
+    );
+    wait_for("the old window to close", Duration::from_secs(60), || {
+        (records(&state).is_empty() && w.running(&svc)).then_some(())
+    });
+    let second = d.cli(&["run", &id]);
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&second.stdout),
+        String::from_utf8_lossy(&second.stderr)
+    );
+    wait_for("svc to run again", Duration::from_secs(60), || {
+        (records(&state).is_empty() && w.running(&svc)).then_some(())
+    });
+    let events = w.events(&since, &[&svc, &run]);
+    assert!(
+        !ran_beside(&events, &run, &[&svc], false),
+        "the step ran beside svc (the first fire said: {said}): {events:?}"
+    );
+    assert!(
+        said.contains("skipped"),
+        "the first fire was skipped: {said}"
+    );
+    assert_eq!(
+        starts(&w, &since, &run),
+        1,
+        "only the second fire ran: {events:?}"
+    );
+    let violated = d.journal(&journal_since, &["MESH_EVENT=hold-violated"]);
+    assert!(violated.trim().is_empty(), "{violated}");
+    let took = d.journal(&journal_since, &["MESH_EVENT=window-taken-over"]);
+    assert!(
+        took.contains(&format!(
+            "took over the window of {id} from pid 4242 of another boot"
+        )),
+        "{took}"
+    );
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again() {
+    // `mesh-host run --local` is stopped (SIGSTOP) mid-window while the
+    // daemon runs: its process exists, but it no longer renews its lease.
+    // Within the lapse (30 s) and a few seconds the daemon takes the window
+    // over, waits for the step and closes it. Continued afterwards, the
+    // owner stops and starts nothing, and says it lost the window.
+    let h = Held::start("stopped", "sleep 40; echo done", |_| String::new());
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
+    let state_path = w.path("state");
+    let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
+    let since = stamp();
+    let local = w.mesh_spawn(&["run", id, "--local"], None);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(run).then_some(())
+    });
+    assert!(!w.running(svc), "held by the local run's window");
+    w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
+    let stopped_at = std::time::Instant::now();
+
+    wait_for(
+        "the daemon to take the window over",
+        Duration::from_secs(50),
+        || {
+            h.step_journal(&["MESH_EVENT=window-taken-over"])
+                .contains("which has not renewed its lease")
+                .then_some(())
+        },
+    );
+    let took_after = stopped_at.elapsed();
+    eprintln!("taken over {took_after:?} after the SIGSTOP");
+    assert!(
+        took_after >= Duration::from_secs(20),
+        "not before the lease lapsed: {took_after:?}"
+    );
+    assert!(!w.running(svc), "the step still runs: svc stays held");
+    wait_for("svc to run again", Duration::from_secs(40), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+    assert_eq!(
+        w.inspect(run, "{{.State.ExitCode}}"),
+        "0",
+        "the step ran to its end"
+    );
+
+    // Continue the stopped owner (and the nsenter wrapper, which stopped
+    // with it): it must not touch svc.
+    let continued = stamp();
+    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the wrapper");
+    let out = local.wait_with_output().expect("the local run ends");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains(&format!("lost the window of {id}")), "{said}");
+    std::thread::sleep(Duration::from_secs(3));
+    let after = w.events(&continued, &[svc, run]);
+    assert!(
+        after.iter().all(|(n, _)| n != svc),
+        "the owner that lost its window did nothing to svc: {after:?}"
+    );
+    assert!(w.running(svc));
+    let all = w.events(&since, &[svc, run]);
+    assert!(!ran_beside(&all, run, &[svc], true), "{all:?}");
+    assert_eq!(starts(w, &since, run), 1);
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_for_the_long_one() {
+    // Two local runs killed mid-window while no daemon runs: step `a`
+    // works for minutes, step `b` has ended. The daemon that starts then
+    // closes b's window at once (svcb runs again within seconds) and
+    // becomes ready, while a's window waits for its step.
+    let mut w = World::new("tworec");
+    let (svca, svcb) = (w.name("svca"), w.name("svcb"));
+    let (runa, runb) = (w.name("runa"), w.name("runb"));
+    let (a, b) = (w.name("a"), w.name("b"));
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.write_declaration(json!([
+        service("svca", &svca, &img),
+        service("svcb", &svcb, &img),
+        step(&a, &runa, &img, "sleep 300", &["svca"]),
+        step(&b, &runb, &img, "sleep 2", &["svcb"]),
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    d.node.sh_ok(&format!("systemctl stop {}", quote(&d.unit)));
+    // Both at once: a local command first closes the windows of dead
+    // owners, and would wait for step a.
+    let locals = [&a, &b].map(|id| w.mesh_spawn(&["run", id, "--local"], None));
+    wait_for("the steps to run", Duration::from_secs(30), || {
+        (w.running(&runa) && w.running(&runb)).then_some(())
+    });
+    kill_local_run(&w, &a);
+    kill_local_run(&w, &b);
+    locals.into_iter().for_each(reap);
+    wait_for("step b to end", Duration::from_secs(30), || {
+        (!w.running(&runb)).then_some(())
+    });
+    let state = w.dir.join("state");
+    assert_eq!(records(&state).len(), 2, "both windows left open");
+    assert!(!w.running(&svca) && !w.running(&svcb));
+
+    d.node
+        .sh_ok(&format!("systemctl start --no-block {}", quote(&d.unit)));
+    wait_for("svcb to run again", Duration::from_secs(20), || {
+        w.running(&svcb).then_some(())
+    });
+    wait_for("the daemon to be ready", Duration::from_secs(20), || {
+        d.active().then_some(())
+    });
+    assert!(w.running(&runa), "step a still runs");
+    assert!(!w.running(&svca), "svca stays held by a's window");
+    assert_eq!(records(&state).len(), 1, "a's window stays open");
+    let out = d.cli(&["status"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&a),
+        "status shows a's window"
+    );
+
+    w.node.docker_ok(&["kill", &runa]);
+    wait_for("svca to run again", Duration::from_secs(30), || {
+        w.running(&svca).then_some(())
+    });
+    wait_for("the records to go", Duration::from_secs(10), || {
+        records(&state).is_empty().then_some(())
+    });
+    assert!(d.active());
+}
+
+/// The active units of fires of step `id` (its scopes).
+fn step_scopes(w: &World, id: &str) -> Vec<String> {
+    let escaped = id.replace('-', "\\x2d");
+    w.node
+        .sh_ok(
+            "systemctl list-units --no-legend --plain --state=active,activating 'mesh-host-step-*'",
+        )
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|u| u.starts_with(&format!("mesh-host-step-{escaped}-")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_local_run_killed_just_after_its_scope_started_leaves_no_scope_behind() {
+    // A local run is SIGKILLed once its step's scope has started and
+    // before its container is created (held there by a fault point of
+    // debug builds). The scope's keeper ends with its owner, and the
+    // scope with it; the daemon closes the window.
+    let h = Held::start("scope", "sleep 2; echo done", |_| String::new());
+    let (w, d, svc, id) = (&h.w, &h.d, &h.svc, &h.id);
+    if w.node.var("MESH_NODE_CGROUP_DRIVER") != "cgroupfs" {
+        eprintln!("the systemd driver makes no scope of ours: nothing to check");
+        return;
+    }
+    let mut args = vec![
+        format!("MESH_HOST_FAULT=pause-after-unit:{id}"),
+        w.bin.clone(),
+    ];
+    args.extend(w.mesh_args(&["run", id, "--local"], None));
+    let local = w
+        .node
+        .command("env", &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let scope = wait_for("the step's scope", Duration::from_secs(30), || {
+        step_scopes(w, id).into_iter().next()
+    });
+    assert!(!w.running(svc), "held by the local run's window");
+    kill_local_run(w, id);
+    reap(local);
+    wait_for("the scope to go", Duration::from_secs(10), || {
+        step_scopes(w, id).is_empty().then_some(())
+    });
+    let state = w.node.sh(&format!("systemctl is-active {}", quote(&scope)));
+    assert_ne!(
+        String::from_utf8_lossy(&state.stdout).trim(),
+        "active",
+        "{scope}"
+    );
+    wait_for("svc to run again", Duration::from_secs(30), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_unreadable_record_dropped_while_the_daemon_runs_is_set_aside_and_fires_go_on() {
+    let h = Held::start("unreadrun", "sleep 1; echo done", |_| String::new());
+    let (w, d, svc, id) = (&h.w, &h.d, &h.svc, &h.id);
+    let windows = w.dir.join("state/windows");
+    std::fs::write(windows.join("junk.json"), b"\0\0\0").expect("write");
+    wait_for("junk to be set aside", Duration::from_secs(10), || {
+        (!windows.join("junk.json").exists()).then_some(())
+    });
+    let alert = d.journal(
+        &h.journal_since,
+        &["MESH_EVENT=record-unreadable", "PRIORITY=1"],
+    );
+    assert!(
+        alert.contains(&windows.join("junk.json").display().to_string()),
+        "{alert}"
+    );
+    let out = d.cli(&["run", id]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(w.running(svc));
+    assert!(records(&w.dir.join("state")).is_empty());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
+    // What an older mesh-host left when its local run was SIGKILLed just
+    // after its scope started: the scope, held by `sleep infinity` whose
+    // owner is gone. The next local run stops it; its own fire runs.
+    let mut w = World::new("oldscope");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let id = w.name("step");
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    w.write_declaration(json!([
+        service("svc", &svc, &img),
+        step(&id, &run, &img, "true", &["svc"]),
+    ]));
+    let out = w.mesh(&["apply", &w.path("declaration.json"), "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    let old = format!(
+        "mesh-host-step-{}-20200101T000000Z",
+        id.replace('-', "\\x2d")
+    );
+    w.node.sh_ok(&format!(
+        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
+        quote(&old)
+    ));
+    let _scope = w.node.on_drop(format!(
+        "systemctl stop {} || true",
+        quote(&format!("{old}.scope"))
+    ));
+    wait_for("the old scope", Duration::from_secs(10), || {
+        (!step_scopes(&w, &id).is_empty()).then_some(())
+    });
+    let out = w.mesh(&["run", &id, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    wait_for("the old scope to go", Duration::from_secs(10), || {
+        step_scopes(&w, &id).is_empty().then_some(())
+    });
+    assert!(w.running(&svc));
 }

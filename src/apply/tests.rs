@@ -122,6 +122,7 @@ impl Rig {
                 step_container: format!("{step}-run"),
                 step_timeout_secs: None,
                 opened_since_boot_secs: None,
+                lease_since_boot_secs: None,
                 owed: false,
                 held: held
                     .iter()

@@ -142,10 +142,14 @@ pub fn run_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
                 return EXIT_FAILED;
             }
         }
+        let units = crate::systemd::units::for_runtime(&*host.runtime).await;
+        // Windows of gone owners were just taken over: a scope one of
+        // them left holding only its keeper goes too.
+        units.stop_orphans().await;
         let firer = Firer::new(
             host.runtime.clone(),
             host.windows.clone(),
-            crate::systemd::units::for_runtime(&*host.runtime).await,
+            units,
             shutdown_on_signal(),
         );
         let report = firer.fire(&step.def, chrono::Utc::now()).await;

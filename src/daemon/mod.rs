@@ -1,10 +1,17 @@
 //! `mesh-host daemon`: the node's service (systemd `Type=notify`).
 //!
-//! Start-up order matters: window records left by a daemon that died are
-//! resumed first (their containers come back), then the node's declaration
-//! (the `--declaration` file, which `apply FILE` installs) is applied and
-//! the scheduler armed, and only then is `READY=1` sent. After that the
-//! daemon serves the control socket, re-applies on `SIGHUP` (`systemctl
+//! Start-up order: files in the window records' directory that are not
+//! readable records are moved aside (an alert); the adopter starts at once
+//! and closes every window left by a process that is gone, each on a task
+//! of its own (a window whose step still runs waits for it without holding
+//! anything else up); the control socket answers at once (`status` at
+//! once, `run` and `plan` once the schedules are armed); the node's
+//! declaration (the `--declaration` file, which `apply FILE` installs) is
+//! applied, honouring those windows still open, and the scheduler armed;
+//! then `READY=1` is sent. So READY means "declaration applied, schedules
+//! armed, socket answering", not "every old window closed": those still
+//! closing show in `status` and `STATUS=`. After that the daemon
+//! re-applies on `SIGHUP` (`systemctl
 //! reload`, on a task of its own: `daemon::reload`) and on a reconcile interval,
 //! one apply at a time, keeps `STATUS=` current, and on `SIGTERM` lets
 //! running steps end and their windows close before it exits 0. Schedules
@@ -37,7 +44,7 @@ use crate::schedule::fire::Firer;
 use crate::schedule::plan;
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
 use crate::schedule::step;
-use crate::schedule::window::{Owner, Resumed, Windows};
+use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
 
 use notify::Notifier;
@@ -141,28 +148,41 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let windows = Windows::new(store.clone(), runtime.clone(), clock.clone(), owner)
         .stopping_on(shutdown.clone());
     let units = crate::systemd::units::for_runtime(&*runtime).await;
-    let firer = Firer::new(runtime.clone(), windows.clone(), units, shutdown.clone());
+    let firer = Firer::new(
+        runtime.clone(),
+        windows.clone(),
+        units.clone(),
+        shutdown.clone(),
+    );
 
-    // 1. Windows a dead daemon left open are closed before anything else.
+    // 1. Windows a dead daemon left open are closed by the adopter, each
+    // on a task of its own, from now on: one long step does not delay
+    // another window's close, nor the daemon's start. A file in windows/
+    // that is not a readable record is moved aside first (an alert).
     notifier.status("starting: resuming windows left open");
     // What the last complete apply declared is known before any window is
     // resumed, so that a held container removed meanwhile is created again
     // (from here on, every arming of the schedules tells it anew).
     know_armed_holds(&store, &windows);
-    match handover::take(&store, &windows.owner().boot_id) {
-        // A package upgrade: the steps the last daemon left running are
-        // not waited for here; the adopter below takes their windows over.
-        Some(note) => tracing::info!(
+    if let Err(e) = windows.set_aside_unreadable().await {
+        tracing::error!("cannot look for unreadable window records: {e}");
+    }
+    // A package upgrade: the previous daemon handed its windows over, their
+    // steps still running; the adopter below takes them over like any other.
+    if let Some(note) = handover::take(&store, &windows.owner().boot_id) {
+        tracing::info!(
             "the previous mesh-host (pid {}) handed over the windows of {}: taking each over, closing it when its step ends",
             note.pid,
             if note.steps.is_empty() { "no step".to_string() } else { note.steps.join(", ") }
-        ),
-        None => resume_windows(&windows, &notifier).await?,
+        );
     }
-    // From here on, a window whose owner dies (a local command, an
-    // installer) is adopted within seconds of the death.
-    let adopter_task =
-        tokio::spawn(crate::schedule::adopt::Adopter::new(windows.clone()).run(shutdown.clone()));
+    // The adopter takes over every window whose owner is gone (each on its
+    // own), and adopts, within seconds of the death, a window whose owner
+    // dies later (a local command, an installer) or stops renewing its
+    // lease. It also stops step units no live owner keeps (a scope whose
+    // owner died before its container was in it).
+    let adopter = crate::schedule::adopt::Adopter::new(windows.clone()).with_units(units);
+    let adopter_task = tokio::spawn(adopter.run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog();
@@ -206,20 +226,25 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         folders: crate::acl::watch::Watcher::start(store.clone()),
     });
 
-    // 3. Apply the declaration file, arm the schedules.
-    notifier.status("starting: applying the declaration");
-    reload::extended(&notifier, daemon.apply_file()).await;
-
-    // 4. The control socket, then READY.
+    // 3. The control socket, answered at once: `status` while the
+    // declaration is first applied; `run` and `plan` once it armed the
+    // schedules.
     let listener = server::bind(&cfg.control_socket)
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.control_socket.display()))?;
-    let (to_daemon, mut requests) = mpsc::channel::<Incoming>(32);
+    let (to_daemon, requests) = mpsc::channel::<Incoming>(32);
     let server_task = tokio::spawn(server::serve(
         listener,
         cfg.control_socket.clone(),
         to_daemon,
         shutdown.clone(),
     ));
+    let (armed_tx, armed_rx) = watch::channel(false);
+    tokio::spawn(answer(daemon.clone(), requests, armed_rx));
+
+    // 4. Apply the declaration file, arm the schedules, then READY.
+    notifier.status("starting: applying the declaration");
+    reload::extended(&notifier, daemon.apply_file()).await;
+    let _ = armed_tx.send(true);
     notifier.ready(&daemon.status_line().await);
     tokio::spawn(daemon.clone().status_loop(shutdown.clone()));
 
@@ -250,13 +275,6 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
                 } else {
                     tracing::info!("reconcile skipped: the previous one is still applying");
                 }
-            }
-            Some(incoming) = requests.recv() => {
-                let d = daemon.clone();
-                tokio::spawn(async move {
-                    let response = d.handle(incoming.request).await;
-                    let _ = incoming.reply.send(response);
-                });
             }
             _ = term.recv() => break,
             _ = int.recv() => break,
@@ -338,29 +356,24 @@ fn know_armed_holds(store: &Store, windows: &Windows) {
     }
 }
 
-async fn resume_windows(windows: &Windows, notifier: &Notifier) -> Result<(), String> {
-    // Resuming may wait for a step still running (bounded by its timeout):
-    // keep asking systemd for start-up time meanwhile.
-    let resume = windows.resume();
-    tokio::pin!(resume);
-    let mut extend = tokio::time::interval(Duration::from_secs(30));
-    let resumed = loop {
-        tokio::select! {
-            r = &mut resume => break r.map_err(|e| format!("window records: {e}"))?,
-            _ = extend.tick() => notifier.extend_timeout(),
-        }
-    };
-    for r in resumed {
-        match r {
-            Resumed::OwnerAlive { step } => {
-                tracing::warn!(MESH_STEP = %step, "the window of {step} belongs to a live process; left to it")
+/// Answer control requests, each on a task of its own; `run` and `plan`
+/// wait until the start-up apply has armed the schedules.
+async fn answer(
+    daemon: Arc<Daemon>,
+    mut requests: mpsc::Receiver<Incoming>,
+    armed: watch::Receiver<bool>,
+) {
+    while let Some(incoming) = requests.recv().await {
+        let d = daemon.clone();
+        let mut armed = armed.clone();
+        tokio::spawn(async move {
+            if matches!(incoming.request, Request::Run { .. } | Request::Plan { .. }) {
+                let _ = armed.wait_for(|a| *a).await;
             }
-            Resumed::Closed { step, report, .. } | Resumed::Stale { step, report } => {
-                tracing::info!(MESH_STEP = %step, "window of {step} closed on start-up: started {:?}", report.started)
-            }
-        }
+            let response = d.handle(incoming.request).await;
+            let _ = incoming.reply.send(response);
+        });
     }
-    Ok(())
 }
 
 impl Daemon {

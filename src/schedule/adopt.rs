@@ -54,7 +54,17 @@ pub struct Adopter {
     tasks: JoinSet<String>,
     /// Something could only be polled (no pidfd, or no inotify).
     poll: bool,
+    /// When the earliest lease of a live foreign owner lapses, if any:
+    /// looked at again then (a stopped owner renews nothing, so nothing
+    /// else wakes the adopter).
+    next_lapse: Option<Duration>,
+    /// The step units, whose orphans (a scope kept by the keeper of a
+    /// dead owner) are stopped at start and after each adoption.
+    units: Option<std::sync::Arc<dyn crate::systemd::units::StepUnits>>,
 }
+
+/// The key in `busy` of the task setting unreadable files aside.
+const UNREADABLE: &str = "\0unreadable";
 
 impl Adopter {
     /// An adopter over this window engine (the daemon's).
@@ -65,6 +75,27 @@ impl Adopter {
             busy: BTreeSet::new(),
             tasks: JoinSet::new(),
             poll: false,
+            next_lapse: None,
+            units: None,
+        }
+    }
+
+    /// Stop orphaned step units of `units` too (see
+    /// [`crate::systemd::orphans`]).
+    pub fn with_units(
+        mut self,
+        units: std::sync::Arc<dyn crate::systemd::units::StepUnits>,
+    ) -> Self {
+        self.units = Some(units);
+        self
+    }
+
+    /// Stop, on a task of its own, the step units no live owner keeps.
+    fn stop_orphans(&self) {
+        if let Some(units) = self.units.clone() {
+            tokio::spawn(async move {
+                units.stop_orphans().await;
+            });
         }
     }
 
@@ -86,6 +117,7 @@ impl Adopter {
                 None
             }
         };
+        self.stop_orphans();
         self.scan();
         loop {
             let poll = self.poll || inotify.is_none();
@@ -109,7 +141,12 @@ impl Adopter {
                 }
                 Some(done) = self.tasks.join_next() => {
                     match done {
-                        Ok(step) => { self.busy.remove(&step); }
+                        Ok(step) => {
+                            if step != UNREADABLE {
+                                self.stop_orphans();
+                            }
+                            self.busy.remove(&step);
+                        }
                         Err(e) => {
                             tracing::error!("a window adoption failed: {e}");
                             // Which step is unknown: look at all again.
@@ -119,6 +156,8 @@ impl Adopter {
                     self.scan();
                 }
                 () = tokio::time::sleep(OWNER_POLL), if poll => self.scan(),
+                () = tokio::time::sleep(self.next_lapse.unwrap_or_default() + Duration::from_secs(1)),
+                    if self.next_lapse.is_some() => self.scan(),
             }
         }
         let deadline = tokio::time::Instant::now() + SHUTDOWN_BOUND;
@@ -139,19 +178,34 @@ impl Adopter {
     }
 
     /// Look at every record: watch live foreign owners, adopt the rest
-    /// that need it.
+    /// that need it (a dead owner, a lapsed lease, another boot, what this
+    /// daemon owes), and have files that are not readable records moved
+    /// aside.
     fn scan(&mut self) {
-        let records = match self.windows.store().windows() {
+        let scan = match self.windows.store().scan_windows() {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read window records to adopt: {e}");
                 return;
             }
         };
+        if !scan.unreadable.is_empty() && self.busy.insert(UNREADABLE.to_string()) {
+            let windows = self.windows.clone();
+            self.tasks.spawn(async move {
+                if let Err(e) = windows.set_aside_unreadable().await {
+                    tracing::error!("cannot move unreadable window records aside: {e}");
+                    tokio::time::sleep(OWNER_POLL).await;
+                }
+                UNREADABLE.to_string()
+            });
+        }
+        let records = scan.records;
         // Owners whose record went or changed hands are no longer watched.
         self.owners
             .retain(|w| records.iter().any(|r| r.step == w.step && r.pid == w.pid));
         self.poll = false;
+        self.next_lapse = None;
+        let at = self.windows.moment();
         for record in records {
             if self.busy.contains(&record.step) {
                 continue;
@@ -163,6 +217,16 @@ impl Adopter {
                 continue;
             }
             if record.boot_id == self.windows.owner().boot_id && record.owner_alive() {
+                match record.lease_left(&at) {
+                    Some(left) if left.is_zero() => {
+                        self.spawn(record.step);
+                        continue;
+                    }
+                    Some(left) => {
+                        self.next_lapse = Some(self.next_lapse.map_or(left, |n| n.min(left)));
+                    }
+                    None => {}
+                }
                 if !self.owners.iter().any(|w| w.step == record.step) {
                     self.watch_owner(&record);
                 }
@@ -228,7 +292,7 @@ fn log_adopted(resumed: &Resumed) {
                 tracing::info!(MESH_STEP = %step, "adopted the window of {step}: started {:?}", report.started);
             }
         }
-        Resumed::OwnerAlive { .. } => {}
+        Resumed::OwnerAlive { .. } | Resumed::Failed { .. } => {}
     }
 }
 

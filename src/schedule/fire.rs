@@ -405,6 +405,7 @@ async fn run_step(
         }
     };
     let unit_name = unit.as_ref().map(|u| u.name.clone());
+    crate::fault::pause("pause-after-unit", &step.id).await;
     let mut spec = step.spec.clone();
     spec.cgroup_parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
     if let Err(e) = runtime.create(&spec).await {

@@ -325,6 +325,7 @@ fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>, timeout_secs: u64) {
         step_container: "gc-run".into(),
         step_timeout_secs: Some(timeout_secs),
         opened_since_boot_secs: None,
+        lease_since_boot_secs: None,
         owed: false,
         held: vec![HeldContainer {
             id: "registry".into(),
@@ -828,4 +829,124 @@ async fn started_again_means_healthy_and_an_unhealthy_one_does_not_hold_up_the_o
     );
     assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
     assert!(r.store.windows().expect("records").is_empty());
+}
+
+/// A live process that is not this one, as a window owner: `(pid, start)`.
+fn other_live_owner() -> (std::process::Child, u32, u64) {
+    let child = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let start = crate::store::process_start_time(pid).expect("start time");
+    (child, pid, start)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_whose_window_was_taken_over_starts_nothing_and_erases_nothing() {
+    let r = rig(&[("db", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Mid-run, another process takes the window over (as a taker does
+    // once this owner's lease lapsed).
+    let (mut child, pid, start) = other_live_owner();
+    let mut taken = r.store.windows().expect("records").remove(0);
+    taken.pid = pid;
+    taken.pid_start_time = start;
+    r.store.write_window(&taken).expect("taken over");
+    r.fake.clear_calls();
+    let report = fire.await.expect("fire task");
+    // The step ended; the owner that lost the window starts nothing and
+    // leaves the taker's record alone.
+    assert!(report.started_again.is_empty(), "{report:?}");
+    assert_eq!(moves(&r.fake), vec![], "nothing started or stopped");
+    assert_eq!(r.store.windows().expect("records"), vec![taken]);
+    assert!(
+        !r.fake.is_running("db"),
+        "the taker starts it, not the loser"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
+    let r = rig(&[("registry", false)]);
+    let (mut child, pid, start) = other_live_owner();
+    let boot = crate::store::boot_id().expect("boot id");
+    let now = r.clock.since_boot().expect("since boot").as_secs();
+    let record = |lease: u64| WindowRecord {
+        step: "gc".into(),
+        module: None,
+        fire_time: t0(),
+        opened_at: t0(),
+        boot_id: boot.clone(),
+        pid,
+        pid_start_time: start,
+        step_container: "gc-run".into(),
+        step_timeout_secs: Some(3600),
+        opened_since_boot_secs: Some(now - 60),
+        lease_since_boot_secs: Some(lease),
+        owed: false,
+        held: vec![HeldContainer {
+            id: "registry".into(),
+            name: "registry".into(),
+            was_running: true,
+        }],
+    };
+    // Renewed 10 s ago: its owner holds it.
+    r.store.write_window(&record(now - 10)).expect("write");
+    assert_eq!(r.firer.windows().adopt("gc").await.expect("adopt"), None);
+    assert!(!r.fake.is_running("registry"));
+    // Not renewed for 31 s: taken over and closed.
+    r.store.write_window(&record(now - 31)).expect("write");
+    match r.firer.windows().adopt("gc").await.expect("adopt") {
+        Some(Resumed::Closed { report, .. }) => assert_eq!(report.started, vec!["registry"]),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(r.fake.is_running("registry"));
+    assert!(r.store.windows().expect("records").is_empty());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_renews_the_lease_of_its_windows_only() {
+    let r = rig(&[("db", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(60));
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let opened = r.store.windows().expect("records").remove(0);
+    let (mut child, pid, start) = other_live_owner();
+    let foreign = WindowRecord {
+        step: "other".into(),
+        pid,
+        pid_start_time: start,
+        lease_since_boot_secs: Some(1),
+        ..opened.clone()
+    };
+    r.store.write_window(&foreign).expect("write");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    r.firer.windows().renew_once().await.expect("renew");
+    let ours = r.store.window("gc").expect("read").expect("record");
+    assert!(
+        ours.lease_since_boot_secs > opened.lease_since_boot_secs,
+        "{ours:?}"
+    );
+    assert!(ours.same_window_and_owner(&opened));
+    assert_eq!(
+        r.store.window("other").expect("read"),
+        Some(foreign),
+        "another's lease is not this process's to renew"
+    );
+    r.store.remove_window("other").expect("remove");
+    let report = fire.await.expect("fire");
+    assert!(report.ok(), "{report:?}");
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -13,6 +13,7 @@
 //! | [`CONTAINER_INPUTS`]`.json` | per container, digests of what it was created reading | the apply engine |
 //! | [`STEP_HISTORY`]`.json` | recent runs of scheduled steps | the scheduler |
 //! | `windows/<step>.json` | one [`WindowRecord`] per open window ([`window_file_name`]) | the scheduler, under the lock |
+//! | `windows/unreadable/` | files found in `windows/` that are not records this host can read, moved aside ([`Store::set_aside`]) | whoever found them, under `windows.lock` |
 //! | `.<file>.<pid>.<n>.tmp` | a write in progress ([`write_atomic`]) | anyone writing |
 //!
 //! The root and `windows/` are created mode 0700 and files are written 0600:
@@ -36,6 +37,7 @@ mod boot;
 mod digest;
 mod error;
 mod lock;
+mod unreadable;
 mod window;
 
 use std::fs::{self, DirBuilder};
@@ -53,9 +55,10 @@ pub use digest::{
 };
 pub use error::StoreError;
 pub use lock::ApplyLock;
+pub use unreadable::{UnreadableRecord, WindowScan, UNREADABLE_DIR};
 pub use window::{
-    since_boot, window_file_name, HeldContainer, Moment, WindowRecord, CLOSE_BUDGET,
-    WINDOW_MAX_AGE, WINDOW_RECORD_VERSION,
+    since_boot, window_file_name, HeldContainer, Moment, WindowRecord, CLOSE_BUDGET, LEASE_LAPSE,
+    LEASE_RENEW, WINDOW_MAX_AGE, WINDOW_RECORD_VERSION,
 };
 
 /// The default state directory.
@@ -170,6 +173,13 @@ impl Store {
             })?
     }
 
+    /// [`Store::records_lock_async`], blocking the calling thread (for
+    /// the short, synchronous record writes of a caller outside async
+    /// code's reach).
+    pub fn records_lock(&self) -> Result<ApplyLock, StoreError> {
+        lock::lock(&self.root.join(RECORDS_LOCK_FILE))
+    }
+
     /// The path of document `name` (`<root>/<name>.json`).
     ///
     /// A name is letters, digits, `-`, `_` and `.`, not starting with `.`
@@ -219,45 +229,60 @@ impl Store {
     }
 
     /// The window record of `step`, if one is on disk (whether or not it
-    /// still [holds](WindowRecord::holds)).
+    /// still [holds](WindowRecord::holds)); one that cannot be read is an
+    /// error naming the file ([`StoreError::Corrupt`]).
     pub fn window(&self, step: &str) -> Result<Option<WindowRecord>, StoreError> {
         let path = self.window_path(step)?;
-        let record: Option<WindowRecord> = read_json(&path)?;
-        if let Some(record) = &record {
-            check_record_name(&path, record)?;
+        match unreadable::read_record(&path)? {
+            unreadable::ReadRecord::Gone => Ok(None),
+            unreadable::ReadRecord::Record(r) => Ok(Some(r)),
+            unreadable::ReadRecord::Unreadable(reason) => Err(StoreError::Corrupt { path, reason }),
         }
-        Ok(record)
     }
 
     /// Every window record on disk, ordered by file name, whether or not it
     /// still holds. One that cannot be read or parsed, or whose step does not
     /// match its file name, fails the whole call naming the file: a caller
-    /// must not guess which containers are held.
+    /// must not guess which containers are held (see
+    /// [`Store::scan_windows`] for the records and the unreadable files
+    /// apart).
     pub fn windows(&self) -> Result<Vec<WindowRecord>, StoreError> {
-        let entries = fs::read_dir(&self.windows)
-            .map_err(|e| StoreError::io("read directory", &self.windows, e))?;
-        let mut paths = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| StoreError::io("read directory", &self.windows, e))?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            // Temporary files start with '.'; anything else not ending in
-            // .json is not ours to interpret.
-            if name.starts_with('.') || !name.ends_with(".json") {
-                continue;
-            }
-            paths.push(entry.path());
+        let scan = self.scan_windows()?;
+        match scan.unreadable.into_iter().next() {
+            Some(u) => Err(StoreError::Corrupt {
+                path: u.path,
+                reason: u.reason,
+            }),
+            None => Ok(scan.records),
         }
-        paths.sort();
-        let mut records = Vec::with_capacity(paths.len());
-        for path in paths {
-            // None: closed (removed) between listing and reading.
-            if let Some(record) = read_json::<WindowRecord>(&path)? {
-                check_record_name(&path, &record)?;
-                records.push(record);
+    }
+
+    /// Every file of `windows/`: the readable records (by file name), and
+    /// apart those that are not records this host can read (garbage, an
+    /// unknown version, a record misfiled under another step's name, not a
+    /// regular file). An I/O error that says nothing of a file's content
+    /// (`EMFILE`, `EIO`) fails the call.
+    pub fn scan_windows(&self) -> Result<WindowScan, StoreError> {
+        let mut scan = WindowScan::default();
+        for path in unreadable::record_paths(&self.windows)? {
+            match unreadable::read_record(&path)? {
+                // Closed (removed) between listing and reading.
+                unreadable::ReadRecord::Gone => {}
+                unreadable::ReadRecord::Record(r) => scan.records.push(r),
+                unreadable::ReadRecord::Unreadable(reason) => {
+                    scan.unreadable.push(UnreadableRecord { path, reason })
+                }
             }
         }
-        Ok(records)
+        Ok(scan)
+    }
+
+    /// Move the file at `path` (found by [`Store::scan_windows`]) to
+    /// `windows/unreadable/`, if it still cannot be read: returns where it
+    /// went and why, `None` when it is gone or readable now. The caller
+    /// holds `windows.lock` ([`Store::records_lock_async`]).
+    pub fn set_aside(&self, path: &Path) -> Result<Option<(PathBuf, String)>, StoreError> {
+        unreadable::set_aside(&self.windows, path)
     }
 
     /// Writes `record` atomically to `windows/<escaped step id>.json`,
@@ -327,19 +352,6 @@ fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), Store
     })?;
     bytes.push(b'\n');
     write_atomic(path, &bytes, FILE_MODE).map_err(|e| StoreError::io("write", path, e))
-}
-
-/// A record is filed under its own step's name; one that is not (copied or
-/// renamed by hand) is refused rather than attributed to either step.
-fn check_record_name(path: &Path, record: &WindowRecord) -> Result<(), StoreError> {
-    let expected = window_file_name(&record.step)?;
-    if path.file_name() != Some(std::ffi::OsStr::new(&expected)) {
-        return Err(StoreError::Corrupt {
-            path: path.to_owned(),
-            reason: format!("record of step {:?} belongs in {expected}", record.step),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

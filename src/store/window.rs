@@ -21,6 +21,12 @@ pub const WINDOW_MAX_AGE: Duration = Duration::from_secs(6 * 60 * 60);
 /// budget). A window's bound is its step's timeout plus this.
 pub const CLOSE_BUDGET: Duration = Duration::from_secs(5 * 60);
 
+/// How often an owner renews its lease on the windows it holds.
+pub const LEASE_RENEW: Duration = Duration::from_secs(5);
+
+/// How long a lease may go unrenewed before its window is taken over.
+pub const LEASE_LAPSE: Duration = Duration::from_secs(30);
+
 /// The record format version this host writes and reads.
 pub const WINDOW_RECORD_VERSION: u32 = 1;
 
@@ -56,6 +62,12 @@ pub struct WindowRecord {
     /// moves) when the window was opened: a window's age is measured on it
     /// (absent in older records: then on the wall clock).
     pub opened_since_boot_secs: Option<u64>,
+    /// Seconds since boot (`CLOCK_BOOTTIME`) when the owner last renewed
+    /// its lease on the window ([`LEASE_RENEW`]): a window whose lease has
+    /// lapsed for [`LEASE_LAPSE`] is taken over even though its owner's
+    /// process exists (absent in older records: only the owner's death
+    /// frees those).
+    pub lease_since_boot_secs: Option<u64>,
     /// The close ran out of its budget while the container runtime did not
     /// answer: the containers still listed are owed a start, made as soon
     /// as the runtime answers again (already alerted).
@@ -144,6 +156,39 @@ impl WindowRecord {
         })
     }
 
+    /// Whether the owner's lease on this window has lapsed at `at`: of this
+    /// boot, renewed last more than [`LEASE_LAPSE`] ago. A record without
+    /// a lease (written by an older host), or a moment without the time
+    /// since boot, never lapses.
+    pub fn lease_lapsed(&self, at: &Moment) -> bool {
+        self.lease_left(at).is_some_and(|left| left.is_zero())
+    }
+
+    /// How long until the lease lapses (zero once it has); `None` when it
+    /// never does (see [`Self::lease_lapsed`]).
+    pub fn lease_left(&self, at: &Moment) -> Option<Duration> {
+        if self.boot_id != at.boot_id {
+            return None;
+        }
+        let renewed = Duration::from_secs(self.lease_since_boot_secs?);
+        let now = at.since_boot?;
+        let idle = now.saturating_sub(renewed);
+        Some(LEASE_LAPSE.saturating_sub(idle))
+    }
+
+    /// Whether `other` is this same window held by the same owner: the
+    /// same step, opening and owner (its lease may have been renewed
+    /// since). What an owner checks before it acts on its window, and what
+    /// is compared before a record is erased.
+    pub fn same_window_and_owner(&self, other: &WindowRecord) -> bool {
+        self.step == other.step
+            && self.opened_at == other.opened_at
+            && self.fire_time == other.fire_time
+            && self.boot_id == other.boot_id
+            && self.pid == other.pid
+            && self.pid_start_time == other.pid_start_time
+    }
+
     /// [`Self::holds`] at a given moment.
     pub fn holds_at(&self, at: &Moment) -> bool {
         self.boot_id == at.boot_id && (self.within_bound(at) || self.owner_alive())
@@ -159,26 +204,39 @@ impl WindowRecord {
     }
 
     /// Whether the process that opened the window is still alive: same boot,
-    /// and `pid` exists with the recorded start time. False when that cannot
-    /// be confirmed (including when `/proc` cannot be read: the reason is
-    /// logged).
+    /// and `pid` exists with the recorded start time. Only a definite
+    /// answer is a death: no such process, another process under that pid,
+    /// another boot. An error reading `/proc` that says nothing of the
+    /// process (`EMFILE`, `ENFILE`, `ENOMEM`, `EACCES`) is logged and taken
+    /// as alive: the owner's lease ([`Self::lease_lapsed`]) still frees a
+    /// window whose owner no longer renews it.
     pub fn owner_alive(&self) -> bool {
-        let boot = match boot_id() {
+        self.owner_alive_with(boot_id, live_process_start_time)
+    }
+
+    /// [`Self::owner_alive`] reading the boot id and a process's start
+    /// time through `boot` and `start` (the kernel's, or a test's).
+    fn owner_alive_with(
+        &self,
+        boot: impl FnOnce() -> Result<String, StoreError>,
+        start: impl FnOnce(u32) -> Result<u64, StoreError>,
+    ) -> bool {
+        let boot = match boot() {
             Ok(boot) => boot,
             Err(err) => {
-                tracing::warn!(step = %self.step, "cannot tell whether the window owner is alive: {err}");
-                return false;
+                tracing::warn!(step = %self.step, "cannot tell whether the window owner is alive, taken as alive: {err}");
+                return true;
             }
         };
         if boot != self.boot_id || self.pid == 0 {
             return false;
         }
-        match live_process_start_time(self.pid) {
+        match start(self.pid) {
             Ok(start) => start == self.pid_start_time,
             Err(err) if err.is_not_found() => false,
             Err(err) => {
-                tracing::warn!(step = %self.step, "cannot tell whether the window owner is alive: {err}");
-                false
+                tracing::warn!(step = %self.step, "cannot tell whether the window owner is alive, taken as alive: {err}");
+                true
             }
         }
     }
@@ -201,6 +259,8 @@ struct WireRecord {
     step_timeout_secs: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     opened_since_boot_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_since_boot_secs: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     owed: bool,
     held: Vec<HeldContainer>,
@@ -227,6 +287,7 @@ impl TryFrom<WireRecord> for WindowRecord {
             step_container: w.step_container,
             step_timeout_secs: w.step_timeout_secs,
             opened_since_boot_secs: w.opened_since_boot_secs,
+            lease_since_boot_secs: w.lease_since_boot_secs,
             owed: w.owed,
             held: w.held,
         })
@@ -247,6 +308,7 @@ impl From<WindowRecord> for WireRecord {
             step_container: r.step_container,
             step_timeout_secs: r.step_timeout_secs,
             opened_since_boot_secs: r.opened_since_boot_secs,
+            lease_since_boot_secs: r.lease_since_boot_secs,
             owed: r.owed,
             held: r.held,
         }
@@ -310,6 +372,7 @@ pub(crate) mod tests {
             step_container: "mesh-db-backup".into(),
             step_timeout_secs: Some(3600),
             opened_since_boot_secs: None,
+            lease_since_boot_secs: None,
             owed: false,
             held: vec![
                 HeldContainer {
@@ -472,6 +535,71 @@ pub(crate) mod tests {
         child.wait().expect("wait");
         let dead = WindowRecord { pid, ..rec };
         assert!(!dead.owner_alive(), "reaped pid {pid}");
+    }
+
+    #[test]
+    fn an_error_reading_proc_is_never_taken_for_the_owners_death() {
+        // Only the kernel makes /proc fail with EMFILE (a process out of
+        // descriptors) or ENOMEM: the readers are given here, as a
+        // descriptor-starved process would see them.
+        let boot = boot_id().expect("boot id");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("wait");
+        let rec = WindowRecord {
+            pid,
+            ..sample(&boot)
+        };
+        let emfile =
+            |what: &str| StoreError::io("read", what, std::io::Error::from_raw_os_error(24));
+        let here = || Ok(boot.clone());
+        assert!(rec.owner_alive_with(here, |_| Err(emfile("/proc/N/stat"))));
+        assert!(rec.owner_alive_with(|| Err(emfile("/proc/sys/kernel/random/boot_id")), |_| Ok(1)));
+        let enomem = StoreError::io(
+            "read",
+            "/proc/N/stat",
+            std::io::Error::from_raw_os_error(12),
+        );
+        assert!(rec.owner_alive_with(here, |_| Err(enomem)));
+        // A definite answer still is one: no such process, another
+        // process under the pid.
+        assert!(!rec.owner_alive(), "reaped pid {pid}");
+        let gone = StoreError::io("read", "/proc/N/stat", std::io::Error::from_raw_os_error(2));
+        assert!(!rec.owner_alive_with(here, |_| Err(gone)));
+        assert!(!rec.owner_alive_with(here, |_| Ok(rec.pid_start_time + 1)));
+        assert!(rec.owner_alive_with(here, |_| Ok(rec.pid_start_time)));
+    }
+
+    #[test]
+    fn a_lease_lapses_thirty_seconds_after_its_last_renewal_on_this_boot_only() {
+        let rec = WindowRecord {
+            lease_since_boot_secs: Some(1000),
+            ..sample("boot-a")
+        };
+        let at = |secs| moment(rec.opened_at, "boot-a", Some(secs));
+        assert!(!rec.lease_lapsed(&at(1000)));
+        assert_eq!(rec.lease_left(&at(1010)), Some(Duration::from_secs(20)));
+        assert!(!rec.lease_lapsed(&at(1029)));
+        assert!(rec.lease_lapsed(&at(1030)));
+        assert!(rec.lease_lapsed(&at(5000)));
+        assert!(!rec.lease_lapsed(&moment(rec.opened_at, "boot-b", Some(5000))));
+        assert!(!rec.lease_lapsed(&moment(rec.opened_at, "boot-a", None)));
+        // A record of an older host has no lease: it never lapses.
+        let old = WindowRecord {
+            lease_since_boot_secs: None,
+            ..rec.clone()
+        };
+        assert!(!old.lease_lapsed(&at(5000)));
+        // Renewing it keeps it the same window of the same owner.
+        let renewed = WindowRecord {
+            lease_since_boot_secs: Some(4990),
+            ..rec.clone()
+        };
+        assert!(rec.same_window_and_owner(&renewed));
+        assert!(!rec.same_window_and_owner(&WindowRecord {
+            pid: rec.pid + 1,
+            ..renewed
+        }));
     }
 
     #[test]

@@ -61,6 +61,12 @@ pub trait StepUnits: Send + Sync + std::fmt::Debug {
 
     /// The run is over (or never started).
     async fn end(&self, unit: Option<StepUnit>);
+
+    /// Stop every step unit that holds nothing but a keeper process whose
+    /// owner is gone (see [`crate::systemd::orphans`]); the names stopped.
+    async fn stop_orphans(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// No transient units: the step container runs where the runtime puts it.
@@ -106,6 +112,11 @@ pub async fn for_runtime(
         }
     }
 }
+
+/// The process that keeps a step's scope alive until its container is in
+/// it: `cat` of a pipe only the fire's process writes to (it never does):
+/// it ends when that process drops it or dies.
+pub const KEEPER: [&str; 2] = ["cat", "-"];
 
 /// The slice every step unit is placed in.
 pub const STEPS_SLICE: &str = "mesh-host.slice";
@@ -393,13 +404,18 @@ impl StepUnits for SystemdUnits {
             crate::runtime::CgroupDriver::Cgroupfs => {
                 // A scope needs a process at birth: a keeper holds it until
                 // the container's processes are in; then the keeper goes.
-                let mut keeper = tokio::process::Command::new("sleep");
+                // The keeper reads a pipe whose write end only this process
+                // holds: should this process die before it drops the
+                // keeper (SIGKILL), the kernel closes that end, the keeper
+                // reads end-of-file and exits, and the scope, holding
+                // nothing, ends.
+                let mut keeper = tokio::process::Command::new(KEEPER[0]);
                 keeper
-                    .arg("infinity")
+                    .args(&KEEPER[1..])
                     .env_remove("NOTIFY_SOCKET")
                     .env_remove("WATCHDOG_PID")
                     .env_remove("WATCHDOG_USEC")
-                    .stdin(std::process::Stdio::null())
+                    .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::null())
                     .kill_on_drop(true);
                 let child = keeper
@@ -458,6 +474,16 @@ impl StepUnits for SystemdUnits {
         // until the end.
         if let Some(unit) = unit {
             drop_keeper(unit).await;
+        }
+    }
+
+    async fn stop_orphans(&self) -> Vec<String> {
+        match self.manager().await {
+            Ok(manager) => crate::systemd::orphans::stop_orphaned_scopes(&manager).await,
+            Err(e) => {
+                tracing::warn!("cannot look for orphaned step units: {e}");
+                Vec::new()
+            }
         }
     }
 

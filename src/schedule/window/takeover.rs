@@ -14,12 +14,27 @@ use crate::store::{Moment, StoreError, WindowRecord};
 
 use super::{close_budget, OpenWindow, Resumed, Windows, OWED_BACKOFF_MAX};
 
+/// A record this process has just taken over.
+struct Claimed {
+    /// The record as rewritten, this process's.
+    record: WindowRecord,
+    /// It was of another boot: it held nothing.
+    stale: bool,
+}
+
 impl Windows {
     /// A fire of `step` in this process ended without closing its window
     /// (it panicked): mark the record, if this process still has one, owed,
     /// so that the adopter ([`crate::schedule::adopt`]) waits for the step
     /// container and closes it.
     pub fn hand_over(&self, step: &str) {
+        let _records = match self.store.records_lock() {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}");
+                return;
+            }
+        };
         match self.store.window(step) {
             Ok(Some(record)) if self.owner.owns(&record) && !record.owed => {
                 let owed = WindowRecord {
@@ -43,70 +58,121 @@ impl Windows {
         }
     }
 
-    /// Take over every record whose owner is gone and close it. Records of
-    /// a live owner (another process mid-window, a daemon keeping what is
-    /// owed) are left alone.
+    /// Take over every record whose owner is gone (or whose lease lapsed)
+    /// and close it, each on its own task: one long step does not delay
+    /// another window's close, and an error on one record does not stop
+    /// the others (it is returned as [`Resumed::Failed`]). A file that is
+    /// not a readable record is first moved aside, with an alert. Records
+    /// of a live owner (another process mid-window, a daemon keeping what
+    /// is owed) are left alone.
     pub async fn resume(&self) -> Result<Vec<Resumed>, StoreError> {
-        let mut out = Vec::new();
-        for record in self.store.windows()? {
+        self.set_aside_unreadable().await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for record in self.store.scan_windows()?.records {
             if self.owner.owns(&record) {
                 continue;
             }
-            match self.claim(&record.step).await? {
-                Some(claimed) => out.push(self.resume_one(claimed).await),
-                None => out.push(Resumed::OwnerAlive { step: record.step }),
+            let this = self.clone();
+            tasks.spawn(async move {
+                let step = record.step;
+                match this.claim(&step).await {
+                    Ok(Some(claimed)) => this.resume_one(claimed).await,
+                    Ok(None) => Resumed::OwnerAlive { step },
+                    Err(e) => {
+                        tracing::error!(MESH_STEP = %step, "cannot take over the window of {step}: {e}");
+                        Resumed::Failed {
+                            step,
+                            error: e.to_string(),
+                        }
+                    }
+                }
+            });
+        }
+        let mut out = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            match done {
+                Ok(resumed) => out.push(resumed),
+                Err(e) => tracing::error!("resuming a window failed: {e}"),
             }
         }
         Ok(out)
     }
 
     /// Take over the record of `step` and close it: the record of a dead
-    /// owner, or one of this process's own that is owed (then the runtime
-    /// is first waited for, without bound, while it does not answer).
-    /// `None` when there is nothing to take over: the record is gone, its
-    /// owner lives, or it is this process's own and owes nothing.
+    /// (or lapsed) owner, or one of this process's own that is owed (then
+    /// the runtime is first waited for, without bound, while it does not
+    /// answer). `None` when there is nothing to take over: the record is
+    /// gone, its owner lives and renews its lease, or it is this process's
+    /// own and owes nothing.
     pub async fn adopt(&self, step: &str) -> Result<Option<Resumed>, StoreError> {
-        let Some(record) = self.claim(step).await? else {
+        let Some(claimed) = self.claim(step).await? else {
             return Ok(None);
         };
-        if record.owed && !self.wait_for_runtime(&record).await {
+        if claimed.record.owed && !self.wait_for_runtime(&claimed.record).await {
             // Stopping while the runtime is away: the record stays owed,
             // for the next daemon or local command.
             return Ok(None);
         }
-        Ok(Some(self.resume_one(record).await))
+        Ok(Some(self.resume_one(claimed).await))
     }
 
     /// Rewrite the record of `step` as this process's, under the records
-    /// lock, if its owner is gone (see [`Windows::adopt`]). A record of
-    /// another boot is returned as it is: it holds nothing.
-    async fn claim(&self, step: &str) -> Result<Option<WindowRecord>, StoreError> {
+    /// lock, when its owner is gone, its lease has lapsed, or it is from
+    /// another boot (see [`Windows::adopt`]): every record is claimed before
+    /// anything is done to it, so that one process only acts on it.
+    async fn claim(&self, step: &str) -> Result<Option<Claimed>, StoreError> {
         let _records = self.store.records_lock_async().await?;
         let Some(record) = self.store.window(step)? else {
             return Ok(None);
         };
         if self.owner.owns(&record) {
-            return Ok(record.owed.then_some(record));
+            return Ok(record.owed.then_some(Claimed {
+                record,
+                stale: false,
+            }));
         }
-        if record.boot_id != self.owner.boot_id {
-            return Ok(Some(record));
-        }
-        if record.owner_alive() {
+        let at = self.moment();
+        let stale = record.boot_id != self.owner.boot_id;
+        let why = if stale {
+            format!("pid {} of another boot", record.pid)
+        } else if !record.owner_alive() {
+            format!("pid {}, which is gone", record.pid)
+        } else if record.lease_lapsed(&at) {
+            format!(
+                "pid {}, which has not renewed its lease for {}s (stopped or hung)",
+                record.pid,
+                crate::store::LEASE_LAPSE.as_secs()
+            )
+        } else {
             return Ok(None);
-        }
+        };
+        let now = at.since_boot.map(|d| d.as_secs());
         let claimed = WindowRecord {
+            boot_id: self.owner.boot_id.clone(),
             pid: self.owner.pid,
             pid_start_time: self.owner.pid_start_time,
+            lease_since_boot_secs: now,
+            // A record of another boot is measured from now on this one.
+            opened_since_boot_secs: if stale {
+                now
+            } else {
+                record.opened_since_boot_secs
+            },
             ..record.clone()
         };
         self.store.write_window(&claimed)?;
-        tracing::info!(
+        self.renew_leases();
+        mesh_event!(
+            warn,
+            Event::WindowTakenOver,
             MESH_STEP = %record.step,
-            "took over the window of {} from pid {}, which is gone",
-            record.step,
-            record.pid
+            "took over the window of {} from {why}",
+            record.step
         );
-        Ok(Some(claimed))
+        Ok(Some(Claimed {
+            record: claimed,
+            stale,
+        }))
     }
 
     /// Wait until the runtime answers (an inspect of the step container),
@@ -138,9 +204,10 @@ impl Windows {
         }
     }
 
-    async fn resume_one(&self, record: WindowRecord) -> Resumed {
+    async fn resume_one(&self, claimed: Claimed) -> Resumed {
+        let Claimed { record, stale } = claimed;
         let at = self.moment();
-        if record.boot_id != at.boot_id {
+        if stale {
             mesh_event!(
                 warn,
                 Event::WindowResumed,
