@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod acl;
 pub mod apply;
 pub mod cli;
+pub mod container_spec;
 pub mod control;
 pub mod cron;
 pub mod daemon;
@@ -26,3 +27,5 @@ pub mod store;
 pub mod systemd;
 pub mod tap;
 pub mod task;
+#[cfg(test)]
+mod test_dirs;

@@ -34,9 +34,11 @@ use crate::runtime::{
 };
 
 use super::pull::{Ensured, Puller};
-use super::spec::{self, BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT};
 use super::state::ContainerInputs;
 use super::{Action, ReportLine, Run};
+use crate::container_spec::{
+    self, BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
+};
 
 /// Reason of a recreate forced by a container made under an older format.
 pub(crate) const OLDER_RECORD: &str = "made by an older record format";
@@ -126,7 +128,7 @@ impl Run<'_> {
         if let Some(why) = self.held.get(name).cloned() {
             return done(Action::HeldStill, Some(why));
         }
-        let built = match spec::build(self.decl, res, c) {
+        let built = match container_spec::build(self.decl, res, c) {
             Ok(b) => b,
             Err(e) => return done(Action::Failed, Some(e.reason)),
         };

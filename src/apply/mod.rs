@@ -60,7 +60,6 @@ use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
 
 mod containers;
 mod files;
-pub mod grants;
 mod identities;
 pub mod node_declaration;
 mod order;
@@ -69,7 +68,7 @@ pub mod report;
 mod run_once;
 mod scheduled;
 mod shared_folders;
-pub mod spec;
+
 pub mod state;
 #[cfg(test)]
 mod tests;

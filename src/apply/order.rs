@@ -121,7 +121,7 @@ impl<'a> Run<'a> {
     /// A grant whose group cannot write its path is said on the
     /// container's line (`unhealthy: ...`); it fails nothing.
     fn note_unhealthy_grants(&mut self, id: &str, c: &Container) {
-        let unhealthy = super::grants::unhealthy(c);
+        let unhealthy = crate::container_spec::grants::unhealthy(c);
         if unhealthy.is_empty() {
             return;
         }

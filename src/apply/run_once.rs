@@ -15,8 +15,8 @@ use tokio::time::Instant;
 use crate::declaration::{Container, Resource};
 use crate::runtime::{stop_run, LABEL_RESOURCE};
 
-use super::spec;
 use super::{Action, Halt, Run};
+use crate::container_spec;
 
 impl Run<'_> {
     /// Run a run-once step; `Some` when the apply must halt here (the
@@ -55,7 +55,7 @@ impl Run<'_> {
     ) -> Result<Duration, (Option<i64>, String)> {
         let name = c.name.as_str();
         let fail = |reason: String| (None, reason);
-        let built = spec::build(self.decl, res, c).map_err(|e| fail(e.reason))?;
+        let built = container_spec::build(self.decl, res, c).map_err(|e| fail(e.reason))?;
         let leftover = match &self.listing {
             Ok(listing) => listing.contains_key(name),
             Err(e) => return Err(fail(format!("cannot list the managed containers: {e}"))),

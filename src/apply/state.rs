@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::report::{Action, Halt, ReportLine};
-use super::spec::BuiltContainer;
+use crate::container_spec::BuiltContainer;
 
 /// The format of [`AppliedState`] this host writes.
 pub const APPLIED_FORMAT: u32 = 1;
@@ -155,7 +155,7 @@ mod tests {
             .collect();
         BuiltContainer {
             spec: Default::default(),
-            identity: super::super::spec::identity_of(&fields, &reads),
+            identity: crate::container_spec::identity_of(&fields, &reads),
             fields,
             reads,
         }

@@ -20,37 +20,6 @@ use crate::schedule::clock::FakeClock;
 use crate::schedule::window::{Owner, Windows};
 use crate::store::{HeldContainer, Store, WindowRecord};
 
-/// A temporary directory for declared paths, outside /tmp and /var/tmp,
-/// where declared paths are refused (`declaration::sandbox`): under the
-/// crate's own `target/`, unless the checkout itself lives under one of
-/// those (a clone in /tmp); then under the user's cache directory, or
-/// /var/lib for root. So the tests pass wherever the checkout lives.
-pub(super) fn test_dir() -> tempfile::TempDir {
-    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-    let cache = std::env::var_os("HOME").map(|h| {
-        std::path::Path::new(&h)
-            .join(".cache")
-            .join("mesh-host-tests")
-    });
-    let base = [
-        Some(checkout),
-        cache,
-        Some("/var/lib/mesh-host-tests".into()),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|dir| dir.join("test-dirs"))
-    .find(|dir| declarable(dir) && std::fs::create_dir_all(dir).is_ok())
-    .expect("a directory outside /tmp and /var/tmp for declared test paths");
-    tempfile::tempdir_in(base).expect("tempdir")
-}
-
-/// Whether the validator accepts paths under `dir`.
-fn declarable(dir: &std::path::Path) -> bool {
-    crate::declaration::AbsPath::try_from(dir.display().to_string().as_str())
-        .is_ok_and(|p| crate::declaration::sandbox::refusal(&p).is_none())
-}
-
 fn img(n: u8) -> String {
     format!("registry.test/app@sha256:{}", format!("{n:02x}").repeat(32))
 }
@@ -65,7 +34,7 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
-        let dir = test_dir();
+        let dir = crate::test_dirs::test_dir();
         let store = Store::open(dir.path().join("state")).expect("store");
         let fake = FakeRuntime::new();
         let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
@@ -663,7 +632,7 @@ async fn step_containers_of_declared_steps_stay_and_a_renamed_service_is_recreat
     let mut last_run = managed("gc-run", "gc", &img(1));
     last_run
         .labels
-        .insert(super::spec::LABEL_ROLE.into(), "step".into());
+        .insert(crate::container_spec::LABEL_ROLE.into(), "step".into());
     r.fake.add_container(last_run, false);
     let mut web = service("web", &img(1));
     r.apply(json!([web.clone(), step("gc", &img(1), &[])]))

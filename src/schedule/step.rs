@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::apply::spec;
+use crate::container_spec;
 use crate::cron::local_zone;
 use crate::declaration::{Declaration, Step};
 use crate::schedule::fire::StepDef;
@@ -16,7 +16,7 @@ use crate::schedule::splay;
 /// Every scheduled step of `decl`, ready for the scheduler. A step whose
 /// container cannot be made ready (an unreadable env-file) is reported and
 /// left out; installing a schedule never fails an apply.
-pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<spec::SpecError>) {
+pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container_spec::SpecError>) {
     let mut steps = Vec::new();
     let mut errors = Vec::new();
     let machine_id = splay::machine_id();
@@ -41,8 +41,8 @@ fn scheduled_step(
     decl: &Declaration,
     step: &Step<'_>,
     machine_id: &str,
-) -> Result<ScheduledStep, spec::SpecError> {
-    let built = spec::build(decl, step.resource, step.container)?;
+) -> Result<ScheduledStep, container_spec::SpecError> {
+    let built = container_spec::build(decl, step.resource, step.container)?;
     let holds = step
         .schedule
         .while_stopped
@@ -61,7 +61,7 @@ fn scheduled_step(
         .filter_map(|id| {
             let resource = decl.get(id.as_str())?;
             let container = decl.container(id.as_str())?;
-            spec::build(decl, resource, container)
+            container_spec::build(decl, resource, container)
                 .ok()
                 .map(|b| (container.name.to_string(), b.spec))
         })

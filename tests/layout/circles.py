@@ -126,6 +126,11 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"
     )
     mods = module_files(src)
+    # Files of tests (`#[cfg(test)] mod tests;`) are not part of the graph.
+    for mod, path in list(mods.items()):
+        text = open(path, encoding="utf-8").read()
+        for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text):
+            mods.pop(mod + (m.group(1),), None)
     graph = {}
     for mod, path in mods.items():
         text = strip_tests_and_comments(open(path, encoding="utf-8").read())

@@ -20,6 +20,8 @@
 //! itself is resolved as the runtime resolves it (a source that is a link,
 //! such as `/etc/localtime`, is mounted as its target).
 
+pub mod grants;
+
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
@@ -122,7 +124,7 @@ pub fn build(
         });
     }
     let role = role_name(&container.role);
-    let access = super::grants::resolve(decl, container).map_err(err)?;
+    let access = grants::resolve(decl, container).map_err(err)?;
     let mut fields: BTreeMap<String, Value> = [
         ("image", json!(container.image.as_str())),
         ("command", json!(container.command)),
@@ -433,7 +435,7 @@ mod tests {
 
     #[test]
     fn only_read_only_file_mounts_are_configuration() {
-        let dir = crate::apply::tests::test_dir();
+        let dir = crate::test_dirs::test_dir();
         let db = dir.path().join("db.sqlite");
         let conf = dir.path().join("app.conf");
         std::fs::write(&db, b"rows").expect("write");
@@ -460,7 +462,7 @@ mod tests {
 
     #[test]
     fn declared_files_under_a_mounted_directory_never_block_or_follow_links() {
-        let dir = crate::apply::tests::test_dir();
+        let dir = crate::test_dirs::test_dir();
         let src = dir.path().join("conf");
         std::fs::create_dir_all(src.join("sub")).expect("mkdir");
         let declared = src.join("sub/app.conf");
@@ -518,7 +520,7 @@ mod tests {
 
     #[test]
     fn an_env_file_is_never_read_through_a_link_or_from_a_fifo() {
-        let dir = crate::apply::tests::test_dir();
+        let dir = crate::test_dirs::test_dir();
         let real = dir.path().join("real.env");
         std::fs::write(&real, b"A=1\n").expect("write");
         let link = dir.path().join("link.env");
