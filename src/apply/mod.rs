@@ -53,8 +53,8 @@ use crate::declaration::{Declaration, ResourceKind};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
-use crate::schedule::scheduler::ScheduledStep;
 use crate::schedule::step::scheduled_steps;
+use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
 use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
 

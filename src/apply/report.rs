@@ -12,7 +12,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::schedule::scheduler::ScheduledStep;
+use crate::schedule::step::ScheduledStep;
 use crate::store::WindowRecord;
 
 /// What an apply did to one resource. Serialised as its name

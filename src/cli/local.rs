@@ -11,8 +11,8 @@ use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::{FireReport, Firer};
-use crate::schedule::scheduler::ScheduledStep;
 use crate::schedule::step;
+use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
 

@@ -350,7 +350,10 @@ async fn start_pager(
 /// (`daemon::armed`) declare the containers they hold.
 fn know_armed_holds(store: &Store, windows: &Windows) {
     match armed::recall(store) {
-        Ok(Some(decl)) => windows.know_held_specs(&crate::schedule::step::scheduled_steps(&decl).0),
+        Ok(Some(decl)) => {
+            let steps = crate::schedule::step::scheduled_steps(&decl).0;
+            windows.know_held_specs(crate::schedule::step::held_specs(&steps));
+        }
         Ok(None) => {}
         Err(e) => tracing::warn!("cannot read the declaration the schedules were armed from: {e}"),
     }

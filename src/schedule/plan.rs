@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::runtime::ContainerRuntime;
-use crate::schedule::scheduler::ScheduledStep;
+use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
 
 /// One container a fire would hold.

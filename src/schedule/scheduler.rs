@@ -24,8 +24,9 @@ use tokio::time::Instant;
 use crate::events::Event;
 use crate::mesh_event;
 use crate::schedule::clock::Clock;
-use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome, StepDef};
-use crate::schedule::jobs::{Decision, JobTable, StepTiming, SyncReport};
+use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
+use crate::schedule::jobs::{Decision, JobTable, SyncReport};
+use crate::schedule::step::{held_specs, ScheduledStep};
 use crate::schedule::timer::Woken;
 use crate::store::Store;
 
@@ -61,15 +62,6 @@ impl Watchdog {
 
 /// The store document holding each step's history.
 const HISTORY_DOC: &str = crate::store::STEP_HISTORY;
-
-/// A scheduled step as the scheduler holds it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScheduledStep {
-    /// What a fire runs.
-    pub def: StepDef,
-    /// When it is due.
-    pub timing: StepTiming,
-}
 
 /// What the host remembers of a step across restarts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -447,7 +439,7 @@ impl Scheduler {
                 let (report, missed) = self.table.sync(timings, &history, now);
                 // Windows closed for another process (taken over, resumed,
                 // owed) create a removed held container as armed here.
-                self.firer.windows().know_held_specs(&steps);
+                self.firer.windows().know_held_specs(held_specs(&steps));
                 self.steps = steps.into_iter().map(|s| (s.def.id.clone(), s)).collect();
                 // The history keeps declared steps only, so it is bounded by
                 // the declaration (docs/state-dir.md), not by every step ever

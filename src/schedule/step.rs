@@ -1,6 +1,7 @@
 //! Scheduled steps as the scheduler and `run` see them, derived from a
 //! declaration.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -8,10 +9,20 @@ use sha2::{Digest, Sha256};
 use crate::container_spec;
 use crate::cron::local_zone;
 use crate::declaration::{Declaration, Step};
+use crate::runtime::ContainerSpec;
 use crate::schedule::fire::StepDef;
 use crate::schedule::jobs::StepTiming;
-use crate::schedule::scheduler::ScheduledStep;
 use crate::schedule::splay;
+
+/// A scheduled step as the scheduler holds it: what a fire runs and when
+/// it is due.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduledStep {
+    /// What a fire runs.
+    pub def: StepDef,
+    /// When it is due.
+    pub timing: StepTiming,
+}
 
 /// Every scheduled step of `decl`, ready for the scheduler. A step whose
 /// container cannot be made ready (an unreadable env-file) is reported and
@@ -27,6 +38,17 @@ pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container
         }
     }
     (steps, errors)
+}
+
+/// The spec of every container `steps` hold, by container name: what a
+/// window closed without its opener's plan creates again
+/// ([`crate::schedule::window::Windows::know_held_specs`]).
+pub fn held_specs(steps: &[ScheduledStep]) -> BTreeMap<String, ContainerSpec> {
+    steps
+        .iter()
+        .flat_map(|s| s.def.hold_specs.iter())
+        .map(|(name, spec)| (name.clone(), spec.clone()))
+        .collect()
 }
 
 /// The step `id` of `decl`.

@@ -370,7 +370,7 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
     let boot = crate::store::boot_id().expect("boot id");
     dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5), 3600);
     r.fake.remove("registry").await.expect("remove");
-    let gc = crate::schedule::scheduler::ScheduledStep {
+    let gc = crate::schedule::step::ScheduledStep {
         def: step("gc", &["registry"], None),
         timing: crate::schedule::jobs::StepTiming {
             id: "gc".into(),
@@ -381,7 +381,9 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
             catch_up: false,
         },
     };
-    r.firer.windows().know_held_specs(&[gc]);
+    r.firer
+        .windows()
+        .know_held_specs(crate::schedule::step::held_specs(&[gc]));
     let resumed = r.firer.windows().resume().await.expect("resume");
     match &resumed[..] {
         [Resumed::Closed { report, .. }] => {
@@ -738,7 +740,8 @@ async fn a_forward_clock_jump_never_releases_holds_under_a_running_step() {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
-    use crate::schedule::scheduler::{ScheduledStep, Scheduler};
+    use crate::schedule::scheduler::Scheduler;
+    use crate::schedule::step::ScheduledStep;
     let r = rig(&[("db", true)]);
     // Opening the window inspects db: that panics, outside the step body.
     r.fake.panic_on_inspect("db");

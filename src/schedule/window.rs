@@ -297,12 +297,10 @@ impl Windows {
     /// plan at hand — resumed at start-up, taken over from a dead owner,
     /// owed starts — still creates again a held container someone removed
     /// during it, rather than reporting it lost.
-    pub fn know_held_specs(&self, steps: &[crate::schedule::scheduler::ScheduledStep]) {
-        let specs = steps
-            .iter()
-            .flat_map(|s| s.def.hold_specs.iter())
-            .map(|(name, spec)| (name.clone(), spec.clone()))
-            .collect();
+    pub fn know_held_specs(
+        &self,
+        specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+    ) {
         *self.known_specs.write().unwrap_or_else(|e| e.into_inner()) = specs;
     }
 

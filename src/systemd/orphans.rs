@@ -2,7 +2,7 @@
 //!
 //! A fire's scope (Docker's cgroupfs driver) is born holding a keeper
 //! process, dropped once the container's processes are in it. Its keeper
-//! now ends with its owner ([`crate::systemd::units::KEEPER`]); a keeper of
+//! now ends with its owner ([`KEEPER`]); a keeper of
 //! an older mesh-host (`sleep infinity`) did not, and kept its scope
 //! active for good, showing a step running that is not. A starting daemon
 //! and a daemon that took a window over stop every
@@ -13,10 +13,15 @@
 
 use zbus_systemd::systemd1::ManagerProxy;
 
-use super::units::KEEPER;
-
 /// The pattern of the fires' scopes.
 const SCOPES: &str = "mesh-host-step-*.scope";
+
+/// The process that keeps a step's scope alive until its container is in
+/// it: `cat` of a pipe only the fire's process writes to (it never does):
+/// it ends when that process drops it or dies. Defined here, beside the
+/// keepers of older releases, as what the sweep recognises; the step units
+/// ([`crate::systemd::units`]) start it.
+pub const KEEPER: [&str; 2] = ["cat", "-"];
 
 /// The command line of a keeper of an older mesh-host.
 const OLD_KEEPER: [&str; 2] = ["sleep", "infinity"];

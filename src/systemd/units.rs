@@ -22,6 +22,8 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::systemd::orphans::{stop_orphaned_scopes, KEEPER};
+
 /// A transient unit made for one fire.
 #[derive(Debug)]
 pub struct StepUnit {
@@ -112,11 +114,6 @@ pub async fn for_runtime(
         }
     }
 }
-
-/// The process that keeps a step's scope alive until its container is in
-/// it: `cat` of a pipe only the fire's process writes to (it never does):
-/// it ends when that process drops it or dies.
-pub const KEEPER: [&str; 2] = ["cat", "-"];
 
 /// The slice every step unit is placed in.
 pub const STEPS_SLICE: &str = "mesh-host.slice";
@@ -479,7 +476,7 @@ impl StepUnits for SystemdUnits {
 
     async fn stop_orphans(&self) -> Vec<String> {
         match self.manager().await {
-            Ok(manager) => crate::systemd::orphans::stop_orphaned_scopes(&manager).await,
+            Ok(manager) => stop_orphaned_scopes(&manager).await,
             Err(e) => {
                 tracing::warn!("cannot look for orphaned step units: {e}");
                 Vec::new()

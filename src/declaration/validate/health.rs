@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 
-use super::{kind_of, no_nul, refuse_unknown, take, timeout_seconds, Sink};
+use super::fields::{no_nul, refuse_unknown, take, timeout_seconds, Sink};
 use crate::declaration::model::{Health, HealthCheck};
+use crate::declaration::raw::kind_of;
 use crate::declaration::raw::{Field, RawHealth};
 
 /// Most `retries` taken: beyond it a check never decides within any

@@ -11,13 +11,12 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{
-    check, kind_of, non_root_path, refuse_unknown, require, take, take_list, Entry, Found, Kind,
-    Sink,
-};
+use super::entry::{Entry, Kind};
+use super::fields::{check, non_root_path, refuse_unknown, require, take, take_list, Found, Sink};
 use crate::declaration::identity::{
     root_granting, Access, AccountName, Grant, Identity, SharedFolder,
 };
+use crate::declaration::raw::kind_of;
 use crate::declaration::raw::{Field, List, RawGrant, RawIdentity, RawSharedFolder};
 use crate::declaration::types::{AbsPath, ResourceId};
 

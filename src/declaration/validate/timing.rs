@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{kind_of, take, Sink, MAX_TIMEOUT_SECS};
+use super::fields::{take, Sink, MAX_TIMEOUT_SECS};
+use crate::declaration::raw::kind_of;
 use crate::declaration::raw::Field;
 
 /// `randomized-delay`: whole seconds, 1 … 30 days, on a scheduled step only.

@@ -1,0 +1,278 @@
+//! Reading a container resource: its command, environment, mounts,
+//! network, user and identity, health check, and role (service, run-once
+//! or scheduled step) with the fields that only some roles take.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use super::entry::{Entry, Kind, RoleKind};
+use super::fields::{
+    check, ids, key_path, no_nul, non_root_path, refuse_unknown, require, take, take_list,
+    timeout_seconds, Sink,
+};
+use super::{health, identities, timing};
+use crate::declaration::model::{Container, Mount, MountSource, Network, Role, Schedule};
+use crate::declaration::raw::{Field, RawContainer, RawMount};
+use crate::declaration::types::{
+    AbsPath, ContainerName, ImageRef, NetworkName, UserSpec, VolumeName,
+};
+
+pub(super) fn read_container(
+    s: &mut Sink,
+    c: RawContainer,
+    entry: &mut Entry,
+) -> Option<Container> {
+    refuse_unknown(s, "", c.unknown);
+    let has_schedule = !c.schedule.is_absent();
+    let has_zone = !c.schedule_zone.is_absent();
+    // An empty list asks for nothing, so only a non-empty one is held
+    // against a container that cannot honour it.
+    let has_holds = matches!(&c.while_stopped, Field::Present(v) if !v.is_empty())
+        || matches!(c.while_stopped, Field::Invalid { .. });
+    let has_timeout = !c.timeout.is_absent();
+    let has_restart_on = matches!(&c.restart_on, Field::Present(v) if !v.is_empty())
+        || matches!(c.restart_on, Field::Invalid { .. });
+
+    let name =
+        require(s, "name", c.name).and_then(|n| check(s, "name", ContainerName::try_from(n)));
+    let image = require(s, "image", c.image).and_then(|i| check(s, "image", ImageRef::try_from(i)));
+
+    let command = match take(s, "command", c.command) {
+        Some(items) if items.is_empty() => {
+            s.at(
+                "command",
+                "must not be empty: leave it out to run the image's own command",
+            );
+            None
+        }
+        Some(items) => {
+            let mut args = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let path = format!("command[{i}]");
+                if let Some(arg) = take(s, &path, item) {
+                    if no_nul(s, &path, &arg, "an argument") {
+                        args.push(arg);
+                    }
+                }
+            }
+            Some(args)
+        }
+        None => None,
+    };
+
+    let mut env = BTreeMap::new();
+    for (key, value) in take(s, "env", c.env).unwrap_or_default() {
+        let path = key_path("env", &key);
+        let name_ok = if key.is_empty() {
+            s.at(&path, "a variable name must not be empty");
+            false
+        } else if key.contains('=') {
+            s.at(
+                &path,
+                format!("{key:?}: a variable name must not contain '='"),
+            );
+            false
+        } else {
+            no_nul(s, &path, &key, "the variable name")
+        };
+        if let Some(value) = take(s, &path, value) {
+            if no_nul(s, &path, &value, "the value") && name_ok {
+                env.insert(key, value);
+            }
+        }
+    }
+
+    let env_files = take_list(s, "env-files", c.env_files)
+        .into_iter()
+        .filter_map(|(path, text)| non_root_path(s, &path, &text))
+        .collect();
+
+    let mut mounts: Vec<Mount> = Vec::new();
+    let mut targets: HashMap<AbsPath, String> = HashMap::new();
+    for (path, mount) in take_list(s, "mounts", c.mounts) {
+        if let Some(mount) = read_mount(s, &path, mount) {
+            if let Some(first) = targets.get(&mount.target) {
+                s.at(
+                    format!("{path}.target"),
+                    format!("{} is already the target of {first}", mount.target),
+                );
+                continue;
+            }
+            targets.insert(mount.target.clone(), path);
+            mounts.push(mount);
+        }
+    }
+
+    let network = take(s, "network", c.network).and_then(|n| match n.as_str() {
+        "host" => Some(Network::Host),
+        "none" => Some(Network::None),
+        _ => check(s, "network", NetworkName::try_from(n)).map(Network::Named),
+    });
+
+    let dns: Vec<IpAddr> = take_list(s, "dns", c.dns)
+        .into_iter()
+        .filter_map(|(path, text)| match IpAddr::from_str(&text) {
+            Ok(ip) => Some(ip),
+            Err(_) => {
+                s.at(
+                    path,
+                    format!("{text:?} is not an IP address (names are refused: a resolver is given by its address)"),
+                );
+                None
+            }
+        })
+        .collect();
+
+    // Docker refuses the pair at create ("conflicting options: dns and the
+    // network mode"); say so now rather than fail the apply.
+    if network == Some(Network::Host) && !dns.is_empty() {
+        s.at(
+            "dns",
+            "dns cannot be set with network \"host\": the container shares the host's resolver",
+        );
+    }
+
+    let has_user = !c.user.is_absent();
+    let user =
+        take(s, "user", c.user).and_then(|u| check(s, "user", UserSpec::try_from(u.as_str())));
+    let access = identities::read_container_access(s, c.identity, c.grant, has_user, entry);
+    let health = health::read_health(s, c.health);
+
+    let run_once = take(s, "run-once", c.run_once).unwrap_or(false);
+    if run_once && has_schedule {
+        s.at(
+            "run-once",
+            "run-once and schedule are exclusive: a container is a run-once step or a scheduled step, not both",
+        );
+    }
+    let cron = take(s, "schedule", c.schedule).and_then(|expr| {
+        check(
+            s,
+            "schedule",
+            crate::cron::CronSchedule::parse(&expr).map_err(|e| format!("{expr:?}: {e}")),
+        )
+    });
+    let zone = take(s, "schedule-zone", c.schedule_zone).and_then(|z| {
+        check(
+            s,
+            "schedule-zone",
+            chrono_tz::Tz::from_str(&z).map_err(|_| {
+                format!("{z:?} is not an IANA time zone name known to mesh-host (such as \"Europe/Berlin\" or \"UTC\")")
+            }),
+        )
+    });
+    if has_zone && !has_schedule {
+        s.at("schedule-zone", "schedule-zone needs a schedule");
+    }
+    if has_holds && !has_schedule {
+        s.at(
+            "while-stopped",
+            "while-stopped needs a schedule: only a scheduled step holds containers still",
+        );
+    }
+    let holds = take_list(s, "while-stopped", c.while_stopped);
+    let holds = ids(s, holds);
+    let randomized_delay = timing::read_randomized_delay(s, c.randomized_delay, has_schedule);
+    let catch_up = timing::read_catch_up(s, c.catch_up, has_schedule);
+
+    let role_kind = if has_schedule {
+        RoleKind::Scheduled
+    } else if run_once {
+        RoleKind::RunOnce
+    } else {
+        RoleKind::Service
+    };
+
+    let timeout = match take(s, "timeout", c.timeout) {
+        Some(value) => check(s, "timeout", timeout_seconds(&value)),
+        None => None,
+    };
+    if has_timeout && role_kind == RoleKind::Service {
+        s.at(
+            "timeout",
+            "timeout needs run-once or a schedule: a service runs until it is stopped",
+        );
+    }
+
+    let restart_on = take_list(s, "restart-on", c.restart_on);
+    let restart_on = ids(s, restart_on);
+    if has_restart_on && role_kind != RoleKind::Service {
+        s.at(
+            "restart-on",
+            "restart-on applies to a service container, not to a run-once or scheduled step",
+        );
+    }
+
+    entry.kind = Kind::Container {
+        role: role_kind,
+        name: name.clone(),
+    };
+    entry.holds = holds.clone();
+    entry.restart_on = restart_on.clone();
+
+    let role = match cron {
+        Some(cron) => Role::Scheduled(Schedule {
+            cron,
+            zone,
+            while_stopped: holds.into_iter().map(|(_, id)| id).collect(),
+            randomized_delay,
+            catch_up,
+        }),
+        None if run_once => Role::RunOnce,
+        None => Role::Service,
+    };
+    Some(Container {
+        name: name?,
+        image: image?,
+        command,
+        env,
+        env_files,
+        mounts,
+        network,
+        dns,
+        user,
+        role,
+        timeout,
+        restart_on: restart_on.into_iter().map(|(_, id)| id).collect(),
+        identity: access.as_ref().and_then(|(i, _)| i.clone()),
+        grant: access?.1,
+        health,
+    })
+}
+
+fn read_mount(s: &mut Sink, path: &str, raw: RawMount) -> Option<Mount> {
+    refuse_unknown(s, path, raw.unknown);
+    let source_field = format!("{path}.source");
+    let target_field = format!("{path}.target");
+    let source = require(s, &source_field, raw.source).and_then(|text| {
+        if text.starts_with('/') {
+            check(s, &source_field, AbsPath::try_from(text)).map(MountSource::Path)
+        } else if text.contains('/') || text.starts_with('.') || text.starts_with('~') {
+            s.at(
+                &source_field,
+                format!("{text:?} is a relative path: a mount source is an absolute path or a volume name"),
+            );
+            None
+        } else {
+            check(s, &source_field, VolumeName::try_from(text)).map(MountSource::Volume)
+        }
+    });
+    let target = require(s, &target_field, raw.target).and_then(|text| {
+        let target = check(s, &target_field, AbsPath::try_from(text))?;
+        if target.is_root() {
+            s.at(
+                &target_field,
+                "\"/\": a mount cannot cover the container's root",
+            );
+            return None;
+        }
+        Some(target)
+    });
+    let read_only = take(s, &format!("{path}.read-only"), raw.read_only).unwrap_or(false);
+    Some(Mount {
+        source: source?,
+        target: target?,
+        read_only,
+    })
+}

@@ -1,0 +1,182 @@
+//! Reading one field of a raw resource into the model, and where its
+//! problems go.
+//!
+//! Every reader of a resource kind takes its fields through these: a field
+//! left out, of the wrong type or refused by a value rule is written to the
+//! resource's [`Sink`] with its path (`mounts[0].target`), so that one pass
+//! reports every problem rather than the first.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Display;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::declaration::raw::{kind_of, Field, List};
+use crate::declaration::types::{AbsPath, ResourceId};
+use crate::declaration::Problem;
+
+/// Longest `timeout` taken: 30 days. Longer is almost surely a unit mistake
+/// (milliseconds), and keeps deadlines far from overflowing.
+pub const MAX_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
+
+/// Problems found so far, each with the position it sorts at: 0 for the top
+/// level, `N + 1` for `resources[N]`.
+pub(super) type Found = Vec<(usize, Problem)>;
+
+/// Where problems of one resource (or the top level) are written.
+pub(super) struct Sink<'a> {
+    pub(super) found: &'a mut Found,
+    pub(super) order: usize,
+    pub(super) resource: Option<String>,
+}
+
+impl Sink<'_> {
+    pub(super) fn at(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.push(Some(field.into()), message.into());
+    }
+
+    pub(super) fn whole(&mut self, message: impl Into<String>) {
+        self.push(None, message.into());
+    }
+
+    fn push(&mut self, field: Option<String>, message: String) {
+        self.found.push((
+            self.order,
+            Problem {
+                resource: self.resource.clone(),
+                field,
+                message,
+            },
+        ));
+    }
+}
+
+/// The value of a field that may be left out; a wrong type is reported.
+pub(super) fn take<T>(s: &mut Sink, field: &str, value: Field<T>) -> Option<T> {
+    match value {
+        Field::Absent => None,
+        Field::Present(v) => Some(v),
+        Field::Invalid { error, .. } => {
+            s.at(field, error);
+            None
+        }
+    }
+}
+
+/// The value of a field that must be there.
+pub(super) fn require<T>(s: &mut Sink, field: &str, value: Field<T>) -> Option<T> {
+    if value.is_absent() {
+        s.at(field, "missing");
+        return None;
+    }
+    take(s, field, value)
+}
+
+/// A value rule's verdict, reported at `field` when it is a refusal.
+pub(super) fn check<T, E: Display>(s: &mut Sink, field: &str, result: Result<T, E>) -> Option<T> {
+    match result {
+        Ok(v) => Some(v),
+        Err(e) => {
+            s.at(field, e.to_string());
+            None
+        }
+    }
+}
+
+/// The readable items of a list, each with its path (`field[i]`).
+pub(super) fn take_list<T>(s: &mut Sink, field: &str, value: List<T>) -> Vec<(String, T)> {
+    let items = take(s, field, value).unwrap_or_default();
+    items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            let path = format!("{field}[{i}]");
+            take(s, &path, item).map(|v| (path, v))
+        })
+        .collect()
+}
+
+/// `prefix.key`, or `prefix["odd key"]` when the key would not read as one
+/// word (or would break the line).
+pub(super) fn key_path(prefix: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    match (prefix.is_empty(), plain) {
+        (true, true) => key.to_owned(),
+        (true, false) => format!("[{key:?}]"),
+        (false, true) => format!("{prefix}.{key}"),
+        (false, false) => format!("{prefix}[{key:?}]"),
+    }
+}
+
+pub(super) fn refuse_unknown(s: &mut Sink, prefix: &str, unknown: BTreeMap<String, Value>) {
+    for key in unknown.into_keys() {
+        s.at(key_path(prefix, &key), "unknown field");
+    }
+}
+
+/// A path naming a file-like thing the host itself reads or writes:
+/// absolute, not `/` itself, and not where the service cannot see it
+/// ([`crate::declaration::sandbox`]).
+pub(super) fn non_root_path(s: &mut Sink, field: &str, text: &str) -> Option<AbsPath> {
+    let path = check(s, field, AbsPath::try_from(text))?;
+    if path.is_root() {
+        s.at(
+            field,
+            "\"/\" is the root directory itself: name something inside it",
+        );
+        return None;
+    }
+    if let Some(why) = crate::declaration::sandbox::refusal(&path) {
+        s.at(field, why);
+        return None;
+    }
+    Some(path)
+}
+
+pub(super) fn no_nul(s: &mut Sink, field: &str, text: &str, what: &str) -> bool {
+    if text.contains('\0') {
+        s.at(field, format!("{what} contains a NUL character"));
+        return false;
+    }
+    true
+}
+
+/// Ids of a list, each valid and named once.
+pub(super) fn ids(s: &mut Sink, items: Vec<(String, String)>) -> Vec<(String, ResourceId)> {
+    let mut seen: HashMap<ResourceId, String> = HashMap::new();
+    let mut out = Vec::new();
+    for (path, text) in items {
+        let Some(id) = check(s, &path, ResourceId::try_from(text)) else {
+            continue;
+        };
+        if let Some(first) = seen.get(&id) {
+            s.at(
+                &path,
+                format!("{:?} is already named at {first}", id.as_str()),
+            );
+            continue;
+        }
+        seen.insert(id.clone(), path.clone());
+        out.push((path, id));
+    }
+    out
+}
+
+pub(super) fn timeout_seconds(value: &Value) -> Result<Duration, String> {
+    let rule = "a whole number of seconds, at least 1";
+    match value {
+        Value::Number(n) => match n.as_u64() {
+            Some(0) => Err(format!("must be {rule}, found 0")),
+            Some(secs) if secs > MAX_TIMEOUT_SECS => Err(format!(
+                "{secs} seconds is more than the {MAX_TIMEOUT_SECS} (30 days) taken"
+            )),
+            Some(secs) => Ok(Duration::from_secs(secs)),
+            None => Err(format!("must be {rule}, found {n}")),
+        },
+        other => Err(format!("must be {rule}, found {}", kind_of(other))),
+    }
+}

@@ -1,0 +1,216 @@
+//! The connection to the Docker daemon: the endpoint, the API version
+//! every request is pinned to, and how the client's errors read as
+//! [`RuntimeError`]s. The other parts of the runtime send their requests
+//! through it.
+//!
+//! Requests are pinned to the API version negotiated at connect time
+//! (bollard would otherwise send them unversioned, and the daemon would
+//! answer in whatever its newest version is). Docker 20.10 (API 1.41) is the
+//! oldest version this is tested against.
+
+use std::time::Duration;
+
+use bollard::errors::Error as BollardError;
+use bollard::models::SystemInfoCgroupDriverEnum;
+use bollard::Docker;
+
+use crate::runtime::{CgroupDriver, RuntimeError};
+
+/// Socket used when neither an endpoint nor `$DOCKER_HOST` is given.
+pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
+
+/// Timeout of ordinary requests (inspect, create, start, list, ...).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Timeout of the version request made at connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Requests that legitimately stay open (wait, events): the timeout only
+/// covers the daemon's first answer, which Docker sends at once, but other
+/// Engine API implementations may answer late.
+pub(super) const LONG_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The Docker Engine API client behind [`crate::runtime::ContainerRuntime`].
+#[derive(Debug, Clone)]
+pub struct DockerRuntime {
+    pub(super) docker: Docker,
+    pub(super) endpoint: String,
+    api_version: String,
+}
+
+impl DockerRuntime {
+    /// Connects to the Docker daemon at `docker_host`: a socket path,
+    /// `unix://PATH`, or `tcp://HOST:PORT` / `http://HOST:PORT` (no TLS);
+    /// `None` means `$DOCKER_HOST`, else [`DEFAULT_SOCKET`]. The daemon is
+    /// asked for its API version at once, so an endpoint that does not answer
+    /// is [`RuntimeError::Unreachable`] here rather than at first use.
+    pub async fn connect(docker_host: Option<&str>) -> Result<Self, RuntimeError> {
+        let endpoint = match docker_host {
+            Some(host) => host.to_owned(),
+            None => std::env::var("DOCKER_HOST")
+                .ok()
+                .filter(|host| !host.is_empty())
+                .unwrap_or_else(|| DEFAULT_SOCKET.to_owned()),
+        };
+        let unreachable = |reason: String| RuntimeError::Unreachable {
+            endpoint: endpoint.clone(),
+            reason,
+        };
+        let timeout = REQUEST_TIMEOUT.as_secs();
+        let version = bollard::API_DEFAULT_VERSION;
+        let docker = if let Some(path) = endpoint.strip_prefix("unix://") {
+            Docker::connect_with_unix(path, timeout, version)
+        } else if endpoint.starts_with('/') {
+            Docker::connect_with_unix(&endpoint, timeout, version)
+        } else if endpoint.starts_with("tcp://") || endpoint.starts_with("http://") {
+            Docker::connect_with_http(&endpoint, timeout, version)
+        } else {
+            return Err(unreachable(
+                "unsupported endpoint: expected a socket path, unix://PATH, tcp://HOST:PORT or \
+                 http://HOST:PORT"
+                    .into(),
+            ));
+        }
+        .map_err(|err| unreachable(error_chain(&err)))?;
+
+        // negotiate_version lowers the shared client version to the daemon's
+        // when that is older; clones share it.
+        let negotiated = docker
+            .clone()
+            .with_timeout(CONNECT_TIMEOUT)
+            .negotiate_version()
+            .await
+            .map_err(|err| match err {
+                BollardError::RequestTimeoutError => unreachable(format!(
+                    "no answer to a version request within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                )),
+                other => unreachable(error_chain(&other)),
+            })?;
+        let api_version = negotiated.client_version().to_string();
+        let prefix = format!("/v{api_version}");
+        let docker = docker.with_request_modifier(move |request| pin_version(request, &prefix));
+        Ok(DockerRuntime {
+            docker,
+            endpoint,
+            api_version,
+        })
+    }
+
+    /// The endpoint connected to, as given or defaulted.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The Engine API version requests are pinned to (e.g. `1.41`).
+    pub fn api_version(&self) -> &str {
+        &self.api_version
+    }
+
+    /// A client whose request timeout is `timeout` (clones share the
+    /// connection settings and the version pin).
+    pub(super) fn client_with_timeout(&self, timeout: Duration) -> Docker {
+        self.docker.clone().with_timeout(timeout)
+    }
+
+    /// Maps a bollard error; `what` names the object for NotFound/Conflict
+    /// (`container web`), `context` the operation.
+    pub(super) fn error(&self, context: &str, what: &str, err: BollardError) -> RuntimeError {
+        match err {
+            // Only "No such container/image" means the object itself is
+            // missing; a 404 naming something else (a network on start) is a
+            // failure of the operation.
+            BollardError::DockerResponseServerError {
+                status_code: 404,
+                message,
+            } if message.is_empty() || message.to_ascii_lowercase().contains("no such") => {
+                RuntimeError::NotFound { what: what.into() }
+            }
+            BollardError::DockerResponseServerError {
+                status_code: 409,
+                message,
+            } => RuntimeError::Conflict {
+                what: what.into(),
+                reason: message,
+            },
+            BollardError::DockerResponseServerError {
+                status_code,
+                message,
+            } => RuntimeError::Api {
+                context: context.into(),
+                reason: format!("status {status_code}: {message}"),
+            },
+            BollardError::RequestTimeoutError => RuntimeError::Unreachable {
+                endpoint: self.endpoint.clone(),
+                reason: format!("{context}: no answer in time"),
+            },
+            err @ (BollardError::HyperLegacyError { .. }
+            | BollardError::HyperResponseError { .. }
+            | BollardError::IOError { .. }
+            | BollardError::SocketNotFoundError(_)) => RuntimeError::Unreachable {
+                endpoint: self.endpoint.clone(),
+                reason: format!("{context}: {}", error_chain(&err)),
+            },
+            other => RuntimeError::Api {
+                context: context.into(),
+                reason: error_chain(&other),
+            },
+        }
+    }
+}
+
+/// The cgroup driver the daemon uses ([`crate::runtime::ContainerRuntime::cgroup_driver`]).
+pub(super) async fn cgroup_driver(rt: &DockerRuntime) -> Result<CgroupDriver, RuntimeError> {
+    let info = rt
+        .docker
+        .info()
+        .await
+        .map_err(|err| rt.error("read runtime info", "runtime info", err))?;
+    match info.cgroup_driver {
+        Some(SystemInfoCgroupDriverEnum::CGROUPFS) => Ok(CgroupDriver::Cgroupfs),
+        Some(SystemInfoCgroupDriverEnum::SYSTEMD) => Ok(CgroupDriver::Systemd),
+        other => Err(RuntimeError::Api {
+            context: "read runtime info".into(),
+            reason: format!(
+                "unsupported cgroup driver {:?} (need cgroupfs or systemd)",
+                other.map(|d| d.to_string()).unwrap_or_default()
+            ),
+        }),
+    }
+}
+
+/// Prefixes the request path with the negotiated API version.
+pub(super) fn pin_version(
+    mut request: bollard::BollardRequest,
+    prefix: &str,
+) -> bollard::BollardRequest {
+    let uri = request.uri();
+    let path = uri.path();
+    if path.starts_with("/v1.") {
+        return request;
+    }
+    let scheme = uri.scheme_str().unwrap_or("http");
+    let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    let rewritten = format!("{scheme}://{authority}{prefix}{path}{query}");
+    // A URI that was valid stays valid with a plain path prefix; should that
+    // ever fail, sending the request unpinned is still correct.
+    if let Ok(new_uri) = rewritten.parse() {
+        *request.uri_mut() = new_uri;
+    }
+    request
+}
+
+/// An error and its sources on one line (bollard's top-level messages alone,
+/// e.g. "client error (Connect)", say little).
+pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

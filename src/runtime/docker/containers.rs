@@ -1,0 +1,505 @@
+//! Containers through the Docker client: create (from a [`ContainerSpec`],
+//! labelled as managed), start, stop, kill, remove, wait for an exit,
+//! inspect and list; and the answers of Podman's compatible API that must
+//! be asked for again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use bollard::errors::Error as BollardError;
+use bollard::models::{
+    ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
+    ContainerSummaryStateEnum, HostConfig, Mount, MountType, RestartPolicy as DockerRestart,
+    RestartPolicyNameEnum,
+};
+use bollard::query_parameters::{
+    CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
+    WaitContainerOptions,
+};
+use futures_util::StreamExt;
+
+use super::client::{DockerRuntime, LONG_TIMEOUT};
+use super::health::{health_config, health_decides_within};
+use crate::runtime::{
+    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, RestartPolicy, RuntimeError,
+    LABEL_MANAGED, MANAGED_VALUE,
+};
+
+/// Added to a container's own stop grace for the stop request's timeout.
+const STOP_MARGIN: Duration = Duration::from_secs(30);
+/// Docker's stop grace when the container sets none.
+const DEFAULT_STOP_GRACE_SECS: u64 = 10;
+/// How long kill/remove wait for the state they asked for.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Poll interval while waiting for a state.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+impl DockerRuntime {
+    /// Raw inspect; `None` on 404.
+    async fn inspect_raw(
+        &self,
+        name: &str,
+    ) -> Result<Option<ContainerInspectResponse>, RuntimeError> {
+        match settled(|| self.docker.inspect_container(name, None)).await {
+            Ok(info) => Ok(Some(info)),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(err) => Err(self.error(
+                &format!("inspect container {name}"),
+                &format!("container {name}"),
+                err,
+            )),
+        }
+    }
+
+    /// Polls until the container is not running (or gone), up to `limit`.
+    async fn settle_not_running(&self, name: &str, limit: Duration) -> Result<bool, RuntimeError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match self.inspect_raw(name).await? {
+                None => return Ok(true),
+                Some(info) if !is_running(&info) => return Ok(true),
+                Some(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+    }
+
+    /// Polls until a created container has left the `created` state and
+    /// ended, returning its exit code; used next to a `next-exit` wait so a
+    /// start-and-exit between our inspect and the wait's registration is
+    /// still seen.
+    async fn poll_exit_of_created(&self, name: &str) -> Result<i64, RuntimeError> {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let Some(info) = self.inspect_raw(name).await? else {
+                return Err(RuntimeError::NotFound {
+                    what: format!("container {name}"),
+                });
+            };
+            let state = info.state.unwrap_or_default();
+            let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
+            if matches!(
+                status,
+                ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
+            ) {
+                return Ok(state.exit_code.unwrap_or_default());
+            }
+        }
+    }
+
+    /// One `wait` request with the given condition.
+    async fn wait_condition(&self, name: &str, condition: &str) -> Result<i64, RuntimeError> {
+        let client = self.client_with_timeout(LONG_TIMEOUT);
+        let options = WaitContainerOptions {
+            condition: condition.into(),
+        };
+        let mut stream = client.wait_container(name, Some(options));
+        let context = format!("wait for container {name}");
+        match stream.next().await {
+            Some(Ok(response)) => match response.error.and_then(|e| e.message) {
+                Some(message) if !message.is_empty() => Err(RuntimeError::Api {
+                    context,
+                    reason: message,
+                }),
+                _ => Ok(response.status_code),
+            },
+            // bollard turns a non-zero exit into an error; it is an answer.
+            Some(Err(BollardError::DockerContainerWaitError { code, error })) => {
+                if error.is_empty() {
+                    Ok(code)
+                } else {
+                    Err(RuntimeError::Api {
+                        context,
+                        reason: format!("exit code {code}: {error}"),
+                    })
+                }
+            }
+            Some(Err(err)) => Err(self.error(&context, &format!("container {name}"), err)),
+            None => Err(RuntimeError::Api {
+                context,
+                reason: "the runtime closed the wait without an exit code".into(),
+            }),
+        }
+    }
+}
+
+/// Creates the container `spec` describes, labelled as managed ([`crate::runtime::ContainerRuntime::create`]).
+pub(super) async fn create(
+    rt: &DockerRuntime,
+    spec: &ContainerSpec,
+) -> Result<ContainerId, RuntimeError> {
+    let options = CreateContainerOptions {
+        name: Some(spec.name.clone()),
+        ..Default::default()
+    };
+    let name = &spec.name;
+    match rt
+        .docker
+        .create_container(Some(options), create_body(spec))
+        .await
+    {
+        Ok(created) => Ok(ContainerId(created.id)),
+        Err(BollardError::DockerResponseServerError {
+            status_code: 404,
+            message,
+        }) if message.to_ascii_lowercase().contains("no such image") => {
+            Err(RuntimeError::NotFound {
+                what: format!("image {} (for container {name})", spec.image),
+            })
+        }
+        Err(err) => Err(rt.error(
+            &format!("create container {name}"),
+            &format!("container {name}"),
+            err,
+        )),
+    }
+}
+
+/// Starts a container ([`crate::runtime::ContainerRuntime::start`]).
+pub(super) async fn start(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    let what = format!("container {name}");
+    let context = format!("start container {name}");
+    let before = rt
+        .inspect_raw(name)
+        .await?
+        .ok_or_else(|| RuntimeError::NotFound { what: what.clone() })?;
+    if is_running(&before) {
+        return Ok(());
+    }
+    rt.docker
+        .start_container(name, None)
+        .await
+        .map_err(|err| rt.error(&context, &what, err))?;
+    let Some(after) = rt.inspect_raw(name).await? else {
+        // An auto-remove container that already ran and is gone.
+        return Ok(());
+    };
+    let started_at =
+        |info: &ContainerInspectResponse| info.state.as_ref().and_then(|s| s.started_at.clone());
+    if is_running(&after) || started_at(&after) != started_at(&before) {
+        return Ok(());
+    }
+    let status = after
+        .state
+        .and_then(|s| s.status)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    Err(RuntimeError::Api {
+        context,
+        reason: format!("accepted but not running afterwards (status {status})"),
+    })
+}
+
+/// Stops a container within its own grace ([`crate::runtime::ContainerRuntime::stop`]).
+pub(super) async fn stop(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    let what = format!("container {name}");
+    let context = format!("stop container {name}");
+    let info = rt
+        .inspect_raw(name)
+        .await?
+        .ok_or_else(|| RuntimeError::NotFound { what: what.clone() })?;
+    if !is_running(&info) {
+        return Ok(());
+    }
+    // Docker applies the container's own StopTimeout when none is sent;
+    // the request must outlast it. A negative one means "wait forever".
+    let grace = info.config.as_ref().and_then(|c| c.stop_timeout);
+    let timeout = match grace {
+        Some(secs) if secs < 0 => LONG_TIMEOUT,
+        Some(secs) => Duration::from_secs(secs.unsigned_abs()) + STOP_MARGIN,
+        None => Duration::from_secs(DEFAULT_STOP_GRACE_SECS) + STOP_MARGIN,
+    };
+    match rt
+        .client_with_timeout(timeout)
+        .stop_container(name, None)
+        .await
+    {
+        Ok(()) => {}
+        Err(err) => return Err(rt.error(&context, &what, err)),
+    }
+    if rt.settle_not_running(name, SETTLE_TIMEOUT).await? {
+        Ok(())
+    } else {
+        Err(RuntimeError::Api {
+            context,
+            reason: "still running after the stop returned".into(),
+        })
+    }
+}
+
+/// Kills a container and waits for it to stop ([`crate::runtime::ContainerRuntime::kill`]).
+pub(super) async fn kill(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    let what = format!("container {name}");
+    let context = format!("kill container {name}");
+    let options = KillContainerOptions {
+        signal: "SIGKILL".into(),
+    };
+    match rt.docker.kill_container(name, Some(options)).await {
+        Ok(()) => {}
+        // 409: "is not running" — the state kill asks for.
+        Err(BollardError::DockerResponseServerError {
+            status_code: 409, ..
+        }) => return Ok(()),
+        Err(err) => return Err(rt.error(&context, &what, err)),
+    }
+    if rt.settle_not_running(name, SETTLE_TIMEOUT).await? {
+        Ok(())
+    } else {
+        Err(RuntimeError::Api {
+            context,
+            reason: format!("still running {} s after SIGKILL", SETTLE_TIMEOUT.as_secs()),
+        })
+    }
+}
+
+/// Removes a container and waits for it to be gone ([`crate::runtime::ContainerRuntime::remove`]).
+pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    let what = format!("container {name}");
+    let context = format!("remove container {name}");
+    let options = RemoveContainerOptions {
+        force: true,
+        v: true,
+        link: false,
+    };
+    match rt.docker.remove_container(name, Some(options)).await {
+        Ok(())
+        | Err(BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        // 409 "removal already in progress" (e.g. auto-remove): wait for it.
+        Err(BollardError::DockerResponseServerError {
+            status_code: 409,
+            message,
+        }) => {
+            let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+            while tokio::time::Instant::now() < deadline {
+                if rt.inspect_raw(name).await?.is_none() {
+                    return Ok(());
+                }
+                tokio::time::sleep(POLL_INTERVAL).await;
+            }
+            Err(RuntimeError::Conflict {
+                what,
+                reason: message,
+            })
+        }
+        Err(err) => Err(rt.error(&context, &what, err)),
+    }
+}
+
+/// Waits for a container to exit; its exit code ([`crate::runtime::ContainerRuntime::wait_exit`]).
+pub(super) async fn wait_exit(rt: &DockerRuntime, name: &str) -> Result<i64, RuntimeError> {
+    let info = rt
+        .inspect_raw(name)
+        .await?
+        .ok_or_else(|| RuntimeError::NotFound {
+            what: format!("container {name}"),
+        })?;
+    let status = info
+        .state
+        .as_ref()
+        .and_then(|s| s.status)
+        .unwrap_or(ContainerStateStatusEnum::EMPTY);
+    if status == ContainerStateStatusEnum::CREATED {
+        // `not-running` would answer at once with 0 for a container that
+        // never ran; `next-exit` waits for the run a start begins. Poll
+        // alongside in case that run ends before the wait is registered.
+        tokio::select! {
+            code = rt.wait_condition(name, "next-exit") => code,
+            code = rt.poll_exit_of_created(name) => code,
+        }
+    } else {
+        // Running: waits for the exit; exited: answers with its code.
+        rt.wait_condition(name, "not-running").await
+    }
+}
+
+/// A container's state, or `None` when there is none ([`crate::runtime::ContainerRuntime::inspect`]).
+pub(super) async fn inspect(
+    rt: &DockerRuntime,
+    name: &str,
+) -> Result<Option<ContainerInfo>, RuntimeError> {
+    Ok(rt.inspect_raw(name).await?.map(container_info))
+}
+
+/// Every container labelled as managed ([`crate::runtime::ContainerRuntime::list_managed`]).
+pub(super) async fn list_managed(
+    rt: &DockerRuntime,
+) -> Result<Vec<ContainerSummary>, RuntimeError> {
+    let filters = HashMap::from([(
+        "label".to_owned(),
+        vec![format!("{LABEL_MANAGED}={MANAGED_VALUE}")],
+    )]);
+    let options = ListContainersOptions {
+        all: true,
+        filters: Some(filters),
+        ..Default::default()
+    };
+    let list = settled(|| rt.docker.list_containers(Some(options.clone())))
+        .await
+        .map_err(|err| rt.error("list managed containers", "containers", err))?;
+    Ok(list
+        .into_iter()
+        .map(|c| ContainerSummary {
+            id: c.id.unwrap_or_default(),
+            name: c
+                .names
+                .and_then(|names| names.into_iter().next())
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_owned(),
+            running: matches!(
+                c.state,
+                Some(ContainerSummaryStateEnum::RUNNING | ContainerSummaryStateEnum::RESTARTING)
+            ),
+            labels: to_btree(c.labels),
+        })
+        .collect())
+}
+
+fn is_running(info: &ContainerInspectResponse) -> bool {
+    info.state.as_ref().and_then(|s| s.running).unwrap_or(false)
+}
+
+fn to_btree(labels: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
+    labels.unwrap_or_default().into_iter().collect()
+}
+
+fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
+    let state = raw.state.unwrap_or_default();
+    let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
+    let config = raw.config.unwrap_or_default();
+    let exited = matches!(
+        status,
+        ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
+    );
+    // Docker reports the zero time for a run that never started or ended.
+    let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
+    let decides_within = health_decides_within(config.healthcheck.as_ref());
+    ContainerInfo {
+        id: raw.id.unwrap_or_default(),
+        name: raw
+            .name
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_owned(),
+        image: config.image.or(raw.image).unwrap_or_default(),
+        running: state.running.unwrap_or(false),
+        status: status.to_string(),
+        exit_code: if exited { state.exit_code } else { None },
+        started_at: real_time(state.started_at),
+        finished_at: real_time(state.finished_at),
+        labels: to_btree(config.labels),
+        pid: state
+            .pid
+            .filter(|pid| *pid > 0)
+            .and_then(|pid| u32::try_from(pid).ok()),
+        health: state.health.and_then(|h| {
+            let status = h.status?.to_string();
+            // "none" (no check) and "" are no health check at all.
+            if status.is_empty() || status == "none" {
+                return None;
+            }
+            let last_output = h
+                .log
+                .and_then(|log| log.into_iter().last())
+                .and_then(|r| r.output)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            Some(crate::runtime::Health {
+                status,
+                last_output,
+                decides_within,
+            })
+        }),
+    }
+}
+
+pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
+    let mut labels: HashMap<String, String> = spec
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
+    let mounts = spec
+        .mounts
+        .iter()
+        .map(|m| Mount {
+            target: Some(m.target.clone()),
+            source: Some(m.source.clone()),
+            typ: Some(if m.is_bind() {
+                MountType::BIND
+            } else {
+                MountType::VOLUME
+            }),
+            read_only: Some(m.read_only),
+            ..Default::default()
+        })
+        .collect();
+    let restart = match spec.restart {
+        RestartPolicy::No => RestartPolicyNameEnum::NO,
+        RestartPolicy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
+    };
+    let host_config = HostConfig {
+        mounts: Some(mounts),
+        network_mode: spec.network.clone(),
+        dns: Some(spec.dns.iter().map(|ip| ip.to_string()).collect()),
+        restart_policy: Some(DockerRestart {
+            name: Some(restart),
+            maximum_retry_count: None,
+        }),
+        cgroup_parent: spec.cgroup_parent.clone(),
+        auto_remove: Some(spec.auto_remove),
+        group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
+        ..Default::default()
+    };
+    ContainerCreateBody {
+        image: Some(spec.image.clone()),
+        cmd: spec.command.clone(),
+        env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        user: spec.user.clone(),
+        labels: Some(labels),
+        host_config: Some(host_config),
+        healthcheck: spec.health.as_ref().map(health_config),
+        ..Default::default()
+    }
+}
+
+/// Runs `request` (an inspect or a list of containers) until its answer is
+/// not refused for Podman's transient `stopped` state, for at most
+/// [`SETTLE_TIMEOUT`].
+///
+/// Podman's Docker-compatible API (4.x) reports a container whose process
+/// has exited but which its conmon has not yet cleaned up as `"stopped"`, a
+/// state Docker's API does not have and the client's model refuses, failing
+/// the whole answer. The state lasts until the cleanup (tens of
+/// milliseconds): such an answer is asked for again.
+async fn settled<T, F, Fut>(mut request: F) -> Result<T, BollardError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, BollardError>>,
+{
+    let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        match request().await {
+            Err(BollardError::JsonDataError { ref message, .. })
+                if is_podman_stopped(message) && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The client's refusal of Podman's transient `stopped` container state.
+pub(super) fn is_podman_stopped(message: &str) -> bool {
+    message.contains("unknown variant `stopped`")
+}
