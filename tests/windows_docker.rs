@@ -936,9 +936,10 @@ fn the_registry_example_s_health_check_holds_and_releases_a_healthy_registry() {
         .find(|s| s.starts_with("docker.io/library/registry:"))
         .expect("the example's image")
         .to_string();
+    // The port first: the node's own image may live at 127.0.0.1:5000.
     let text = example
-        .replace(&hub_image, &w.node.image("registry"))
         .replace("127.0.0.1:5000", &format!("127.0.0.1:{port}"))
+        .replace(&hub_image, &w.node.image("registry"))
         .replace("/srv/registry", &w.path("srv/registry"))
         .replace(
             "/etc/registry/config.yml",
