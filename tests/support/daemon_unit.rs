@@ -41,6 +41,15 @@ impl DaemonUnit {
         d
     }
 
+    /// [`DaemonUnit::started`], with `args` (e.g. `--metrics-file=`) added
+    /// to the daemon's command line.
+    pub fn started_with_args(w: &World, args: &str, resources: Value) -> DaemonUnit {
+        w.write_declaration(resources);
+        let d = DaemonUnit::install_with_args(w, "", args);
+        d.start();
+        d
+    }
+
     /// [`DaemonUnit::install`], with `args` (e.g. `--metrics-file=`) added
     /// to the daemon's command line.
     pub fn install_with_args(w: &World, extra: &str, args: &str) -> DaemonUnit {

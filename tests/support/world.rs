@@ -252,6 +252,31 @@ impl World {
             .expect("spawn mesh-host")
     }
 
+    /// Where the window record of `step` lies in this world's state.
+    pub fn window_record_path(&self, step: &str) -> PathBuf {
+        self.dir.join(format!("state/windows/{step}.json"))
+    }
+
+    /// Leave `record` as the window record of `step`, the way a window's
+    /// owner writes it (a temporary file renamed into place), as one that
+    /// died or belonged to another boot would have left it: its path.
+    pub fn plant_window_record(&self, step: &str, record: &Value) -> PathBuf {
+        let path = self.window_record_path(step);
+        std::fs::create_dir_all(self.dir.join("state/windows")).expect("windows dir");
+        let tmp = self.dir.join(format!("state/windows/.{step}.json.tmp"));
+        std::fs::write(&tmp, serde_json::to_vec(record).expect("json")).expect("write");
+        std::fs::rename(&tmp, &path).expect("rename");
+        path
+    }
+
+    /// This boot's id and the node's time now (RFC 3339, UTC): what a
+    /// window record opened now, on this boot, says.
+    pub fn boot_and_now(&self) -> (String, String) {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+        let now = self.node.sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ");
+        (boot.trim().to_string(), now.trim().to_string())
+    }
+
     /// The node's time now, as `journalctl --since` reads it.
     pub fn journal_now(&self) -> String {
         self.node
