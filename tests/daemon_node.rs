@@ -17,16 +17,18 @@ use support::{quote, wait_for, Node};
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     let mut w = World::new("daemon");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let svc = w.name("svc");
     let svc2 = w.name("svc2");
     let gc = w.name("gc");
     let img = w.busybox();
-    w.write_declaration(json!([
-        declare::service("svc", &svc, &img),
-        declare::step("gc", &gc, &img, "true", &["svc"], 300)
-    ]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("svc", &svc, &img),
+            declare::step("gc", &gc, &img, "true", &["svc"], 300)
+        ]),
+    );
     assert_eq!(d.prop("ActiveState"), "active");
     assert_eq!(d.prop("Type"), "notify");
     assert!(w.running(&svc), "applied at start, before READY");
@@ -76,11 +78,11 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     let with_unit = w.declaration(
         "with-unit.json",
         json!([
-        declare::service("svc", &svc, &img),
-        declare::service("svc2", &svc2, &img),
-        declare::step("gc", &gc, &img, "true", &["svc"], 300),
-        {"id": "once", "type": "unit", "name": once,
-         "content": format!("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> /run/{once}.out'\n")}
+            declare::service("svc", &svc, &img),
+            declare::service("svc2", &svc2, &img),
+            declare::step("gc", &gc, &img, "true", &["svc"], 300),
+            {"id": "once", "type": "unit", "name": once,
+             "content": format!("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> /run/{once}.out'\n")}
         ]),
     );
     let out = d.cli(&["apply", &with_unit]);
@@ -340,16 +342,18 @@ fn chrono_like_rfc3339(secs_ago: i64) -> String {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_restart() {
     let mut w = World::new("declared");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let a = w.name("a");
     let b = w.name("b");
     let gc = w.name("gc");
     let img = w.busybox();
-    w.write_declaration(json!([
-        declare::service("a", &a, &img),
-        declare::step("gc", &gc, &img, "true", &["a"], 300)
-    ]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("a", &a, &img),
+            declare::step("gc", &gc, &img, "true", &["a"], 300)
+        ]),
+    );
     assert!(w.running(&a));
 
     // apply FILE through the daemon: FILE declares b too.
@@ -412,18 +416,20 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
 #[ignore = "needs the sandbox node: run tests/run"]
 fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     let mut w = World::new("armed");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let a = w.name("a");
     let gc = w.name("gc");
     let fails = w.name("fails");
     let img = w.busybox();
-    w.write_declaration(json!([
-        declare::service("a", &a, &img),
-        declare::step("keep", &gc, &img, "true", &["a"], 300)
-    ]));
     // A step id of its own: step ids name transient units node-wide, and
     // another test here fires "gc".
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("a", &a, &img),
+            declare::step("keep", &gc, &img, "true", &["a"], 300)
+        ]),
+    );
     let armed = |d: &DaemonUnit| {
         let out = d.cli(&["status"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -473,12 +479,14 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_slow_reload_leaves_status_and_sigterm_answered() {
     let mut w = World::new("reload");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let a = w.name("a");
     let slow = w.name("slow");
     let img = w.busybox();
-    w.write_declaration(json!([declare::service("a", &a, &img)]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([declare::service("a", &a, &img)]),
+    );
     // The reload's apply runs a step that takes a while.
     w.write_declaration(json!([
         declare::service("a", &a, &img),
@@ -534,17 +542,19 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
 fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new("sandbox");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let srv = w.path("srv");
-    w.write_declaration(json!([
-        {"id": "conf", "type": "file", "path": format!("{srv}/a/b/app.conf"),
-         "content": "x=1\n", "mode": "0644"},
-        {"id": "shared", "type": "directory", "path": format!("{srv}/shared"), "mode": "2775"},
-        {"id": "tool", "type": "file", "path": format!("{srv}/tool"),
-         "content": "#!/bin/sh\n", "mode": "4755"}
-    ]));
     // The unit's UMask=0077 and the rest of its sandbox are in force.
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            {"id": "conf", "type": "file", "path": format!("{srv}/a/b/app.conf"),
+             "content": "x=1\n", "mode": "0644"},
+            {"id": "shared", "type": "directory", "path": format!("{srv}/shared"), "mode": "2775"},
+            {"id": "tool", "type": "file", "path": format!("{srv}/tool"),
+             "content": "#!/bin/sh\n", "mode": "4755"}
+        ]),
+    );
     assert_eq!(d.node.unit_property(&d.unit, "UMask"), "0077");
     assert_eq!(d.node.unit_property(&d.unit, "PrivateTmp"), "yes");
     let mode = |p: &str| {

@@ -150,22 +150,14 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
     w.node.docker_ok(&["stop", &svc]);
     let _back = w.node.on_drop("systemctl start docker.socket docker");
     w.node.sh_ok("systemctl stop docker docker.socket");
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-    let now = w
-        .node
-        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
-        .trim()
-        .to_string();
+    let (boot, now) = w.boot_and_now();
     let record = json!({
         "record": 1, "step": "gc", "module": "m", "fire-time": now, "opened-at": now,
-        "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,
+        "boot-id": boot, "pid": 0, "pid-start-time": 0,
         "step-container": run, "step-timeout-secs": 600, "owed": true,
         "held": [{"id": "svc", "name": svc, "was-running": true}]
     });
-    let record_path = w.dir.join("state/windows/gc.json");
-    let tmp = w.dir.join("state/windows/.gc.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
-    std::fs::rename(&tmp, &record_path).expect("rename");
+    let record_path = w.plant_window_record("gc", &record);
     // The daemon takes it over at once and waits for Docker.
     wait_for(
         "the daemon to wait for Docker",
@@ -322,7 +314,7 @@ fn outage_past_the_closing_budget_alerts_then_the_owed_start_is_made_when_docker
     let out = client.wait_with_output().expect("mesh-host run");
     let printed = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "{printed}");
-    let record_path = w.dir.join("state/windows/bg.json");
+    let record_path = w.window_record_path("bg");
     let record: Value =
         serde_json::from_slice(&std::fs::read(&record_path).expect("the record is kept"))
             .expect("json");
@@ -413,7 +405,7 @@ fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
     );
     let out = client.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(1));
-    let record_path = w.dir.join("state/windows/pg.json");
+    let record_path = w.window_record_path("pg");
     assert!(record_path.exists(), "the record is kept, owed");
     assert!(
         !w.node.docker(&["info", "-f", "{{.ID}}"]).status.success(),

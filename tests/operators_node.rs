@@ -341,15 +341,17 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
 #[ignore = "needs the sandbox node: run tests/run"]
 fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
     let mut w = World::new("readable");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let svc = w.name("svc");
     let gc = w.name("gc");
     let img = w.busybox();
-    w.write_declaration(json!([
-        declare::service("svc", &svc, &img),
-        declare::step(&gc, &gc, &img, "true", &["svc"], 300),
-    ]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("svc", &svc, &img),
+            declare::step(&gc, &gc, &img, "true", &["svc"], 300),
+        ]),
+    );
     let utc = regex_like_utc_time;
 
     let out = d.cli_with_state(&["run", &gc]);

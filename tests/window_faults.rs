@@ -307,22 +307,14 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
     d.node.sh_ok(&format!("systemctl stop {}", quote(&d.unit)));
     w.node.docker_ok(&["rm", "-f", svc]);
     // What an owner SIGKILLed mid-window leaves: its record, pid 0 gone.
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-    let now = w
-        .node
-        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
-        .trim()
-        .to_string();
+    let (boot, now) = w.boot_and_now();
     let record = json!({
         "record": 1, "step": id, "module": "m", "fire-time": now, "opened-at": now,
-        "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,
+        "boot-id": boot, "pid": 0, "pid-start-time": 0,
         "step-container": run, "step-timeout-secs": 120, "owed": false,
         "held": [{"id": "svc", "name": svc, "was-running": true}]
     });
-    let windows = w.dir.join("state/windows");
-    let tmp = windows.join(format!(".{id}.json.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
-    std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
+    w.plant_window_record(id, &record);
 
     d.start();
     // The adopter closes it from the start, beside the start-up apply
@@ -656,10 +648,7 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
         "held": [{"id": "svc", "name": svc, "was-running": true},
                  {"id": "flaky", "name": flaky, "was-running": true}]
     });
-    let windows = state.join("windows");
-    let tmp = windows.join(format!(".{id}.json.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
-    std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
+    w.plant_window_record(&id, &record);
     // At once, while the daemon's adopter closes the old window.
     let first = d.cli(&["run", &id]);
     let said = format!(

@@ -615,8 +615,6 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
         declare::step("other3", &other, &img, "true", &[], 60),
     ]));
     // A window a daemon opened before the last reboot: svc was running then.
-    let windows = w.dir.join("state/windows");
-    std::fs::create_dir_all(&windows).expect("windows dir");
     let opened = chrono::Utc::now().to_rfc3339();
     let record = json!({
         "record": 1, "step": "oldgc", "module": "m", "fire-time": opened, "opened-at": opened,
@@ -624,11 +622,11 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
         "step-container": format!("{}-gone", w.prefix),
         "held": [{"id": "svc", "name": svc, "was-running": true}],
     });
-    std::fs::write(windows.join("oldgc.json"), record.to_string()).expect("record");
+    let record_path = w.plant_window_record("oldgc", &record);
     let out = w.run_local("other3");
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc), "the stale window's container runs again");
-    assert!(!windows.join("oldgc.json").exists(), "the record is erased");
+    assert!(!record_path.exists(), "the record is erased");
     let resumed = w.journal(&["MESH_EVENT=window-resumed", "MESH_STEP=oldgc"]);
     assert!(resumed.contains("another boot"), "{resumed}");
 }
