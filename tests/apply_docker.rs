@@ -5,14 +5,14 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::declare::{first, free_port};
 use support::world::{stamp, World, SERVICE_CMD};
-use support::{quote, wait_for};
+use support::{quote, stdout, wait_for};
 
 /// A busybox service resource (no module).
 fn service(w: &World, id: &str, name: &str) -> Value {
@@ -26,20 +26,8 @@ fn apply(w: &World, rel: &str, resources: Value) -> Output {
     w.mesh(&["apply", &decl, "--local"])
 }
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn has_line(out: &Output, line: &str) -> bool {
     stdout(out).lines().any(|l| l == line)
-}
-
-fn free_port() -> u16 {
-    // The node shares this machine's network namespace.
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 #[test]
@@ -203,7 +191,7 @@ fn a_scheduled_step_is_installed_with_its_image_pulled_and_no_container_run() {
     // from Docker's store: only a pull by apply can bring it back.
     let repo = format!("{}/{}", w.node.registry(), w.prefix);
     let tagged = format!("{repo}:1");
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     w.node.docker_ok(&[
         "run",
         "--name",
@@ -266,7 +254,7 @@ fn an_undeclared_managed_container_is_removed_and_a_foreign_one_survives() {
     let keep = w.name("keep");
     let gone = w.name("gone");
     let foreign = w.name("foreign");
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     w.node.docker_ok(&[
         "run",
         "-d",
@@ -388,13 +376,7 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
     let reg_id = w.inspect(&reg, "{{.Id}}");
 
     // The window of `hold` opens (the registry stopped) and its step runs.
-    let child: Child = w
-        .node
-        .command(&w.bin, &w.mesh_args(&["run", "hold", "--local"], Some(&d1)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mesh-host run");
+    let child: Child = w.mesh_spawn(&["run", "hold", "--local"], Some(&d1));
     wait_for(
         "the step to run with the registry held",
         Duration::from_secs(30),
@@ -718,7 +700,7 @@ fn apply_local_installs_the_node_declaration_that_run_and_plan_then_use() {
     // run and plan find the step FILE declared, in the node's declaration.
     let out = w.mesh(&["plan", "gc", "--local"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let out = w.mesh(&["run", "gc", "--local"]);
+    let out = w.run_local("gc");
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.running(&web), "its window closed");
     let out = w.mesh(&["status", "--local"]);
@@ -750,19 +732,11 @@ fn line_ids(out: &Output) -> Vec<String> {
         .collect()
 }
 
-/// Index of the first `(name, action)` event, panicking when absent.
-fn event_at(events: &[(String, String)], name: &str, action: &str) -> usize {
-    events
-        .iter()
-        .position(|(n, a)| n == name && a == action)
-        .unwrap_or_else(|| panic!("no {action} event of {name} in {events:?}"))
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn concurrent_creates_report_in_order_and_a_run_once_gates_what_follows() {
     let mut w = World::new("apply-gate");
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     let before: Vec<String> = (1..=10).map(|i| w.name(&format!("b{i}"))).collect();
     let after: Vec<String> = (1..=10).map(|i| w.name(&format!("a{i}"))).collect();
     let gate = w.name("gate");
@@ -798,17 +772,17 @@ fn concurrent_creates_report_in_order_and_a_run_once_gates_what_follows() {
     let mut names: Vec<&str> = before.iter().chain(&after).map(String::as_str).collect();
     names.push(&gate);
     let events = w.events(&since, &names);
-    let gate_created = event_at(&events, &gate, "create");
-    let gate_died = event_at(&events, &gate, "die");
+    let gate_created = first(&events, &gate, "create");
+    let gate_died = first(&events, &gate, "die");
     for name in &before {
         assert!(
-            event_at(&events, name, "start") < gate_created,
+            first(&events, name, "start") < gate_created,
             "{name} started after the run-once began: {events:?}"
         );
     }
     for name in &after {
         assert!(
-            event_at(&events, name, "create") > gate_died,
+            first(&events, name, "create") > gate_died,
             "{name} was created before the run-once ended: {events:?}"
         );
     }
@@ -818,7 +792,7 @@ fn concurrent_creates_report_in_order_and_a_run_once_gates_what_follows() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_failure_among_concurrent_creates_fails_alone_and_a_failing_run_once_halts() {
     let mut w = World::new("apply-midfail");
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     let before: Vec<String> = (1..=8).map(|i| w.name(&format!("b{i}"))).collect();
     let after: Vec<String> = (1..=4).map(|i| w.name(&format!("a{i}"))).collect();
     let migrate = w.name("migrate");
@@ -882,7 +856,7 @@ fn a_failure_among_concurrent_creates_fails_alone_and_a_failing_run_once_halts()
 #[ignore = "needs the sandbox node: run tests/run"]
 fn restart_on_follows_the_file_it_names_among_concurrent_services() {
     let mut w = World::new("apply-restarton");
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     let conf = w.path("etc/app.conf");
     let watchers: Vec<String> = (1..=6).map(|i| w.name(&format!("w{i}"))).collect();
     let other = w.name("other");
@@ -936,8 +910,8 @@ fn restart_on_follows_the_file_it_names_among_concurrent_services() {
     names.push(&other);
     let events = w.events(&since, &names);
     for name in &watchers {
-        let died = event_at(&events, name, "die");
-        assert!(event_at(&events, name, "start") > died, "{events:?}");
+        let died = first(&events, name, "die");
+        assert!(first(&events, name, "start") > died, "{events:?}");
     }
     assert!(
         !events.iter().any(|(n, _)| n == &other),
@@ -949,7 +923,7 @@ fn restart_on_follows_the_file_it_names_among_concurrent_services() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_window_opening_during_a_concurrent_apply_waits_for_it_and_closes() {
     let mut w = World::new("apply-winrace");
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     let services: Vec<String> = (1..=16).map(|i| w.name(&format!("s{i}"))).collect();
     let step = w.name("step");
     let mut resources = Vec::new();
@@ -995,21 +969,21 @@ fn a_window_opening_during_a_concurrent_apply_waits_for_it_and_closes() {
     let events = w.events(&since, &names);
     let last_start = services
         .iter()
-        .map(|n| event_at(&events, n, "start"))
+        .map(|n| first(&events, n, "start"))
         .max()
         .expect("starts");
     let first_stop =
-        event_at(&events, &services[0], "stop").min(event_at(&events, &services[15], "stop"));
+        first(&events, &services[0], "stop").min(first(&events, &services[15], "stop"));
     assert!(
         first_stop > last_start,
         "the window stopped a service while the apply was creating: {events:?}"
     );
-    assert!(event_at(&events, &step, "start") > first_stop);
+    assert!(first(&events, &step, "start") > first_stop);
     let restarted = events
         .iter()
         .rposition(|(n, a)| n == &services[0] && a == "start")
         .expect("s1 started again");
-    assert!(restarted > event_at(&events, &step, "die"), "{events:?}");
+    assert!(restarted > first(&events, &step, "die"), "{events:?}");
     let records = std::fs::read_dir(w.dir.join("state/windows"))
         .map(|d| d.count())
         .unwrap_or(0);

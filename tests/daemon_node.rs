@@ -5,47 +5,30 @@
 
 mod support;
 
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::world::{World, SERVICE_CMD};
+use support::declare::{self, count, first, last, text};
+use support::world::{stamp, World};
 use support::{quote, wait_for, Node};
-
-fn service(id: &str, name: &str, image: &str) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-}
-
-fn step(id: &str, name: &str, image: &str, script: &str, holds: &[&str]) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", script], "network": "none", "schedule": "0 3 * * *",
-           "while-stopped": holds, "timeout": 300})
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     let mut w = World::new("daemon");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let svc = w.name("svc");
     let svc2 = w.name("svc2");
     let gc = w.name("gc");
     let img = w.busybox();
-    w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step("gc", &gc, &img, "true", &["svc"])
-    ]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("svc", &svc, &img),
+            declare::step("gc", &gc, &img, "true", &["svc"], 300)
+        ]),
+    );
     assert_eq!(d.prop("ActiveState"), "active");
     assert_eq!(d.prop("Type"), "notify");
     assert!(w.running(&svc), "applied at start, before READY");
@@ -64,11 +47,11 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
 
     // systemctl reload applies a changed declaration.
     w.write_declaration(json!([
-        service("svc", &svc, &img),
-        service("svc2", &svc2, &img),
-        step("gc", &gc, &img, "true", &["svc"])
+        declare::service("svc", &svc, &img),
+        declare::service("svc2", &svc2, &img),
+        declare::step("gc", &gc, &img, "true", &["svc"], 300)
     ]));
-    reload_and_wait(&d);
+    d.reload_and_wait();
     wait_for("svc2 to run after reload", Duration::from_secs(30), || {
         w.running(&svc2).then_some(())
     });
@@ -91,16 +74,17 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
 
     // A oneshot unit resource that ran and exited 0 is satisfied, not stopped.
     let once = format!("{}-once.service", w.prefix);
-    let with_unit = w.path("with-unit.json");
-    let decl = json!({"declaration": 1, "resources": [
-        service("svc", &svc, &img),
-        service("svc2", &svc2, &img),
-        step("gc", &gc, &img, "true", &["svc"]),
-        {"id": "once", "type": "unit", "name": once,
-         "content": format!("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> /run/{once}.out'\n")}
-    ]});
     let _once_out = d.node.on_drop(format!("rm -f /run/{once}.out"));
-    std::fs::write(&with_unit, serde_json::to_vec(&decl).expect("json")).expect("write");
+    let with_unit = w.declaration(
+        "with-unit.json",
+        json!([
+            declare::service("svc", &svc, &img),
+            declare::service("svc2", &svc2, &img),
+            declare::step("gc", &gc, &img, "true", &["svc"], 300),
+            {"id": "once", "type": "unit", "name": once,
+             "content": format!("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> /run/{once}.out'\n")}
+        ]),
+    );
     let out = d.cli(&["apply", &with_unit]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("once satisfied"), "{}", text(&out));
@@ -113,7 +97,7 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         "{}",
         text(&out)
     );
-    reload_and_wait(&d);
+    d.reload_and_wait();
     let ran = d.node.sh_ok(&format!("cat /run/{once}.out"));
     assert_eq!(ran, "ran\n", "the oneshot ran once");
 
@@ -147,12 +131,12 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
     let gc = w.name("gc");
     let img = w.busybox();
     w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step("wd", &gc, &img, "sleep 12", &["svc"])
+        declare::service("svc", &svc, &img),
+        declare::step("wd", &gc, &img, "sleep 12", &["svc"], 300)
     ]));
     d.start();
     let first_pid = d.prop("MainPID");
-    let since = d.node.sh_ok("date +%s.%N").trim().to_string();
+    let since = stamp();
     let mut client = d.cli_spawn(&["run", "wd"]);
     wait_for("the step to run", Duration::from_secs(30), || {
         w.running(&gc).then_some(())
@@ -195,50 +179,17 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
     wait_for("svc to run again", Duration::from_secs(60), || {
         w.running(&svc).then_some(())
     });
-    let until = d.node.sh_ok("date +%s.%N").trim().to_string();
-    let events = d.node.docker_ok(&[
-        "events",
-        "--since",
-        &since,
-        "--until",
-        &until,
-        "--filter",
-        &format!("container={gc}"),
-        "--filter",
-        &format!("container={svc}"),
-        "--format",
-        "{{.Actor.Attributes.name}} {{.Action}}",
-    ]);
-    let lines: Vec<&str> = events.lines().collect();
-    let gc_starts = lines
-        .iter()
-        .filter(|l| **l == format!("{gc} start"))
-        .count();
-    assert_eq!(gc_starts, 1, "the step ran once: {lines:?}");
-    let gc_die = lines
-        .iter()
-        .position(|l| *l == format!("{gc} die"))
-        .expect("step ended");
-    let svc_up = lines
-        .iter()
-        .rposition(|l| *l == format!("{svc} start"))
-        .expect("svc started");
-    assert!(
-        gc_die < svc_up,
-        "the step ended before svc started again: {lines:?}"
+    let events = w.events(&since, &[&gc, &svc]);
+    assert_eq!(
+        count(&events, &gc, "start"),
+        1,
+        "the step ran once: {events:?}"
     );
-    let resumed = d.node.journal(&[
-        "-u",
-        &d.unit,
-        "-t",
-        "mesh-host",
-        "MESH_EVENT=window-resumed",
-        "MESH_STEP=wd",
-        "--since",
-        "-2min",
-        "-o",
-        "cat",
-    ]);
+    assert!(
+        first(&events, &gc, "die") < last(&events, &svc, "start"),
+        "the step ended before svc started again: {events:?}"
+    );
+    let resumed = d.journal("-2min", &["MESH_EVENT=window-resumed", "MESH_STEP=wd"]);
     assert!(resumed.contains("resuming the window of wd"), "{resumed}");
 }
 
@@ -263,9 +214,12 @@ fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
         "docker network rm {} >/dev/null 2>&1 || true",
         quote(&net)
     ));
-    let mut held = service("svc", &svc, &img);
+    let mut held = declare::service("svc", &svc, &img);
     held["network"] = json!(net);
-    w.write_declaration(json!([held, step("al", &gc, &img, "sleep 4", &["svc"])]));
+    w.write_declaration(json!([
+        held,
+        declare::step("al", &gc, &img, "sleep 4", &["svc"], 300)
+    ]));
     d.start();
     assert!(w.running(&svc));
     let client = d.cli_spawn(&["run", "al"]);
@@ -310,9 +264,9 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
     let svc = w.name("svc");
     let run = w.name("run");
     let img = w.busybox();
-    let mut every_minute = step("cronstep", &run, &img, "echo fired", &["svc"]);
+    let mut every_minute = declare::step("cronstep", &run, &img, "echo fired", &["svc"], 300);
     every_minute["schedule"] = json!("* * * * *");
-    w.write_declaration(json!([service("svc", &svc, &img), every_minute]));
+    w.write_declaration(json!([declare::service("svc", &svc, &img), every_minute]));
     // A daemon before this one handled the fire due two hours ago.
     let state = w.dir.join("state");
     std::fs::create_dir_all(&state).expect("state dir");
@@ -323,18 +277,7 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
     )
     .expect("history");
     d.start();
-    let missed = d.node.journal(&[
-        "-u",
-        &d.unit,
-        "-t",
-        "mesh-host",
-        "MESH_EVENT=step-missed",
-        "MESH_STEP=cronstep",
-        "--since",
-        "-5min",
-        "-o",
-        "cat",
-    ]);
+    let missed = d.journal("-5min", &["MESH_EVENT=step-missed", "MESH_STEP=cronstep"]);
     assert_eq!(
         missed.lines().count(),
         1,
@@ -372,18 +315,7 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
         "step-finished in the journal",
         Duration::from_secs(20),
         || {
-            let j = d.node.journal(&[
-                "-u",
-                &d.unit,
-                "-t",
-                "mesh-host",
-                "MESH_EVENT=step-finished",
-                "MESH_STEP=cronstep",
-                "--since",
-                "-5min",
-                "-o",
-                "cat",
-            ]);
+            let j = d.journal("-5min", &["MESH_EVENT=step-finished", "MESH_STEP=cronstep"]);
             j.contains("step cronstep finished").then_some(j)
         },
     );
@@ -406,60 +338,34 @@ fn chrono_like_rfc3339(secs_ago: i64) -> String {
         .to_rfc3339()
 }
 
-/// Docker's record of `names` between two `date +%s.%N` stamps of the node:
-/// `name action` lines for creations, removals, starts and stops.
-fn lifecycle(node: &Node, since: &str, names: &[&str]) -> Vec<String> {
-    let until = node.sh_ok("date +%s.%N").trim().to_string();
-    let mut args = vec![
-        "events".to_string(),
-        "--since".into(),
-        since.into(),
-        "--until".into(),
-        until,
-        "--format".into(),
-        "{{.Actor.Attributes.name}} {{.Action}}".into(),
-    ];
-    for n in names {
-        args.push("--filter".into());
-        args.push(format!("container={n}"));
-    }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    node.docker_ok(&refs)
-        .lines()
-        .filter(|l| {
-            ["create", "destroy", "start", "stop", "die", "kill"]
-                .iter()
-                .any(|a| l.ends_with(&format!(" {a}")))
-        })
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_restart() {
     let mut w = World::new("declared");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let a = w.name("a");
     let b = w.name("b");
     let gc = w.name("gc");
     let img = w.busybox();
-    w.write_declaration(json!([
-        service("a", &a, &img),
-        step("gc", &gc, &img, "true", &["a"])
-    ]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("a", &a, &img),
+            declare::step("gc", &gc, &img, "true", &["a"], 300)
+        ]),
+    );
     assert!(w.running(&a));
 
     // apply FILE through the daemon: FILE declares b too.
-    let file = w.path("file.json");
-    let file_bytes = serde_json::to_vec_pretty(&json!({"declaration": 1, "resources": [
-        service("a", &a, &img),
-        service("b", &b, &img),
-        step("gc", &gc, &img, "true", &["a"])
-    ]}))
-    .expect("json");
-    std::fs::write(&file, &file_bytes).expect("write FILE");
+    let file = w.declaration(
+        "file.json",
+        json!([
+            declare::service("a", &a, &img),
+            declare::service("b", &b, &img),
+            declare::step("gc", &gc, &img, "true", &["a"], 300)
+        ]),
+    );
+    let file_bytes = std::fs::read(&file).expect("FILE");
     let out = d.cli(&["apply", &file]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(w.running(&b));
@@ -479,14 +385,13 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
     );
 
     // A reload and a restart apply that file: nothing recreated or removed.
-    let since = d.node.sh_ok("date +%s.%N").trim().to_string();
-    reload_and_wait(&d);
+    let since = stamp();
+    d.reload_and_wait();
     let pid = d.prop("MainPID");
-    d.node
-        .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
+    d.restart();
     assert_ne!(d.prop("MainPID"), pid, "a new daemon");
     assert!(w.running(&a) && w.running(&b), "b stays applied");
-    let events = lifecycle(&d.node, &since, &[&a, &b]);
+    let events = w.events(&since, &[&a, &b]);
     assert!(
         events.is_empty(),
         "nothing recreated, removed or restarted: {events:?}"
@@ -495,15 +400,12 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
     assert!(last.contains(" ok"), "{last}");
 
     // A refused FILE changes nothing, the installed file included.
-    let bad = w.path("bad.json");
-    std::fs::write(
-        &bad,
-        serde_json::to_vec(&json!({"declaration": 1, "resources": [
+    let bad = w.declaration(
+        "bad.json",
+        json!([
             {"id": "x", "type": "container", "name": "x", "image": "busybox:latest"}
-        ]}))
-        .expect("json"),
-    )
-    .expect("write");
+        ]),
+    );
     let out = d.cli(&["apply", &bad]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(std::fs::read(&installed).expect("installed"), file_bytes);
@@ -514,18 +416,20 @@ fn apply_file_becomes_the_node_declaration_and_stays_applied_across_reload_and_r
 #[ignore = "needs the sandbox node: run tests/run"]
 fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     let mut w = World::new("armed");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let a = w.name("a");
     let gc = w.name("gc");
     let fails = w.name("fails");
     let img = w.busybox();
-    w.write_declaration(json!([
-        service("a", &a, &img),
-        step("keep", &gc, &img, "true", &["a"])
-    ]));
     // A step id of its own: step ids name transient units node-wide, and
     // another test here fires "gc".
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("a", &a, &img),
+            declare::step("keep", &gc, &img, "true", &["a"], 300)
+        ]),
+    );
     let armed = |d: &DaemonUnit| {
         let out = d.cli(&["status"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -539,47 +443,32 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
     let inputs = w.dir.join("state").join("container-inputs.json");
     let good = std::fs::read(&inputs).expect("state file");
     std::fs::write(&inputs, b"{\"a\": ").expect("damage");
-    reload_and_wait(&d);
+    d.reload_and_wait();
     let status = d.prop("StatusText");
     assert!(status.contains("FAILED"), "{status}");
     assert!(armed(&d), "still armed after an apply that could not start");
     std::fs::write(&inputs, &good).expect("repair");
 
     // A run-once that fails halts the apply before the step is reached.
-    let file = w.path("halts.json");
-    std::fs::write(
-        &file,
-        serde_json::to_vec(&json!({"declaration": 1, "resources": [
+    let file = w.declaration(
+        "halts.json",
+        json!([
             {"id": "fails", "type": "container", "module": "m", "name": fails, "image": img,
              "command": ["sh", "-c", "exit 3"], "network": "none", "run-once": true,
              "timeout": 60},
-            service("a", &a, &img),
-            step("keep", &gc, &img, "true", &["a"])
-        ]}))
-        .expect("json"),
-    )
-    .expect("write");
+            declare::service("a", &a, &img),
+            declare::step("keep", &gc, &img, "true", &["a"], 300)
+        ]),
+    );
     let out = d.cli(&["apply", &file]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("halted at fails"), "{}", text(&out));
     assert!(armed(&d), "still armed after a halted apply");
     // A new daemon whose first apply halts too arms them from the last
     // complete apply.
-    d.node
-        .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
+    d.restart();
     assert!(armed(&d), "still armed after a restart whose apply halted");
-    let kept = d.node.journal(&[
-        "-u",
-        &d.unit,
-        "-t",
-        "mesh-host",
-        "--since",
-        "-5min",
-        "-o",
-        "cat",
-        "--grep",
-        "schedules stay as armed",
-    ]);
+    let kept = d.journal("-5min", &["--grep", "schedules stay as armed"]);
     assert!(kept.lines().count() >= 2, "each failure is logged: {kept}");
     // The step still fires through the daemon.
     let out = d.cli(&["run", "keep"]);
@@ -590,15 +479,17 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_slow_reload_leaves_status_and_sigterm_answered() {
     let mut w = World::new("reload");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let a = w.name("a");
     let slow = w.name("slow");
     let img = w.busybox();
-    w.write_declaration(json!([service("a", &a, &img)]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([declare::service("a", &a, &img)]),
+    );
     // The reload's apply runs a step that takes a while.
     w.write_declaration(json!([
-        service("a", &a, &img),
+        declare::service("a", &a, &img),
         {"id": "slow", "type": "container", "module": "m", "name": slow, "image": img,
          "command": ["sh", "-c", "sleep 12"], "network": "none", "run-once": true,
          "timeout": 120}
@@ -635,16 +526,7 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
         &slow,
     ]);
     assert_eq!(exit.trim(), "exited 0", "the apply was not cut short");
-    let log = d.node.journal(&[
-        "-u",
-        &d.unit,
-        "-t",
-        "mesh-host",
-        "--since",
-        "-5min",
-        "-o",
-        "cat",
-    ]);
+    let log = d.journal("-5min", &[]);
     let stopping = log
         .find("stopping: letting running steps end")
         .expect("stopping logged");
@@ -660,17 +542,19 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
 fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new("sandbox");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let srv = w.path("srv");
-    w.write_declaration(json!([
-        {"id": "conf", "type": "file", "path": format!("{srv}/a/b/app.conf"),
-         "content": "x=1\n", "mode": "0644"},
-        {"id": "shared", "type": "directory", "path": format!("{srv}/shared"), "mode": "2775"},
-        {"id": "tool", "type": "file", "path": format!("{srv}/tool"),
-         "content": "#!/bin/sh\n", "mode": "4755"}
-    ]));
     // The unit's UMask=0077 and the rest of its sandbox are in force.
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            {"id": "conf", "type": "file", "path": format!("{srv}/a/b/app.conf"),
+             "content": "x=1\n", "mode": "0644"},
+            {"id": "shared", "type": "directory", "path": format!("{srv}/shared"), "mode": "2775"},
+            {"id": "tool", "type": "file", "path": format!("{srv}/tool"),
+             "content": "#!/bin/sh\n", "mode": "4755"}
+        ]),
+    );
     assert_eq!(d.node.unit_property(&d.unit, "UMask"), "0077");
     assert_eq!(d.node.unit_property(&d.unit, "PrivateTmp"), "yes");
     let mode = |p: &str| {
@@ -702,15 +586,12 @@ fn the_shipped_units_sandbox_applies_declared_modes_and_refuses_private_tmp() {
     assert!(status.contains(" ok"), "{status}");
 
     // Under /tmp: refused with the reason, by check and by the daemon.
-    let tmp_decl = w.path("tmp.json");
-    std::fs::write(
-        &tmp_decl,
-        serde_json::to_vec(&json!({"declaration": 1, "resources": [
+    let tmp_decl = w.declaration(
+        "tmp.json",
+        json!([
             {"id": "t", "type": "file", "path": format!("/tmp/{}.conf", w.prefix), "content": "x"}
-        ]}))
-        .expect("json"),
-    )
-    .expect("write");
+        ]),
+    );
     for args in [
         vec!["check", tmp_decl.as_str()],
         vec!["apply", tmp_decl.as_str()],
@@ -736,7 +617,14 @@ fn a_wall_clock_set_wakes_the_sleeping_scheduler_at_once() {
     let run = w.name("run");
     let img = w.busybox();
     // Due at 03:00 only: the scheduler sleeps on its timer until then.
-    w.write_declaration(json!([step("daily", &run, &img, "echo fired", &[])]));
+    w.write_declaration(json!([declare::step(
+        "daily",
+        &run,
+        &img,
+        "echo fired",
+        &[],
+        300
+    )]));
     d.start();
     // (journalctl --grep exits 1 when nothing matches.)
     let noticed = || {
@@ -775,15 +663,4 @@ fn a_wall_clock_set_wakes_the_sleeping_scheduler_at_once() {
             .success(),
         "a set fires nothing that is not due"
     );
-}
-
-/// `systemctl reload` the daemon and wait until its reload is done: the
-/// reload job ends once SIGHUP is sent, while the daemon says RELOADING=1
-/// until its apply has finished and READY=1 follows.
-fn reload_and_wait(d: &DaemonUnit) {
-    d.node
-        .sh_ok(&format!("systemctl reload {}", quote(&d.unit)));
-    wait_for("the reload to finish", Duration::from_secs(60), || {
-        (d.prop("ActiveState") == "active").then_some(())
-    });
 }

@@ -17,16 +17,12 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::world::{stamp, World, SERVICE_CMD};
+use support::declare;
+use support::world::{stamp, World};
 use support::{wait_for, Node};
 
 /// One outage at a time, whatever the test threads.
 static OUTAGE: Mutex<()> = Mutex::new(());
-
-fn service(id: &str, name: &str, image: &str) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-}
 
 /// Docker comes back (and with it the node's registry, `--restart always`)
 /// whatever the test did.
@@ -58,12 +54,11 @@ fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
     let mut w = World::new("outage");
     let held: Vec<String> = (1..=3).map(|i| w.name(&format!("svc{i}"))).collect();
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     let mut resources: Vec<Value> = held
         .iter()
         .enumerate()
-        .map(|(i, n)| service(&format!("svc{}", i + 1), n, &img))
+        .map(|(i, n)| declare::service(&format!("svc{}", i + 1), n, &img))
         .collect();
     // Docker forgets its events when it stops: the step marks its starts
     // in a bind-mounted file instead.
@@ -80,12 +75,10 @@ fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
     let d = DaemonUnit::install(&w, "");
     d.start();
     assert!(held.iter().all(|n| w.running(n)), "applied at start");
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let journal_since = w.journal_now();
 
     let client = d.cli_spawn(&["run", "gc"]);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
+    w.wait_running("the step to run", &run);
     assert!(held.iter().all(|n| !w.running(n)), "held by the window");
     // Docker away for about 20 s mid-window.
     let _back = w.node.on_drop("systemctl start docker.socket docker");
@@ -140,10 +133,9 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
     let mut w = World::new("owed");
     let svc = w.name("svc");
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     w.write_declaration(json!([
-        service("svc", &svc, &img),
+        declare::service("svc", &svc, &img),
         {"id": "gc", "type": "container", "module": "m", "name": run, "image": img,
          "command": ["sh", "-c", "true"], "network": "none",
          "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
@@ -151,29 +143,21 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
     let d = DaemonUnit::install(&w, "");
     d.start();
     assert!(w.running(&svc));
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let journal_since = w.journal_now();
     // A close that spent its budget while Docker was away leaves this: the
     // record, narrowed to what is owed, marked owed, its owner (a local
     // run) gone. Docker is still away when it appears.
     w.node.docker_ok(&["stop", &svc]);
     let _back = w.node.on_drop("systemctl start docker.socket docker");
     w.node.sh_ok("systemctl stop docker docker.socket");
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-    let now = w
-        .node
-        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
-        .trim()
-        .to_string();
+    let (boot, now) = w.boot_and_now();
     let record = json!({
         "record": 1, "step": "gc", "module": "m", "fire-time": now, "opened-at": now,
-        "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,
+        "boot-id": boot, "pid": 0, "pid-start-time": 0,
         "step-container": run, "step-timeout-secs": 600, "owed": true,
         "held": [{"id": "svc", "name": svc, "was-running": true}]
     });
-    let record_path = w.dir.join("state/windows/gc.json");
-    let tmp = w.dir.join("state/windows/.gc.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
-    std::fs::rename(&tmp, &record_path).expect("rename");
+    let record_path = w.plant_window_record("gc", &record);
     // The daemon takes it over at once and waits for Docker.
     wait_for(
         "the daemon to wait for Docker",
@@ -242,20 +226,17 @@ fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
     let mut w = World::new("lost");
     let svc = w.name("svc");
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     let _live = LiveRestore::enable(&w.node);
     w.run_service(&svc, &["--restart", "unless-stopped"]);
     w.write_declaration(json!([
-        service("svc", &svc, &img),
+        declare::service("svc", &svc, &img),
         {"id": "gc", "type": "container", "module": "m", "name": run, "image": img,
          "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 120 & wait"], "network": "none",
          "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
     ]));
-    let client = w.mesh_spawn(&["run", "gc", "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
+    let client = w.spawn_local("gc");
+    w.wait_running("the step to run", &run);
     // dockerd goes away; with live-restore the step keeps running, and the
     // wait for it is cut: mesh-host has lost track of the run.
     let _back = w.node.on_drop("systemctl start docker.socket docker");
@@ -292,12 +273,11 @@ fn outage_past_the_closing_budget_alerts_then_the_owed_start_is_made_when_docker
     let mut w = World::new("budget");
     let svc = w.name("svc");
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     // The step runs on while dockerd is away, and outlives the budget.
     let _live = LiveRestore::enable(&w.node);
     w.write_declaration(json!([
-        service("svc", &svc, &img),
+        declare::service("svc", &svc, &img),
         {"id": "bg", "type": "container", "module": "m", "name": run, "image": img,
          "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 30 & wait"], "network": "none",
          "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
@@ -307,11 +287,9 @@ fn outage_past_the_closing_budget_alerts_then_the_owed_start_is_made_when_docker
     let d = DaemonUnit::install(&w, "Environment=MESH_HOST_CLOSE_BUDGET_SECS=10");
     d.start();
     assert!(w.running(&svc), "applied at start");
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let journal_since = w.journal_now();
     let client = d.cli_spawn(&["run", "bg"]);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
+    w.wait_running("the step to run", &run);
     let _back = w.node.on_drop("systemctl start docker.socket docker");
     w.node.sh_ok("systemctl stop docker docker.socket");
 
@@ -336,7 +314,7 @@ fn outage_past_the_closing_budget_alerts_then_the_owed_start_is_made_when_docker
     let out = client.wait_with_output().expect("mesh-host run");
     let printed = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "{printed}");
-    let record_path = w.dir.join("state/windows/bg.json");
+    let record_path = w.window_record_path("bg");
     let record: Value =
         serde_json::from_slice(&std::fs::read(&record_path).expect("the record is kept"))
             .expect("json");
@@ -377,8 +355,7 @@ fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
     let mut w = World::new("pageowed");
     let svc = w.name("svc");
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     // An alert template that says which event it was started for.
     let template_prefix = support::unique_name("owed-alert");
     let template = format!("{template_prefix}@.service");
@@ -392,7 +369,7 @@ fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
     ));
     w.node.sh_ok("systemctl daemon-reload");
     w.write_declaration(json!([
-        service("svc", &svc, &img),
+        declare::service("svc", &svc, &img),
         {"id": "pg", "type": "container", "module": "m", "name": run, "image": img,
          "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 30 & wait"], "network": "none",
          "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
@@ -406,11 +383,9 @@ fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
     );
     d.start();
     assert!(w.running(&svc), "applied at start");
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let journal_since = w.journal_now();
     let client = d.cli_spawn(&["run", "pg"]);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
+    w.wait_running("the step to run", &run);
     let _back = w.node.on_drop("systemctl start docker.socket docker");
     w.node.sh_ok("systemctl stop docker docker.socket");
 
@@ -430,7 +405,7 @@ fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
     );
     let out = client.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(1));
-    let record_path = w.dir.join("state/windows/pg.json");
+    let record_path = w.window_record_path("pg");
     assert!(record_path.exists(), "the record is kept, owed");
     assert!(
         !w.node.docker(&["info", "-f", "{{.ID}}"]).status.success(),

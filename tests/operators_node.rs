@@ -10,23 +10,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::world::{World, SERVICE_CMD};
-use support::{quote, unique_name, wait_for, Node};
-
-fn service(id: &str, name: &str, image: &str) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-}
-
-fn step(id: &str, name: &str, image: &str, script: &str, holds: &[&str]) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", script], "network": "none", "schedule": "0 3 * * *",
-           "while-stopped": holds, "timeout": 300})
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use support::declare;
+use support::world::World;
+use support::{stdout, unique_name, wait_for, Node};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -100,10 +86,10 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     let bad = w.name("bad");
     let img = w.busybox();
     w.write_declaration(json!([
-        service("svc", &svc, &img),
+        declare::service("svc", &svc, &img),
         // Lasts a few seconds, so the open window is seen in the metrics.
-        step(&gc, &gc, &img, "sleep 3", &["svc"]),
-        step(&bad, &bad, &img, "exit 3", &[]),
+        declare::step(&gc, &gc, &img, "sleep 3", &["svc"], 300),
+        declare::step(&bad, &bad, &img, "exit 3", &[], 300),
     ]));
     let gc_labels = format!("{{step=\"{gc}\",module=\"m\"}}");
     let bad_labels = format!("{{step=\"{bad}\",module=\"m\"}}");
@@ -226,8 +212,7 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     assert!(local.contains(&succeeded), "{local}");
 
     // Counters survive a restart of the daemon.
-    d.node
-        .sh_ok(&format!("systemctl restart {}", quote(&d.unit)));
+    d.restart();
     let out = d.cli_with_state(&["metrics"]);
     assert!(stdout(&out).contains(&succeeded), "{}", stdout(&out));
 }
@@ -264,8 +249,8 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
     let bad = w.name("bad");
     let img = w.busybox();
     w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step(&bad, &bad, &img, "sleep 1; exit 3", &["svc"]),
+        declare::service("svc", &svc, &img),
+        declare::step(&bad, &bad, &img, "sleep 1; exit 3", &["svc"], 300),
     ]));
     d.start();
 
@@ -356,15 +341,17 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
 #[ignore = "needs the sandbox node: run tests/run"]
 fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
     let mut w = World::new("readable");
-    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let svc = w.name("svc");
     let gc = w.name("gc");
     let img = w.busybox();
-    w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step(&gc, &gc, &img, "true", &["svc"]),
-    ]));
-    d.start();
+    let d = DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        json!([
+            declare::service("svc", &svc, &img),
+            declare::step(&gc, &gc, &img, "true", &["svc"], 300),
+        ]),
+    );
     let utc = regex_like_utc_time;
 
     let out = d.cli_with_state(&["run", &gc]);
@@ -567,7 +554,7 @@ fn the_shipped_alert_template_posts_the_event_to_its_webhook() {
     node.sh_ok("systemctl daemon-reload");
     let bad = w.name("bad");
     let img = w.busybox();
-    w.write_declaration(json!([step(&bad, &bad, &img, "exit 4", &[])]));
+    w.write_declaration(json!([declare::step(&bad, &bad, &img, "exit 4", &[], 300)]));
     d.start();
 
     let out = d.cli_with_state(&["run", &bad]);
@@ -672,9 +659,12 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
     let svc = w.name("svc");
     let gc = w.name("gc");
     let img = w.busybox();
-    let mut held = service("svc", &svc, &img);
+    let mut held = declare::service("svc", &svc, &img);
     held["network"] = json!(net);
-    w.write_declaration(json!([held, step(&gc, &gc, &img, "sleep 3", &["svc"])]));
+    w.write_declaration(json!([
+        held,
+        declare::step(&gc, &gc, &img, "sleep 3", &["svc"], 300)
+    ]));
     d.start();
 
     let run = d.cli_spawn(&["run", &gc]);

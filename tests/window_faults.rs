@@ -15,19 +15,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::world::{stamp, World, SERVICE_CMD};
+use support::declare::{self, count};
+use support::world::{stamp, World};
 use support::{quote, wait_for};
-
-fn service(id: &str, name: &str, image: &str) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-}
-
-fn step(id: &str, name: &str, image: &str, script: &str, holds: &[&str]) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", script], "network": "none", "schedule": "0 3 * * *",
-           "while-stopped": holds, "timeout": 120})
-}
 
 /// The window records on disk (temporary files aside).
 fn records(state: &Path) -> Vec<String> {
@@ -47,15 +37,6 @@ fn starts(w: &World, since: &str, name: &str) -> usize {
         .iter()
         .filter(|(n, a)| n == name && a == "start")
         .count()
-}
-
-/// SIGKILL every `mesh-host run STEP --local` of this world's state.
-fn kill_local_run(w: &World, step: &str) {
-    let state = w.path("state");
-    w.node.sh_ok(&format!(
-        "pkill -KILL -f -- {} || true",
-        quote(&format!("[r]un {step} --local --state-dir {state}"))
-    ));
 }
 
 fn reap(mut child: Child) {
@@ -83,16 +64,15 @@ impl Held {
         let svc = w.name("svc");
         let run = w.name("run");
         let id = w.name("step");
-        let img = w.busybox();
-        w.node.docker_ok(&["pull", &img]);
+        let img = w.pulled_busybox();
         w.write_declaration(json!([
-            service("svc", &svc, &img),
-            step(&id, &run, &img, script, &["svc"]),
+            declare::service("svc", &svc, &img),
+            declare::step(&id, &run, &img, script, &["svc"], 120),
         ]));
         let d = DaemonUnit::install(&w, &extra(&id));
         d.start();
         assert!(w.running(&svc), "applied at start");
-        let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+        let journal_since = w.journal_now();
         Held {
             w,
             d,
@@ -112,7 +92,7 @@ impl Held {
             self.w.running(&self.run).then_some(())
         });
         assert!(!self.w.running(&self.svc), "held by the local run's window");
-        kill_local_run(&self.w, &self.id);
+        self.w.kill_local_run(&self.id);
         reap(local);
     }
 
@@ -295,10 +275,7 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
     );
     // Nothing fought over svc: it was stopped once per window (a stop
     // emits kill and stop events) and never while its window was closed.
-    let svc_stops = events
-        .iter()
-        .filter(|(n, a)| n == svc && a == "stop")
-        .count();
+    let svc_stops = count(&events, svc, "stop");
     assert_eq!(svc_stops, 2, "one stop per window: {events:?}");
     let mut step_running = false;
     let mut svc_running = true;
@@ -330,22 +307,14 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
     d.node.sh_ok(&format!("systemctl stop {}", quote(&d.unit)));
     w.node.docker_ok(&["rm", "-f", svc]);
     // What an owner SIGKILLed mid-window leaves: its record, pid 0 gone.
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-    let now = w
-        .node
-        .sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ")
-        .trim()
-        .to_string();
+    let (boot, now) = w.boot_and_now();
     let record = json!({
         "record": 1, "step": id, "module": "m", "fire-time": now, "opened-at": now,
-        "boot-id": boot.trim(), "pid": 0, "pid-start-time": 0,
+        "boot-id": boot, "pid": 0, "pid-start-time": 0,
         "step-container": run, "step-timeout-secs": 120, "owed": false,
         "held": [{"id": "svc", "name": svc, "was-running": true}]
     });
-    let windows = w.dir.join("state/windows");
-    let tmp = windows.join(format!(".{id}.json.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
-    std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
+    w.plant_window_record(id, &record);
 
     d.start();
     // The adopter closes it from the start, beside the start-up apply
@@ -375,11 +344,10 @@ fn status_tells_who_closes_a_window_whose_owner_is_gone() {
     let mut w = World::new("orphan-status");
     let svc = w.name("svc");
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step("os", &run, &img, "sleep 3", &["svc"]),
+        declare::service("svc", &svc, &img),
+        declare::step("os", &run, &img, "sleep 3", &["svc"], 120),
     ]));
     assert_eq!(
         w.mesh(&["apply", &w.path("declaration.json"), "--local"])
@@ -387,11 +355,9 @@ fn status_tells_who_closes_a_window_whose_owner_is_gone() {
             .code(),
         Some(0)
     );
-    let local = w.mesh_spawn(&["run", "os", "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&run).then_some(())
-    });
-    kill_local_run(&w, "os");
+    let local = w.spawn_local("os");
+    w.wait_running("the step to run", &run);
+    w.kill_local_run("os");
     reap(local);
     // No daemon on this state directory: only a local command closes it,
     // and status says so.
@@ -412,9 +378,7 @@ fn status_tells_who_closes_a_window_whose_owner_is_gone() {
     // And it does: the next local command.
     let out = w.mesh(&["apply", &w.path("declaration.json"), "--local"]);
     assert_eq!(out.status.code(), Some(0));
-    wait_for("svc to run again", Duration::from_secs(30), || {
-        w.running(&svc).then_some(())
-    });
+    w.wait_running("svc to run again", &svc);
     assert!(records(&w.dir.join("state")).is_empty());
 }
 
@@ -454,23 +418,23 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
     let mut w = World::new("campaign");
     let held: Vec<String> = (1..=3).map(|i| w.name(&format!("svc{i}"))).collect();
     let run = w.name("run");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     let marks = w.dir.join("marks");
     std::fs::create_dir_all(&marks).expect("marks dir");
     // The step marks each start in a bind-mounted file, then works 3 s.
-    let mut fs = step(
+    let mut fs = declare::step(
         "fs",
         &run,
         &img,
         "echo start >> /marks/starts; sleep 3; echo done",
         &["svc1", "svc2", "svc3"],
+        120,
     );
     fs["mounts"] = json!([{"source": marks.display().to_string(), "target": "/marks"}]);
     let mut resources: Vec<Value> = held
         .iter()
         .enumerate()
-        .map(|(i, n)| service(&format!("svc{}", i + 1), n, &img))
+        .map(|(i, n)| declare::service(&format!("svc{}", i + 1), n, &img))
         .collect();
     resources.push(fs);
     w.write_declaration(Value::Array(resources));
@@ -489,7 +453,7 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
         let child = if kill_daemon {
             d.cli_spawn(&["run", "fs"])
         } else {
-            w.mesh_spawn(&["run", "fs", "--local"], None)
+            w.spawn_local("fs")
         };
         // A random point of the window (or just before or after it).
         std::thread::sleep(delay);
@@ -498,7 +462,7 @@ fn fault_campaign_sigkill_of_the_daemon_and_of_local_runs_at_random_points() {
             let pid = d.main_pid();
             w.node.sh_ok(&format!("kill -KILL {pid} || true"));
         } else {
-            kill_local_run(&w, "fs");
+            w.kill_local_run("fs");
         }
         reap(child);
         mid_window += usize::from(open);
@@ -654,8 +618,7 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
     let flaky = w.name("flaky");
     let run = w.name("run");
     let id = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     w.node.docker_ok(&[
         "create",
         "--name",
@@ -668,12 +631,12 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
         "exit 1",
     ]);
     w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step(&id, &run, &img, "sleep 8; echo done", &["svc"]),
+        declare::service("svc", &svc, &img),
+        declare::step(&id, &run, &img, "sleep 8; echo done", &["svc"], 120),
     ]));
     let d = DaemonUnit::install(&w, "");
     d.start();
-    let journal_since = w.node.sh_ok("date '+%Y-%m-%d %H:%M:%S'").trim().to_string();
+    let journal_since = w.journal_now();
     w.node.docker_ok(&["stop", "-t", "1", &svc]);
     let since = stamp();
     let state = w.dir.join("state");
@@ -685,10 +648,7 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
         "held": [{"id": "svc", "name": svc, "was-running": true},
                  {"id": "flaky", "name": flaky, "was-running": true}]
     });
-    let windows = state.join("windows");
-    let tmp = windows.join(format!(".{id}.json.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("json")).expect("write");
-    std::fs::rename(&tmp, windows.join(format!("{id}.json"))).expect("rename");
+    w.plant_window_record(&id, &record);
     // At once, while the daemon's adopter closes the old window.
     let first = d.cli(&["run", &id]);
     let said = format!(
@@ -825,13 +785,12 @@ fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_
     let (svca, svcb) = (w.name("svca"), w.name("svcb"));
     let (runa, runb) = (w.name("runa"), w.name("runb"));
     let (a, b) = (w.name("a"), w.name("b"));
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     w.write_declaration(json!([
-        service("svca", &svca, &img),
-        service("svcb", &svcb, &img),
-        step(&a, &runa, &img, "sleep 300", &["svca"]),
-        step(&b, &runb, &img, "sleep 2", &["svcb"]),
+        declare::service("svca", &svca, &img),
+        declare::service("svcb", &svcb, &img),
+        declare::step(&a, &runa, &img, "sleep 300", &["svca"], 120),
+        declare::step(&b, &runb, &img, "sleep 2", &["svcb"], 120),
     ]));
     let d = DaemonUnit::install(&w, "");
     d.start();
@@ -842,12 +801,10 @@ fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_
     wait_for("the steps to run", Duration::from_secs(30), || {
         (w.running(&runa) && w.running(&runb)).then_some(())
     });
-    kill_local_run(&w, &a);
-    kill_local_run(&w, &b);
+    w.kill_local_run(&a);
+    w.kill_local_run(&b);
     locals.into_iter().for_each(reap);
-    wait_for("step b to end", Duration::from_secs(30), || {
-        (!w.running(&runb)).then_some(())
-    });
+    w.wait_stopped("step b to end", &runb);
     let state = w.dir.join("state");
     assert_eq!(records(&state).len(), 2, "both windows left open");
     assert!(!w.running(&svca) && !w.running(&svcb));
@@ -871,9 +828,7 @@ fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_
     );
 
     w.node.docker_ok(&["kill", &runa]);
-    wait_for("svca to run again", Duration::from_secs(30), || {
-        w.running(&svca).then_some(())
-    });
+    w.wait_running("svca to run again", &svca);
     wait_for("the records to go", Duration::from_secs(10), || {
         records(&state).is_empty().then_some(())
     });
@@ -923,7 +878,7 @@ fn a_local_run_killed_just_after_its_scope_started_leaves_no_scope_behind() {
         step_scopes(w, id).into_iter().next()
     });
     assert!(!w.running(svc), "held by the local run's window");
-    kill_local_run(w, id);
+    w.kill_local_run(id);
     reap(local);
     wait_for("the scope to go", Duration::from_secs(10), || {
         step_scopes(w, id).is_empty().then_some(())
@@ -983,11 +938,10 @@ fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
     let svc = w.name("svc");
     let run = w.name("run");
     let id = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
+    let img = w.pulled_busybox();
     w.write_declaration(json!([
-        service("svc", &svc, &img),
-        step(&id, &run, &img, "true", &["svc"]),
+        declare::service("svc", &svc, &img),
+        declare::step(&id, &run, &img, "true", &["svc"], 120),
     ]));
     let out = w.mesh(&["apply", &w.path("declaration.json"), "--local"]);
     assert_eq!(out.status.code(), Some(0));
@@ -1006,7 +960,7 @@ fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
     wait_for("the old scope", Duration::from_secs(10), || {
         (!step_scopes(&w, &id).is_empty()).then_some(())
     });
-    let out = w.mesh(&["run", &id, "--local"]);
+    let out = w.run_local(&id);
     assert_eq!(out.status.code(), Some(0));
     wait_for("the old scope to go", Duration::from_secs(10), || {
         step_scopes(&w, &id).is_empty().then_some(())

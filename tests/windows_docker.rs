@@ -5,63 +5,13 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::declare::{self, count, first, free_port, last};
 use support::world::{stamp, World, SERVICE_CMD};
-use support::{quote, unique_name, wait_for, CgroupDriver};
-
-fn position(events: &[(String, String)], name: &str, action: &str) -> usize {
-    events
-        .iter()
-        .position(|(n, a)| n == name && a == action)
-        .unwrap_or_else(|| panic!("Docker saw no {action} of {name}: {events:?}"))
-}
-
-fn last_position(events: &[(String, String)], name: &str, action: &str) -> usize {
-    events
-        .iter()
-        .rposition(|(n, a)| n == name && a == action)
-        .unwrap_or_else(|| panic!("Docker saw no {action} of {name}: {events:?}"))
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn step_json(
-    id: &str,
-    name: &str,
-    image: &str,
-    script: &str,
-    holds: &[&str],
-    timeout: Option<u64>,
-) -> Value {
-    let mut v = json!({
-        "id": id, "type": "container", "module": "m", "name": name, "image": image,
-        "command": ["sh", "-c", script], "network": "none",
-        "schedule": "0 3 * * *", "while-stopped": holds,
-    });
-    if let Some(t) = timeout {
-        v["timeout"] = json!(t);
-    }
-    v
-}
-
-fn service_json(id: &str, name: &str, image: &str) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-}
-
-fn free_port() -> u16 {
-    // The node shares this machine's network namespace.
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+use support::{quote, stdout, unique_name, wait_for, CgroupDriver};
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
@@ -105,7 +55,7 @@ fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
     ]);
     // Give the held registry something to collect: one pushed image.
     let pushed = format!("127.0.0.1:{port}/{}/busybox:1", w.prefix);
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     w.node.docker_ok(&["tag", &w.busybox(), &pushed]);
     wait_for(
         "the held registry to accept a push",
@@ -133,21 +83,15 @@ fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
     let events = w.events(&since, &[&reg, &gc]);
     // Docker's order: the registry stopped, then the step ran and ended,
     // then the registry started again.
-    let reg_down = position(&events, &reg, "die");
-    let gc_start = position(&events, &gc, "start");
-    let gc_end = position(&events, &gc, "die");
-    let reg_up = last_position(&events, &reg, "start");
+    let reg_down = first(&events, &reg, "die");
+    let gc_start = first(&events, &gc, "start");
+    let gc_end = first(&events, &gc, "die");
+    let reg_up = last(&events, &reg, "start");
     assert!(
         reg_down < gc_start && gc_start < gc_end && gc_end < reg_up,
         "{events:?}"
     );
-    assert_eq!(
-        events
-            .iter()
-            .filter(|(n, a)| n == &gc && a == "start")
-            .count(),
-        1
-    );
+    assert_eq!(count(&events, &gc, "start"), 1);
     assert_eq!(w.inspect(&gc, "{{.State.ExitCode}}"), "0");
     assert!(w.running(&reg));
     let logs = w.node.sh_ok(&format!("docker logs {} 2>&1", quote(&gc)));
@@ -179,24 +123,15 @@ fn registry_is_held_still_while_garbage_collect_runs_against_its_storage() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_step_that_exits_1_fails_and_the_service_runs_again() {
     let mut w = World::new("exit1");
-    let svc = w.name("svc");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
     let step = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
     w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json(
-            "fails",
-            &step,
-            &img,
-            "echo failing; exit 1",
-            &["svc"],
-            Some(60)
-        ),
+        declare::service("svc", &svc, &img),
+        declare::step("fails", &step, &img, "echo failing; exit 1", &["svc"], 60),
     ]));
     let since = stamp();
-    let out = w.mesh(&["run", "fails", "--local"]);
+    let out = w.run_local("fails");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stdout(&out).contains("exited with status 1"),
@@ -206,11 +141,11 @@ fn a_step_that_exits_1_fails_and_the_service_runs_again() {
     assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "1");
     let events = w.events(&since, &[&svc, &step]);
     assert!(
-        position(&events, &svc, "die") < position(&events, &step, "start"),
+        first(&events, &svc, "die") < first(&events, &step, "start"),
         "{events:?}"
     );
     assert!(
-        position(&events, &step, "die") < last_position(&events, &svc, "start"),
+        first(&events, &step, "die") < last(&events, &svc, "start"),
         "{events:?}"
     );
     assert!(w.running(&svc));
@@ -222,17 +157,15 @@ fn a_step_that_exits_1_fails_and_the_service_runs_again() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
     let mut w = World::new("timeout");
-    let svc = w.name("svc");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
     let step = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
     w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("slow", &step, &img, SERVICE_CMD, &["svc"], Some(3)),
+        declare::service("svc", &svc, &img),
+        declare::step("slow", &step, &img, SERVICE_CMD, &["svc"], 3),
     ]));
     let started = std::time::Instant::now();
-    let out = w.mesh(&["run", "slow", "--local"]);
+    let out = w.run_local("slow");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stdout(&out).contains("exceeded its timeout"),
@@ -251,18 +184,16 @@ fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
     let mut w = World::new("nostart");
-    let a = w.name("a");
+    let img = w.pulled_busybox();
+    let a = w.started_service("a");
     let b = w.name("b");
     let step = w.name("step");
     let net = format!("{}-net", w.prefix);
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
     w.node.docker_ok(&["network", "create", &net]);
     let _net_gone = w.node.on_drop(format!(
         "docker network rm {} >/dev/null 2>&1 || true",
         quote(&net)
     ));
-    w.run_service(&a, &[]);
     // b lives on a network the test removes while b is held: its start fails.
     let image = w.busybox();
     w.node.docker_ok(&[
@@ -278,14 +209,12 @@ fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
         SERVICE_CMD,
     ]);
     w.write_declaration(json!([
-        service_json("a", &a, &img),
-        service_json("b", &b, &img),
-        step_json("hold", &step, &img, "sleep 4", &["a", "b"], Some(60)),
+        declare::service("a", &a, &img),
+        declare::service("b", &b, &img),
+        declare::step("hold", &step, &img, "sleep 4", &["a", "b"], 60),
     ]));
-    let child = w.mesh_spawn(&["run", "hold", "--local"], None);
-    wait_for("b to be held", Duration::from_secs(30), || {
-        (!w.running(&b)).then_some(())
-    });
+    let child = w.spawn_local("hold");
+    w.wait_stopped("b to be held", &b);
     w.node.docker_ok(&["network", "rm", &net]);
     let out = child.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -321,22 +250,19 @@ fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_container_already_stopped_before_the_window_stays_stopped() {
     let mut w = World::new("stopped");
-    let up = w.name("up");
-    let down = w.name("down");
+    let img = w.pulled_busybox();
+    let up = w.started_service("up");
+    let down = w.started_service("down");
     let step = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&up, &[]);
-    w.run_service(&down, &[]);
     w.node.docker_ok(&["stop", &down]);
     let down_finished = w.inspect(&down, "{{.State.FinishedAt}}");
     w.write_declaration(json!([
-        service_json("up", &up, &img),
-        service_json("down", &down, &img),
-        step_json("stopped", &step, &img, "true", &["down", "up"], Some(60)),
+        declare::service("up", &up, &img),
+        declare::service("down", &down, &img),
+        declare::step("stopped", &step, &img, "true", &["down", "up"], 60),
     ]));
     let since = stamp();
-    let out = w.mesh(&["run", "stopped", "--local"]);
+    let out = w.run_local("stopped");
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&up));
     assert!(!w.running(&down));
@@ -356,26 +282,16 @@ fn a_container_already_stopped_before_the_window_stays_stopped() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_held_container_started_by_someone_else_is_stopped_again() {
     let mut w = World::new("violate");
-    let svc = w.name("svc");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
     let step = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
     w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("violated", &step, &img, "sleep 8", &["svc"], Some(60)),
+        declare::service("svc", &svc, &img),
+        declare::step("violated", &step, &img, "sleep 8", &["svc"], 60),
     ]));
-    let child = w.mesh_spawn(&["run", "violated", "--local"], None);
-    wait_for("svc to be held", Duration::from_secs(30), || {
-        (!w.running(&svc)).then_some(())
-    });
-    wait_for("the step to run", Duration::from_secs(30), || {
-        (w.node
-            .docker(&["inspect", "-f", "{{.State.Running}}", &step])
-            .stdout
-            .starts_with(b"true"))
-        .then_some(())
-    });
+    let child = w.spawn_local("violated");
+    w.wait_stopped("svc to be held", &svc);
+    w.wait_running("the step to run", &step);
     w.node.docker_ok(&["start", &svc]);
     wait_for(
         "the window to stop svc again",
@@ -400,39 +316,27 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     let mut w = World::new("killed");
-    let svc = w.name("svc");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
     let step = w.name("step");
     let other = w.name("other");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
     w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("gc", &step, &img, "sleep 6; echo done", &["svc"], Some(120)),
-        step_json("other1", &other, &img, "true", &[], Some(60)),
+        declare::service("svc", &svc, &img),
+        declare::step("gc", &step, &img, "sleep 6; echo done", &["svc"], 120),
+        declare::step("other1", &other, &img, "true", &[], 60),
     ]));
     let since = stamp();
-    let mut child = w.mesh_spawn(&["run", "gc", "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        (w.node
-            .docker(&["inspect", "-f", "{{.State.Running}}", &step])
-            .stdout
-            .starts_with(b"true"))
-        .then_some(())
-    });
+    let mut child = w.spawn_local("gc");
+    w.wait_running("the step to run", &step);
     // SIGKILL the window's owner: nothing of it gets to close the window.
-    let state = w.path("state");
-    w.node.sh_ok(&format!(
-        "pkill -KILL -f -- {}",
-        quote(&format!("[r]un gc --local --state-dir {state}"))
-    ));
+    assert!(w.kill_local_run("gc"), "the run was there to kill");
     let _ = child.wait();
     assert!(
         !w.running(&svc),
         "the window stays shut while its owner is dead"
     );
     // The next mesh-host on this state directory resumes the window first.
-    let out = w.mesh(&["run", "other1", "--local"]);
+    let out = w.run_local("other1");
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc));
     assert_eq!(
@@ -441,16 +345,9 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
         "the step finished"
     );
     let events = w.events(&since, &[&svc, &step]);
-    assert_eq!(
-        events
-            .iter()
-            .filter(|(n, a)| n == &step && a == "start")
-            .count(),
-        1,
-        "{events:?}"
-    );
+    assert_eq!(count(&events, &step, "start"), 1, "{events:?}");
     assert!(
-        position(&events, &step, "die") < last_position(&events, &svc, "start"),
+        first(&events, &step, "die") < last(&events, &svc, "start"),
         "{events:?}"
     );
     let resumed = w.journal(&["MESH_EVENT=window-resumed", "MESH_STEP=gc"]);
@@ -469,9 +366,7 @@ fn lists_pid(text: &str, pid: &str) -> bool {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_run() {
     let mut w = World::new("scope");
-    let svc = w.name("svc");
     let step = w.name("step");
-    let img = w.busybox();
     let driver = w.node.cgroup_driver();
     // A step id of this test alone, without dashes, so that the unit names
     // below are written out here rather than computed by mesh-host's code.
@@ -483,11 +378,11 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
         "systemctl stop {} 2>/dev/null || true",
         quote(&slice)
     ));
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
-    let declare = |module: &str, script: &str| {
-        let mut s = service_json("svc", &svc, &img);
-        let mut t = step_json(&id, &step, &img, script, &["svc"], Some(300));
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
+    let declare_in = |module: &str, script: &str| {
+        let mut s = declare::service("svc", &svc, &img);
+        let mut t = declare::step(&id, &step, &img, script, &["svc"], 300);
         s["module"] = json!(module);
         t["module"] = json!(module);
         w.write_declaration(json!([s, t]));
@@ -500,8 +395,8 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
     };
 
     // A first, quick fire.
-    declare("m", "true");
-    let out = w.mesh(&["run", &id, "--local"]);
+    declare_in("m", "true");
+    let out = w.run_local(&id);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let first_unit = unit_line(&out);
     match driver {
@@ -524,15 +419,9 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
     }
 
     // The next fire, of a step now in another module, is watched running.
-    declare("n", "sleep 60");
-    let child = w.mesh_spawn(&["run", &id, "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        (w.node
-            .docker(&["inspect", "-f", "{{.State.Running}}", &step])
-            .stdout
-            .starts_with(b"true"))
-        .then_some(())
-    });
+    declare_in("n", "sleep 60");
+    let child = w.spawn_local(&id);
+    w.wait_running("the step to run", &step);
     let pid = w.inspect(&step, "{{.State.Pid}}");
     let unit = match driver {
         CgroupDriver::Cgroupfs => {
@@ -621,18 +510,15 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
 #[ignore = "needs the sandbox node: run tests/run"]
 fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
     let mut w = World::new("plan");
-    let a = w.name("a");
-    let b = w.name("b");
+    let img = w.pulled_busybox();
+    let a = w.started_service("a");
+    let b = w.started_service("b");
     let (s1, s2) = (w.name("s1"), w.name("s2"));
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&a, &[]);
-    w.run_service(&b, &[]);
     w.write_declaration(json!([
-        service_json("a", &a, &img),
-        service_json("b", &b, &img),
-        step_json("first", &s1, &img, "sleep 8", &["a", "b"], Some(60)),
-        step_json("second", &s2, &img, "true", &["b"], Some(60)),
+        declare::service("a", &a, &img),
+        declare::service("b", &b, &img),
+        declare::step("first", &s1, &img, "sleep 8", &["a", "b"], 60),
+        declare::step("second", &s2, &img, "true", &["b"], 60),
     ]));
     let out = w.mesh(&["plan", "first", "--local", "--json"]);
     assert_eq!(out.status.code(), Some(0));
@@ -642,7 +528,7 @@ fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
     assert_eq!(plan["conflicts"], json!([]));
     assert_eq!(plan["holds"][0]["state"], "running");
     let events_before = stamp();
-    let child = w.mesh_spawn(&["run", "first", "--local"], None);
+    let child = w.spawn_local("first");
     wait_for("the window of first", Duration::from_secs(30), || {
         (!w.running(&b) && w.running(&s1)).then_some(())
     });
@@ -658,7 +544,7 @@ fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
     // plan changed nothing: Docker saw no start or stop of the second step.
     assert!(w.events(&events_before, &[&s2]).is_empty());
     // Fired for real, the second step is skipped, says why, and never runs.
-    let out = w.mesh(&["run", "second", "--local"]);
+    let out = w.run_local("second");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stdout(&out).contains(&format!("skipped: the window of first holds {b}")),
@@ -685,27 +571,19 @@ fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
     let mut w = World::new("hung");
-    let svc = w.name("svc");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
     let step = w.name("step");
     let other = w.name("other");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
     // The step hangs (ignores SIGTERM as PID 1) far past its 6 s timeout.
     w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("hung", &step, &img, "sleep 600", &["svc"], Some(6)),
-        step_json("other2", &other, &img, "true", &[], Some(60)),
+        declare::service("svc", &svc, &img),
+        declare::step("hung", &step, &img, "sleep 600", &["svc"], 6),
+        declare::step("other2", &other, &img, "true", &[], 60),
     ]));
-    let mut child = w.mesh_spawn(&["run", "hung", "--local"], None);
-    wait_for("the step to run", Duration::from_secs(30), || {
-        w.running(&step).then_some(())
-    });
-    let state = w.path("state");
-    w.node.sh_ok(&format!(
-        "pkill -KILL -f -- {}",
-        quote(&format!("[r]un hung --local --state-dir {state}"))
-    ));
+    let mut child = w.spawn_local("hung");
+    w.wait_running("the step to run", &step);
+    assert!(w.kill_local_run("hung"), "the run was there to kill");
     let _ = child.wait();
     assert!(
         w.running(&step) && !w.running(&svc),
@@ -714,7 +592,7 @@ fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
     // The next local command resumes the window, ends the step at its
     // timeout (counted from when the window opened) and starts svc.
     let started = std::time::Instant::now();
-    let out = w.mesh(&["run", "other2", "--local"]);
+    let out = w.run_local("other2");
     assert_eq!(out.status.code(), Some(0));
     assert!(
         started.elapsed() < Duration::from_secs(40),
@@ -728,19 +606,15 @@ fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
     let mut w = World::new("oldboot");
-    let svc = w.name("svc");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
     let other = w.name("other");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
-    w.run_service(&svc, &[]);
     w.node.docker_ok(&["stop", &svc]);
     w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("other3", &other, &img, "true", &[], Some(60)),
+        declare::service("svc", &svc, &img),
+        declare::step("other3", &other, &img, "true", &[], 60),
     ]));
     // A window a daemon opened before the last reboot: svc was running then.
-    let windows = w.dir.join("state/windows");
-    std::fs::create_dir_all(&windows).expect("windows dir");
     let opened = chrono::Utc::now().to_rfc3339();
     let record = json!({
         "record": 1, "step": "oldgc", "module": "m", "fire-time": opened, "opened-at": opened,
@@ -748,11 +622,11 @@ fn a_window_record_from_another_boot_holds_nothing_and_its_container_starts() {
         "step-container": format!("{}-gone", w.prefix),
         "held": [{"id": "svc", "name": svc, "was-running": true}],
     });
-    std::fs::write(windows.join("oldgc.json"), record.to_string()).expect("record");
-    let out = w.mesh(&["run", "other3", "--local"]);
+    let record_path = w.plant_window_record("oldgc", &record);
+    let out = w.run_local("other3");
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc), "the stale window's container runs again");
-    assert!(!windows.join("oldgc.json").exists(), "the record is erased");
+    assert!(!record_path.exists(), "the record is erased");
     let resumed = w.journal(&["MESH_EVENT=window-resumed", "MESH_STEP=oldgc"]);
     assert!(resumed.contains("another boot"), "{resumed}");
 }
@@ -765,13 +639,13 @@ fn a_held_container_removed_during_the_window_is_created_again_from_its_declarat
     let step = w.name("step");
     let img = w.busybox();
     let decl = w.write_declaration(json!([
-        service_json("svc", &svc, &img),
-        step_json("gcrm", &step, &img, "sleep 4", &["svc"], Some(60)),
+        declare::service("svc", &svc, &img),
+        declare::step("gcrm", &step, &img, "sleep 4", &["svc"], 60),
     ]));
     let out = w.mesh(&["apply", &decl, "--local"]);
     assert_eq!(out.status.code(), Some(0));
     let before = w.inspect(&svc, "{{.Id}}");
-    let child = w.mesh_spawn(&["run", "gcrm", "--local"], None);
+    let child = w.spawn_local("gcrm");
     wait_for("the step to run", Duration::from_secs(30), || {
         (w.running(&step) && !w.running(&svc)).then_some(())
     });
@@ -808,11 +682,10 @@ fn a_held_container_removed_during_the_window_is_created_again_from_its_declarat
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_held_container_counts_as_started_again_when_healthy_and_an_unhealthy_one_is_logged() {
     let mut w = World::new("health");
+    let img = w.pulled_busybox();
     let ok = w.name("ok");
     let bad = w.name("bad");
     let step = w.name("step");
-    let img = w.busybox();
-    w.node.docker_ok(&["pull", &img]);
     // Turns healthy 3 s after each start.
     w.node.docker_ok(&[
         "run", "-d", "--name", &ok, "--network", "none",
@@ -821,30 +694,23 @@ fn a_held_container_counts_as_started_again_when_healthy_and_an_unhealthy_one_is
         "rm -f /tmp/ready; trap 'exit 0' TERM; sleep 3; touch /tmp/ready; while :; do sleep 1; done",
     ]);
     // Never healthy.
-    w.node.docker_ok(&[
-        "run",
-        "-d",
-        "--name",
+    w.run_service(
         &bad,
-        "--network",
-        "none",
-        "--health-cmd",
-        "echo backend not ready; exit 1",
-        "--health-interval",
-        "1s",
-        "--health-retries",
-        "2",
-        &img,
-        "sh",
-        "-c",
-        SERVICE_CMD,
-    ]);
+        &[
+            "--health-cmd",
+            "echo backend not ready; exit 1",
+            "--health-interval",
+            "1s",
+            "--health-retries",
+            "2",
+        ],
+    );
     w.write_declaration(json!([
-        service_json("ok", &ok, &img),
-        service_json("bad", &bad, &img),
-        step_json("hc", &step, &img, "true", &["ok", "bad"], Some(60)),
+        declare::service("ok", &ok, &img),
+        declare::service("bad", &bad, &img),
+        declare::step("hc", &step, &img, "true", &["ok", "bad"], 60),
     ]));
-    let out = w.mesh(&["run", "hc", "--local"]);
+    let out = w.run_local("hc");
     let text = stdout(&out);
     assert_eq!(
         out.status.code(),
@@ -891,7 +757,7 @@ fn the_close_waits_for_a_declared_health_check() {
     held["health"] = json!({"command": ["test", "-e", "/tmp/ready"], "interval": 1, "retries": 60});
     let decl = w.write_declaration(json!([
         held,
-        step_json("dhc", &step, &img, "true", &["svc"], Some(60)),
+        declare::step("dhc", &step, &img, "true", &["svc"], 60),
     ]));
     let out = w.mesh(&["apply", &decl, "--local"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
@@ -899,7 +765,7 @@ fn the_close_waits_for_a_declared_health_check() {
         w.inspect(&svc, "{{json .Config.Healthcheck.Test}}"),
         r#"["CMD","test","-e","/tmp/ready"]"#
     );
-    let out = w.mesh(&["run", "dhc", "--local"]);
+    let out = w.run_local("dhc");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains(&format!("healthy again: {svc}")), "{text}");
@@ -963,7 +829,7 @@ fn the_registry_example_s_health_check_holds_and_releases_a_healthy_registry() {
     });
     // Something to collect (an empty registry fails garbage-collect).
     let pushed = format!("127.0.0.1:{port}/{}/busybox:1", w.prefix);
-    w.node.docker_ok(&["pull", &w.busybox()]);
+    w.pulled_busybox();
     w.node.docker_ok(&["tag", &w.busybox(), &pushed]);
     w.node.docker_ok(&["push", &pushed]);
     let _untag = w

@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::world::World;
-use super::{quote, Node};
+use super::{quote, wait_for, Node};
 
 /// See the module documentation. Stopped and removed when dropped.
 pub struct DaemonUnit {
@@ -36,6 +37,15 @@ impl DaemonUnit {
     pub fn started(w: &World, resources: Value) -> DaemonUnit {
         w.write_declaration(resources);
         let d = DaemonUnit::install(w, "");
+        d.start();
+        d
+    }
+
+    /// [`DaemonUnit::started`], with `args` (e.g. `--metrics-file=`) added
+    /// to the daemon's command line.
+    pub fn started_with_args(w: &World, args: &str, resources: Value) -> DaemonUnit {
+        w.write_declaration(resources);
+        let d = DaemonUnit::install_with_args(w, "", args);
         d.start();
         d
     }
@@ -96,6 +106,23 @@ impl DaemonUnit {
     pub fn start(&self) {
         self.node
             .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
+    }
+
+    /// `systemctl reload` the daemon and wait until its reload is done:
+    /// the reload job ends once SIGHUP is sent, while the daemon says
+    /// RELOADING=1 until its apply has finished and READY=1 follows.
+    pub fn reload_and_wait(&self) {
+        self.node
+            .sh_ok(&format!("systemctl reload {}", quote(&self.unit)));
+        wait_for("the reload to finish", Duration::from_secs(60), || {
+            (self.prop("ActiveState") == "active").then_some(())
+        });
+    }
+
+    /// `systemctl restart`: returns once the new daemon is READY.
+    pub fn restart(&self) {
+        self.node
+            .sh_ok(&format!("systemctl restart {}", quote(&self.unit)));
     }
 
     /// One property of the unit.

@@ -12,6 +12,7 @@
 
 pub mod accounts;
 pub mod daemon_unit;
+pub mod declare;
 pub mod unit_files;
 pub mod world;
 

@@ -6,15 +6,19 @@
 //! `w.identity("ia")`, `w.group()`), declares it (`w.write_declaration`,
 //! `w.apply_local`), and everything the world made is taken away when it
 //! ends: containers first, then accounts and groups, then its directory.
+//! It fires steps as a local run would (`w.run_local`, `w.spawn_local`),
+//! waits on Docker (`w.wait_running`, `w.wait_stopped`) and reads Docker's
+//! own record of what happened (`w.events`); the resources themselves are
+//! written with [`super::declare`].
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
 use super::accounts::{account, remove_account, Identity};
-use super::{quote, unique_name, Cleanup, Node};
+use super::{quote, unique_name, wait_for, Cleanup, Node};
 
 /// A busybox service that stops at once on SIGTERM.
 pub const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
@@ -128,6 +132,62 @@ impl World {
         self.node.docker_ok(&args);
     }
 
+    /// The node's busybox image, pinned, pulled into Docker's store now.
+    pub fn pulled_busybox(&self) -> String {
+        let image = self.busybox();
+        self.node.docker_ok(&["pull", &image]);
+        image
+    }
+
+    /// A busybox service [`World::name`]d `what`, started now outside
+    /// mesh-host (`docker run -d`, see [`World::run_service`]): its name.
+    pub fn started_service(&mut self, what: &str) -> String {
+        let name = self.name(what);
+        self.run_service(&name, &[]);
+        name
+    }
+
+    /// Fire `step` in this process: `mesh-host run STEP --local`, waited
+    /// for.
+    pub fn run_local(&self, step: &str) -> Output {
+        self.mesh(&["run", step, "--local"])
+    }
+
+    /// Fire `step` in this process without waiting:
+    /// `mesh-host run STEP --local`.
+    pub fn spawn_local(&self, step: &str) -> Child {
+        self.mesh_spawn(&["run", step, "--local"], None)
+    }
+
+    /// SIGKILL every `mesh-host run STEP --local` of this world's state:
+    /// whether there was one.
+    pub fn kill_local_run(&self, step: &str) -> bool {
+        let state = self.path("state");
+        self.node
+            .sh(&format!(
+                "pkill -KILL -f -- {}",
+                quote(&format!("[r]un {step} --local --state-dir {state}"))
+            ))
+            .status
+            .success()
+    }
+
+    /// Wait up to 30 s for Docker to say `name` runs (`what` names the
+    /// wait in its panic).
+    pub fn wait_running(&self, what: &str, name: &str) {
+        wait_for(what, Duration::from_secs(30), || {
+            self.running(name).then_some(())
+        });
+    }
+
+    /// Wait up to 30 s for Docker to say `name` does not run (`what` names
+    /// the wait in its panic).
+    pub fn wait_stopped(&self, what: &str, name: &str) {
+        wait_for(what, Duration::from_secs(30), || {
+            (!self.running(name)).then_some(())
+        });
+    }
+
     /// Write a declaration of `resources` to `rel`; its path.
     pub fn declaration(&self, rel: &str, resources: Value) -> String {
         let path = self.path(rel);
@@ -190,6 +250,39 @@ impl World {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn mesh-host")
+    }
+
+    /// Where the window record of `step` lies in this world's state.
+    pub fn window_record_path(&self, step: &str) -> PathBuf {
+        self.dir.join(format!("state/windows/{step}.json"))
+    }
+
+    /// Leave `record` as the window record of `step`, the way a window's
+    /// owner writes it (a temporary file renamed into place), as one that
+    /// died or belonged to another boot would have left it: its path.
+    pub fn plant_window_record(&self, step: &str, record: &Value) -> PathBuf {
+        let path = self.window_record_path(step);
+        std::fs::create_dir_all(self.dir.join("state/windows")).expect("windows dir");
+        let tmp = self.dir.join(format!("state/windows/.{step}.json.tmp"));
+        std::fs::write(&tmp, serde_json::to_vec(record).expect("json")).expect("write");
+        std::fs::rename(&tmp, &path).expect("rename");
+        path
+    }
+
+    /// This boot's id and the node's time now (RFC 3339, UTC): what a
+    /// window record opened now, on this boot, says.
+    pub fn boot_and_now(&self) -> (String, String) {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+        let now = self.node.sh_ok("date -u +%Y-%m-%dT%H:%M:%SZ");
+        (boot.trim().to_string(), now.trim().to_string())
+    }
+
+    /// The node's time now, as `journalctl --since` reads it.
+    pub fn journal_now(&self) -> String {
+        self.node
+            .sh_ok("date '+%Y-%m-%d %H:%M:%S'")
+            .trim()
+            .to_string()
     }
 
     /// `journalctl -t mesh-host ARGS -o cat`, only entries since this test
