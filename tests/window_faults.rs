@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
 use support::declare::{self, count};
+use support::event_log::EventLog;
 use support::world::{stamp, World};
 use support::{quote, wait_for};
 
@@ -708,7 +709,8 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
     let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
     let state_path = w.path("state");
     let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
-    let since = stamp();
+    // Streamed live: the test outlasts Docker's 256-event history.
+    let log = EventLog::start(w, &[svc, run]);
     let local = w.mesh_spawn(&["run", id, "--local"], None);
     wait_for("the step to run", Duration::from_secs(30), || {
         w.running(run).then_some(())
@@ -747,7 +749,7 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
 
     // Continue the stopped owner (and the nsenter wrapper, which stopped
     // with it): it must not touch svc.
-    let continued = stamp();
+    let continued = log.events().len();
     w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
@@ -762,15 +764,15 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
     );
     assert!(said.contains(&format!("lost the window of {id}")), "{said}");
     std::thread::sleep(Duration::from_secs(3));
-    let after = w.events(&continued, &[svc, run]);
+    let after = log.events().split_off(continued);
     assert!(
         after.iter().all(|(n, _)| n != svc),
         "the owner that lost its window did nothing to svc: {after:?}"
     );
     assert!(w.running(svc));
-    let all = w.events(&since, &[svc, run]);
+    let all = log.events();
     assert!(!ran_beside(&all, run, &[svc], true), "{all:?}");
-    assert_eq!(starts(w, &since, run), 1);
+    assert_eq!(log.count(run, "start"), 1);
     assert!(d.active());
 }
 

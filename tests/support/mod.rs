@@ -13,6 +13,7 @@
 pub mod accounts;
 pub mod daemon_unit;
 pub mod declare;
+pub mod event_log;
 pub mod unit_files;
 pub mod world;
 
