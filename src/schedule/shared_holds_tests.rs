@@ -132,11 +132,10 @@ async fn a_window_opening_while_another_starts_the_container_waits_and_stops_it_
     let r = rig(&[("db", true)]);
     r.fake.exit_with("gc-run", 0, Duration::from_secs(5));
     r.fake.exit_with("scan-run", 0, Duration::from_secs(5));
-    // gc's close waits 20 s for db to be healthy: all that time db is
-    // being started again, and a window opening must not take it for
-    // stopped.
-    r.fake
-        .set_health("db", "healthy", "ok", Duration::from_secs(20));
+    // gc's close is starting db again for 20 s (a slow start): all that
+    // time db does not run yet, and a window opening must not take it for
+    // stopped and then have it started under its step.
+    r.fake.start_delay("db", Duration::from_secs(20));
     let firer = r.firer.clone();
     let gc = tokio::spawn(async move { firer.fire(&step("gc", &["db"], None), t0()).await });
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -238,5 +237,32 @@ async fn a_record_of_another_boot_over_the_container_still_skips_the_fire() {
         other => panic!("expected a skip, got {other:?}"),
     }
     assert!(!r.fake.calls().contains(&Call::Create(s("scan-run"))));
+    assert!(r.fake.is_running("db"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_sharing_a_container_still_being_stopped_waits_for_the_stop() {
+    let r = rig(&[("db", true)]);
+    r.fake.stop_delay("db", Duration::from_secs(10));
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    r.fake.exit_with("scan-run", 0, Duration::from_secs(5));
+    let firer = r.firer.clone();
+    let gc = tokio::spawn(async move { firer.fire(&step("gc", &["db"], None), t0()).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let firer = r.firer.clone();
+    let scan = tokio::spawn(async move { firer.fire(&step("scan", &["db"], None), t0()).await });
+    // gc is still stopping db: scan holds it too, but its step waits.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(r.fake.is_running("db"), "the stop takes 10 s");
+    assert_eq!(r.store.windows().expect("records").len(), 2);
+    assert!(
+        !r.fake.calls().contains(&Call::Create(s("scan-run"))),
+        "scan's step waits for db to stop: {:?}",
+        moves(&r.fake)
+    );
+    assert!(scan.await.expect("scan").ok());
+    assert!(gc.await.expect("gc").ok());
+    assert_eq!(count(&r, &Call::Stop(s("db"))), 1, "{:?}", moves(&r.fake));
+    assert_eq!(count(&r, &Call::Start(s("db"))), 1, "{:?}", moves(&r.fake));
     assert!(r.fake.is_running("db"));
 }
