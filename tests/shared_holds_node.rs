@@ -341,3 +341,67 @@ fn plan_shows_a_shared_hold_and_a_second_run_shares_it() {
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&a) && w.running(&b));
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn two_steps_due_in_the_same_second_fired_by_the_daemon_share_a_hold() {
+    let mut w = World::new("sharedcron");
+    let db = w.name("db");
+    let (run_a, run_b) = (w.name("runa"), w.name("runb"));
+    let (id_a, id_b) = (w.name("cra"), w.name("crb"));
+    let img = w.busybox();
+    w.node.docker_ok(&["pull", &img]);
+    let every_minute = |id: &str, run: &str, script: &str| {
+        let mut s = step(id, run, &img, script, &["db"]);
+        s["schedule"] = json!("* * * * *");
+        s
+    };
+    w.write_declaration(json!([
+        service("db", &db, &img),
+        every_minute(&id_a, &run_a, "sleep 3"),
+        every_minute(&id_b, &run_b, "sleep 6"),
+    ]));
+    // Well before a whole minute, so that the stream below listens before
+    // the fire, and both windows close long before the next one.
+    wait_for(
+        "the first half of a minute",
+        Duration::from_secs(70),
+        || {
+            let secs: u32 = w.node.sh_ok("date +%S").trim().parse().expect("seconds");
+            (secs < 30).then_some(())
+        },
+    );
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    assert!(w.running(&db), "applied at start");
+    let events = Events::start(&mut w, &[&db, &run_a, &run_b]);
+    let state = w.dir.join("state/windows");
+    wait_for("both steps to have run", Duration::from_secs(90), || {
+        let ran = |run: &str| w.exists(run) && !w.running(run);
+        (ran(&run_a) && ran(&run_b)).then_some(())
+    });
+    wait_for("both windows to close", Duration::from_secs(30), || {
+        let open = std::fs::read_dir(&state)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .unwrap_or(false);
+        (!open && w.running(&db)).then_some(())
+    });
+    // No third fire: the daemon stops before the next minute.
+    w.node.sh_ok(&format!("systemctl stop {}", quote(&d.unit)));
+    let events = events.finish();
+    assert_held_once_across(&events, &db, &[&run_a, &run_b]);
+    // Both fires stood for the same due time.
+    let started = w.journal(&["MESH_EVENT=step-started"]);
+    let due = |id: &str| {
+        started
+            .lines()
+            .find(|l| l.starts_with(&format!("step {id} started")))
+            .and_then(|l| l.split("(due ").nth(1))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no start of {id}: {started}"))
+    };
+    assert_eq!(due(&id_a), due(&id_b), "{started}");
+}
