@@ -124,6 +124,14 @@ impl Events {
     }
 }
 
+/// A test that failed before [`Events::finish`] still ends its stream.
+impl Drop for Events {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.stop, b"");
+        let _ = self.child.wait();
+    }
+}
+
 fn count(events: &[String], name: &str, action: &str) -> usize {
     let line = format!("{name} {action}");
     events.iter().filter(|l| **l == line).count()
