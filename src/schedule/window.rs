@@ -167,7 +167,8 @@ impl Drop for OpenWindow {
 pub struct CloseReport {
     /// Containers started again, in the order started.
     pub started: Vec<String>,
-    /// Containers left stopped because another live window still holds them.
+    /// Containers left stopped because another window of the boot still
+    /// holds them: handed over to it, which starts them when it closes last.
     pub still_held: Vec<String>,
     /// Containers that would not start (each alerted), with the reason.
     pub lost: Vec<(String, String)>,
