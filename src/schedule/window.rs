@@ -9,8 +9,8 @@
 //!    them run, write the window record **before the first stop**, release
 //!    the lock, then stop the running ones in the order named. Only those
 //!    that were running are held; one already stopped stays stopped. Holds
-//!    are counted (see `window/shared.rs`): a container another window of this boot
-//!    keeps stopped is held too but not stopped again.
+//!    are counted (see `window/shared.rs`): a container another window
+//!    of this boot keeps stopped is held too but not stopped again.
 //! 2. While open, a watcher stops again any held container someone else
 //!    starts (`hold-violated`).
 //! 3. **Close**, whatever the step did: start the held containers in
