@@ -508,67 +508,6 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
-fn plan_shows_holds_their_order_and_what_would_make_a_fire_skip() {
-    let mut w = World::new("plan");
-    let img = w.pulled_busybox();
-    let a = w.started_service("a");
-    let b = w.started_service("b");
-    let (s1, s2) = (w.name("s1"), w.name("s2"));
-    w.write_declaration(json!([
-        declare::service("a", &a, &img),
-        declare::service("b", &b, &img),
-        declare::step("first", &s1, &img, "sleep 8", &["a", "b"], 60),
-        declare::step("second", &s2, &img, "true", &["b"], 60),
-    ]));
-    let out = w.mesh(&["plan", "first", "--local", "--json"]);
-    assert_eq!(out.status.code(), Some(0));
-    let plan: Value = serde_json::from_slice(&out.stdout).expect("plan json");
-    assert_eq!(plan["stop-order"], json!([a, b]));
-    assert_eq!(plan["start-order"], json!([b, a]));
-    assert_eq!(plan["conflicts"], json!([]));
-    assert_eq!(plan["holds"][0]["state"], "running");
-    let events_before = stamp();
-    let child = w.spawn_local("first");
-    wait_for("the window of first", Duration::from_secs(30), || {
-        (!w.running(&b) && w.running(&s1)).then_some(())
-    });
-    let out = w.mesh(&["plan", "second", "--local"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(
-        stdout(&out).contains(&format!(
-            "a fire now would be skipped: the window of first holds {b}"
-        )),
-        "{}",
-        stdout(&out)
-    );
-    // plan changed nothing: Docker saw no start or stop of the second step.
-    assert!(w.events(&events_before, &[&s2]).is_empty());
-    // Fired for real, the second step is skipped, says why, and never runs.
-    let out = w.run_local("second");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out).contains(&format!("skipped: the window of first holds {b}")),
-        "{}",
-        stdout(&out)
-    );
-    // journald may store the entry a moment after the command returned.
-    wait_for("the skip in the journal", Duration::from_secs(10), || {
-        w.journal(&["MESH_EVENT=step-skipped", "MESH_STEP=second"])
-            .contains(&format!("the window of first holds {b}"))
-            .then_some(())
-    });
-    assert!(
-        !w.exists(&s2),
-        "the second step's container was never created"
-    );
-    assert!(!w.running(&b), "still held by the first window");
-    let out = child.wait_with_output().expect("run");
-    assert_eq!(out.status.code(), Some(0));
-    assert!(w.running(&a) && w.running(&b));
-}
-
-#[test]
-#[ignore = "needs the sandbox node: run tests/run"]
 fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
     let mut w = World::new("hung");
     let img = w.pulled_busybox();

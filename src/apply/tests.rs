@@ -99,6 +99,7 @@ impl Rig {
                         id: n.to_string(),
                         name: n.to_string(),
                         was_running: true,
+                        starting: false,
                     })
                     .collect(),
             })

@@ -125,6 +125,7 @@ struct State {
     exits: HashMap<String, Vec<i64>>,
     exit_scripts: HashMap<String, (i64, Duration)>,
     stop_delays: HashMap<String, Duration>,
+    start_delays: HashMap<String, Duration>,
     stop_exit_codes: HashMap<String, i64>,
     fail_start: HashSet<String>,
     fail_stop: HashSet<String>,
@@ -446,6 +447,12 @@ impl FakeRuntime {
         self.state().stop_delays.insert(name.to_owned(), delay);
     }
 
+    /// Starts of `name` take `delay` before the container runs (an image
+    /// slow to come up): the start is recorded when asked for.
+    pub fn start_delay(&self, name: &str, delay: Duration) {
+        self.state().start_delays.insert(name.to_owned(), delay);
+    }
+
     /// The exit code a stop of `name` produces (default 0: a process that
     /// handles SIGTERM).
     pub fn stop_exit_code(&self, name: &str, code: i64) {
@@ -522,8 +529,16 @@ impl ContainerRuntime for FakeRuntime {
     }
 
     async fn start(&self, name: &str) -> Result<(), RuntimeError> {
+        let delay = {
+            let state = self.enter(Call::Start(name.to_owned()))?;
+            state.start_delays.get(name).copied()
+        };
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
         let run = {
-            let mut state = self.enter(Call::Start(name.to_owned()))?;
+            let mut state = self.state();
+            state.check_reachable()?;
             let Some(container) = state.containers.get(name) else {
                 return Err(not_found(name));
             };

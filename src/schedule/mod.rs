@@ -8,6 +8,8 @@ pub mod jobs;
 pub mod plan;
 pub mod scheduler;
 #[cfg(test)]
+mod shared_holds_tests;
+#[cfg(test)]
 mod sleep_tests;
 pub mod splay;
 pub mod stale;

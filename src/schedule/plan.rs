@@ -18,6 +18,10 @@ pub struct PlannedHold {
     pub state: String,
     /// Whether the fire would stop (and later start) it: only running ones are held.
     pub would_hold: bool,
+    /// Another open window keeps it stopped: the fire would hold it too,
+    /// without stopping it again, and the last window to close starts it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 /// What a fire would do.
@@ -54,8 +58,37 @@ pub async fn plan(
     windows: &Windows,
 ) -> Result<Plan, String> {
     let def = &step.def;
+    let live = windows.live_records().map_err(|e| e.to_string())?;
     let mut holds = Vec::new();
     for (id, name) in &def.holds {
+        // Holds are counted: one another window keeps stopped is shared,
+        // held by this fire too, never stopped twice.
+        if let Some(other) = live
+            .iter()
+            .find(|r| r.step != def.id && r.keeps_stopped(name))
+        {
+            holds.push(PlannedHold {
+                id: id.clone(),
+                name: name.clone(),
+                state: format!("held by the window of {}", other.step),
+                would_hold: true,
+                shared: true,
+            });
+            continue;
+        }
+        if let Some(other) = live.iter().find(|r| r.is_starting(name)) {
+            holds.push(PlannedHold {
+                id: id.clone(),
+                name: name.clone(),
+                state: format!(
+                    "being started again by the window of {}: a fire waits for that start, then stops it",
+                    other.step
+                ),
+                would_hold: true,
+                shared: false,
+            });
+            continue;
+        }
         let info = runtime.inspect(name).await.map_err(|e| e.to_string())?;
         let (state, running) = match info {
             Some(i) => (i.status.clone(), i.running),
@@ -66,16 +99,17 @@ pub async fn plan(
             name: name.clone(),
             state,
             would_hold: running,
+            shared: false,
         });
     }
     let stop_order: Vec<String> = holds
         .iter()
-        .filter(|h| h.would_hold)
+        .filter(|h| h.would_hold && !h.shared)
         .map(|h| h.name.clone())
         .collect();
     let start_order = stop_order.iter().rev().cloned().collect();
     let mut conflicts = Vec::new();
-    for record in windows.live_records().map_err(|e| e.to_string())? {
+    for record in live {
         if record.step == def.id {
             conflicts.push(format!(
                 "a window of {} is open since {}",
@@ -83,11 +117,6 @@ pub async fn plan(
                 record.opened_at.to_rfc3339()
             ));
             continue;
-        }
-        for (_, name) in &def.holds {
-            if record.held_names().any(|n| n == name) {
-                conflicts.push(format!("the window of {} holds {name}", record.step));
-            }
         }
     }
     if let Some(info) = runtime
@@ -141,7 +170,9 @@ impl Plan {
                 h.id,
                 h.name,
                 h.state,
-                if h.would_hold {
+                if h.shared {
+                    " - shared: not stopped again, started by the last window to close"
+                } else if h.would_hold {
                     ""
                 } else {
                     " - not running, left as it is"

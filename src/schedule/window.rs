@@ -4,17 +4,20 @@
 //! A window's life:
 //!
 //! 1. **Open**, under the apply lock (so no apply is in flight): refuse if
-//!    another window of this boot holds any of the same containers (or one
-//!    of this step is still on disk), inspect which of them run, write the
-//!    window record **before the first stop**, release the lock, then stop
-//!    the running ones in the order named. Only those that were running are
-//!    held; one already stopped stays stopped.
+//!    a record of this step is still on disk, or a record of another boot
+//!    not yet closed holds one of the same containers; inspect which of
+//!    them run, write the window record **before the first stop**, release
+//!    the lock, then stop the running ones in the order named. Only those
+//!    that were running are held; one already stopped stays stopped. Holds
+//!    are counted (see `window/shared.rs`): a container another window
+//!    of this boot keeps stopped is held too but not stopped again.
 //! 2. While open, a watcher stops again any held container someone else
 //!    starts (`hold-violated`).
 //! 3. **Close**, whatever the step did: start the held containers in
 //!    reverse order, each confirmed running before the next, within a
-//!    bounded budget ([`CLOSE_BUDGET`]). A container another live window
-//!    still holds is left to that window (holds are counted across records).
+//!    bounded budget ([`CLOSE_BUDGET`]). A container another window of the
+//!    boot still holds is handed over to it, decided under `windows.lock`:
+//!    the last window to close starts it.
 //!    One that will not start is an alert (`WILL NOT START AGAIN`) and the
 //!    others are still started. While the container runtime does not
 //!    answer, starts are retried with backoff for the whole budget; what is
@@ -50,7 +53,10 @@ use crate::{mesh_alert, mesh_event};
 
 mod close;
 mod fence;
+mod shared;
 mod takeover;
+
+use shared::AtOpen;
 
 pub(crate) use fence::Fence;
 
@@ -161,7 +167,8 @@ impl Drop for OpenWindow {
 pub struct CloseReport {
     /// Containers started again, in the order started.
     pub started: Vec<String>,
-    /// Containers left stopped because another live window still holds them.
+    /// Containers left stopped because another window of the boot still
+    /// holds them: handed over to it, which starts them when it closes last.
     pub still_held: Vec<String>,
     /// Containers that would not start (each alerted), with the reason.
     pub lost: Vec<(String, String)>,
@@ -375,68 +382,20 @@ impl Windows {
 
     /// Open a window: record first, then stop. See the module docs.
     pub async fn open(&self, plan: &WindowPlan) -> Result<OpenWindow, OpenError> {
-        let record = {
-            // Taken just to write the record: no apply is in flight while a
-            // window opens, and an apply never waits behind a window.
-            let _lock = self.store.lock_async().await?;
-            // And no dead owner's record is being taken over meanwhile.
-            let _records = self.store.records_lock_async().await?;
-            // Every record counts here, live or past its bound, of this
-            // boot or another: one not yet closed (its owner died, it is
-            // being taken over, it is from before a reboot and not closed
-            // yet) still owes its containers a start, and a window opened
-            // beside it would be closed by it. A file that cannot be read
-            // is moved aside first (an alert).
-            let scan = self.store.scan_windows()?;
-            self.set_aside_locked(&scan.unreadable);
-            let pending = scan.records;
-            if let Some(other) = pending.iter().find(|r| r.step == plan.step) {
-                return Err(OpenError::Busy {
-                    other: other.step.clone(),
-                    container: plan.step.clone(),
-                });
-            }
-            for (_, name) in &plan.holds {
-                if let Some(other) = pending.iter().find(|r| r.held_names().any(|n| n == name)) {
-                    return Err(OpenError::Busy {
-                        other: other.step.clone(),
-                        container: name.clone(),
-                    });
+        let waiting_since = tokio::time::Instant::now();
+        let (record, shared) = loop {
+            match self.open_record(plan).await? {
+                Ok(opened) => break opened,
+                Err((other, container)) => {
+                    // Another window's close is starting a container of
+                    // this one again: the window opens once that start is
+                    // done, and stops it again.
+                    if waiting_since.elapsed() >= Self::starting_wait() {
+                        return Err(OpenError::Busy { other, container });
+                    }
+                    Self::pause_shared().await;
                 }
             }
-            let mut held = Vec::with_capacity(plan.holds.len());
-            for (id, name) in &plan.holds {
-                let info =
-                    self.runtime
-                        .inspect(name)
-                        .await
-                        .map_err(|source| OpenError::Inspect {
-                            container: name.clone(),
-                            source,
-                        })?;
-                held.push(HeldContainer {
-                    id: id.clone(),
-                    name: name.clone(),
-                    was_running: info.is_some_and(|i| i.running),
-                });
-            }
-            let record = WindowRecord {
-                step: plan.step.clone(),
-                module: plan.module.clone(),
-                fire_time: plan.fire_time,
-                opened_at: self.clock.now(),
-                boot_id: self.owner.boot_id.clone(),
-                pid: self.owner.pid,
-                pid_start_time: self.owner.pid_start_time,
-                step_container: plan.step_container.clone(),
-                step_timeout_secs: plan.step_timeout.map(|t| t.as_secs()),
-                opened_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
-                lease_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
-                owed: false,
-                held,
-            };
-            self.store.write_window(&record)?;
-            record
         };
         // From here on this process renews its lease on the window.
         self.renew_leases();
@@ -446,9 +405,12 @@ impl Windows {
             Event::WindowOpened,
             MESH_STEP = %record.step,
             MESH_MODULE = %record.module.as_deref().unwrap_or(""),
-            "window of {} opened, holding {}",
+            "window of {} opened, holding {}{}",
             record.step,
-            if held.is_empty() { "nothing (none was running)".to_string() } else { held.join(", ") }
+            if held.is_empty() { "nothing (none was running)".to_string() } else { held.join(", ") },
+            if shared.is_empty() { String::new() } else {
+                format!("; shared with another window, not stopped again: {}", shared.join(", "))
+            }
         );
         // Watch before the first stop so that no start can slip between.
         let watcher = self.spawn_watcher(&record).await;
@@ -458,25 +420,112 @@ impl Windows {
             specs: plan.hold_specs.clone(),
         };
         for name in held {
-            if self
+            let stopped = if shared.contains(&name) {
+                // Another window stops it (or has): wait for that.
+                self.wait_shared_stopped(&window.record, &name).await
+            } else if self
                 .fence(&window.record, &format!("stopping {name}"))
                 .await
                 == Fence::Lost
             {
+                Ok(Fence::Lost)
+            } else {
+                self.runtime.stop(&name).await.map(|()| Fence::Own)
+            };
+            match stopped {
+                Ok(Fence::Own) => {}
                 // Taken over while opening (this process was stopped past
                 // its lease): the taker closes the window.
-                return Err(OpenError::Lost);
-            }
-            if let Err(source) = self.runtime.stop(&name).await {
-                let closed = self.close(&mut window).await;
-                return Err(OpenError::Stop {
-                    container: name,
-                    source,
-                    closed,
-                });
+                Ok(Fence::Lost) => return Err(OpenError::Lost),
+                Err(source) => {
+                    let closed = self.close(&mut window).await;
+                    return Err(OpenError::Stop {
+                        container: name,
+                        source,
+                        closed,
+                    });
+                }
             }
         }
         Ok(window)
+    }
+
+    /// Under the apply lock and `windows.lock`: refuse, or write the
+    /// record of a window over `plan` and say which of its holds are
+    /// shared. `Ok(Err((other, container)))` when another window's close
+    /// is starting `container` again: nothing written, look again later.
+    #[allow(clippy::type_complexity)]
+    async fn open_record(
+        &self,
+        plan: &WindowPlan,
+    ) -> Result<Result<(WindowRecord, Vec<String>), (String, String)>, OpenError> {
+        // Taken just to write the record: no apply is in flight while a
+        // window opens, and an apply never waits behind a window.
+        let _lock = self.store.lock_async().await?;
+        // And no dead owner's record is being taken over meanwhile.
+        let _records = self.store.records_lock_async().await?;
+        // Every record counts here, live or past its bound, of this boot
+        // or another: one not yet closed (its owner died, it is being taken
+        // over, it is from before a reboot and not closed yet) still owes
+        // its containers a start. A file that cannot be read is moved
+        // aside first (an alert).
+        let scan = self.store.scan_windows()?;
+        self.set_aside_locked(&scan.unreadable);
+        let pending = scan.records;
+        if let Some(other) = pending.iter().find(|r| r.step == plan.step) {
+            return Err(OpenError::Busy {
+                other: other.step.clone(),
+                container: plan.step.clone(),
+            });
+        }
+        // Holds are counted (see `shared`): a container another window of
+        // this boot keeps stopped is shared, never stopped twice.
+        let seen = self
+            .holds_at_open(plan, &pending)
+            .map_err(|(other, container)| OpenError::Busy { other, container })?;
+        let mut held = Vec::with_capacity(plan.holds.len());
+        let mut shared = Vec::new();
+        for ((id, name), at) in plan.holds.iter().zip(seen) {
+            let was_running = match at {
+                AtOpen::Starting { other } => return Ok(Err((other, name.clone()))),
+                AtOpen::Shared => {
+                    shared.push(name.clone());
+                    true
+                }
+                AtOpen::Own => self
+                    .runtime
+                    .inspect(name)
+                    .await
+                    .map_err(|source| OpenError::Inspect {
+                        container: name.clone(),
+                        source,
+                    })?
+                    .is_some_and(|i| i.running),
+            };
+            held.push(HeldContainer {
+                id: id.clone(),
+                name: name.clone(),
+                was_running,
+                starting: false,
+            });
+        }
+        let record = WindowRecord {
+            step: plan.step.clone(),
+            module: plan.module.clone(),
+            fire_time: plan.fire_time,
+            opened_at: self.clock.now(),
+            boot_id: self.owner.boot_id.clone(),
+            pid: self.owner.pid,
+            pid_start_time: self.owner.pid_start_time,
+            step_container: plan.step_container.clone(),
+            step_timeout_secs: plan.step_timeout.map(|t| t.as_secs()),
+            opened_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
+            lease_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
+            owed: false,
+            held,
+        };
+        self.store.write_window(&record)?;
+        Ok(Ok((record, shared)))
     }
 
     /// Close a window, whatever its step did. Runs on its own task so that

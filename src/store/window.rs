@@ -89,6 +89,14 @@ pub struct HeldContainer {
     /// (stopped, then started again); one that was already stopped is left
     /// stopped when the window closes.
     pub was_running: bool,
+    /// The close of this window found, under `windows.lock`, that no other
+    /// window of its boot holds the container, and is starting it again:
+    /// it no longer keeps the container stopped, and no other window
+    /// counts it as a hold it shares (one opening waits for the start).
+    /// Whoever closes this record (its owner, or a taker after a crash)
+    /// starts it. Absent in records written before holds were counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub starting: bool,
 }
 
 /// A moment as window records are measured against it: the wall clock,
@@ -201,6 +209,22 @@ impl WindowRecord {
             .iter()
             .filter(|c| c.was_running)
             .map(|c| c.name.as_str())
+    }
+
+    /// Whether this window keeps `name` stopped: it holds it and has not
+    /// begun starting it again. Holds are counted across the records of a
+    /// boot: a container stays stopped while any record keeps it so.
+    pub fn keeps_stopped(&self, name: &str) -> bool {
+        self.held
+            .iter()
+            .any(|c| c.was_running && !c.starting && c.name == name)
+    }
+
+    /// Whether the close of this window is starting `name` again.
+    pub fn is_starting(&self, name: &str) -> bool {
+        self.held
+            .iter()
+            .any(|c| c.was_running && c.starting && c.name == name)
     }
 
     /// Whether the process that opened the window is still alive: same boot,
@@ -379,16 +403,19 @@ pub(crate) mod tests {
                     id: "db".into(),
                     name: "mesh-db".into(),
                     was_running: true,
+                    starting: false,
                 },
                 HeldContainer {
                     id: "db-replica".into(),
                     name: "mesh-db-replica".into(),
                     was_running: false,
+                    starting: false,
                 },
                 HeldContainer {
                     id: "cache".into(),
                     name: "mesh-cache".into(),
                     was_running: true,
+                    starting: false,
                 },
             ],
         }

@@ -12,6 +12,7 @@ use crate::runtime::RuntimeError;
 use crate::store::WindowRecord;
 
 use super::fence::Fence;
+use super::shared::AtClose;
 use super::{alert_lost, close_budget, CloseReport, Windows};
 
 /// Attempts to start one held container, when the runtime answers with a
@@ -71,33 +72,37 @@ impl Windows {
     ) -> CloseReport {
         let deadline = tokio::time::Instant::now() + budget;
         let mut report = CloseReport::default();
-        // Holds are counted across records: a container another live window
-        // holds stays stopped until that window closes.
-        let others: Vec<WindowRecord> = match self.live_records() {
-            Ok(live) => live.into_iter().filter(|r| r.step != record.step).collect(),
-            Err(e) => {
-                tracing::warn!(
-                    "cannot read other window records while closing {}: {e}",
-                    record.step
-                );
-                Vec::new()
-            }
-        };
-        let held: Vec<&str> = record.held_names().collect();
-        for name in held.into_iter().rev() {
-            if let Some(other) = others.iter().find(|r| r.held_names().any(|n| n == name)) {
-                tracing::info!(
-                    MESH_STEP = %record.step,
-                    MESH_CONTAINER = %name,
-                    "{name} stays stopped: the window of {} still holds it",
-                    other.step
-                );
-                report.still_held.push(name.to_string());
-                continue;
-            }
-            if self.fence(record, &format!("starting {name}")).await == Fence::Lost {
-                report.lost_window = true;
-                return report;
+        // Holds are counted across the records of a boot: each container is
+        // decided on under `windows.lock`, one at a time (see `shared`).
+        let mut current = record.clone();
+        let held: Vec<String> = record.held_names().map(str::to_string).collect();
+        for name in held.iter().rev() {
+            let name = name.as_str();
+            match self.decide_at_close(&current, name).await {
+                Ok(AtClose::Start(now)) => current = now,
+                Ok(AtClose::HandedOver { other, record: now }) => {
+                    tracing::info!(
+                        MESH_STEP = %record.step,
+                        MESH_CONTAINER = %name,
+                        "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
+                    );
+                    current = now;
+                    report.still_held.push(name.to_string());
+                    continue;
+                }
+                Ok(AtClose::Lost) => {
+                    report.lost_window = true;
+                    return report;
+                }
+                Err(e) => {
+                    // The records cannot be read: a held container must
+                    // run again, so this window starts it.
+                    tracing::warn!(
+                        MESH_STEP = %record.step,
+                        "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
+                        record.step
+                    );
+                }
             }
             // Past the budget (the runtime was away for it), each container
             // left still gets one short try, so what is owed is told apart
@@ -135,6 +140,18 @@ impl Windows {
                     }
                 }
             }
+            let owed_now = matches!(&started, Err(f) if f.unanswered);
+            if !owed_now {
+                match self.done_starting(&current, name).await {
+                    Ok((now, Fence::Own)) => current = now,
+                    Ok((_, Fence::Lost)) => report.lost_window = true,
+                    Err(e) => tracing::warn!(
+                        MESH_STEP = %record.step,
+                        "cannot take {name} off the window record of {}: {e}",
+                        record.step
+                    ),
+                }
+            }
             match started {
                 Ok(()) => {
                     if record.owed {
@@ -158,20 +175,23 @@ impl Windows {
                     report.lost.push((name.to_string(), failure.reason));
                 }
             }
+            if report.lost_window {
+                return report;
+            }
         }
         if !report.owed.is_empty() {
             // Keep what is owed: the record, narrowed to those containers.
             let owed = WindowRecord {
                 owed: true,
-                held: record
+                held: current
                     .held
                     .iter()
                     .filter(|c| c.was_running && report.owed.contains(&c.name))
                     .cloned()
                     .collect(),
-                ..record.clone()
+                ..current.clone()
             };
-            match self.rewrite_if_own(record, &owed).await {
+            match self.rewrite_if_own(&current, &owed).await {
                 Ok(Fence::Lost) => report.lost_window = true,
                 Ok(Fence::Own) => tracing::warn!(
                     MESH_STEP = %record.step,
@@ -187,7 +207,7 @@ impl Windows {
             }
             return report;
         }
-        match self.erase_if_own(record).await {
+        match self.erase_if_own(&current).await {
             Ok(Fence::Own) => {}
             Ok(Fence::Lost) => {
                 report.lost_window = true;

@@ -177,7 +177,7 @@ impl Windows {
 
 /// Say that this process lost the window `held` (to `now`'s owner, or its
 /// record is gone) and does not `doing`.
-fn say_lost(held: &WindowRecord, now: Option<&WindowRecord>, doing: &str) {
+pub(super) fn say_lost(held: &WindowRecord, now: Option<&WindowRecord>, doing: &str) {
     let who = match now {
         Some(r) if r.pid != held.pid || r.boot_id != held.boot_id => {
             format!("it was taken over by pid {}", r.pid)

@@ -279,7 +279,9 @@ impl Windows {
         if record.owed {
             return;
         }
-        for name in record.held_names() {
+        // One whose start it had begun (the last holder's close) is
+        // started, not stopped, by the close that follows.
+        for name in record.held_names().filter(|n| !record.is_starting(n)) {
             if let Ok(Some(info)) = self.runtime.inspect(name).await {
                 if info.running {
                     if let Err(e) = self.runtime.stop(name).await {
