@@ -56,9 +56,21 @@ mod fence;
 mod shared;
 mod takeover;
 
-use shared::AtOpen;
-
 pub(crate) use fence::Fence;
+
+/// How the records on disk see a container a window is about to hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum AtOpen {
+    /// No other window holds it: this window stops it if it runs.
+    Own,
+    /// Another window of this boot keeps it stopped: shared.
+    Shared,
+    /// Another window's close is starting it again: wait, then look again.
+    Starting {
+        /// That window's step.
+        other: String,
+    },
+}
 
 /// How long closing a window may take, all starts included.
 pub const CLOSE_BUDGET: Duration = crate::store::CLOSE_BUDGET;

@@ -29,25 +29,11 @@ use std::time::Duration;
 use crate::store::{StoreError, WindowRecord};
 
 use super::fence::Fence;
-use super::{close_budget, WindowPlan, Windows};
+use super::{close_budget, AtOpen, WindowPlan, Windows};
 
 /// How often an opener looks again at a container it shares, or at one
 /// another window is starting again.
 const SHARED_POLL: Duration = Duration::from_millis(500);
-
-/// How the records on disk see a container a window is about to hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum AtOpen {
-    /// No other window holds it: this window stops it if it runs.
-    Own,
-    /// Another window of this boot keeps it stopped: shared.
-    Shared,
-    /// Another window's close is starting it again: wait, then look again.
-    Starting {
-        /// That window's step.
-        other: String,
-    },
-}
 
 /// What the close of a window does with one container it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
