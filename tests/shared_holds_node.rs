@@ -10,144 +10,18 @@
 
 mod support;
 
-use std::fs::File;
-use std::path::PathBuf;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::world::{World, SERVICE_CMD};
+use support::declare::{self, count, first};
+use support::event_log::EventLog;
+use support::world::World;
 use support::{quote, stdout, wait_for};
-
-fn service(id: &str, name: &str, image: &str) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", SERVICE_CMD], "network": "none"})
-}
-
-fn step(id: &str, name: &str, image: &str, script: &str, holds: &[&str]) -> Value {
-    json!({"id": id, "type": "container", "module": "m", "name": name, "image": image,
-           "command": ["sh", "-c", script], "network": "none", "schedule": "0 3 * * *",
-           "while-stopped": holds, "timeout": 120})
-}
-
-/// `docker events` of some containers, streamed live into a file from
-/// before the action until [`Events::finish`].
-struct Events {
-    child: Child,
-    file: PathBuf,
-    stop: PathBuf,
-    marker: String,
-    w_node: support::Node,
-}
-
-impl Events {
-    /// Stream the events of `names` (and of a marker container, created
-    /// once the stream listens: when its event is in the file, the stream
-    /// is live).
-    fn start(w: &mut World, names: &[&str]) -> Events {
-        let marker = w.name("marker");
-        let file = w.dir.join(format!("{marker}.events"));
-        let stop = w.dir.join(format!("{marker}.stop"));
-        let mut filters = String::new();
-        for n in names.iter().chain([&marker.as_str()]) {
-            filters.push_str(&format!(" --filter container={}", quote(n)));
-        }
-        // Ends itself once told to (the stop file), or after ten minutes.
-        let script = format!(
-            "docker events --filter type=container{filters} --format '{{{{.Actor.Attributes.name}}}} {{{{.Action}}}}' & p=$!; \
-             i=0; while [ ! -e {stop} ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i+1)); done; kill $p; wait $p",
-            stop = quote(&stop.display().to_string())
-        );
-        let out = File::create(&file).expect("events file");
-        let child = w
-            .node
-            .command("sh", &["-c", &script])
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("docker events");
-        let events = Events {
-            child,
-            file,
-            stop,
-            marker,
-            w_node: w.node.clone(),
-        };
-        let img = w.busybox();
-        wait_for(
-            "the event stream to listen",
-            Duration::from_secs(30),
-            || {
-                let _ = events.w_node.docker(&["rm", "-f", &events.marker]);
-                events
-                    .w_node
-                    .docker_ok(&["create", "--name", &events.marker, &img, "true"]);
-                let seen = events
-                    .lines()
-                    .iter()
-                    .any(|l| *l == format!("{} create", events.marker));
-                (seen).then_some(())
-            },
-        );
-        events
-    }
-
-    fn lines(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.file)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// Every event up to now (the marker's removal, streamed after them,
-    /// is waited for), the marker's left out; the stream ends.
-    fn finish(mut self) -> Vec<String> {
-        self.w_node.docker_ok(&["rm", "-f", &self.marker]);
-        let gone = format!("{} destroy", self.marker);
-        wait_for("the stream to catch up", Duration::from_secs(30), || {
-            self.lines().contains(&gone).then_some(())
-        });
-        std::fs::write(&self.stop, b"").expect("stop file");
-        let _ = self.child.wait();
-        let marker = format!("{} ", self.marker);
-        self.lines()
-            .into_iter()
-            .filter(|l| !l.starts_with(&marker))
-            .filter(|l| {
-                ["start", "stop", "die", "kill", "create", "destroy"]
-                    .iter()
-                    .any(|a| l.ends_with(&format!(" {a}")))
-            })
-            .collect()
-    }
-}
-
-/// A test that failed before [`Events::finish`] still ends its stream.
-impl Drop for Events {
-    fn drop(&mut self) {
-        let _ = std::fs::write(&self.stop, b"");
-        let _ = self.child.wait();
-    }
-}
-
-fn count(events: &[String], name: &str, action: &str) -> usize {
-    let line = format!("{name} {action}");
-    events.iter().filter(|l| **l == line).count()
-}
-
-fn first(events: &[String], name: &str, action: &str) -> usize {
-    let line = format!("{name} {action}");
-    events
-        .iter()
-        .position(|l| *l == line)
-        .unwrap_or_else(|| panic!("no `{line}` in {events:#?}"))
-}
 
 /// The shared container was stopped once, before either step ran, and
 /// started once, after both ended; each step ran once.
-fn assert_held_once_across(events: &[String], shared: &str, runs: &[&str]) {
+fn assert_held_once_across(events: &[(String, String)], shared: &str, runs: &[&str]) {
     assert_eq!(count(events, shared, "stop"), 1, "{events:#?}");
     assert_eq!(count(events, shared, "start"), 1, "{events:#?}");
     let stopped = first(events, shared, "die");
@@ -183,15 +57,22 @@ fn two_local_runs_fired_together_share_a_hold_and_one_fails() {
         w.run_service(n, &[]);
     }
     w.write_declaration(json!([
-        service("db", &db, &img),
-        service("aonly", &a_only, &img),
-        service("bonly", &b_only, &img),
+        declare::service("db", &db, &img),
+        declare::service("aonly", &a_only, &img),
+        declare::service("bonly", &b_only, &img),
         // Each keeps its own order: a stops db then aonly; b stops bonly
         // then db. b fails, and ends last.
-        step(&id_a, &run_a, &img, "sleep 3", &["db", "aonly"]),
-        step(&id_b, &run_b, &img, "sleep 8; exit 1", &["bonly", "db"]),
+        declare::step(&id_a, &run_a, &img, "sleep 3", &["db", "aonly"], 120),
+        declare::step(
+            &id_b,
+            &run_b,
+            &img,
+            "sleep 8; exit 1",
+            &["bonly", "db"],
+            120
+        ),
     ]));
-    let events = Events::start(&mut w, &[&db, &a_only, &b_only, &run_a, &run_b]);
+    let events = EventLog::start(&w, &[&db, &a_only, &b_only, &run_a, &run_b]);
     // Both in the same second.
     let a = w.mesh_spawn(&["run", &id_a, "--local"], None);
     let b = w.mesh_spawn(&["run", &id_b, "--local"], None);
@@ -244,14 +125,14 @@ fn a_daemon_sigkilled_between_the_two_releases_still_starts_the_shared_container
     w.node.docker_ok(&["pull", &img]);
     w.run_service(&db, &[]);
     w.write_declaration(json!([
-        service("db", &db, &img),
-        step(&id_a, &run_a, &img, "sleep 2", &["db"]),
-        step(&id_b, &run_b, &img, "sleep 20", &["db"]),
+        declare::service("db", &db, &img),
+        declare::step(&id_a, &run_a, &img, "sleep 2", &["db"], 120),
+        declare::step(&id_b, &run_b, &img, "sleep 20", &["db"], 120),
     ]));
     let d = DaemonUnit::install(&w, "");
     d.start();
     assert!(w.running(&db), "applied at start");
-    let events = Events::start(&mut w, &[&db, &run_a, &run_b]);
+    let events = EventLog::start(&w, &[&db, &run_a, &run_b]);
     let state = w.dir.join("state/windows");
     let record = |id: &str| state.join(format!("{id}.json")).exists();
     // Both fired by the daemon, together: its windows, both holding db.
@@ -309,10 +190,10 @@ fn plan_shows_a_shared_hold_and_a_second_run_shares_it() {
     w.run_service(&a, &[]);
     w.run_service(&b, &[]);
     w.write_declaration(json!([
-        service("a", &a, &img),
-        service("b", &b, &img),
-        step(&first_id, &s1, &img, "sleep 8", &["a", "b"]),
-        step(&second_id, &s2, &img, "true", &["b"]),
+        declare::service("a", &a, &img),
+        declare::service("b", &b, &img),
+        declare::step(&first_id, &s1, &img, "sleep 8", &["a", "b"], 120),
+        declare::step(&second_id, &s2, &img, "true", &["b"], 120),
     ]));
     let out = w.mesh(&["plan", &first_id, "--local", "--json"]);
     assert_eq!(out.status.code(), Some(0));
@@ -360,12 +241,12 @@ fn two_steps_due_in_the_same_second_fired_by_the_daemon_share_a_hold() {
     let img = w.busybox();
     w.node.docker_ok(&["pull", &img]);
     let every_minute = |id: &str, run: &str, script: &str| {
-        let mut s = step(id, run, &img, script, &["db"]);
+        let mut s = declare::step(id, run, &img, script, &["db"], 120);
         s["schedule"] = json!("* * * * *");
         s
     };
     w.write_declaration(json!([
-        service("db", &db, &img),
+        declare::service("db", &db, &img),
         every_minute(&id_a, &run_a, "sleep 3"),
         every_minute(&id_b, &run_b, "sleep 6"),
     ]));
@@ -382,7 +263,7 @@ fn two_steps_due_in_the_same_second_fired_by_the_daemon_share_a_hold() {
     let d = DaemonUnit::install(&w, "");
     d.start();
     assert!(w.running(&db), "applied at start");
-    let events = Events::start(&mut w, &[&db, &run_a, &run_b]);
+    let events = EventLog::start(&w, &[&db, &run_a, &run_b]);
     let state = w.dir.join("state/windows");
     wait_for("both steps to have run", Duration::from_secs(90), || {
         let ran = |run: &str| w.exists(run) && !w.running(run);

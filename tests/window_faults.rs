@@ -770,9 +770,9 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
         "the owner that lost its window did nothing to svc: {after:?}"
     );
     assert!(w.running(svc));
-    let all = log.events();
+    let all = log.finish();
     assert!(!ran_beside(&all, run, &[svc], true), "{all:?}");
-    assert_eq!(log.count(run, "start"), 1);
+    assert_eq!(count(&all, run, "start"), 1);
     assert!(d.active());
 }
 

@@ -1,102 +1,131 @@
-//! Docker's events of a few containers, streamed live from the moment the
-//! log is made. Docker keeps only its last 256 events: `docker events
-//! --since` after a long test on a busy node has lost the early ones
-//! (health checks alone fill it in minutes), so a test that counts a
-//! container's stops and starts records them as they happen.
+//! Docker's events of a few containers, streamed live from before the
+//! action. Docker keeps only its last 256 events: `docker events --since`
+//! after a long test on a busy node has lost the early ones (health checks
+//! alone fill it in minutes), so a test that counts a container's stops
+//! and starts records them as they happen.
+//!
+//! The stream is known to listen when the creation of a marker container
+//! of the test's own has reached it, and known to have caught up when the
+//! marker's removal has: [`EventLog::finish`] waits for that.
 
-use std::io::{BufRead, BufReader};
+use std::fs::File;
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
-use super::world::{stamp, World};
-use super::{quote, Node};
+use super::world::World;
+use super::{quote, wait_for, Node};
 
-/// See the module documentation. The stream ends when the log is dropped.
+/// Markers made so far in this test binary (a marker is unique to its log).
+static MARKERS: AtomicU32 = AtomicU32::new(0);
+
+/// The lifecycle actions a log keeps.
+const ACTIONS: [&str; 6] = ["create", "start", "stop", "die", "kill", "destroy"];
+
+/// See the module documentation. The stream ends when the log is finished
+/// or dropped (a test that failed early), and after ten minutes at most;
+/// the marker is removed then.
 pub struct EventLog {
     node: Node,
     child: Child,
-    pattern: String,
-    lines: Arc<Mutex<Vec<(String, String)>>>,
-    reader: Option<JoinHandle<()>>,
+    file: PathBuf,
+    stop: PathBuf,
+    marker: String,
 }
 
 impl EventLog {
-    /// Start recording the lifecycle events (create, start, stop, die,
-    /// kill, destroy) of `names`, from now on.
+    /// Stream the lifecycle events of `names`; returns once the stream
+    /// listens.
     pub fn start(w: &World, names: &[&str]) -> EventLog {
-        // `--since` a moment before the stream is up: an event of the
-        // first instants is replayed from Docker's history, not missed.
-        let since = stamp();
-        let mut args = vec![
-            "events".to_string(),
-            "--since".to_string(),
-            since,
-            "--filter".to_string(),
-            "type=container".to_string(),
-            "--format".to_string(),
-            "{{.Actor.Attributes.name}} {{.Action}}".to_string(),
-        ];
-        for n in names {
-            args.push("--filter".into());
-            args.push(format!("container={n}"));
+        let marker = format!(
+            "{}-marker{}",
+            w.prefix,
+            MARKERS.fetch_add(1, Ordering::Relaxed)
+        );
+        let file = w.dir.join(format!("{marker}.events"));
+        let stop = w.dir.join(format!("{marker}.stop"));
+        let mut filters = String::new();
+        for n in names.iter().chain([&marker.as_str()]) {
+            filters.push_str(&format!(" --filter container={}", quote(n)));
         }
-        // The docker client runs inside the node, below nsenter: it is
-        // found again by its arguments to be stopped.
-        let pattern = format!("[d]ocker events --since {}", args[2]);
-        let mut child = w
+        // Ends itself once told to (the stop file), or after ten minutes.
+        let script = format!(
+            "docker events --filter type=container{filters} --format '{{{{.Actor.Attributes.name}}}} {{{{.Action}}}}' & p=$!; \
+             i=0; while [ ! -e {stop} ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i+1)); done; kill $p; wait $p",
+            stop = quote(&stop.display().to_string())
+        );
+        let out = File::create(&file).expect("events file");
+        let child = w
             .node
-            .command("docker", &args)
-            .stdout(Stdio::piped())
+            .command("sh", &["-c", &script])
+            .stdout(Stdio::from(out))
             .stderr(Stdio::null())
             .spawn()
             .expect("docker events");
-        let out = child.stdout.take().expect("piped");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some((n, a)) = line.split_once(' ') {
-                    if matches!(a, "create" | "start" | "stop" | "die" | "kill" | "destroy") {
-                        sink.lock()
-                            .expect("lock")
-                            .push((n.to_string(), a.to_string()));
-                    }
-                }
-            }
-        });
-        EventLog {
+        let log = EventLog {
             node: w.node.clone(),
             child,
-            pattern,
-            lines,
-            reader: Some(reader),
-        }
+            file,
+            stop,
+            marker,
+        };
+        let img = w.busybox();
+        let created = (log.marker.clone(), "create".to_string());
+        wait_for(
+            "the event stream to listen",
+            Duration::from_secs(30),
+            || {
+                let _ = log.node.docker(&["rm", "-f", &log.marker]);
+                log.node
+                    .docker_ok(&["create", "--name", &log.marker, &img, "true"]);
+                log.raw().contains(&created).then_some(())
+            },
+        );
+        log
     }
 
-    /// What was recorded so far: `(name, action)` in order.
+    /// Every line streamed so far, as `(name, action)`, the marker's too.
+    fn raw(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(&self.file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .collect()
+    }
+
+    /// The lifecycle events of the names streamed so far, in order (some
+    /// may still be on their way: [`EventLog::finish`] waits for them).
     pub fn events(&self) -> Vec<(String, String)> {
-        self.lines.lock().expect("lock").clone()
+        self.raw()
+            .into_iter()
+            .filter(|(n, a)| *n != self.marker && ACTIONS.contains(&a.as_str()))
+            .collect()
     }
 
-    /// How many times `name` did `action` so far.
-    pub fn count(&self, name: &str, action: &str) -> usize {
+    /// Every event up to now (the marker's removal, streamed after them, is
+    /// waited for); the stream ends.
+    pub fn finish(mut self) -> Vec<(String, String)> {
+        self.node.docker_ok(&["rm", "-f", &self.marker]);
+        let gone = (self.marker.clone(), "destroy".to_string());
+        wait_for("the stream to catch up", Duration::from_secs(30), || {
+            self.raw().contains(&gone).then_some(())
+        });
+        self.end();
         self.events()
-            .iter()
-            .filter(|(n, a)| n == name && a == action)
-            .count()
+    }
+
+    fn end(&mut self) {
+        let _ = std::fs::write(&self.stop, b"");
+        let _ = self.child.wait();
+        let _ = self.node.docker(&["rm", "-f", &self.marker]);
     }
 }
 
+/// A test that failed before [`EventLog::finish`] still ends its stream.
 impl Drop for EventLog {
     fn drop(&mut self) {
-        let _ = self
-            .node
-            .sh(&format!("pkill -f -- {} || true", quote(&self.pattern)));
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
+        self.end();
     }
 }
