@@ -15,12 +15,17 @@
 //!   by the one who closed it, and only if it is still that record.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crate::events::Event;
 use crate::store::{StoreError, UnreadableRecord, WindowRecord, LEASE_RENEW};
 use crate::{mesh_alert, mesh_alert_of};
 
 use super::Windows;
+
+/// How long an owner that lost its window waits, under `windows.lock`,
+/// for the start that undoes its late stop.
+const RESTORE_WAIT: Duration = Duration::from_secs(10);
 
 /// Whether an owner may still act on its window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,18 +143,27 @@ impl Windows {
             );
             return Fence::Lost;
         }
-        match self.runtime.start(name).await {
-            Ok(()) => tracing::warn!(
+        // Bounded: `windows.lock` is held, and every owner renews its
+        // lease under it.
+        match tokio::time::timeout(RESTORE_WAIT, self.runtime.start(name)).await {
+            Ok(Ok(())) => tracing::warn!(
                 MESH_STEP = %held.step,
                 MESH_CONTAINER = %name,
                 "{name} restored: this process's stop of it landed after its window of {} was taken over; no window holds {name}, so it was started again",
                 held.step
             ),
-            Err(e) => mesh_alert!(
+            Ok(Err(e)) => mesh_alert!(
                 MESH_STEP = %held.step,
                 MESH_CONTAINER = %name,
                 "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and starting it again failed: {e}",
                 held.step
+            ),
+            Err(_) => mesh_alert!(
+                MESH_STEP = %held.step,
+                MESH_CONTAINER = %name,
+                "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and the container runtime did not answer its start within {} s (it may still land); the next apply starts it",
+                held.step,
+                RESTORE_WAIT.as_secs()
             ),
         }
         Fence::Lost
