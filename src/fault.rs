@@ -13,6 +13,10 @@
 //!
 //! - `pause-after-unit` (a pause, not a panic): in a fire whose transient
 //!   unit has started, before its container is created, for a minute.
+//! - `pause-before-stop` (a pause): in an opening window, between the
+//!   check that the window is still its own and the stop of a held
+//!   container, for a minute: a node test stops the process there
+//!   (SIGSTOP) until its lease lapses, so that its stop lands late.
 //!
 //! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget every close
 //! spends (confirming a lost step stopped, starting what a window held,
@@ -37,7 +41,8 @@ pub fn point(name: &str, subject: &str) {
 /// Pause here (a minute) when the environment asks for fault `name` on
 /// `subject`: a moment a node test kills the process in
 /// (`pause-after-unit`: a fire whose scope started and whose container is
-/// not created yet).
+/// not created yet; `pause-before-stop`: a window past its fence check,
+/// its stop not sent).
 #[cfg(debug_assertions)]
 pub async fn pause(name: &str, subject: &str) {
     let asked =

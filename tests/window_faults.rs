@@ -778,6 +778,97 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
+fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
+    // `mesh-host run --local` passes its fence check for stopping svc, and
+    // is held there (a fault point of debug builds) and stopped (SIGSTOP)
+    // before its stop is sent. Its lease lapses: the daemon takes the
+    // window over and closes it, svc running. Continued, the owner's stop
+    // lands late; it finds it lost the window and that no window holds
+    // svc, and starts svc again, saying so. The step never runs.
+    let h = Held::start("latestop", "sleep 2; echo done", |_| String::new());
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
+    let state_path = w.path("state");
+    let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
+    let log = EventLog::start(w, &[svc, run]);
+    let mut args = vec![
+        format!("MESH_HOST_FAULT=pause-before-stop:{id}"),
+        w.bin.clone(),
+    ];
+    args.extend(w.mesh_args(&["run", id, "--local"], None));
+    let local = w
+        .node
+        .command("env", &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_for("the window to open", Duration::from_secs(30), || {
+        (!records(&w.dir.join("state")).is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(w.running(svc), "the owner waits before its stop of svc");
+    w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
+
+    wait_for(
+        "the daemon to take the window over",
+        Duration::from_secs(50),
+        || {
+            h.step_journal(&["MESH_EVENT=window-taken-over"])
+                .contains("which has not renewed its lease")
+                .then_some(())
+        },
+    );
+    wait_for("the record to go", Duration::from_secs(30), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+    assert!(w.running(svc), "the daemon closed the window");
+
+    // Continue the owner (and the nsenter wrapper): its stop of svc lands.
+    let continued = log.events().len();
+    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the wrapper");
+    let out = local.wait_with_output().expect("the local run ends");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains(&format!("lost the window of {id}")), "{said}");
+    let after = log.events().split_off(continued);
+    assert!(
+        after.iter().any(|(n, a)| n == svc && a == "stop"),
+        "the late stop landed: {after:?}"
+    );
+    wait_for("svc to run again", Duration::from_secs(10), || {
+        w.running(svc).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(w.running(svc), "svc stays running");
+    let journal = w.journal(&[&format!("MESH_STEP={id}"), &format!("MESH_CONTAINER={svc}")]);
+    assert!(
+        journal.contains(&format!("{svc} restored")),
+        "the journal says what was restored: {journal}"
+    );
+    let after = log.events().split_off(continued);
+    assert_eq!(log.count(run, "start"), 0, "the step never ran: {after:?}");
+    assert_eq!(
+        after
+            .iter()
+            .filter(|(n, a)| n == svc && a == "start")
+            .count(),
+        1,
+        "svc started again once: {after:?}"
+    );
+    assert!(records(&w.dir.join("state")).is_empty());
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
 fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_for_the_long_one() {
     // Two local runs killed mid-window while no daemon runs: step `a`
     // works for minutes, step `b` has ended. The daemon that starts then

@@ -266,3 +266,66 @@ async fn a_step_sharing_a_container_still_being_stopped_waits_for_the_stop() {
     assert_eq!(count(&r, &Call::Start(s("db"))), 1, "{:?}", moves(&r.fake));
     assert!(r.fake.is_running("db"));
 }
+
+/// A window of `step` over `db` that this process opened (not written).
+fn own_window(step: &str, boot: &str) -> WindowRecord {
+    let owner = Owner::current().expect("owner");
+    WindowRecord {
+        step: step.into(),
+        module: None,
+        fire_time: t0(),
+        opened_at: t0(),
+        boot_id: boot.into(),
+        pid: owner.pid,
+        pid_start_time: owner.pid_start_time,
+        step_container: format!("{step}-run"),
+        step_timeout_secs: Some(3600),
+        opened_since_boot_secs: None,
+        lease_since_boot_secs: None,
+        owed: false,
+        held: vec![HeldContainer {
+            id: "db".into(),
+            name: "db".into(),
+            was_running: true,
+            starting: false,
+        }],
+    }
+}
+
+// A stop that lands after its owner lost the window (taken over and
+// closed meanwhile) is undone, unless another window holds the container
+// now. The same for real, the owner frozen by SIGSTOP between its check
+// and its stop: tests/window_faults.rs.
+#[tokio::test(start_paused = true)]
+async fn a_late_stop_is_undone_only_when_no_window_holds_the_container() {
+    use crate::schedule::window::Fence;
+    let boot = crate::store::boot_id().expect("boot id");
+    let windows = |r: &Rig| r.firer.windows().clone();
+
+    // Still its own: nothing to undo.
+    let r = rig(&[("db", false)]);
+    let gc = own_window("gc", &boot);
+    r.store.write_window(&gc).expect("write record");
+    assert_eq!(windows(&r).after_stop(&gc, "db").await, Fence::Own);
+    assert_eq!(count(&r, &Call::Start(s("db"))), 0);
+
+    // Lost, closed by its taker: the late stop is undone.
+    let r = rig(&[("db", false)]);
+    assert_eq!(windows(&r).after_stop(&gc, "db").await, Fence::Lost);
+    assert_eq!(moves(&r.fake), vec![Call::Start(s("db"))]);
+    assert!(r.fake.is_running("db"));
+
+    // Lost, and another window of this boot keeps db stopped: left to it.
+    let r = rig(&[("db", false)]);
+    dead_holder(&r, "scan", &boot, false);
+    assert_eq!(windows(&r).after_stop(&gc, "db").await, Fence::Lost);
+    assert_eq!(count(&r, &Call::Start(s("db"))), 0);
+    assert!(!r.fake.is_running("db"));
+
+    // Lost, and another window is starting db again: started too (a
+    // second start is harmless; leaving it could leave db down).
+    let r = rig(&[("db", false)]);
+    dead_holder(&r, "scan", &boot, true);
+    assert_eq!(windows(&r).after_stop(&gc, "db").await, Fence::Lost);
+    assert!(r.fake.is_running("db"));
+}

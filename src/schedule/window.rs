@@ -442,7 +442,13 @@ impl Windows {
             {
                 Ok(Fence::Lost)
             } else {
-                self.runtime.stop(&name).await.map(|()| Fence::Own)
+                crate::fault::pause("pause-before-stop", &window.record.step).await;
+                match self.runtime.stop(&name).await {
+                    // The stop may have landed after the window was taken
+                    // over and closed: look again (see `after_stop`).
+                    Ok(()) => Ok(self.after_stop(&window.record, &name).await),
+                    Err(e) => Err(e),
+                }
             };
             match stopped {
                 Ok(Fence::Own) => {}
@@ -646,8 +652,15 @@ impl Windows {
                             ev.name,
                             step
                         );
-                        if let Err(e) = runtime.stop(&ev.name).await {
-                            tracing::error!(MESH_STEP = %step, MESH_CONTAINER = %ev.name, "cannot stop {} again: {e}", ev.name);
+                        match runtime.stop(&ev.name).await {
+                            Ok(()) => {
+                                if this.after_stop(&held, &ev.name).await == Fence::Lost {
+                                    return;
+                                }
+                            }
+                            Err(e) => {
+                                tracing::error!(MESH_STEP = %step, MESH_CONTAINER = %ev.name, "cannot stop {} again: {e}", ev.name);
+                            }
                         }
                     }
                     Some(Ok(_)) => {}

@@ -15,12 +15,17 @@
 //!   by the one who closed it, and only if it is still that record.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crate::events::Event;
-use crate::mesh_alert_of;
 use crate::store::{StoreError, UnreadableRecord, WindowRecord, LEASE_RENEW};
+use crate::{mesh_alert, mesh_alert_of};
 
 use super::Windows;
+
+/// How long an owner that lost its window waits, under `windows.lock`,
+/// for the start that undoes its late stop.
+const RESTORE_WAIT: Duration = Duration::from_secs(10);
 
 /// Whether an owner may still act on its window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +91,82 @@ impl Windows {
                 Fence::Own
             }
         }
+    }
+
+    /// After a stop of `name` for the window `held` returned: whether the
+    /// window is still this process's. A stop passes its fence check
+    /// before it is sent; a process stopped or hung between the two may
+    /// have lost the window meanwhile, and its stop then lands after the
+    /// taker closed the window and started `name` again. So, under
+    /// `windows.lock`: when the window is lost and no window of this boot
+    /// keeps `name` stopped, `name` (running when the window opened) is
+    /// started again, and that restoration is said. It is no act on the
+    /// window: only what this process did is undone, and the lock keeps
+    /// a window opening meanwhile from taking `name` for stopped.
+    pub(crate) async fn after_stop(&self, held: &WindowRecord, name: &str) -> Fence {
+        let _records = match self.store.records_lock_async().await {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::warn!(MESH_STEP = %held.step, "cannot lock the window records to check the window of {} is still this process's after stopping {name}: {e}", held.step);
+                return Fence::Own;
+            }
+        };
+        let scan = match self.store.scan_windows() {
+            Ok(scan) => scan,
+            Err(e) => {
+                tracing::warn!(MESH_STEP = %held.step, "cannot read the window records after stopping {name}: {e}; acting as the owner of the window of {}", held.step);
+                return Fence::Own;
+            }
+        };
+        let now = scan.records.iter().find(|r| r.step == held.step);
+        if now.is_some_and(|r| r.same_window_and_owner(held)) {
+            return Fence::Own;
+        }
+        say_lost(held, now, &format!("holding {name}"));
+        if !held.keeps_stopped(name) {
+            return Fence::Lost;
+        }
+        // A record of this boot that keeps it stopped (its owner alive or
+        // not: its closer starts it) holds it; one that is starting it
+        // does not keep it stopped, and a second start is harmless.
+        if let Some(other) = scan
+            .records
+            .iter()
+            .find(|r| r.boot_id == held.boot_id && r.keeps_stopped(name))
+        {
+            tracing::info!(
+                MESH_STEP = %held.step,
+                MESH_CONTAINER = %name,
+                "{name}, stopped by this process after it lost the window of {}, stays stopped: the window of {} holds it",
+                held.step,
+                other.step
+            );
+            return Fence::Lost;
+        }
+        // Bounded: `windows.lock` is held, and every owner renews its
+        // lease under it.
+        match tokio::time::timeout(RESTORE_WAIT, self.runtime.start(name)).await {
+            Ok(Ok(())) => tracing::warn!(
+                MESH_STEP = %held.step,
+                MESH_CONTAINER = %name,
+                "{name} restored: this process's stop of it landed after its window of {} was taken over; no window holds {name}, so it was started again",
+                held.step
+            ),
+            Ok(Err(e)) => mesh_alert!(
+                MESH_STEP = %held.step,
+                MESH_CONTAINER = %name,
+                "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and starting it again failed: {e}",
+                held.step
+            ),
+            Err(_) => mesh_alert!(
+                MESH_STEP = %held.step,
+                MESH_CONTAINER = %name,
+                "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and the container runtime did not answer its start within {} s (it may still land); the next apply starts it",
+                held.step,
+                RESTORE_WAIT.as_secs()
+            ),
+        }
+        Fence::Lost
     }
 
     /// Erase the record of `held` if it is still that window, this

@@ -145,7 +145,7 @@ impl Windows {
                     record.step
                 );
                 self.runtime.stop(name).await?;
-                return Ok(Fence::Own);
+                return Ok(self.after_stop(record, name).await);
             }
             Self::pause_shared().await;
         }
