@@ -838,10 +838,15 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(said.contains(&format!("lost the window of {id}")), "{said}");
-    let after = log.events().split_off(continued);
-    assert!(
-        after.iter().any(|(n, a)| n == svc && a == "stop"),
-        "the late stop landed: {after:?}"
+    wait_for(
+        "the late stop in Docker's events",
+        Duration::from_secs(10),
+        || {
+            log.events()[continued..]
+                .iter()
+                .any(|(n, a)| n == svc && a == "stop")
+                .then_some(())
+        },
     );
     wait_for("svc to run again", Duration::from_secs(10), || {
         w.running(svc).then_some(())
@@ -853,8 +858,13 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
         journal.contains(&format!("{svc} restored")),
         "the journal says what was restored: {journal}"
     );
-    let after = log.events().split_off(continued);
-    assert_eq!(log.count(run, "start"), 0, "the step never ran: {after:?}");
+    let all = log.finish();
+    let after = &all[continued..];
+    assert_eq!(
+        count(&all, run, "start"),
+        0,
+        "the step never ran: {after:?}"
+    );
     assert_eq!(
         after
             .iter()
