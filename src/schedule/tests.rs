@@ -926,3 +926,36 @@ async fn an_owner_renews_the_lease_of_its_windows_only() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_lease_renewer_ends_with_the_last_window_and_starts_with_the_next() {
+    // An idle daemon is woken by nothing but its watchdog: the renewer
+    // runs only while this process owns a window.
+    let r = rig(&[("db", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(12));
+    let def = step("gc", &["db"], None);
+    let report = r.firer.fire(&def, t0()).await;
+    assert!(report.ok(), "{report:?}");
+    assert!(r.store.windows().expect("records").is_empty());
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert!(
+        !r.firer.windows().renews_leases(),
+        "no window left: the renewer ended"
+    );
+
+    // The next window starts it again, and its lease is renewed.
+    let firer = r.firer.clone();
+    let again = def.clone();
+    let fire = tokio::spawn(async move { firer.fire(&again, t0()).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(r.firer.windows().renews_leases());
+    let opened = r.store.window("gc").expect("read").expect("record");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let renewed = r.store.window("gc").expect("read").expect("record");
+    assert!(
+        renewed.lease_since_boot_secs > opened.lease_since_boot_secs,
+        "{renewed:?}"
+    );
+    let report = fire.await.expect("fire");
+    assert!(report.ok(), "{report:?}");
+}

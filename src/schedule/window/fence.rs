@@ -219,8 +219,8 @@ impl Windows {
     }
 
     /// Keep renewing, every [`LEASE_RENEW`], the lease of every record this
-    /// process owns; started once per engine (and its clones), on the
-    /// first window opened or taken over.
+    /// process owns, while it owns one: started on a window opened or taken
+    /// over, and ended once none is left, so an idle daemon is not woken.
     pub(super) fn renew_leases(&self) {
         if self.renewing.swap(true, Ordering::SeqCst) {
             return;
@@ -231,28 +231,54 @@ impl Windows {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                if let Err(e) = this.renew_once().await {
-                    tracing::warn!("cannot renew the lease on this process's windows: {e}");
+                match this.renew_once().await {
+                    Ok(0) => {
+                        // Nothing of this process's is open: stop. A window
+                        // opened meanwhile may have found this task still
+                        // running and relied on it: look once more, and go
+                        // on only if no newer renewer was started for it.
+                        this.renewing.store(false, Ordering::SeqCst);
+                        match this.renew_once().await {
+                            Ok(n) if n > 0 && !this.renewing.swap(true, Ordering::SeqCst) => {}
+                            _ => return,
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!("cannot renew the lease on this process's windows: {e}")
+                    }
                 }
             }
         });
     }
 
-    /// Renew the lease of every record this process owns, now.
-    pub(crate) async fn renew_once(&self) -> Result<(), StoreError> {
+    /// Whether a lease renewer runs for this engine.
+    #[cfg(test)]
+    pub(crate) fn renews_leases(&self) -> bool {
+        self.renewing.load(Ordering::SeqCst)
+    }
+
+    /// Renew the lease of every record this process owns, now; how many it
+    /// owns.
+    pub(crate) async fn renew_once(&self) -> Result<usize, StoreError> {
         let Some(now) = self.clock.since_boot().map(|d| d.as_secs()) else {
-            return Ok(());
+            return Ok(0);
         };
         let _records = self.store.records_lock_async().await?;
+        let mut owned = 0;
         for record in self.store.scan_windows()?.records {
-            if self.owner.owns(&record) && record.lease_since_boot_secs != Some(now) {
+            if !self.owner.owns(&record) {
+                continue;
+            }
+            owned += 1;
+            if record.lease_since_boot_secs != Some(now) {
                 self.store.write_window(&WindowRecord {
                     lease_since_boot_secs: Some(now),
                     ..record
                 })?;
             }
         }
-        Ok(())
+        Ok(owned)
     }
 }
 
