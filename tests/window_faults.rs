@@ -697,6 +697,32 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
     assert!(d.active());
 }
 
+/// Wait until the daemon took `h`'s window over from an owner whose lease
+/// lapsed (stopped, hung).
+fn wait_lease_taken_over(h: &Held) {
+    wait_for(
+        "the daemon to take the window over",
+        Duration::from_secs(50),
+        || {
+            h.step_journal(&["MESH_EVENT=window-taken-over"])
+                .contains("which has not renewed its lease")
+                .then_some(())
+        },
+    );
+}
+
+/// Continue a local run stopped with `pkill -STOP -f PATTERN` (and its
+/// nsenter wrapper, which stopped with it); what it said once it ended.
+fn continue_local_run(w: &World, pattern: &str, local: Child) -> String {
+    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the wrapper");
+    declare::text(&local.wait_with_output().expect("the local run ends"))
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again() {
@@ -719,15 +745,7 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
     w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
     let stopped_at = std::time::Instant::now();
 
-    wait_for(
-        "the daemon to take the window over",
-        Duration::from_secs(50),
-        || {
-            h.step_journal(&["MESH_EVENT=window-taken-over"])
-                .contains("which has not renewed its lease")
-                .then_some(())
-        },
-    );
+    wait_lease_taken_over(&h);
     let took_after = stopped_at.elapsed();
     eprintln!("taken over {took_after:?} after the SIGSTOP");
     assert!(
@@ -750,18 +768,7 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
     // Continue the stopped owner (and the nsenter wrapper, which stopped
     // with it): it must not touch svc.
     let continued = log.events().len();
-    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
-        rustix::process::Signal::CONT,
-    )
-    .expect("SIGCONT the wrapper");
-    let out = local.wait_with_output().expect("the local run ends");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = continue_local_run(w, &pattern, local);
     assert!(said.contains(&format!("lost the window of {id}")), "{said}");
     std::thread::sleep(Duration::from_secs(3));
     let after = log.events().split_off(continued);
@@ -809,15 +816,7 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
     assert!(w.running(svc), "the owner waits before its stop of svc");
     w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
 
-    wait_for(
-        "the daemon to take the window over",
-        Duration::from_secs(50),
-        || {
-            h.step_journal(&["MESH_EVENT=window-taken-over"])
-                .contains("which has not renewed its lease")
-                .then_some(())
-        },
-    );
+    wait_lease_taken_over(&h);
     wait_for("the record to go", Duration::from_secs(30), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
@@ -825,18 +824,7 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
 
     // Continue the owner (and the nsenter wrapper): its stop of svc lands.
     let continued = log.events().len();
-    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
-        rustix::process::Signal::CONT,
-    )
-    .expect("SIGCONT the wrapper");
-    let out = local.wait_with_output().expect("the local run ends");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = continue_local_run(w, &pattern, local);
     assert!(said.contains(&format!("lost the window of {id}")), "{said}");
     wait_for(
         "the late stop in Docker's events",
