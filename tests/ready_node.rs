@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
-use support::declare::{self, count, text};
+use support::declare::{self, count, first, text};
 use support::event_log::EventLog;
 use support::world::World;
 use support::{quote, wait_for, CgroupDriver};
@@ -151,7 +151,9 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
         || w.running(&svc).then_some(()),
     );
     let events = log.finish();
-    assert_eq!(count(&events, &run, "create"), 0, "{events:?}");
+    // (The next fire's container may be made already, after the run.)
+    let started = first(&events, &run, "start");
+    assert_eq!(count(&events[..started], &run, "create"), 0, "{events:?}");
     assert_eq!(count(&events, &run, "start"), 1, "{events:?}");
     assert!(!w.running(&run), "the run ended with its unit");
 
