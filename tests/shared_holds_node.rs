@@ -270,9 +270,9 @@ fn two_steps_due_in_the_same_second_fired_by_the_daemon_share_a_hold() {
     wait_for("both steps to have run", Duration::from_secs(90), || {
         let status: Value =
             serde_json::from_slice(&d.cli(&["status", "--json"]).stdout).unwrap_or_default();
-        let ran = status["steps"]
-            .as_array()
-            .map_or(0, |s| s.iter().filter(|s| s["last-run"].is_string()).count());
+        let ran = status["steps"].as_array().map_or(0, |s| {
+            s.iter().filter(|s| s["last-run"].is_string()).count()
+        });
         (ran == 2).then_some(())
     });
     wait_for("both windows to close", Duration::from_secs(30), || {

@@ -16,28 +16,12 @@ use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 
 use crate::events::Event;
 use crate::mesh_event;
-use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::runtime::ContainerRuntime;
 use crate::schedule::ready::{is_ready_for, run_spec, Readier};
 use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
 
-/// Everything a fire needs to know of a step, derived from the declaration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepDef {
-    /// The step's resource id.
-    pub id: String,
-    /// Its module.
-    pub module: Option<String>,
-    /// The container to run (its cgroup parent is set per fire).
-    pub spec: ContainerSpec,
-    /// Seconds the run may take before it is stopped.
-    pub timeout: Option<Duration>,
-    /// `(resource id, runtime name)` of the containers held still, in stop order.
-    pub holds: Vec<(String, String)>,
-    /// How each held container is created, by runtime name, as declared:
-    /// one removed during the window is created again from it.
-    pub hold_specs: std::collections::BTreeMap<String, ContainerSpec>,
-}
+pub use crate::schedule::step::StepDef;
 
 /// How the step's run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

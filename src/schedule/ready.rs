@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::container_spec::LABEL_IDENTITY;
 use crate::runtime::{ContainerInfo, ContainerRuntime, ContainerSpec};
-use crate::schedule::fire::StepDef;
+use crate::schedule::step::StepDef;
 use crate::systemd::units::StepUnits;
 use crate::task::AbortOnDrop;
 
