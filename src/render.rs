@@ -168,13 +168,14 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             None => "never run".to_string(),
         };
         out.push_str(&format!(
-            "step {} ({} {}): next {}; {last}; last success {}{}\n",
+            "step {} ({} {}): next {}; {last}; last success {}{}{}\n",
             text(s.get("step"), "-"),
             text(s.get("schedule"), "-"),
             text(s.get("zone"), "-"),
             when(s.get("next-fire"), "never")
                 + &delayed(s.get("delay-ms").and_then(|v| v.as_u64())),
             when(s.get("last-success"), "none"),
+            readiness(s.get("ready")),
             if s.get("running").and_then(|v| v.as_bool()) == Some(true) {
                 "; RUNNING"
             } else {
@@ -183,6 +184,29 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
         ));
     }
     out
+}
+
+/// Where a step's next container stands, for its `status` line.
+fn readiness(ready: Option<&serde_json::Value>) -> String {
+    let Some(ready) = ready else {
+        return String::new();
+    };
+    let text = |key: &str| -> String {
+        ready
+            .get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string()
+    };
+    match ready.get("state").and_then(|v| v.as_str()) {
+        Some("ready") => "; container ready".to_string(),
+        Some("waiting") => format!("; container made ready at {}", time_text(&text("at"))),
+        Some("not-ready") => format!(
+            "; container not ready ({}): made at the fire",
+            text("reason")
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

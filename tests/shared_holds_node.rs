@@ -265,9 +265,15 @@ fn two_steps_due_in_the_same_second_fired_by_the_daemon_share_a_hold() {
     assert!(w.running(&db), "applied at start");
     let events = EventLog::start(&w, &[&db, &run_a, &run_b]);
     let state = w.dir.join("state/windows");
+    // Each step's container is there from the start (made ready ahead of
+    // its fire): that they ran is read from the daemon's history.
     wait_for("both steps to have run", Duration::from_secs(90), || {
-        let ran = |run: &str| w.exists(run) && !w.running(run);
-        (ran(&run_a) && ran(&run_b)).then_some(())
+        let status: Value =
+            serde_json::from_slice(&d.cli(&["status", "--json"]).stdout).unwrap_or_default();
+        let ran = status["steps"].as_array().map_or(0, |s| {
+            s.iter().filter(|s| s["last-run"].is_string()).count()
+        });
+        (ran == 2).then_some(())
     });
     wait_for("both windows to close", Duration::from_secs(30), || {
         let open = std::fs::read_dir(&state)

@@ -144,8 +144,8 @@ fn a_randomized_delay_fires_at_the_time_status_and_plan_show() {
         "{}",
         started.1
     );
-    wait_for("the run to exit", Duration::from_secs(30), || {
-        (w.inspect(&run, "{{.State.Status}} {{.State.ExitCode}}") == "exited 0").then_some(())
+    wait_for("the run to finish", Duration::from_secs(30), || {
+        logged_at(&d, "step-finished", &id).into_iter().next()
     });
 }
 

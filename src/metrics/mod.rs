@@ -196,6 +196,7 @@ mod tests {
             next_fire: Some(at("2026-12-02T03:00:00Z")),
             delay_ms: None,
             running: true,
+            ready: None,
             history: StepHistory {
                 last_success: Some(at("2026-12-01T03:00:05Z")),
                 last_exit_status: Some(0),

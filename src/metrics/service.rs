@@ -293,6 +293,7 @@ pub fn local(store: &Store) -> Result<String, String> {
                 next_fire: crate::schedule::splay::next_fire(&step.schedule.cron, zone, delay, now),
                 delay_ms: (!delay.is_zero()).then_some(delay.as_millis() as u64),
                 running: windows.iter().any(|w| w.step == id),
+                ready: None,
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,
             });

@@ -38,6 +38,10 @@ impl ContainerRuntime for DockerRuntime {
         containers::remove(self, name).await
     }
 
+    async fn remove_stopped(&self, name: &str) -> Result<(), RuntimeError> {
+        containers::remove_stopped(self, name).await
+    }
+
     async fn wait_exit(&self, name: &str) -> Result<i64, RuntimeError> {
         containers::wait_exit(self, name).await
     }

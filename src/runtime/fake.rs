@@ -41,6 +41,8 @@ pub enum Call {
     Kill(String),
     /// [`ContainerRuntime::remove`].
     Remove(String),
+    /// [`ContainerRuntime::remove_stopped`].
+    RemoveStopped(String),
     /// [`ContainerRuntime::wait_exit`].
     WaitExit(String),
     /// [`ContainerRuntime::inspect`].
@@ -300,6 +302,7 @@ impl FakeRuntime {
                         | Call::Stop(_)
                         | Call::Kill(_)
                         | Call::Remove(_)
+                        | Call::RemoveStopped(_)
                         | Call::Pull(_)
                 )
             })
@@ -611,6 +614,25 @@ impl ContainerRuntime for FakeRuntime {
         {
             let mut state = self.enter(Call::Remove(name.to_owned()))?;
             state.end_run(name, KILLED_EXIT_CODE);
+            state.containers.remove(name);
+        }
+        self.shared.changed.notify_waiters();
+        Ok(())
+    }
+
+    async fn remove_stopped(&self, name: &str) -> Result<(), RuntimeError> {
+        {
+            let mut state = self.enter(Call::RemoveStopped(name.to_owned()))?;
+            if state
+                .containers
+                .get(name)
+                .is_some_and(|c| c.status == Status::Running)
+            {
+                return Err(RuntimeError::Conflict {
+                    what: format!("container {name}"),
+                    reason: "cannot remove a running container".into(),
+                });
+            }
             state.containers.remove(name);
         }
         self.shared.changed.notify_waiters();

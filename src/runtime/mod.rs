@@ -64,6 +64,12 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// Missing is `Ok`.
     async fn remove(&self, name: &str) -> Result<(), RuntimeError>;
 
+    /// Removes a container only if it is not running, in one request the
+    /// runtime answers atomically: a running one is
+    /// [`RuntimeError::Conflict`] and stays. Missing is `Ok`. For what
+    /// must never cut a run short (a step's ready container replaced).
+    async fn remove_stopped(&self, name: &str) -> Result<(), RuntimeError>;
+
     /// Waits for the current run of a container to end and returns its exit
     /// code; for a created, never started container, waits for the run that a
     /// later start begins. A run that already ended returns its code at once,

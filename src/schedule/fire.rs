@@ -12,31 +12,16 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 
 use crate::events::Event;
 use crate::mesh_event;
-use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::runtime::ContainerRuntime;
+use crate::schedule::ready::{is_ready_for, run_spec, Readier};
 use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
 
-/// Everything a fire needs to know of a step, derived from the declaration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepDef {
-    /// The step's resource id.
-    pub id: String,
-    /// Its module.
-    pub module: Option<String>,
-    /// The container to run (its cgroup parent is set per fire).
-    pub spec: ContainerSpec,
-    /// Seconds the run may take before it is stopped.
-    pub timeout: Option<Duration>,
-    /// `(resource id, runtime name)` of the containers held still, in stop order.
-    pub holds: Vec<(String, String)>,
-    /// How each held container is created, by runtime name, as declared:
-    /// one removed during the window is created again from it.
-    pub hold_specs: std::collections::BTreeMap<String, ContainerSpec>,
-}
+pub use crate::schedule::step::StepDef;
 
 /// How the step's run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -138,7 +123,14 @@ pub struct Firer {
     windows: Windows,
     units: Arc<dyn StepUnits>,
     shutdown: watch::Receiver<bool>,
+    readier: Readier,
+    /// Fires making and starting their container at once, at most
+    /// [`STARTS_AT_ONCE`]: a burst starts together, and Docker is the queue.
+    starts: Arc<Semaphore>,
 }
+
+/// How many fires may make and start their containers at the same time.
+pub const STARTS_AT_ONCE: usize = 32;
 
 impl Firer {
     /// A firer; `shutdown` turning true stops a running step (its window
@@ -150,11 +142,18 @@ impl Firer {
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Firer {
+            readier: Readier::new(runtime.clone(), units.clone()),
             runtime,
             windows,
             units,
             shutdown,
+            starts: Arc::new(Semaphore::new(STARTS_AT_ONCE)),
         }
+    }
+
+    /// What makes steps' containers ready ahead of their fires.
+    pub fn readier(&self) -> &Readier {
+        &self.readier
     }
 
     /// The window engine.
@@ -186,6 +185,22 @@ impl Firer {
             step.id,
             due.to_rfc3339()
         );
+        // Everything a run needs is made before anything is held: its
+        // transient unit and its container (ready already, or created
+        // now), so that a window's last stop is followed by the start alone.
+        let prepared = {
+            let _permit = self.starts.acquire().await;
+            prepare_run(&*self.runtime, &*self.units, &self.readier, step, due).await
+        };
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(run) => {
+                report.outcome = run.outcome;
+                report.unit = run.unit;
+                return self.finish(step, report, started);
+            }
+        };
+        report.unit = prepared.unit.as_ref().map(|u| u.name.clone());
         let mut window = None;
         if !step.holds.is_empty() {
             let plan = WindowPlan {
@@ -200,6 +215,7 @@ impl Firer {
             match self.windows.open(&plan).await {
                 Ok(w) => window = Some(w),
                 Err(OpenError::Busy { other, container }) => {
+                    self.units.end(prepared.unit).await;
                     report.outcome = RunOutcome::Skipped {
                         reason: format!("the window of {other} holds {container}"),
                     };
@@ -210,6 +226,7 @@ impl Firer {
                     source,
                     closed,
                 }) => {
+                    self.units.end(prepared.unit).await;
                     absorb(&mut report, &closed);
                     report.outcome = RunOutcome::Error {
                         reason: format!("held container {container} would not stop: {source}"),
@@ -217,6 +234,7 @@ impl Firer {
                     return self.finish(step, report, started);
                 }
                 Err(e) => {
+                    self.units.end(prepared.unit).await;
                     report.outcome = RunOutcome::Error {
                         reason: format!("window not opened, nothing stopped: {e}"),
                     };
@@ -226,14 +244,16 @@ impl Firer {
         }
         // The body on a task of its own: a panic in it is caught here.
         let body = {
-            let (runtime, units, shutdown, step, due) = (
+            let (runtime, units, shutdown, step, starts) = (
                 self.runtime.clone(),
                 self.units.clone(),
                 self.shutdown.clone(),
                 step.clone(),
-                due,
+                self.starts.clone(),
             );
-            tokio::spawn(async move { run_step(&*runtime, &*units, shutdown, &step, due).await })
+            tokio::spawn(async move {
+                run_step(&*runtime, &*units, shutdown, &step, prepared, &starts).await
+            })
         };
         // Should this fire unwind, its run must not act on after it: the
         // window is then closed by another (the adopter), which a run still
@@ -358,61 +378,107 @@ struct StepRun {
     ended: Result<(), String>,
 }
 
-/// Run the step's container to completion.
-async fn run_step(
+/// A run made ready to start: its unit made, its container created inside
+/// it, and the step's lock held until the container runs.
+struct PreparedRun {
+    unit: Option<StepUnit>,
+    /// The step's lock ([`Readier::take`]).
+    step_lock: OwnedMutexGuard<()>,
+}
+
+/// Make the step's unit and see that its container is created inside it:
+/// the ready one when it matches this fire, else made now. A running
+/// container means a run is in flight elsewhere, and runs never stack.
+async fn prepare_run(
     runtime: &dyn ContainerRuntime,
     units: &dyn StepUnits,
-    mut shutdown: watch::Receiver<bool>,
+    readier: &Readier,
     step: &StepDef,
     due: DateTime<Utc>,
-) -> StepRun {
+) -> Result<PreparedRun, StepRun> {
     let name = &step.spec.name;
     let early = |outcome: RunOutcome, unit: Option<String>| StepRun {
         outcome,
         unit,
         ended: Ok(()),
     };
-    // A leftover of an earlier run is removed first; a running one means a
-    // run is in flight elsewhere, and runs never stack.
-    match runtime.inspect(name).await {
+    let step_lock = readier.take(&step.id).await;
+    let existing = match runtime.inspect(name).await {
         Ok(Some(info)) if info.running => {
-            return early(
+            return Err(early(
                 RunOutcome::Skipped {
                     reason: format!("its container {name} is still running"),
                 },
                 None,
-            )
+            ))
         }
-        Ok(Some(_)) => {
-            if let Err(e) = runtime.remove(name).await {
-                return early(
-                    error(format!("cannot remove the previous run's container: {e}")),
-                    None,
-                );
-            }
-        }
-        Ok(None) => {}
-        Err(e) => return early(error(format!("cannot inspect {name}: {e}")), None),
-    }
-    let mut unit: Option<StepUnit> = match units.begin(&step.id, step.module.as_deref(), due).await
-    {
+        Ok(existing) => existing,
+        Err(e) => return Err(early(error(format!("cannot inspect {name}: {e}")), None)),
+    };
+    let unit: Option<StepUnit> = match units.begin(&step.id, step.module.as_deref(), due).await {
         Ok(u) => u,
         Err(e) => {
-            return early(
+            return Err(early(
                 error(format!("cannot create the step's transient unit: {e}")),
                 None,
-            )
+            ))
         }
     };
     let unit_name = unit.as_ref().map(|u| u.name.clone());
     crate::fault::pause("pause-after-unit", &step.id).await;
-    let mut spec = step.spec.clone();
-    spec.cgroup_parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
-    if let Err(e) = runtime.create(&spec).await {
-        units.end(unit).await;
-        return early(error(format!("cannot create {name}: {e}")), unit_name);
+    let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
+    let ready = existing
+        .as_ref()
+        .is_some_and(|info| is_ready_for(info, step, parent.as_deref()));
+    if !ready {
+        // The last run's, or one made for another unit or declaration.
+        if existing.is_some() {
+            if let Err(e) = runtime.remove(name).await {
+                units.end(unit).await;
+                return Err(early(
+                    error(format!("cannot remove the previous run's container: {e}")),
+                    unit_name,
+                ));
+            }
+        }
+        if let Err(e) = runtime.create(&run_spec(step, parent.as_deref())).await {
+            units.end(unit).await;
+            return Err(early(
+                error(format!("cannot create {name}: {e}")),
+                unit_name,
+            ));
+        }
     }
-    if let Err(e) = runtime.start(name).await {
+    tracing::debug!(
+        MESH_STEP = %step.id,
+        "step {}'s container {}",
+        step.id,
+        if ready { "was ready" } else { "made at its fire" }
+    );
+    Ok(PreparedRun { unit, step_lock })
+}
+
+/// Start the prepared container and run it to completion.
+async fn run_step(
+    runtime: &dyn ContainerRuntime,
+    units: &dyn StepUnits,
+    mut shutdown: watch::Receiver<bool>,
+    step: &StepDef,
+    prepared: PreparedRun,
+    starts: &Semaphore,
+) -> StepRun {
+    let name = &step.spec.name;
+    let PreparedRun {
+        mut unit,
+        step_lock,
+    } = prepared;
+    let unit_name = unit.as_ref().map(|u| u.name.clone());
+    let started = {
+        let _permit = starts.acquire().await;
+        runtime.start(name).await
+    };
+    drop(step_lock);
+    if let Err(e) = started {
         units.end(unit).await;
         // A start that did not answer may still have started it.
         let ended = crate::runtime::stop_confirmed(runtime, name, Instant::now() + close_budget())

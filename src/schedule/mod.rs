@@ -6,6 +6,9 @@ pub mod clock;
 pub mod fire;
 pub mod jobs;
 pub mod plan;
+pub mod ready;
+#[cfg(test)]
+mod ready_tests;
 pub mod scheduler;
 #[cfg(test)]
 mod shared_holds_tests;

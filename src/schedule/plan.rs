@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::runtime::ContainerRuntime;
+use crate::schedule::ready::{is_made_ready_from, LABEL_READY};
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
 
@@ -32,6 +33,9 @@ pub struct Plan {
     pub step: String,
     /// Its container and image.
     pub container: String,
+    /// Where that container stands: made ready ahead of the fire, the
+    /// last run's, missing.
+    pub container_state: String,
     /// Its image.
     pub image: String,
     /// Its timeout in seconds.
@@ -119,18 +123,32 @@ pub async fn plan(
             continue;
         }
     }
-    if let Some(info) = runtime
+    let step_container = runtime
         .inspect(&def.spec.name)
         .await
-        .map_err(|e| e.to_string())?
-    {
-        if info.running {
-            conflicts.push(format!("its container {} is still running", def.spec.name));
-        }
+        .map_err(|e| e.to_string())?;
+    if step_container.as_ref().is_some_and(|i| i.running) {
+        conflicts.push(format!("its container {} is still running", def.spec.name));
     }
+    let container_state = match &step_container {
+        None => "missing: created at the fire".to_string(),
+        Some(i) if i.running => "running".to_string(),
+        Some(i) if is_made_ready_from(i, def) => format!(
+            "ready: created ahead for the unit {}",
+            i.labels.get(LABEL_READY).map_or("", String::as_str)
+        ),
+        Some(i) if i.status == "created" => {
+            "created from another declaration: made again before its fire".to_string()
+        }
+        Some(i) => format!(
+            "{} (the last run's): made again before the next fire",
+            i.status
+        ),
+    };
     Ok(Plan {
         step: def.id.clone(),
         container: def.spec.name.clone(),
+        container_state,
         image: def.spec.image.clone(),
         timeout_secs: def.timeout.map(|t| t.as_secs()),
         holds,
@@ -164,6 +182,7 @@ impl Plan {
             )
         });
         out.push_str(&format!("  next fire: {next}{delay}\n"));
+        out.push_str(&format!("  its container: {}\n", self.container_state));
         for h in &self.holds {
             out.push_str(&format!(
                 "  holds {} ({}): {}{}\n",

@@ -131,6 +131,9 @@ pub struct StepStatus {
     pub delay_ms: Option<u64>,
     /// Whether a run is in flight.
     pub running: bool,
+    /// Where the container of its next fire stands (made ahead of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<crate::schedule::ready::ReadyState>,
     /// What the host remembers of it.
     #[serde(flatten)]
     pub history: StepHistory,
@@ -283,9 +286,7 @@ impl Scheduler {
             let now = clock.now();
             let decisions = self.table.due(now);
             if !decisions.is_empty() {
-                for d in decisions {
-                    self.decide(d, now);
-                }
+                self.decide_all(decisions, now);
                 self.changed();
             }
             let mut changed = false;
@@ -341,11 +342,30 @@ impl Scheduler {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    fn decide(&mut self, decision: Decision, now: DateTime<Utc>) {
+    /// Act on `decisions`: the due times are saved in one write, then every
+    /// fire due is spawned at once, so a burst starts together.
+    fn decide_all(&mut self, decisions: Vec<Decision>, now: DateTime<Utc>) {
+        let mut fires = Vec::new();
+        for d in decisions {
+            fires.extend(self.decide(d, now));
+        }
+        // Saved before any of them fires: a due time is never fired twice.
+        self.save_history();
+        for (step, due) in fires {
+            self.spawn_fire(&step, due);
+        }
+    }
+
+    /// Record one decision; the fire it calls for, if any.
+    fn decide(
+        &mut self,
+        decision: Decision,
+        now: DateTime<Utc>,
+    ) -> Option<(String, DateTime<Utc>)> {
         match decision {
             Decision::Fire { step, due } => {
                 self.record_due(&step, due);
-                self.spawn_fire(&step, due);
+                Some((step, due))
             }
             Decision::CatchUp { step, due } => {
                 self.record_due(&step, due);
@@ -359,7 +379,7 @@ impl Scheduler {
                     due.to_rfc3339(),
                     now.to_rfc3339()
                 );
-                self.spawn_fire(&step, due);
+                Some((step, due))
             }
             Decision::Skip { step, due } => {
                 self.record_due(&step, due);
@@ -370,6 +390,7 @@ impl Scheduler {
                     "step {step} skipped its fire due {}: the previous run is still in flight",
                     due.to_rfc3339()
                 );
+                None
             }
             Decision::Missed {
                 step,
@@ -388,16 +409,31 @@ impl Scheduler {
                     last.to_rfc3339(),
                     now.to_rfc3339()
                 );
+                None
             }
         }
     }
 
+    /// Remember `due` as handled (saved by the caller, before any fire).
     fn record_due(&mut self, step: &str, due: DateTime<Utc>) {
         let h = self.history.entry(step.to_string()).or_default();
         h.last_due = Some(due);
         // Missed fires count from the last due time from now on.
         h.armed_at = None;
-        self.save_history();
+    }
+
+    /// Make the container of `step`'s next fire ready ahead of it, unless a
+    /// run of it is in flight (its end arms the next).
+    fn make_ready(&self, step: &str) {
+        let Some(s) = self.steps.get(step) else {
+            return;
+        };
+        if self.table.in_flight(step) {
+            return;
+        }
+        if let Some(due) = self.table.next_due(step) {
+            self.firer.readier().arm(&s.def, due, self.clock.now());
+        }
     }
 
     fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>) {
@@ -450,8 +486,17 @@ impl Scheduler {
                 if armed || self.history.len() != remembered {
                     self.save_history();
                 }
-                for d in missed {
-                    self.decide(d, now);
+                if !missed.is_empty() {
+                    self.decide_all(missed, now);
+                }
+                let readier = self.firer.readier();
+                for gone in readier.steps() {
+                    if !self.steps.contains_key(&gone) {
+                        readier.forget(&gone);
+                    }
+                }
+                for id in self.steps.keys() {
+                    self.make_ready(id);
                 }
                 let _ = reply.send(report);
                 true
@@ -526,6 +571,7 @@ impl Scheduler {
             }
         };
         self.table.set_in_flight(&step, false);
+        self.make_ready(&step);
         let now = self.clock.now();
         let h = self.history.entry(step.clone()).or_default();
         if !matches!(report.outcome, RunOutcome::Skipped { .. }) {
@@ -562,6 +608,7 @@ impl Scheduler {
                 delay_ms: (!s.timing.delay.is_zero())
                     .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
                 running: self.table.in_flight(&s.def.id),
+                ready: self.firer.readier().state(&s.def.id),
                 history: self.history.get(&s.def.id).cloned().unwrap_or_default(),
             })
             .collect()

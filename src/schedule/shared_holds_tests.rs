@@ -61,13 +61,14 @@ async fn two_windows_over_one_container_both_run_and_it_stops_and_starts_once() 
     assert_eq!(
         moves(&r.fake),
         vec![
+            // Each step's container is made before its window's first stop.
+            Call::Create(s("gc-run")),
             Call::Stop(s("db")),
             Call::Stop(s("app")),
-            Call::Create(s("gc-run")),
             Call::Start(s("gc-run")),
             // scan: its own container stopped, db not stopped again.
-            Call::Stop(s("cache")),
             Call::Create(s("scan-run")),
+            Call::Stop(s("cache")),
             Call::Start(s("scan-run")),
             Call::Start(s("cache")),
             // gc, the last holder of db, in its own reverse order.
@@ -236,7 +237,7 @@ async fn a_record_of_another_boot_over_the_container_still_skips_the_fire() {
         }
         other => panic!("expected a skip, got {other:?}"),
     }
-    assert!(!r.fake.calls().contains(&Call::Create(s("scan-run"))));
+    assert!(!r.fake.calls().contains(&Call::Start(s("scan-run"))));
     assert!(r.fake.is_running("db"));
 }
 
@@ -256,7 +257,7 @@ async fn a_step_sharing_a_container_still_being_stopped_waits_for_the_stop() {
     assert!(r.fake.is_running("db"), "the stop takes 10 s");
     assert_eq!(r.store.windows().expect("records").len(), 2);
     assert!(
-        !r.fake.calls().contains(&Call::Create(s("scan-run"))),
+        !r.fake.calls().contains(&Call::Start(s("scan-run"))),
         "scan's step waits for db to stop: {:?}",
         moves(&r.fake)
     );

@@ -101,7 +101,7 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
 fn fired(fake: &FakeRuntime, name: &str) -> bool {
     fake.calls()
         .iter()
-        .any(|c| matches!(c, Call::Create(n) if n == name))
+        .any(|c| matches!(c, Call::Start(n) if n == name))
 }
 
 #[tokio::test(start_paused = true)]

@@ -95,6 +95,7 @@ mod tests {
             next_fire: Some(t(next)),
             delay_ms: None,
             running: false,
+            ready: None,
             history: StepHistory {
                 last_success: last_success.map(t),
                 ..StepHistory::default()

@@ -10,9 +10,26 @@ use crate::container_spec;
 use crate::cron::local_zone;
 use crate::declaration::{Declaration, Step};
 use crate::runtime::ContainerSpec;
-use crate::schedule::fire::StepDef;
 use crate::schedule::jobs::StepTiming;
 use crate::schedule::splay;
+
+/// Everything a fire needs to know of a step, derived from the declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepDef {
+    /// The step's resource id.
+    pub id: String,
+    /// Its module.
+    pub module: Option<String>,
+    /// The container to run (its cgroup parent is set per fire).
+    pub spec: ContainerSpec,
+    /// Seconds the run may take before it is stopped.
+    pub timeout: Option<Duration>,
+    /// `(resource id, runtime name)` of the containers held still, in stop order.
+    pub holds: Vec<(String, String)>,
+    /// How each held container is created, by runtime name, as declared:
+    /// one removed during the window is created again from it.
+    pub hold_specs: std::collections::BTreeMap<String, ContainerSpec>,
+}
 
 /// A scheduled step as the scheduler holds it: what a fire runs and when
 /// it is due.

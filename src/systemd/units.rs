@@ -58,6 +58,19 @@ pub trait StepUnits: Send + Sync + std::fmt::Debug {
         fire_time: DateTime<Utc>,
     ) -> Result<Option<StepUnit>, String>;
 
+    /// The cgroup parent that the unit of a fire of `step` at `fire_time`
+    /// will give its container, worked out without making the unit: what a
+    /// container made ready ahead of its fire is created with. The fire
+    /// compares it with its unit's own and makes the container again on any
+    /// difference, so a wrong guess costs time, never placement.
+    async fn cgroup_parent_for(
+        &self,
+        _step: &str,
+        _fire_time: DateTime<Utc>,
+    ) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+
     /// The container is running inside the unit.
     async fn started(&self, unit: &mut Option<StepUnit>);
 
@@ -166,6 +179,17 @@ pub fn scope_name(step: &str, fire_time: DateTime<Utc>) -> String {
 /// a dash in a slice name is a level of hierarchy, so the id is escaped.
 pub fn step_slice_name(step: &str) -> String {
     format!("mesh-host-{}.slice", escape(&format!("step-{step}")))
+}
+
+/// The cgroup systemd gives a slice: `a-b.slice` is `/a.slice/a-b.slice`.
+fn slice_cgroup(slice: &str) -> String {
+    let stem = slice.strip_suffix(".slice").unwrap_or(slice);
+    let mut path = String::new();
+    for (i, _) in stem.match_indices('-') {
+        path.push_str(&format!("/{}.slice", &stem[..i]));
+    }
+    path.push_str(&format!("/{stem}.slice"));
+    path
 }
 
 /// Why a transient unit was not started.
@@ -346,6 +370,44 @@ impl SystemdUnits {
         Ok((crate::task::AbortOnDrop::new(&task), rx))
     }
 
+    /// The cgroup of [`STEPS_SLICE`]: as systemd reports it while the slice
+    /// is active, else as systemd will make it (each dash a level, below
+    /// systemd's own root).
+    async fn steps_slice_cgroup(&self) -> String {
+        let reported = async {
+            let path = self
+                .manager()
+                .await?
+                .get_unit(STEPS_SLICE.to_string())
+                .await
+                .map_err(|e| e.to_string())?;
+            zbus_systemd::systemd1::SliceProxy::builder(&self.conn)
+                .path(path)
+                .build()
+                .await
+                .map_err(|e| e.to_string())?
+                .control_group()
+                .await
+                .map_err(|e| e.to_string())
+        };
+        if let Ok(cgroup) = reported.await {
+            if !cgroup.is_empty() {
+                return cgroup;
+            }
+        }
+        // Not active yet: below systemd's own root (not `/` when systemd
+        // runs in a cgroup of a container or a node of its own).
+        let root = match self.manager().await {
+            Ok(m) => m.control_group().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        format!(
+            "{}{}",
+            root.trim_end_matches('/'),
+            slice_cgroup(STEPS_SLICE)
+        )
+    }
+
     async fn control_group(&self, name: &str) -> Result<String, String> {
         let manager = self.manager().await?;
         let path = manager
@@ -465,6 +527,21 @@ impl StepUnits for SystemdUnits {
         }
     }
 
+    async fn cgroup_parent_for(
+        &self,
+        step: &str,
+        fire_time: DateTime<Utc>,
+    ) -> Result<Option<String>, String> {
+        Ok(Some(match self.driver {
+            crate::runtime::CgroupDriver::Cgroupfs => format!(
+                "{}/{}",
+                self.steps_slice_cgroup().await,
+                scope_name(step, fire_time)
+            ),
+            crate::runtime::CgroupDriver::Systemd => step_slice_name(step),
+        }))
+    }
+
     async fn started(&self, unit: &mut Option<StepUnit>) {
         // The container's processes hold the scope now; the keeper process
         // goes, so the scope ends when the run does. The stop watch stays
@@ -524,5 +601,10 @@ mod tests {
             "mesh-host-step-garbage\\x2dcollect-20260601T030000Z.scope"
         );
         assert_eq!(step_slice_name("gc"), "mesh-host-step\\x2dgc.slice");
+        assert_eq!(
+            slice_cgroup("mesh-host.slice"),
+            "/mesh.slice/mesh-host.slice"
+        );
+        assert_eq!(slice_cgroup("system.slice"), "/system.slice");
     }
 }

@@ -292,6 +292,32 @@ pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), Runtime
     }
 }
 
+/// Removes a container unless it runs ([`crate::runtime::ContainerRuntime::remove_stopped`]):
+/// without `force`, Docker itself refuses a running one (409), so a start
+/// racing this removal is never cut short.
+pub(super) async fn remove_stopped(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    let what = format!("container {name}");
+    let options = RemoveContainerOptions {
+        force: false,
+        v: true,
+        link: false,
+    };
+    match rt.docker.remove_container(name, Some(options)).await {
+        Ok(())
+        | Err(BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        Err(BollardError::DockerResponseServerError {
+            status_code: 409,
+            message,
+        }) => Err(RuntimeError::Conflict {
+            what,
+            reason: message,
+        }),
+        Err(err) => Err(rt.error(&format!("remove container {name}"), &what, err)),
+    }
+}
+
 /// Waits for a container to exit; its exit code ([`crate::runtime::ContainerRuntime::wait_exit`]).
 pub(super) async fn wait_exit(rt: &DockerRuntime, name: &str) -> Result<i64, RuntimeError> {
     let info = rt

@@ -1,0 +1,295 @@
+//! Ready before due: the container of a step's next fire is created ahead
+//! of its due time, so that the due second costs Docker's `start` alone.
+//!
+//! What the ready container is:
+//!
+//! - the step's container, named as declared, created (never started) from
+//!   exactly the armed declaration, with the cgroup parent its fire's
+//!   transient unit will give it ([`StepUnits::cgroup_parent_for`]) in the
+//!   label [`LABEL_READY`]. A fire uses it only if it is still `created`,
+//!   its identity label is the declaration's and that label names the
+//!   cgroup parent of the unit the fire just made; anything else is
+//!   removed and created again at the fire, as before (a wrong guess costs
+//!   time, never placement);
+//! - made when the step is armed and again after each fire, but no earlier
+//!   than [`LEAD`] before its due time: until then the last run's
+//!   container (and `docker logs` of it) stays;
+//! - started by nothing but its fire: no restart policy, and an apply
+//!   never touches a step's container;
+//! - replaced, never cut short: a container that runs is never removed
+//!   (Docker refuses the removal in the same request); one that ran is
+//!   removed only through [`ContainerRuntime::remove_stopped`];
+//! - removed with its step, when a sync drops the step or renames its
+//!   container;
+//! - reused across a daemon restart when it still matches, since what is
+//!   compared lives in Docker's labels, not in this process.
+//!
+//! Making ready and a fire's use of the container are serialised per step
+//! (the step's lock), so a fire never races a preparation still under way.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::container_spec::LABEL_IDENTITY;
+use crate::runtime::{ContainerInfo, ContainerRuntime, ContainerSpec};
+use crate::schedule::step::StepDef;
+use crate::systemd::units::StepUnits;
+use crate::task::AbortOnDrop;
+
+/// Label on a step's container: the cgroup parent it was created for (empty
+/// when steps run in no unit).
+pub const LABEL_READY: &str = "mesh-host.ready-for";
+
+/// How long before its due time a step's container is made ready, at most.
+pub const LEAD: Duration = Duration::from_secs(300);
+
+/// Where the container of a step's next fire stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum ReadyState {
+    /// To be made ready at `at` ([`LEAD`] before the fire due at `fire`).
+    Waiting {
+        /// When it will be made.
+        at: DateTime<Utc>,
+        /// The fire it is for.
+        fire: DateTime<Utc>,
+    },
+    /// Created, waiting for its fire.
+    Ready {
+        /// The fire it is for.
+        fire: DateTime<Utc>,
+        /// It was there already (made before a restart, or earlier).
+        reused: bool,
+    },
+    /// Could not be made: the fire creates it at its due time.
+    NotReady {
+        /// Why.
+        reason: String,
+    },
+    /// A fire is using it.
+    InUse,
+}
+
+/// The spec a step's container is created from for a fire whose unit gives
+/// `cgroup_parent`.
+pub fn run_spec(def: &StepDef, cgroup_parent: Option<&str>) -> ContainerSpec {
+    let mut spec = def.spec.clone();
+    spec.cgroup_parent = cgroup_parent.map(str::to_string);
+    spec.labels.insert(
+        LABEL_READY.to_string(),
+        cgroup_parent.unwrap_or_default().to_string(),
+    );
+    spec
+}
+
+/// Whether `info` is a container a fire of `def` whose unit gives
+/// `cgroup_parent` can start as it is.
+pub fn is_ready_for(info: &ContainerInfo, def: &StepDef, cgroup_parent: Option<&str>) -> bool {
+    is_made_ready_from(info, def)
+        && info.labels.get(LABEL_READY).map(String::as_str) == Some(cgroup_parent.unwrap_or(""))
+}
+
+/// Whether `info` was made ready (created, never started) from exactly
+/// `def`'s declaration, for whichever unit.
+pub fn is_made_ready_from(info: &ContainerInfo, def: &StepDef) -> bool {
+    info.status == "created"
+        && info.labels.contains_key(LABEL_READY)
+        && info.labels.contains_key(LABEL_IDENTITY)
+        && info.labels.get(LABEL_IDENTITY) == def.spec.labels.get(LABEL_IDENTITY)
+}
+
+/// One step's slot.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Held while making ready and by a fire until its container runs.
+    lock: Arc<tokio::sync::Mutex<()>>,
+    /// The preparation pending or under way.
+    task: Option<AbortOnDrop>,
+    /// The fire and identity it was armed for, and its container's name.
+    armed: Option<(DateTime<Utc>, String, String)>,
+    state: Option<ReadyState>,
+}
+
+/// Makes the containers of steps' next fires ready ahead of their due time.
+#[derive(Debug, Clone)]
+pub struct Readier {
+    runtime: Arc<dyn ContainerRuntime>,
+    units: Arc<dyn StepUnits>,
+    slots: Arc<Mutex<BTreeMap<String, Slot>>>,
+}
+
+impl Readier {
+    /// A readier acting through `runtime` and `units`.
+    pub fn new(runtime: Arc<dyn ContainerRuntime>, units: Arc<dyn StepUnits>) -> Self {
+        Readier {
+            runtime,
+            units,
+            slots: Arc::default(),
+        }
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Slot>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Make the container of the fire of `def` due at `due` ready, from
+    /// [`LEAD`] before it (at once if that is past). Armed again for the
+    /// same fire and declaration, nothing changes.
+    pub fn arm(&self, def: &StepDef, due: DateTime<Utc>, now: DateTime<Utc>) {
+        let identity = def
+            .spec
+            .labels
+            .get(LABEL_IDENTITY)
+            .cloned()
+            .unwrap_or_default();
+        let armed = (due, identity, def.spec.name.clone());
+        let mut slots = self.slots();
+        let slot = slots.entry(def.id.clone()).or_default();
+        let failed = matches!(slot.state, Some(ReadyState::NotReady { .. }));
+        if slot.armed.as_ref() == Some(&armed) && !failed {
+            return;
+        }
+        if let Some((_, _, old)) = &slot.armed {
+            if *old != def.spec.name {
+                self.discard(old.clone());
+            }
+        }
+        let at = due - chrono::Duration::from_std(LEAD).unwrap_or_default();
+        let wait = (at - now).to_std().unwrap_or_default();
+        slot.state = Some(ReadyState::Waiting {
+            at: at.max(now),
+            fire: due,
+        });
+        slot.armed = Some(armed);
+        let (this, def, lock) = (self.clone(), def.clone(), slot.lock.clone());
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let state = {
+                let _step = lock.lock().await;
+                this.prepare(&def, due).await
+            };
+            match &state {
+                ReadyState::Ready { reused, .. } => tracing::debug!(
+                    MESH_STEP = %def.id,
+                    "the container of step {}'s fire due {} is ready{}",
+                    def.id,
+                    due.to_rfc3339(),
+                    if *reused { " (reused)" } else { "" }
+                ),
+                ReadyState::NotReady { reason } => tracing::warn!(
+                    MESH_STEP = %def.id,
+                    "the container of step {}'s fire due {} is not made ready ({reason}): the fire creates it",
+                    def.id,
+                    due.to_rfc3339()
+                ),
+                _ => {}
+            }
+            if let Some(slot) = this.slots().get_mut(&def.id) {
+                if slot.armed.as_ref().is_some_and(|(d, _, _)| *d == due) {
+                    slot.state = Some(state);
+                }
+            }
+        });
+        slot.task = Some(AbortOnDrop::new(&task));
+    }
+
+    /// The step is no longer declared: its ready container goes.
+    pub fn forget(&self, step: &str) {
+        let removed = self.slots().remove(step);
+        if let Some((_, _, name)) = removed.and_then(|s| s.armed) {
+            self.discard(name);
+        }
+    }
+
+    /// The steps this readier holds a slot for.
+    pub fn steps(&self) -> Vec<String> {
+        self.slots().keys().cloned().collect()
+    }
+
+    /// The step's lock: taken by a fire from before it looks at its
+    /// container until the container runs. Any preparation for the step
+    /// pending is dropped; the next arming makes one again.
+    pub async fn take(&self, step: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut slots = self.slots();
+            let slot = slots.entry(step.to_string()).or_default();
+            slot.armed = None;
+            slot.state = Some(ReadyState::InUse);
+            slot.lock.clone()
+        };
+        let guard = lock.lock_owned().await;
+        // A preparation that was waiting for its time (not under the lock)
+        // must not run after this fire has taken the container.
+        if let Some(slot) = self.slots().get_mut(step) {
+            if slot.armed.is_none() {
+                slot.task = None;
+            }
+        }
+        guard
+    }
+
+    /// Where the step's next container stands, if it is tracked.
+    pub fn state(&self, step: &str) -> Option<ReadyState> {
+        self.slots().get(step).and_then(|s| s.state.clone())
+    }
+
+    /// Make the container of `def`'s fire due at `due` ready now.
+    async fn prepare(&self, def: &StepDef, due: DateTime<Utc>) -> ReadyState {
+        let not_ready = |reason: String| ReadyState::NotReady { reason };
+        let parent = match self.units.cgroup_parent_for(&def.id, due).await {
+            Ok(p) => p,
+            Err(e) => return not_ready(format!("its unit's cgroup is unknown: {e}")),
+        };
+        let name = &def.spec.name;
+        match self.runtime.inspect(name).await {
+            Err(e) => return not_ready(format!("cannot inspect {name}: {e}")),
+            Ok(Some(info)) if info.running => {
+                return not_ready(format!("{name} runs (a run is in flight)"))
+            }
+            Ok(Some(info)) if is_ready_for(&info, def, parent.as_deref()) => {
+                return ReadyState::Ready {
+                    fire: due,
+                    reused: true,
+                }
+            }
+            Ok(Some(_)) => {
+                if let Err(e) = self.runtime.remove_stopped(name).await {
+                    return not_ready(format!("cannot remove the last run's {name}: {e}"));
+                }
+            }
+            Ok(None) => {}
+        }
+        match self.runtime.create(&run_spec(def, parent.as_deref())).await {
+            Ok(_) => ReadyState::Ready {
+                fire: due,
+                reused: false,
+            },
+            Err(e) => not_ready(format!("cannot create {name}: {e}")),
+        }
+    }
+
+    /// Remove `name` if it is a ready container no fire started.
+    fn discard(&self, name: String) {
+        let runtime = self.runtime.clone();
+        tokio::spawn(async move {
+            match runtime.inspect(&name).await {
+                Ok(Some(info))
+                    if info.status == "created" && info.labels.contains_key(LABEL_READY) =>
+                {
+                    match runtime.remove_stopped(&name).await {
+                        Ok(()) => tracing::info!(
+                            "{name}, made ready for a step no longer declared so, removed"
+                        ),
+                        Err(e) => tracing::warn!("cannot remove the ready container {name}: {e}"),
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("cannot look at the ready container {name}: {e}"),
+            }
+        });
+    }
+}

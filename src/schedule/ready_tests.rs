@@ -1,0 +1,235 @@
+//! Steps ready before they are due (src/schedule/ready.rs), through the
+//! scheduler, against the scripted runtime and a fake clock on paused tokio
+//! time: what is created when, what a due second costs, and what happens to
+//! a ready container when its step changes, goes, or already runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::container_spec::LABEL_IDENTITY;
+use crate::cron::CronSchedule;
+use crate::runtime::fake::{Call, FakeRuntime};
+use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::schedule::clock::FakeClock;
+use crate::schedule::fire::{Firer, StepDef};
+use crate::schedule::jobs::StepTiming;
+use crate::schedule::ready::{run_spec, ReadyState, LABEL_READY};
+use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
+use crate::schedule::step::ScheduledStep;
+use crate::schedule::window::{Owner, Windows};
+use crate::store::Store;
+use crate::systemd::units::NoUnits;
+
+struct Rig {
+    handle: SchedulerHandle,
+    _shutdown: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).expect("time").to_utc()
+}
+
+/// Step `id` on `expr`, its container declared with identity `identity`.
+fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
+    ScheduledStep {
+        def: StepDef {
+            id: id.to_string(),
+            module: None,
+            spec: ContainerSpec {
+                name: format!("{id}-run"),
+                image: "img@sha256:00".into(),
+                labels: [(LABEL_IDENTITY.to_string(), identity.to_string())].into(),
+                ..ContainerSpec::default()
+            },
+            timeout: None,
+            holds: Vec::new(),
+            hold_specs: Default::default(),
+        },
+        timing: StepTiming {
+            id: id.to_string(),
+            cron: CronSchedule::parse(expr).expect("cron"),
+            zone: chrono_tz::UTC,
+            fingerprint: format!("{expr} {identity}"),
+            delay: Duration::ZERO,
+            catch_up: false,
+        },
+    }
+}
+
+/// A scheduler whose clock reads `now`, with `fake` as its runtime.
+fn rig(now: &str, fake: FakeRuntime) -> Rig {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("state")).expect("store");
+    fake.add_image("img@sha256:00");
+    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
+    let clock = Arc::new(FakeClock::new(at(now)));
+    let windows = Windows::new(
+        store.clone(),
+        runtime.clone(),
+        clock.clone(),
+        Owner::current().expect("owner"),
+    );
+    let (shutdown, rx) = watch::channel(false);
+    let firer = Firer::new(runtime, windows, Arc::new(NoUnits), rx.clone());
+    let (scheduler, handle) = Scheduler::new(firer, clock, store, None);
+    tokio::spawn(scheduler.run(rx));
+    Rig {
+        handle,
+        _shutdown: shutdown,
+        _dir: dir,
+    }
+}
+
+fn count(fake: &FakeRuntime, call: &Call) -> usize {
+    fake.calls().iter().filter(|c| *c == call).count()
+}
+
+async fn ready_state(r: &Rig, id: &str) -> Option<ReadyState> {
+    let steps = r.handle.status().await.expect("status");
+    steps
+        .into_iter()
+        .find(|s| s.step == id)
+        .and_then(|s| s.ready)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_due_second_costs_only_a_start() {
+    let fake = FakeRuntime::new();
+    fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Made at arming (the fire is less than the lead away), never started.
+    assert_eq!(fake.mutations(), vec![Call::Create("gc-run".into())]);
+    let spec = fake.spec_of("gc-run").expect("created");
+    assert_eq!(spec.labels.get(LABEL_READY).map(String::as_str), Some(""));
+    assert!(!fake.is_running("gc-run"));
+    assert!(matches!(
+        ready_state(&r, "gc").await,
+        Some(ReadyState::Ready { reused: false, fire }) if fire == at("2026-06-01T03:00:00Z")
+    ));
+    fake.clear_calls();
+    tokio::time::sleep(Duration::from_secs(62)).await;
+    // The fire started the ready container and nothing else; its end makes
+    // the next fire's ready only within the lead (tomorrow 02:55).
+    assert_eq!(fake.mutations(), vec![Call::Start("gc-run".into())]);
+    assert!(matches!(
+        ready_state(&r, "gc").await,
+        Some(ReadyState::Waiting { at: when, .. }) if when == at("2026-06-02T02:55:00Z")
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_run_stays_until_the_lead_before_the_next_fire() {
+    let fake = FakeRuntime::new();
+    let r = rig("2026-06-01T02:00:00Z", fake.clone());
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(54 * 60 + 59)).await;
+    assert!(fake.mutations().is_empty(), "{:?}", fake.mutations());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(fake.mutations(), vec![Call::Create("gc-run".into())]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_it() {
+    let fake = FakeRuntime::new();
+    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "b")])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let spec = fake.spec_of("gc-run").expect("made again");
+    assert_eq!(
+        spec.labels.get(LABEL_IDENTITY).map(String::as_str),
+        Some("b")
+    );
+    assert_eq!(count(&fake, &Call::RemoveStopped("gc-run".into())), 1);
+    assert_eq!(count(&fake, &Call::Create("gc-run".into())), 2);
+    r.handle.sync(Vec::new()).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(fake.spec_of("gc-run").is_none(), "removed with its step");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(count(&fake, &Call::Start("gc-run".into())), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_matching_ready_container_is_reused_after_a_restart() {
+    let fake = FakeRuntime::new();
+    fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let s = step("gc", "0 3 * * *", "a");
+    fake.add_container(run_spec(&s.def, None), false);
+    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    r.handle.sync(vec![s]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(fake.mutations().is_empty(), "{:?}", fake.mutations());
+    assert!(matches!(
+        ready_state(&r, "gc").await,
+        Some(ReadyState::Ready { reused: true, .. })
+    ));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(fake.mutations(), vec![Call::Start("gc-run".into())]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_container_made_otherwise_is_replaced_and_a_running_one_never_touched() {
+    let fake = FakeRuntime::new();
+    let other = step("gc", "0 3 * * *", "old");
+    fake.add_container(run_spec(&other.def, None), false);
+    let running = step("scan", "0 3 * * *", "a");
+    fake.add_container(running.def.spec.clone(), true);
+    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "a"), running])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let gc = fake.spec_of("gc-run").expect("made again");
+    assert_eq!(gc.labels.get(LABEL_IDENTITY).map(String::as_str), Some("a"));
+    assert!(
+        fake.is_running("scan-run"),
+        "a run in flight is never removed"
+    );
+    assert_eq!(count(&fake, &Call::RemoveStopped("scan-run".into())), 0);
+    assert!(matches!(
+        ready_state(&r, "scan").await,
+        Some(ReadyState::NotReady { reason }) if reason.contains("runs")
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_starts_together() {
+    let fake = FakeRuntime::new();
+    let steps: Vec<ScheduledStep> = (0..30)
+        .map(|i| step(&format!("s{i}"), "0 3 * * *", "a"))
+        .collect();
+    for i in 0..30 {
+        // Each start takes Docker a second.
+        fake.start_delay(&format!("s{i}-run"), Duration::from_secs(1));
+        fake.exit_with(&format!("s{i}-run"), 0, Duration::from_secs(5));
+    }
+    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    r.handle.sync(steps).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(62)).await;
+    // Two seconds after the due time, every one of the 30 runs: one after
+    // another, only two would.
+    let running = (0..30)
+        .filter(|i| fake.is_running(&format!("s{i}-run")))
+        .count();
+    assert_eq!(running, 30);
+}

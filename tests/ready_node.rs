@@ -1,0 +1,189 @@
+//! A step is ready before it is due, with the daemon as a real unit of the
+//! sandbox node: its next fire's container is created ahead (status and
+//! plan say so), an apply and a daemon restart leave it as it is, the due
+//! second costs Docker a `start` and no `create`, the run still lives in
+//! its transient unit and `systemctl stop` still ends it, the next fire's
+//! container is made when the run ends, and a changed or removed step
+//! replaces or removes it. Under both cgroup drivers.
+
+mod support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use support::daemon_unit::DaemonUnit;
+use support::declare::{self, count, first, text};
+use support::event_log::EventLog;
+use support::world::World;
+use support::{quote, wait_for, CgroupDriver};
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(out)))
+}
+
+/// Sleep until `secs` seconds past the next whole minute.
+fn until_next_minute_plus(secs: i64) {
+    let into = Utc::now().timestamp_millis().rem_euclid(60_000);
+    std::thread::sleep(Duration::from_millis((60_000 - into + secs * 1000) as u64));
+}
+
+/// The container `name` as Docker has it: id, status, and the unit it was
+/// made ready for (its `mesh-host.ready-for` label).
+fn container(w: &World, name: &str) -> (String, String, String) {
+    let out = w.inspect(
+        name,
+        "{{.Id}} {{.State.Status}} {{index .Config.Labels \"mesh-host.ready-for\"}}",
+    );
+    let mut parts = out.splitn(3, ' ');
+    let mut next = || parts.next().unwrap_or_default().to_string();
+    (next(), next(), next())
+}
+
+/// Waits until `name` is a created container other than `not` and returns it.
+fn ready_container(w: &World, name: &str, not: &str) -> (String, String, String) {
+    wait_for("the next fire's container", Duration::from_secs(30), || {
+        let c = container(w, name);
+        (c.1 == "created" && c.0 != not).then_some(c)
+    })
+}
+
+/// The transient unit a fire due at `due` places its container in.
+fn unit_of(driver: CgroupDriver, id: &str, due: DateTime<Utc>) -> String {
+    match driver {
+        CgroupDriver::Cgroupfs => {
+            format!("mesh-host-step-{id}-{}.scope", due.format("%Y%m%dT%H%M%SZ"))
+        }
+        CgroupDriver::Systemd => format!("mesh-host-step\\x2d{id}.slice"),
+    }
+}
+
+fn next_fire(d: &DaemonUnit) -> DateTime<Utc> {
+    let status = json_of(&d.cli(&["status", "--json"]));
+    let text = status["steps"][0]["next-fire"].as_str().unwrap_or_default();
+    DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|e| panic!("next-fire {text:?}: {e}: {status}"))
+        .to_utc()
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
+    let mut w = World::new("ready");
+    let driver = w.node.cgroup_driver();
+    // An id without dashes: the unit names below are written out here.
+    let id = w.prefix.replace('-', "_") + "_gc";
+    let (run, img, svc) = (w.name("run"), w.pulled_busybox(), w.name("svc"));
+    let slice = format!("mesh-host-step\\x2d{id}.slice");
+    let _slice = w.node.on_drop(format!(
+        "systemctl stop {} 2>/dev/null || true",
+        quote(&slice)
+    ));
+    let mut step = declare::step(&id, &run, &img, "sleep 30", &["svc"], 120);
+    step["schedule"] = json!("* * * * *");
+    let service = declare::service("svc", &svc, &img);
+    w.write_declaration(json!([service, step]));
+    // Five seconds into a minute: the next due time is 55 s away.
+    until_next_minute_plus(5);
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    d.start();
+    assert!(w.running(&svc), "the daemon's apply started the service");
+
+    // Made ready when armed, for the unit of its next fire; never started.
+    let due = next_fire(&d);
+    let (ready_id, _, ready_for) = ready_container(&w, &run, "");
+    let unit = unit_of(driver, &id, due);
+    assert!(ready_for.ends_with(&unit), "{ready_for} is not for {unit}");
+    let status = json_of(&d.cli(&["status", "--json"]));
+    assert_eq!(status["steps"][0]["ready"]["state"], "ready", "{status}");
+    let plan = text(&d.cli(&["plan", &id]));
+    assert!(plan.contains("its container: ready"), "{plan}");
+
+    // An apply leaves it as it is; so does a restart of the daemon, which
+    // finds it still matching.
+    let out = d.cli(&["apply", &w.path("declaration.json")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        container(&w, &run),
+        (ready_id.clone(), "created".into(), ready_for.clone())
+    );
+    d.restart();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        container(&w, &run),
+        (ready_id.clone(), "created".into(), ready_for.clone())
+    );
+    assert!(
+        Utc::now() < due - chrono::TimeDelta::seconds(3),
+        "the test ran late"
+    );
+
+    // The due second: Docker starts the ready container and creates nothing.
+    let log = EventLog::start(&w, &[&run, &svc]);
+    wait_for(
+        "the step to run at its due time",
+        Duration::from_secs(90),
+        || w.running(&run).then_some(()),
+    );
+    assert_eq!(
+        w.inspect(&run, "{{.Id}}"),
+        ready_id,
+        "the ready container ran"
+    );
+    // It runs in its fire's unit: systemd lists its process there.
+    let pid = w.inspect(&run, "{{.State.Pid}}");
+    let status = w
+        .node
+        .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(
+        status.lines().any(|l| l
+            .split_whitespace()
+            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)),
+        "pid {pid} not in {unit}:\n{status}"
+    );
+    // And stopping that unit still ends the run; the service runs again.
+    w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
+    wait_for(
+        "the held service to run again",
+        Duration::from_secs(30),
+        || w.running(&svc).then_some(()),
+    );
+    let events = log.finish();
+    // (The next fire's container may be made already, after the run.)
+    let started = first(&events, &run, "start");
+    assert_eq!(count(&events[..started], &run, "create"), 0, "{events:?}");
+    assert_eq!(count(&events, &run, "start"), 1, "{events:?}");
+    assert!(!w.running(&run), "the run ended with its unit");
+
+    // The run over, the next fire's container is made at once (the next due
+    // time is well within the lead).
+    let (next_id, _, next_for) = ready_container(&w, &run, &ready_id);
+    let next_due = due + chrono::TimeDelta::minutes(1);
+    assert!(
+        next_for.ends_with(&unit_of(driver, &id, next_due)),
+        "{next_for}"
+    );
+
+    // A changed step replaces it; a removed one removes it.
+    let service = declare::service("svc", &svc, &img);
+    let mut changed = declare::step(&id, &run, &img, "sleep 31", &["svc"], 120);
+    changed["schedule"] = json!("* * * * *");
+    w.write_declaration(json!([service, changed]));
+    d.reload_and_wait();
+    let (changed_id, _, _) = ready_container(&w, &run, &next_id);
+    assert!(
+        w.inspect(&run, "{{json .Config.Cmd}}").contains("sleep 31"),
+        "made from the changed declaration"
+    );
+    w.write_declaration(json!([declare::service("svc", &svc, &img)]));
+    d.reload_and_wait();
+    wait_for(
+        "the removed step's container to go",
+        Duration::from_secs(30),
+        || (!w.exists(&run)).then_some(()),
+    );
+    assert_ne!(changed_id, next_id);
+    assert!(w.running(&svc));
+}
