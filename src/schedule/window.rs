@@ -52,6 +52,8 @@ use crate::store::{HeldContainer, Moment, Store, StoreError, WindowRecord};
 use crate::{mesh_alert, mesh_event};
 
 mod close;
+#[cfg(test)]
+mod close_tests;
 mod fence;
 mod shared;
 mod takeover;
