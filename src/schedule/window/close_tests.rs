@@ -120,3 +120,63 @@ async fn the_record_names_every_held_container_not_yet_running_and_books_beside_
     );
     assert!(r.store.windows().expect("records").is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_stop_follows_the_previous_death_and_the_step_waits_for_every_stop() {
+    let r = rig(&[("db", true), ("app", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    // Docker answers db's stop 3 s after db died (its cleanup).
+    r.fake.stop_cleanup("db", Duration::from_secs(3));
+    let firer = r.firer.clone();
+    let fire =
+        tokio::spawn(async move { firer.fire(&step("gc", &["db", "app"], None), t0()).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // app's stop went out once db was dead, not once its stop returned;
+    // the step waits for every stop to have returned.
+    assert_eq!(
+        crate::schedule::tests::moves(&r.fake),
+        vec![Call::Stop(s("db")), Call::Stop(s("app"))]
+    );
+    assert!(!r.fake.is_running("db") && !r.fake.is_running("app"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let report = fire.await.expect("fire task");
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(
+        crate::schedule::tests::moves(&r.fake),
+        vec![
+            Call::Stop(s("db")),
+            Call::Stop(s("app")),
+            Call::Create(s("gc-run")),
+            Call::Start(s("gc-run")),
+            Call::Start(s("app")),
+            Call::Start(s("db")),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_that_fails_after_an_earlier_death_closes_once_every_stop_returned() {
+    let r = rig(&[("db", true), ("app", true), ("web", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    r.fake.stop_cleanup("db", Duration::from_secs(3));
+    r.fake.fail_stop("app");
+    let began = tokio::time::Instant::now();
+    let report = r
+        .firer
+        .fire(&step("gc", &["db", "app", "web"], None), t0())
+        .await;
+    assert!(!report.ok(), "{report:?}");
+    let moves = crate::schedule::tests::moves(&r.fake);
+    // web is never stopped, the step never runs, and db is started again
+    // only after its own stop returned (the start is the last move).
+    assert!(!moves.contains(&Call::Stop(s("web"))), "{moves:?}");
+    assert!(!moves.contains(&Call::Start(s("gc-run"))), "{moves:?}");
+    assert_eq!(moves.last(), Some(&Call::Start(s("db"))), "{moves:?}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
+    assert!(r.store.windows().expect("records").is_empty());
+}
