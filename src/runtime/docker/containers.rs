@@ -293,7 +293,17 @@ pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), Runtime
 }
 
 /// Waits for a container to exit; its exit code ([`crate::runtime::ContainerRuntime::wait_exit`]).
+///
+/// Docker's `die` event is raced against its `wait` endpoint: the event
+/// comes as soon as the run's processes are gone, the endpoint only once
+/// Docker has cleaned the container up (its mounts, its network), which a
+/// window's held containers need not wait for. The endpoint still answers
+/// for a run that ended before the events were asked for, and for a
+/// runtime whose events carry no exit code.
 pub(super) async fn wait_exit(rt: &DockerRuntime, name: &str) -> Result<i64, RuntimeError> {
+    // Asked for first: the events from this moment on are replayed, so a
+    // run that ends after the inspection below is seen.
+    let events = super::events::events(rt, &[name.to_string()]).await;
     let info = rt
         .inspect_raw(name)
         .await?
@@ -305,21 +315,33 @@ pub(super) async fn wait_exit(rt: &DockerRuntime, name: &str) -> Result<i64, Run
         .as_ref()
         .and_then(|s| s.status)
         .unwrap_or(ContainerStateStatusEnum::EMPTY);
-    if status == ContainerStateStatusEnum::CREATED {
-        // `not-running` would answer at once with 0 for a container that
-        // never ran; `next-exit` waits for the run a start begins. Poll
-        // alongside in case that run ends before the wait is registered.
-        tokio::select! {
-            code = rt.wait_condition(name, "next-exit") => code,
-            code = rt.poll_exit_of_created(name) => code,
+    let waited = async {
+        if status == ContainerStateStatusEnum::CREATED {
+            // `not-running` would answer at once with 0 for a container that
+            // never ran; `next-exit` waits for the run a start begins. Poll
+            // alongside in case that run ends before the wait is registered.
+            tokio::select! {
+                code = rt.wait_condition(name, "next-exit") => code,
+                code = rt.poll_exit_of_created(name) => code,
+            }
+        } else {
+            // Running: waits for the exit; exited: answers with its code.
+            rt.wait_condition(name, "not-running").await
         }
-    } else {
-        // Running: waits for the exit; exited: answers with its code.
-        rt.wait_condition(name, "not-running").await
+    };
+    if matches!(
+        status,
+        ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
+    ) {
+        // Ended already: its `die` is in the past, the endpoint answers.
+        return waited.await;
+    }
+    tokio::select! {
+        code = waited => code,
+        code = super::events::first_die(events) => Ok(code),
     }
 }
 
-/// A container's state, or `None` when there is none ([`crate::runtime::ContainerRuntime::inspect`]).
 pub(super) async fn inspect(
     rt: &DockerRuntime,
     name: &str,
