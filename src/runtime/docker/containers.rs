@@ -195,6 +195,23 @@ pub(super) async fn start(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeE
     })
 }
 
+/// Starts a container and inspects it once
+/// ([`crate::runtime::ContainerRuntime::start_and_inspect`]): one request
+/// to start (Docker answers an already running one with 304, a success),
+/// one to inspect.
+pub(super) async fn start_and_inspect(
+    rt: &DockerRuntime,
+    name: &str,
+) -> Result<Option<ContainerInfo>, RuntimeError> {
+    let what = format!("container {name}");
+    let context = format!("start container {name}");
+    rt.docker
+        .start_container(name, None)
+        .await
+        .map_err(|err| rt.error(&context, &what, err))?;
+    inspect(rt, name).await
+}
+
 /// Stops a container within its own grace ([`crate::runtime::ContainerRuntime::stop`]).
 pub(super) async fn stop(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
     let what = format!("container {name}");

@@ -322,21 +322,16 @@ impl Windows {
                 unanswered: false,
                 gone: true,
             };
-            match tokio::time::timeout(deadline - now, self.runtime.start(name)).await {
-                Ok(Ok(())) => match self.runtime.inspect(name).await {
-                    Ok(Some(info)) if info.running => return Ok(info),
-                    Ok(Some(info)) => {
-                        last = format!("it exited at once (status {})", info.status);
-                        unanswered = false;
-                        refusals += 1;
-                    }
-                    Ok(None) => return Err(gone()),
-                    Err(e) => {
-                        unanswered = e.is_transient();
-                        refusals += u32::from(!unanswered);
-                        last = e.to_string();
-                    }
-                },
+            // One request to start and one to confirm: nothing else lies
+            // between this start and the next container's.
+            match tokio::time::timeout(deadline - now, self.runtime.start_and_inspect(name)).await {
+                Ok(Ok(Some(info))) if info.running => return Ok(info),
+                Ok(Ok(Some(info))) => {
+                    last = format!("it exited at once (status {})", info.status);
+                    unanswered = false;
+                    refusals += 1;
+                }
+                Ok(Ok(None)) => return Err(gone()),
                 Ok(Err(RuntimeError::NotFound { .. })) => return Err(gone()),
                 Ok(Err(e)) => {
                     unanswered = e.is_transient();
