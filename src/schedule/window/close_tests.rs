@@ -1,10 +1,11 @@
-//! The close's order and its record, moment by moment, against the
-//! scripted runtime: each held container starts right after the previous
-//! one runs, the record's bookkeeping is made beside the starts rather
-//! than between them, and at every moment the record still names every
-//! held container that does not run yet. The same close is tested on a
-//! real Docker in `tests/windows_docker.rs` and, killed at each step, in
-//! `tests/window_faults.rs`.
+//! How short a window is, against the scripted runtime: each held
+//! container's stop follows the previous one's death and the step waits
+//! for every stop to return; each start follows the previous one's
+//! `running` with only its confirmation between, the record's bookkeeping
+//! is made beside the starts rather than between them, and at every
+//! moment the record still names every held container that does not run
+//! yet. The same windows run on a real Docker in `tests/windows_docker.rs`
+//! and, killed between two starts, in `tests/window_faults.rs`.
 
 use std::time::Duration;
 
