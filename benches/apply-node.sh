@@ -20,11 +20,15 @@
 #     start event (Docker's event times). Peer in the same run: the same
 #     sequence by hand, `docker stop h1..hK; docker run STEP; docker start
 #     hK..h1`, timed the same way. Rounds alternate mesh-host and peer.
+#     Also how long the first held container is down beyond the step's own
+#     run: from its kill to the step's start, plus from the step's die to
+#     its start again.
 #
 # Usage: benches/apply-node.sh          (a node must be up: tests/node/node up)
 # Environment:
 #   MESH_HOST_BIN      the binary to measure (default: cargo build --release)
-#   BENCH_SIZES        service counts for apply (default "1 10 30 300")
+#   BENCH_SIZES        service counts for apply (default "1 10 30 300"; set
+#                      and empty: no apply, only the window)
 #   BENCH_HOLDS        held-container counts for the window (default "1 5")
 #   BENCH_CREATE_RUNS  first applies per size (default 5)
 #   BENCH_NOOP_RUNS    no-op applies per size (default 10)
@@ -44,7 +48,7 @@ SERVICE_CMD='trap "exit 0" TERM; while :; do sleep 1 & wait $!; done'
 # socket, systemd and the journal are.
 inside() {
 	local dir=$1 bin=$2 img=$3 prefix=$4
-	local sizes=${BENCH_SIZES:-1 10 30 300} holds=${BENCH_HOLDS:-1 5}
+	local sizes=${BENCH_SIZES-1 10 30 300} holds=${BENCH_HOLDS:-1 5}
 	local create_runs=${BENCH_CREATE_RUNS:-5} noop_runs=${BENCH_NOOP_RUNS:-10}
 	local window_runs=${BENCH_WINDOW_RUNS:-5}
 	proxy_pid=""
@@ -54,6 +58,14 @@ inside() {
 	# Pulled once, so a first apply measures create and start, not a pull.
 	docker pull -q "$img" >/dev/null
 
+	[[ -z ${sizes// /} ]] || apply_sections "$dir" "$img" "$prefix" "$sizes" "$create_runs" "$noop_runs"
+	window_section "$dir" "$img" "$prefix" "$holds" "$window_runs"
+}
+
+# The apply tables: first and no-op applies of each size, and the Docker
+# API requests of one no-op apply.
+apply_sections() {
+	local dir=$1 img=$2 prefix=$3 sizes=$4 create_runs=$5 noop_runs=$6
 	echo "### apply --local: first apply (creates) against docker-compose and the docker CLI; no-op apply"
 	echo
 	echo "| services | first apply | \`docker-compose up -d\` | mesh-host / compose | \`docker run -d\` × N | runs | no-op apply | \`docker ps -a\` | runs |"
@@ -149,10 +161,16 @@ inside() {
 	echo "Requests: $(wc -l <"$log"). Docker events on the declared containers during that apply: $ours (during the last first apply of the same declaration, counted the same way: $created_events)."
 	echo
 
+}
+
+# The window table: mesh-host run --local holding K containers against the
+# same by hand with the docker CLI.
+window_section() {
+	local dir=$1 img=$2 prefix=$3 holds=$4 window_runs=$5
 	echo "### Window overhead: mesh-host run --local against the docker CLI by hand"
 	echo
-	echo "| held | method | start → step start | step die → last held start | whole command | rounds |"
-	echo "|---|---|---|---|---|---|"
+	echo "| held | method | start → step start | step die → last held start | first held down beyond the step | whole command | rounds |"
+	echo "|---|---|---|---|---|---|---|"
 	local k
 	for k in $holds; do
 		local names=() held_ids=()
@@ -168,7 +186,7 @@ inside() {
 		for name in "${names[@]}"; do
 			docker run -d --name "$name" --network none "$img" sh -c "$SERVICE_CMD" >/dev/null
 		done
-		local m_open=() m_close=() m_all=() p_open=() p_close=() p_all=()
+		local m_open=() m_close=() m_all=() m_down=() p_open=() p_close=() p_all=() p_down=()
 		for ((r = 0; r < window_runs; r++)); do
 			# mesh-host
 			docker rm -f "$step" >/dev/null 2>&1 || true
@@ -177,6 +195,7 @@ inside() {
 			m_all+=("$(elapsed_us "$t0")")
 			read_window "$t0" "$step" "${names[@]}"
 			m_open+=("$open_us")
+			m_down+=("$down_us")
 			m_close+=("$close_us")
 			# the peer, by hand
 			docker rm -f "$step" >/dev/null 2>&1 || true
@@ -189,10 +208,11 @@ inside() {
 			p_all+=("$(elapsed_us "$t0")")
 			read_window "$t0" "$step" "${names[@]}"
 			p_open+=("$open_us")
+			p_down+=("$down_us")
 			p_close+=("$close_us")
 		done
-		echo "| $k | mesh-host run --local | $(stats_ms "${m_open[@]}") | $(stats_ms "${m_close[@]}") | $(stats_ms "${m_all[@]}") | $window_runs |"
-		echo "| $k | docker CLI by hand | $(stats_ms "${p_open[@]}") | $(stats_ms "${p_close[@]}") | $(stats_ms "${p_all[@]}") | $window_runs |"
+		echo "| $k | mesh-host run --local | $(stats_ms "${m_open[@]}") | $(stats_ms "${m_close[@]}") | $(stats_ms "${m_down[@]}") | $(stats_ms "${m_all[@]}") | $window_runs |"
+		echo "| $k | docker CLI by hand | $(stats_ms "${p_open[@]}") | $(stats_ms "${p_close[@]}") | $(stats_ms "${p_down[@]}") | $(stats_ms "${p_all[@]}") | $window_runs |"
 		docker rm -f "$step" "${names[@]}" >/dev/null
 	done
 }
@@ -281,7 +301,8 @@ $1"
 }
 
 # Open and close times of the last window on $2 since $1, from Docker's
-# events: open_us = step start − $1; close_us = last held start − step die.
+# events: open_us = step start − $1; close_us = last held start − step die;
+# down_us = how long the first held container is down beyond the step's run.
 read_window() {
 	local t0=$1 step=$2
 	shift 2
@@ -290,15 +311,19 @@ read_window() {
 	local events
 	events=$(docker events --since "$t0" --until "$EPOCHREALTIME" --filter type=container \
 		"${args[@]}" --format '{{.TimeNano}} {{.Actor.Attributes.name}} {{.Action}}')
-	local t0_ns=$((${t0/./} * 1000)) step_start step_die last_start
+	local t0_ns=$((${t0/./} * 1000)) step_start step_die last_start first_kill
 	step_start=$(awk -v s="$step" '$2 == s && $3 == "start" { print $1; exit }' <<<"$events")
 	step_die=$(awk -v s="$step" '$2 == s && $3 == "die" { print $1; exit }' <<<"$events")
 	last_start=$(awk -v s="$step" '$2 != s && $3 == "start" { t = $1 } END { print t }' <<<"$events")
-	[[ -n $step_start && -n $step_die && -n $last_start ]] ||
+	first_kill=$(awk -v s="$step" '$2 != s && $3 == "kill" { print $1; exit }' <<<"$events")
+	[[ -n $step_start && -n $step_die && -n $last_start && -n $first_kill ]] ||
 		die "incomplete events for the window on $step:
 $events"
 	open_us=$(((step_start - t0_ns) / 1000))
 	close_us=$(((last_start - step_die) / 1000))
+	# The first held container is down from its kill to its start: all
+	# of that but the step's own run.
+	down_us=$(((step_start - first_kill + last_start - step_die) / 1000))
 }
 
 # A declaration of $3 busybox services named $2-1..$2-$3.
@@ -447,7 +472,7 @@ echo
 docker_version=$("$node" exec docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})' 2>/dev/null || echo unknown)
 echo "Binary: $bin ($("$bin" --version 2>/dev/null || echo "version unknown")); Docker $docker_version, cgroup driver $(env_value MESH_NODE_CGROUP_DRIVER); load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Times in ms: median (fastest–slowest run)."
 echo
-"$node" exec env BENCH_SIZES="${BENCH_SIZES:-1 10 30 300}" BENCH_HOLDS="${BENCH_HOLDS:-1 5}" \
+"$node" exec env BENCH_SIZES="${BENCH_SIZES-1 10 30 300}" BENCH_HOLDS="${BENCH_HOLDS:-1 5}" \
 	BENCH_CREATE_RUNS="${BENCH_CREATE_RUNS:-5}" BENCH_NOOP_RUNS="${BENCH_NOOP_RUNS:-10}" \
 	BENCH_WINDOW_RUNS="${BENCH_WINDOW_RUNS:-5}" \
 	bash "$dir/apply-node.sh" --inside "$dir" "$dir/mesh-host" "$img" "$prefix"

@@ -42,7 +42,8 @@ pub fn point(name: &str, subject: &str) {
 /// `subject`: a moment a node test kills the process in
 /// (`pause-after-unit`: a fire whose scope started and whose container is
 /// not created yet; `pause-before-stop`: a window past its fence check,
-/// its stop not sent).
+/// its stop not sent; `pause-before-start`, on a held container's name: a
+/// close about to start it, its record already marking it `starting`).
 #[cfg(debug_assertions)]
 pub async fn pause(name: &str, subject: &str) {
     let asked =

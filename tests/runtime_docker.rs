@@ -438,6 +438,64 @@ async fn wait_exit_returns_zero_and_non_zero_codes_even_after_the_fact() {
 
 #[tokio::test]
 #[ignore = "needs the sandbox node: run tests/run"]
+async fn start_and_inspect_answers_with_the_state_right_after_the_start() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+
+    // A stopped service: started, and seen running by the one inspection.
+    let svc = unique("sai");
+    cleanup.containers.push(svc.clone());
+    runtime
+        .create(&spec(
+            &node,
+            &svc,
+            "trap 'exit 0' TERM; while :; do sleep 1; done",
+        ))
+        .await
+        .expect("create");
+    let info = runtime
+        .start_and_inspect(&svc)
+        .await
+        .expect("start")
+        .expect("there");
+    assert!(info.running, "{info:?}");
+    let pid = info.pid;
+    // Already running: Docker's 304 is no error, and the run is the same.
+    let again = runtime
+        .start_and_inspect(&svc)
+        .await
+        .expect("start of a running container")
+        .expect("there");
+    assert!(again.running && again.pid == pid, "{again:?}");
+
+    // One that exits at once: the inspection says so, the caller judges.
+    let quick = unique("saiq");
+    cleanup.containers.push(quick.clone());
+    runtime
+        .create(&spec(&node, &quick, "exit 3"))
+        .await
+        .expect("create");
+    let info = runtime
+        .start_and_inspect(&quick)
+        .await
+        .expect("start")
+        .expect("there");
+    if !info.running {
+        assert_eq!(info.exit_code, Some(3), "{info:?}");
+    }
+    assert_eq!(runtime.wait_exit(&quick).await.expect("wait"), 3);
+
+    let err = runtime
+        .start_and_inspect(&unique("nothing"))
+        .await
+        .expect_err("missing");
+    assert!(matches!(err, RuntimeError::NotFound { .. }), "{err:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
 async fn pull_by_digest_fetches_an_absent_image() {
     let node = node();
     let mut cleanup = Cleanup::new(&node);

@@ -158,6 +158,80 @@ fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
+fn a_local_run_killed_between_two_starts_of_its_close_is_adopted_and_both_run() {
+    // The close writes its record's bookkeeping beside Docker's starts:
+    // while `b` starts, `a` is already marked `starting`. Killed there —
+    // `b` running, `a` about to be started (a fault point of debug
+    // builds) — the record still names `a`, and the running daemon takes
+    // the window over and starts it; `b` is not stopped again.
+    let mut w = World::new("between");
+    let (a, b, run, id) = (w.name("a"), w.name("b"), w.name("run"), w.name("step"));
+    let img = w.pulled_busybox();
+    w.write_declaration(json!([
+        declare::service("a", &a, &img),
+        declare::service("b", &b, &img),
+        declare::step(&id, &run, &img, "sleep 1; echo done", &["a", "b"], 120),
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    assert!(w.running(&a) && w.running(&b), "applied at start");
+    let log = EventLog::start(&w, &[&a, &b, &run]);
+    let mut args = vec![
+        format!("MESH_HOST_FAULT=pause-before-start:{a}"),
+        w.bin.clone(),
+    ];
+    args.extend(w.mesh_args(&["run", &id, "--local"], None));
+    let local = w
+        .node
+        .command("env", &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let state = w.dir.join("state");
+    let record = wait_for(
+        "the close to pause before starting a",
+        Duration::from_secs(60),
+        || {
+            let text =
+                std::fs::read_to_string(state.join("windows").join(format!("{id}.json"))).ok()?;
+            let record: Value = serde_json::from_str(&text).ok()?;
+            let starting = record["held"]
+                .as_array()?
+                .iter()
+                .any(|c| c["name"] == a.as_str() && c["starting"] == true);
+            (starting && w.running(&b)).then_some(record)
+        },
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !w.running(&a),
+        "the close waits before starting a: {record}"
+    );
+    assert!(w.kill_local_run(&id), "the local run was there to kill");
+    reap(local);
+    wait_for("a to run again", Duration::from_secs(30), || {
+        w.running(&a).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&state).is_empty().then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let all = log.finish();
+    assert!(w.running(&a) && w.running(&b), "{all:?}");
+    assert_eq!(count(&all, &run, "start"), 1, "the step ran once: {all:?}");
+    assert_eq!(count(&all, &a, "start"), 1, "a started again once: {all:?}");
+    assert_eq!(count(&all, &b, "start"), 1, "b started again once: {all:?}");
+    assert_eq!(
+        count(&all, &b, "stop"),
+        1,
+        "b stopped only by the window: {all:?}"
+    );
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
 fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
     // The window's opener is killed and the held service removed: the
     // daemon that adopts the window has no plan of the opener's, and

@@ -26,6 +26,10 @@ impl ContainerRuntime for DockerRuntime {
         containers::start(self, name).await
     }
 
+    async fn start_and_inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        containers::start_and_inspect(self, name).await
+    }
+
     async fn stop(&self, name: &str) -> Result<(), RuntimeError> {
         containers::stop(self, name).await
     }

@@ -127,6 +127,7 @@ struct State {
     exits: HashMap<String, Vec<i64>>,
     exit_scripts: HashMap<String, (i64, Duration)>,
     stop_delays: HashMap<String, Duration>,
+    stop_cleanups: HashMap<String, Duration>,
     start_delays: HashMap<String, Duration>,
     stop_exit_codes: HashMap<String, i64>,
     fail_start: HashSet<String>,
@@ -450,6 +451,13 @@ impl FakeRuntime {
         self.state().stop_delays.insert(name.to_owned(), delay);
     }
 
+    /// Stops of `name` return `delay` (tokio time) after the container
+    /// died, like Docker's, which cleans the container up (its mounts, its
+    /// network) between its `die` and its stop's answer.
+    pub fn stop_cleanup(&self, name: &str, delay: Duration) {
+        self.state().stop_cleanups.insert(name.to_owned(), delay);
+    }
+
     /// Starts of `name` take `delay` before the container runs (an image
     /// slow to come up): the start is recorded when asked for.
     pub fn start_delay(&self, name: &str, delay: Duration) {
@@ -582,7 +590,7 @@ impl ContainerRuntime for FakeRuntime {
         if let Some(delay) = delay {
             tokio::time::sleep(delay).await;
         }
-        {
+        let (was_running, cleanup) = {
             let mut state = self.state();
             let code = state.stop_exit_codes.get(name).copied().unwrap_or(0);
             let was_running = state
@@ -590,11 +598,15 @@ impl ContainerRuntime for FakeRuntime {
                 .get(name)
                 .is_some_and(|c| c.status == Status::Running);
             state.end_run(name, code);
-            if was_running {
-                state.emit(name, ContainerEventKind::Stop);
-            }
-        }
+            (was_running, state.stop_cleanups.get(name).copied())
+        };
         self.shared.changed.notify_waiters();
+        if let Some(cleanup) = cleanup {
+            tokio::time::sleep(cleanup).await;
+        }
+        if was_running {
+            self.state().emit(name, ContainerEventKind::Stop);
+        }
         Ok(())
     }
 

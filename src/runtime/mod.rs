@@ -56,6 +56,17 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// by inspection that it is not running. Already stopped is `Ok`.
     async fn stop(&self, name: &str) -> Result<(), RuntimeError>;
 
+    /// Starts a container and returns what an inspection right after it
+    /// says (`None`: gone), without the inspections [`start`](Self::start)
+    /// makes around it: what a window's close uses between two held
+    /// starts, where every request delays the next service. Already
+    /// running is not an error. The caller judges the inspection (running,
+    /// or exited at once).
+    async fn start_and_inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        self.start(name).await?;
+        self.inspect(name).await
+    }
+
     /// Sends SIGKILL (for a run that outlived its stop grace) and waits
     /// briefly until it is not running. Not running is `Ok`.
     async fn kill(&self, name: &str) -> Result<(), RuntimeError>;

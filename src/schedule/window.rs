@@ -52,8 +52,11 @@ use crate::store::{HeldContainer, Moment, Store, StoreError, WindowRecord};
 use crate::{mesh_alert, mesh_event};
 
 mod close;
+#[cfg(test)]
+mod close_tests;
 mod fence;
 mod shared;
+mod stops;
 mod takeover;
 
 pub(crate) use fence::Fence;
@@ -431,40 +434,7 @@ impl Windows {
             watcher,
             specs: plan.hold_specs.clone(),
         };
-        for name in held {
-            let stopped = if shared.contains(&name) {
-                // Another window stops it (or has): wait for that.
-                self.wait_shared_stopped(&window.record, &name).await
-            } else if self
-                .fence(&window.record, &format!("stopping {name}"))
-                .await
-                == Fence::Lost
-            {
-                Ok(Fence::Lost)
-            } else {
-                crate::fault::pause("pause-before-stop", &window.record.step).await;
-                match self.runtime.stop(&name).await {
-                    // The stop may have landed after the window was taken
-                    // over and closed: look again (see `after_stop`).
-                    Ok(()) => Ok(self.after_stop(&window.record, &name).await),
-                    Err(e) => Err(e),
-                }
-            };
-            match stopped {
-                Ok(Fence::Own) => {}
-                // Taken over while opening (this process was stopped past
-                // its lease): the taker closes the window.
-                Ok(Fence::Lost) => return Err(OpenError::Lost),
-                Err(source) => {
-                    let closed = self.close(&mut window).await;
-                    return Err(OpenError::Stop {
-                        container: name,
-                        source,
-                        closed,
-                    });
-                }
-            }
-        }
+        self.stop_held(&mut window, held, &shared).await?;
         Ok(window)
     }
 

@@ -195,6 +195,23 @@ pub(super) async fn start(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeE
     })
 }
 
+/// Starts a container and inspects it once
+/// ([`crate::runtime::ContainerRuntime::start_and_inspect`]): one request
+/// to start (Docker answers an already running one with 304, a success),
+/// one to inspect.
+pub(super) async fn start_and_inspect(
+    rt: &DockerRuntime,
+    name: &str,
+) -> Result<Option<ContainerInfo>, RuntimeError> {
+    let what = format!("container {name}");
+    let context = format!("start container {name}");
+    rt.docker
+        .start_container(name, None)
+        .await
+        .map_err(|err| rt.error(&context, &what, err))?;
+    inspect(rt, name).await
+}
+
 /// Stops a container within its own grace ([`crate::runtime::ContainerRuntime::stop`]).
 pub(super) async fn stop(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
     let what = format!("container {name}");
@@ -319,7 +336,17 @@ pub(super) async fn remove_stopped(rt: &DockerRuntime, name: &str) -> Result<(),
 }
 
 /// Waits for a container to exit; its exit code ([`crate::runtime::ContainerRuntime::wait_exit`]).
+///
+/// Docker's `die` event is raced against its `wait` endpoint: the event
+/// comes as soon as the run's processes are gone, the endpoint only once
+/// Docker has cleaned the container up (its mounts, its network), which a
+/// window's held containers need not wait for. The endpoint still answers
+/// for a run that ended before the events were asked for, and for a
+/// runtime whose events carry no exit code.
 pub(super) async fn wait_exit(rt: &DockerRuntime, name: &str) -> Result<i64, RuntimeError> {
+    // Asked for first: the events from this moment on are replayed, so a
+    // run that ends after the inspection below is seen.
+    let events = super::events::events(rt, &[name.to_string()]).await;
     let info = rt
         .inspect_raw(name)
         .await?
@@ -331,21 +358,33 @@ pub(super) async fn wait_exit(rt: &DockerRuntime, name: &str) -> Result<i64, Run
         .as_ref()
         .and_then(|s| s.status)
         .unwrap_or(ContainerStateStatusEnum::EMPTY);
-    if status == ContainerStateStatusEnum::CREATED {
-        // `not-running` would answer at once with 0 for a container that
-        // never ran; `next-exit` waits for the run a start begins. Poll
-        // alongside in case that run ends before the wait is registered.
-        tokio::select! {
-            code = rt.wait_condition(name, "next-exit") => code,
-            code = rt.poll_exit_of_created(name) => code,
+    let waited = async {
+        if status == ContainerStateStatusEnum::CREATED {
+            // `not-running` would answer at once with 0 for a container that
+            // never ran; `next-exit` waits for the run a start begins. Poll
+            // alongside in case that run ends before the wait is registered.
+            tokio::select! {
+                code = rt.wait_condition(name, "next-exit") => code,
+                code = rt.poll_exit_of_created(name) => code,
+            }
+        } else {
+            // Running: waits for the exit; exited: answers with its code.
+            rt.wait_condition(name, "not-running").await
         }
-    } else {
-        // Running: waits for the exit; exited: answers with its code.
-        rt.wait_condition(name, "not-running").await
+    };
+    if matches!(
+        status,
+        ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
+    ) {
+        // Ended already: its `die` is in the past, the endpoint answers.
+        return waited.await;
+    }
+    tokio::select! {
+        code = waited => code,
+        code = super::events::first_die(events) => Ok(code),
     }
 }
 
-/// A container's state, or `None` when there is none ([`crate::runtime::ContainerRuntime::inspect`]).
 pub(super) async fn inspect(
     rt: &DockerRuntime,
     name: &str,

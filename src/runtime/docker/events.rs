@@ -75,3 +75,23 @@ pub(super) async fn events(
         });
     Ok(Box::pin(stream))
 }
+
+/// The exit code of the first `die` in `stream` (the events of one
+/// container, from [`events`]): Docker sends it as soon as the run's
+/// processes are gone, before it has cleaned the container up and before
+/// its `wait` endpoint answers. Never resolves when the stream could not
+/// be had, ends, or the event carries no exit code (Podman's may not):
+/// the caller races it against that endpoint, which always answers.
+pub(super) async fn first_die(stream: Result<EventStream, RuntimeError>) -> i64 {
+    if let Ok(mut stream) = stream {
+        while let Some(Ok(event)) = stream.next().await {
+            if let ContainerEventKind::Die {
+                exit_code: Some(code),
+            } = event.kind
+            {
+                return code;
+            }
+        }
+    }
+    std::future::pending().await
+}

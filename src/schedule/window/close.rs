@@ -3,16 +3,23 @@
 //! the next, within the closing budget; create again one removed during the
 //! window; keep what the runtime could not be asked to start owed; erase
 //! the record only if it is still this window's own.
+//!
+//! The held services are down until their start, so nothing but Docker's
+//! own work lies between two starts: the next start follows the
+//! inspection that confirms the previous one running (which also says
+//! whether it has a health check to wait for), after a look at the record
+//! under `windows.lock` (the fence, no write); the record's rewrite for
+//! the next container is made beside the previous start.
 
 use std::time::Duration;
 
 use crate::events::Event;
 use crate::mesh_event;
-use crate::runtime::RuntimeError;
+use crate::runtime::{ContainerInfo, RuntimeError};
 use crate::store::WindowRecord;
 
 use super::fence::Fence;
-use super::shared::AtClose;
+use super::shared::{AtClose, Bookkept};
 use super::{alert_lost, close_budget, CloseReport, Windows};
 
 /// Attempts to start one held container, when the runtime answers with a
@@ -74,27 +81,33 @@ impl Windows {
         let mut report = CloseReport::default();
         // Holds are counted across the records of a boot: each container is
         // decided on under `windows.lock`, one at a time (see `shared`).
+        // The window is down while this runs, so the record's bookkeeping
+        // is kept off the path between two starts: the decision on the
+        // next container, and taking the last one started off the record,
+        // are one locked rewrite made while Docker starts the current one.
         let mut current = record.clone();
-        let held: Vec<String> = record.held_names().map(str::to_string).collect();
-        for name in held.iter().rev() {
+        let mut held: Vec<String> = record.held_names().map(str::to_string).collect();
+        held.reverse();
+        // The first decision precedes every start.
+        let mut next = {
+            let first = held.first().cloned();
+            self.bookkeep_spawned(&current, None, first).await
+        };
+        // The last container started: taken off the record by the next
+        // rewrite (kept when owed: the record owes its start).
+        let mut done: Option<String> = None;
+        // Whether the decision at hand was made just now (the fence of the
+        // start it precedes), or beside an earlier start.
+        let mut fresh = true;
+        for (i, name) in held.iter().enumerate() {
             let name = name.as_str();
-            match self.decide_at_close(&current, name).await {
-                Ok(AtClose::Start(now)) => current = now,
-                Ok(AtClose::HandedOver { other, record: now }) => {
-                    tracing::info!(
-                        MESH_STEP = %record.step,
-                        MESH_CONTAINER = %name,
-                        "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
-                    );
-                    current = now;
-                    report.still_held.push(name.to_string());
-                    continue;
+            let after = held.get(i + 1).cloned();
+            let decided = match next {
+                Ok(Ok(book)) => {
+                    current = book.record;
+                    book.next
                 }
-                Ok(AtClose::Lost) => {
-                    report.lost_window = true;
-                    return report;
-                }
-                Err(e) => {
+                Ok(Err(e)) => {
                     // The records cannot be read: a held container must
                     // run again, so this window starts it.
                     tracing::warn!(
@@ -102,55 +115,52 @@ impl Windows {
                         "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
                         record.step
                     );
-                }
-            }
-            // Past the budget (the runtime was away for it), each container
-            // left still gets one short try, so what is owed is told apart
-            // from what was refused.
-            let until = deadline.max(tokio::time::Instant::now() + LAST_TRY);
-            let mut started = self.start_confirmed(name, until).await;
-            if let Err(failure) = &started {
-                let spec = if failure.gone {
-                    self.held_spec(name, specs)
-                } else {
                     None
-                };
-                if let Some(spec) = spec {
-                    started = self.recreate(record, &spec, until).await;
-                    if started.is_ok() {
-                        report.recreated.push(name.to_string());
-                    }
                 }
-            }
-            if started.is_ok() {
-                match self.wait_healthy(name, until).await {
-                    Healthy::NoCheck => {}
-                    Healthy::Yes => report.healthy.push(name.to_string()),
-                    Healthy::No { status, output } => {
-                        mesh_event!(
-                            error,
-                            Event::HeldUnhealthy,
-                            MESH_STEP = %record.step,
-                            MESH_CONTAINER = %name,
-                            MESH_MODULE = %record.module.as_deref().unwrap_or(""),
-                            "container {name} started again after the window of {} but is {status}: last health check said: {output}",
-                            record.step
-                        );
-                        report.unhealthy.push((name.to_string(), output));
-                    }
-                }
-            }
-            let owed_now = matches!(&started, Err(f) if f.unanswered);
-            if !owed_now {
-                match self.done_starting(&current, name).await {
-                    Ok((now, Fence::Own)) => current = now,
-                    Ok((_, Fence::Lost)) => report.lost_window = true,
-                    Err(e) => tracing::warn!(
+                Err(e) => {
+                    tracing::warn!(
                         MESH_STEP = %record.step,
-                        "cannot take {name} off the window record of {}: {e}",
+                        "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
                         record.step
-                    ),
+                    );
+                    None
                 }
+            };
+            match decided {
+                Some(AtClose::HandedOver { other }) => {
+                    tracing::info!(
+                        MESH_STEP = %record.step,
+                        MESH_CONTAINER = %name,
+                        "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
+                    );
+                    report.still_held.push(name.to_string());
+                    next = self.bookkeep_spawned(&current, done.take(), after).await;
+                    fresh = true;
+                    continue;
+                }
+                Some(AtClose::Lost) => {
+                    report.lost_window = true;
+                    return report;
+                }
+                Some(AtClose::Start) | None => {}
+            }
+            // A decision made beside the previous start is checked again,
+            // under `windows.lock`, right before this start (no write).
+            if !fresh && self.fence(&current, &format!("starting {name}")).await == Fence::Lost {
+                report.lost_window = true;
+                return report;
+            }
+            crate::fault::pause("pause-before-start", name).await;
+            // Beside this start: the next decision, and the previous
+            // container taken off the record.
+            let book = self.bookkeep_spawned(&current, done.take(), after);
+            let started = self
+                .start_held(record, name, specs, deadline, &mut report)
+                .await;
+            next = book.await;
+            fresh = false;
+            if !matches!(&started, Err(f) if f.unanswered) {
+                done = Some(name.to_string());
             }
             match started {
                 Ok(()) => {
@@ -175,9 +185,10 @@ impl Windows {
                     report.lost.push((name.to_string(), failure.reason));
                 }
             }
-            if report.lost_window {
-                return report;
-            }
+        }
+        // The last rewrite's verdict on this window (it decided nothing).
+        if let Ok(Ok(Bookkept { record: now, .. })) = next {
+            current = now;
         }
         if !report.owed.is_empty() {
             // Keep what is owed: the record, narrowed to those containers.
@@ -232,14 +243,64 @@ impl Windows {
         report
     }
 
-    /// Start one container, confirmed running. A refusal is retried
-    /// briefly; a runtime that does not answer is retried with backoff
-    /// until `deadline`.
+    /// Start one held container again, confirmed running (created again
+    /// from `specs` when it was removed during the window), and, when it
+    /// has a health check, wait for it to be `healthy` before the next
+    /// start: what is told of it goes into `report`.
+    async fn start_held(
+        &self,
+        record: &WindowRecord,
+        name: &str,
+        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+        deadline: tokio::time::Instant,
+        report: &mut CloseReport,
+    ) -> Result<(), StartFailure> {
+        // Past the budget (the runtime was away for it), each container
+        // left still gets one short try, so what is owed is told apart
+        // from what was refused.
+        let until = deadline.max(tokio::time::Instant::now() + LAST_TRY);
+        let mut started = self.start_confirmed(name, until).await;
+        if let Err(failure) = &started {
+            let spec = if failure.gone {
+                self.held_spec(name, specs)
+            } else {
+                None
+            };
+            if let Some(spec) = spec {
+                started = self.recreate(record, &spec, until).await;
+                if started.is_ok() {
+                    report.recreated.push(name.to_string());
+                }
+            }
+        }
+        let running = started?;
+        match self.wait_healthy(name, running, until).await {
+            Healthy::NoCheck => {}
+            Healthy::Yes => report.healthy.push(name.to_string()),
+            Healthy::No { status, output } => {
+                mesh_event!(
+                    error,
+                    Event::HeldUnhealthy,
+                    MESH_STEP = %record.step,
+                    MESH_CONTAINER = %name,
+                    MESH_MODULE = %record.module.as_deref().unwrap_or(""),
+                    "container {name} started again after the window of {} but is {status}: last health check said: {output}",
+                    record.step
+                );
+                report.unhealthy.push((name.to_string(), output));
+            }
+        }
+        Ok(())
+    }
+
+    /// Start one container, confirmed running: the inspection that
+    /// confirmed it. A refusal is retried briefly; a runtime that does not
+    /// answer is retried with backoff until `deadline`.
     async fn start_confirmed(
         &self,
         name: &str,
         deadline: tokio::time::Instant,
-    ) -> Result<(), StartFailure> {
+    ) -> Result<ContainerInfo, StartFailure> {
         let mut last = String::from("closing budget exhausted before the first attempt");
         let mut unanswered = false;
         let mut refusals = 0;
@@ -261,21 +322,16 @@ impl Windows {
                 unanswered: false,
                 gone: true,
             };
-            match tokio::time::timeout(deadline - now, self.runtime.start(name)).await {
-                Ok(Ok(())) => match self.runtime.inspect(name).await {
-                    Ok(Some(info)) if info.running => return Ok(()),
-                    Ok(Some(info)) => {
-                        last = format!("it exited at once (status {})", info.status);
-                        unanswered = false;
-                        refusals += 1;
-                    }
-                    Ok(None) => return Err(gone()),
-                    Err(e) => {
-                        unanswered = e.is_transient();
-                        refusals += u32::from(!unanswered);
-                        last = e.to_string();
-                    }
-                },
+            // One request to start and one to confirm: nothing else lies
+            // between this start and the next container's.
+            match tokio::time::timeout(deadline - now, self.runtime.start_and_inspect(name)).await {
+                Ok(Ok(Some(info))) if info.running => return Ok(info),
+                Ok(Ok(Some(info))) => {
+                    last = format!("it exited at once (status {})", info.status);
+                    unanswered = false;
+                    refusals += 1;
+                }
+                Ok(Ok(None)) => return Err(gone()),
                 Ok(Err(RuntimeError::NotFound { .. })) => return Err(gone()),
                 Ok(Err(e)) => {
                     unanswered = e.is_transient();
@@ -307,18 +363,30 @@ impl Windows {
     }
 
     /// Wait, within `deadline`, for a container with a health check to
-    /// report `healthy`: started again means serving again.
+    /// report `healthy`: started again means serving again. `running` is
+    /// the inspection that confirmed its start: one without a health check
+    /// costs no further look.
     ///
     /// Docker itself says `unhealthy` once the check's own timing has run
     /// out; the wait also ends then if Docker has not decided (a check that
     /// hangs), and never outlasts `deadline`, the closing budget.
-    async fn wait_healthy(&self, name: &str, deadline: tokio::time::Instant) -> Healthy {
+    async fn wait_healthy(
+        &self,
+        name: &str,
+        running: ContainerInfo,
+        deadline: tokio::time::Instant,
+    ) -> Healthy {
         let started = tokio::time::Instant::now();
         let mut deadline = deadline;
         let mut own_timing = None;
         let mut last = None;
+        let mut looked = Some(running);
         loop {
-            match self.runtime.inspect(name).await {
+            let look = match looked.take() {
+                Some(info) => Ok(Some(info)),
+                None => self.runtime.inspect(name).await,
+            };
+            match look {
                 Ok(Some(info)) => match info.health {
                     None => return Healthy::NoCheck,
                     Some(h) if h.status == "healthy" => return Healthy::Yes,
@@ -368,7 +436,7 @@ impl Windows {
         record: &WindowRecord,
         spec: &crate::runtime::ContainerSpec,
         deadline: tokio::time::Instant,
-    ) -> Result<(), StartFailure> {
+    ) -> Result<ContainerInfo, StartFailure> {
         let name = &spec.name;
         if let Err(e) = self.runtime.create(spec).await {
             return Err(StartFailure {

@@ -20,7 +20,10 @@
 //!   this window is the last holder: the container is marked `starting`
 //!   in its record (again in that step), started, then taken off the
 //!   record. A crash between leaves the mark: whoever takes the record
-//!   over starts it.
+//!   over starts it. Each locked step is one rewrite: it takes the last
+//!   container started off and decides on the next, and it is made while
+//!   Docker starts the container between them ([`Windows::bookkeep`]), so
+//!   that no write of the record lies between two starts.
 //!
 //! [`HeldContainer::starting`]: crate::store::HeldContainer::starting
 
@@ -39,18 +42,25 @@ const SHARED_POLL: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum AtClose {
     /// This window is its last holder: it is marked `starting` in the
-    /// record, which is now `record`; start it.
-    Start(WindowRecord),
-    /// Another window still holds it: it was taken off this record, which
-    /// is now `record`; leave it stopped.
+    /// record; start it.
+    Start,
+    /// Another window still holds it: it was taken off this record; leave
+    /// it stopped.
     HandedOver {
         /// The step of the window that holds it still.
         other: String,
-        /// This window's record, without the container.
-        record: WindowRecord,
     },
     /// This process no longer owns the window.
     Lost,
+}
+
+/// What one step of a close's bookkeeping did ([`Windows::bookkeep`]).
+#[derive(Debug)]
+pub(super) struct Bookkept {
+    /// The window's record as it now is on disk.
+    pub(super) record: WindowRecord,
+    /// The decision on the next container, when one was asked for.
+    pub(super) next: Option<AtClose>,
 }
 
 impl Windows {
@@ -151,15 +161,24 @@ impl Windows {
         }
     }
 
-    /// Decide, under `windows.lock`, whether the window `record` is the
-    /// last holder of `name`, and write the decision in its record before
-    /// the lock is released (see the module docs).
-    pub(super) async fn decide_at_close(
+    /// One step of a close's bookkeeping, under `windows.lock` and in
+    /// one atomic rewrite of the record (none when nothing changes):
+    /// take `done` off the record (started again, or given up and
+    /// alerted), so that a window opening now holds it afresh; and decide
+    /// whether the window is the last holder of `next`, writing the
+    /// decision before the lock is released (see the module docs). It is
+    /// also the fence of `next`'s start: a record that is no longer this
+    /// window's own is [`AtClose::Lost`], and nothing is written.
+    ///
+    /// Blocking (a lock, a scan, an fsync): the close runs it on the
+    /// blocking pool, beside the start of the container before `next`.
+    pub(super) fn bookkeep(
         &self,
         record: &WindowRecord,
-        name: &str,
-    ) -> Result<AtClose, StoreError> {
-        let _records = self.store.records_lock_async().await?;
+        done: Option<&str>,
+        next: Option<&str>,
+    ) -> Result<Bookkept, StoreError> {
+        let _records = self.store.records_lock()?;
         let scan = self.store.scan_windows()?;
         let Some(now) = scan
             .records
@@ -167,48 +186,61 @@ impl Windows {
             .find(|r| r.step == record.step && r.same_window_and_owner(record))
         else {
             let now = self.store.window(&record.step)?;
-            super::fence::say_lost(record, now.as_ref(), &format!("starting {name}"));
-            return Ok(AtClose::Lost);
+            let doing = match next {
+                Some(name) => format!("starting {name}"),
+                None => "rewriting its record".to_string(),
+            };
+            super::fence::say_lost(record, now.as_ref(), &doing);
+            return Ok(Bookkept {
+                record: record.clone(),
+                next: next.map(|_| AtClose::Lost),
+            });
         };
-        let holder = scan.records.iter().find(|r| {
-            r.step != record.step
-                && r.boot_id == now.boot_id
-                && (r.keeps_stopped(name) || r.is_starting(name))
-        });
         let mut new = now.clone();
-        let decided = match holder {
-            Some(other) => {
-                new.held.retain(|c| c.name != name);
-                AtClose::HandedOver {
-                    other: other.step.clone(),
-                    record: new.clone(),
+        if let Some(done) = done {
+            new.held.retain(|c| c.name != done);
+        }
+        let decided = next.map(|name| {
+            let holder = scan.records.iter().find(|r| {
+                r.step != record.step
+                    && r.boot_id == now.boot_id
+                    && (r.keeps_stopped(name) || r.is_starting(name))
+            });
+            match holder {
+                Some(other) => {
+                    new.held.retain(|c| c.name != name);
+                    AtClose::HandedOver {
+                        other: other.step.clone(),
+                    }
+                }
+                None => {
+                    for c in new.held.iter_mut().filter(|c| c.name == name) {
+                        c.starting = true;
+                    }
+                    AtClose::Start
                 }
             }
-            None => {
-                for c in new.held.iter_mut().filter(|c| c.name == name) {
-                    c.starting = true;
-                }
-                AtClose::Start(new.clone())
-            }
-        };
+        });
         if new != *now {
             self.store.write_window(&new)?;
         }
-        Ok(decided)
+        Ok(Bookkept {
+            record: new,
+            next: decided,
+        })
     }
 
-    /// `name` was started again (or given up, alerted) by the close of
-    /// `record`: take it off the record, so that a window opening now
-    /// holds it afresh. Kept when `owed`: the record owes its start.
-    pub(super) async fn done_starting(
+    /// [`Self::bookkeep`] on the blocking pool, as a task of its own: the
+    /// close awaits it after the start it runs beside.
+    pub(super) fn bookkeep_spawned(
         &self,
         record: &WindowRecord,
-        name: &str,
-    ) -> Result<(WindowRecord, Fence), StoreError> {
-        let mut new = record.clone();
-        new.held.retain(|c| c.name != name);
-        let _records = self.store.records_lock_async().await?;
-        let fence = self.rewrite_if_own_locked(record, &new)?;
-        Ok((new, fence))
+        done: Option<String>,
+        next: Option<String>,
+    ) -> tokio::task::JoinHandle<Result<Bookkept, StoreError>> {
+        let (this, record) = (self.clone(), record.clone());
+        tokio::task::spawn_blocking(move || {
+            this.bookkeep(&record, done.as_deref(), next.as_deref())
+        })
     }
 }
