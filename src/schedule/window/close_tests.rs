@@ -134,9 +134,14 @@ async fn each_stop_follows_the_previous_death_and_the_step_waits_for_every_stop(
     tokio::time::sleep(Duration::from_secs(1)).await;
     // app's stop went out once db was dead, not once its stop returned;
     // the step waits for every stop to have returned.
+    // (The step's container is made before the first stop.)
     assert_eq!(
         crate::schedule::tests::moves(&r.fake),
-        vec![Call::Stop(s("db")), Call::Stop(s("app"))]
+        vec![
+            Call::Create(s("gc-run")),
+            Call::Stop(s("db")),
+            Call::Stop(s("app"))
+        ]
     );
     assert!(!r.fake.is_running("db") && !r.fake.is_running("app"));
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -145,9 +150,9 @@ async fn each_stop_follows_the_previous_death_and_the_step_waits_for_every_stop(
     assert_eq!(
         crate::schedule::tests::moves(&r.fake),
         vec![
+            Call::Create(s("gc-run")),
             Call::Stop(s("db")),
             Call::Stop(s("app")),
-            Call::Create(s("gc-run")),
             Call::Start(s("gc-run")),
             Call::Start(s("app")),
             Call::Start(s("db")),
