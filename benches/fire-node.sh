@@ -45,7 +45,7 @@
 #   BENCH_WINDOW_RUNS    window rounds, each of mesh-host and the CLI (default 5)
 #   BENCH_PARTS          which parts to run (default "single burst window")
 #
-# About 12 minutes with the defaults (it waits for the wall clock's minutes).
+# About 10 minutes with the defaults (it waits for the wall clock's minutes).
 # It never boots or powers off the node, works under its own state directory,
 # unit and container name prefix, and stops and removes every unit and
 # container it made, whatever happens.
