@@ -297,6 +297,7 @@ start_events() {
 		'{{.TimeNano}}|{{.Actor.Attributes.name}}|{{.Action}}|{{index .Actor.Attributes "mesh-host.role"}}|{{index .Actor.Attributes "exitCode"}}|{{.Actor.ID}}' \
 		>"$events_file" &
 	events_pid=$!
+	echo "$events_pid" >"$dir/events.pid"
 	docker create --name "$prefix-probe" --network none "$1" true >/dev/null
 	wait_until 20 grep -q "|$prefix-probe|create|" "$events_file" ||
 		die "docker events shows no event: the stream is not live"
@@ -582,8 +583,13 @@ case ${1:-} in
 	exit 0
 	;;
 --cleanup)
-	# What a run interrupted from outside may have left: its units and
-	# containers, all named $2-*.
+	# What a run interrupted from outside may have left: its event stream
+	# (its process id in $3/events.pid), its units and containers, all
+	# named $2-*.
+	pid=$(cat "$3/events.pid" 2>/dev/null || true)
+	if [[ -n $pid && $(cat "/proc/$pid/comm" 2>/dev/null) == docker ]]; then
+		kill "$pid" 2>/dev/null || true
+	fi
 	for u in $(systemctl list-units --all --plain --no-legend "$2-*" | awk '{ print $1 }'); do
 		systemctl stop "$u" >/dev/null 2>&1 || true
 		systemctl reset-failed "$u" >/dev/null 2>&1 || true
@@ -619,7 +625,7 @@ prefix=mhfire-$$
 dir=$state/bench/$prefix
 mkdir -p "$dir"
 cleanup() {
-	"$node" exec bash "$dir/fire-node.sh" --cleanup "$prefix" >/dev/null 2>&1 || true
+	"$node" exec bash "$dir/fire-node.sh" --cleanup "$prefix" "$dir" >/dev/null 2>&1 || true
 	rm -rf "$dir"
 	rmdir "$state/bench" 2>/dev/null || true
 }
