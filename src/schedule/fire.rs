@@ -402,7 +402,7 @@ async fn prepare_run(
         unit,
         ended: Ok(()),
     };
-    let step_lock = readier.take(&step.id).await;
+    let (step_lock, made_ahead) = readier.take(&step.id, due).await;
     let existing = match runtime.inspect(name).await {
         Ok(Some(info)) if info.running => {
             return Err(early(
@@ -415,7 +415,11 @@ async fn prepare_run(
         Ok(existing) => existing,
         Err(e) => return Err(early(error(format!("cannot inspect {name}: {e}")), None)),
     };
-    let unit: Option<StepUnit> = match units.begin(&step.id, step.module.as_deref(), due).await {
+    let begun = match made_ahead {
+        Some(unit) => Ok(Some(unit)),
+        None => units.begin(&step.id, step.module.as_deref(), due).await,
+    };
+    let unit: Option<StepUnit> = match begun {
         Ok(u) => u,
         Err(e) => {
             return Err(early(
@@ -473,9 +477,19 @@ async fn run_step(
         step_lock,
     } = prepared;
     let unit_name = unit.as_ref().map(|u| u.name.clone());
+    // The container is known `created` (looked at or made under the
+    // step's lock): one start request, judged by one inspection after it.
     let started = {
         let _permit = starts.acquire().await;
-        runtime.start(name).await
+        match runtime.start_and_inspect(name).await {
+            Ok(Some(info)) if !info.running && info.started_at.is_none() => Err(format!(
+                "accepted but not running afterwards (status {})",
+                info.status
+            )),
+            // Running, already exited, or (auto-removed) already gone.
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
     };
     drop(step_lock);
     if let Err(e) = started {

@@ -37,7 +37,7 @@ use serde::Serialize;
 use crate::container_spec::LABEL_IDENTITY;
 use crate::runtime::{ContainerInfo, ContainerRuntime, ContainerSpec};
 use crate::schedule::step::StepDef;
-use crate::systemd::units::StepUnits;
+use crate::systemd::units::{StepUnit, StepUnits};
 use crate::task::AbortOnDrop;
 
 /// Label on a step's container: the cgroup parent it was created for (empty
@@ -46,6 +46,10 @@ pub const LABEL_READY: &str = "mesh-host.ready-for";
 
 /// How long before its due time a step's container is made ready, at most.
 pub const LEAD: Duration = Duration::from_secs(300);
+
+/// How long before its due time a fire's transient unit is made, so that
+/// the due second costs the container's start alone.
+pub const UNIT_LEAD: Duration = Duration::from_secs(2);
 
 /// Where the container of a step's next fire stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,6 +116,10 @@ struct Slot {
     /// The fire and identity it was armed for, and its container's name.
     armed: Option<(DateTime<Utc>, String, String)>,
     state: Option<ReadyState>,
+    /// The transient unit made for the fire due then, until that fire
+    /// takes it. Dropped, it ends (its keeper is killed, its watch
+    /// aborted), so a unit no fire took is gone with the next arming.
+    unit: Option<(DateTime<Utc>, StepUnit)>,
 }
 
 /// Makes the containers of steps' next fires ready ahead of their due time.
@@ -165,6 +173,13 @@ impl Readier {
             fire: due,
         });
         slot.armed = Some(armed);
+        if slot.unit.as_ref().is_some_and(|(d, _)| *d != due) {
+            slot.unit = None;
+        }
+        let unit_wait = (due - chrono::Duration::from_std(UNIT_LEAD).unwrap_or_default() - now)
+            .to_std()
+            .unwrap_or_default();
+        let armed_at = tokio::time::Instant::now();
         let (this, def, lock) = (self.clone(), def.clone(), slot.lock.clone());
         let task = tokio::spawn(async move {
             tokio::time::sleep(wait).await;
@@ -172,6 +187,7 @@ impl Readier {
                 let _step = lock.lock().await;
                 this.prepare(&def, due).await
             };
+            let ready = matches!(state, ReadyState::Ready { .. });
             match &state {
                 ReadyState::Ready { reused, .. } => tracing::debug!(
                     MESH_STEP = %def.id,
@@ -193,6 +209,10 @@ impl Readier {
                     slot.state = Some(state);
                 }
             }
+            if ready {
+                tokio::time::sleep_until(armed_at + unit_wait).await;
+                this.make_unit(&def, due, &lock).await;
+            }
         });
         slot.task = Some(AbortOnDrop::new(&task));
     }
@@ -210,10 +230,43 @@ impl Readier {
         self.slots().keys().cloned().collect()
     }
 
+    /// Make the transient unit of `def`'s fire due at `due`, unless a fire
+    /// took the step meanwhile; kept for that fire.
+    async fn make_unit(&self, def: &StepDef, due: DateTime<Utc>, lock: &tokio::sync::Mutex<()>) {
+        let _step = lock.lock().await;
+        let armed = self.slots().get(&def.id).is_some_and(|slot| {
+            slot.armed.as_ref().is_some_and(|(d, _, _)| *d == due) && slot.unit.is_none()
+        });
+        if !armed {
+            return;
+        }
+        match self.units.begin(&def.id, def.module.as_deref(), due).await {
+            Ok(Some(unit)) => {
+                // Kept for the fire of `due` whatever happens to the arming
+                // meanwhile: only that fire may make a unit of that name.
+                if let Some(slot) = self.slots().get_mut(&def.id) {
+                    slot.unit = Some((due, unit));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(
+                MESH_STEP = %def.id,
+                "the unit of step {}'s fire due {} is not made ahead ({e}): the fire makes it",
+                def.id,
+                due.to_rfc3339()
+            ),
+        }
+    }
+
     /// The step's lock: taken by a fire from before it looks at its
-    /// container until the container runs. Any preparation for the step
-    /// pending is dropped; the next arming makes one again.
-    pub async fn take(&self, step: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    /// container until the container runs, with the unit made ahead for
+    /// its due time, if one was. Any preparation for the step pending is
+    /// dropped; the next arming makes one again.
+    pub async fn take(
+        &self,
+        step: &str,
+        due: DateTime<Utc>,
+    ) -> (tokio::sync::OwnedMutexGuard<()>, Option<StepUnit>) {
         let lock = {
             let mut slots = self.slots();
             let slot = slots.entry(step.to_string()).or_default();
@@ -224,12 +277,17 @@ impl Readier {
         let guard = lock.lock_owned().await;
         // A preparation that was waiting for its time (not under the lock)
         // must not run after this fire has taken the container.
+        let mut unit = None;
         if let Some(slot) = self.slots().get_mut(step) {
             if slot.armed.is_none() {
                 slot.task = None;
             }
+            unit = match slot.unit.take() {
+                Some((d, u)) if d == due => Some(u),
+                _ => None,
+            };
         }
-        guard
+        (guard, unit)
     }
 
     /// Where the step's next container stands, if it is tracked.

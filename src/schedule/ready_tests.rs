@@ -233,3 +233,80 @@ async fn a_burst_starts_together() {
         .count();
     assert_eq!(running, 30);
 }
+
+/// Units that count how often, and when, each is begun.
+#[derive(Debug, Default)]
+struct CountingUnits {
+    begun: std::sync::Mutex<Vec<(DateTime<Utc>, tokio::time::Instant)>>,
+}
+
+#[async_trait::async_trait]
+impl crate::systemd::units::StepUnits for CountingUnits {
+    async fn begin(
+        &self,
+        _step: &str,
+        _module: Option<&str>,
+        fire_time: DateTime<Utc>,
+    ) -> Result<Option<crate::systemd::units::StepUnit>, String> {
+        let mut begun = self.begun.lock().unwrap_or_else(|p| p.into_inner());
+        begun.push((fire_time, tokio::time::Instant::now()));
+        Ok(Some(crate::systemd::units::StepUnit {
+            name: format!("unit-{}", fire_time.timestamp()),
+            cgroup_parent: format!("/steps/{}", fire_time.timestamp()),
+            keeper: None,
+            stop_requested: None,
+            stop_watch: None,
+        }))
+    }
+
+    async fn cgroup_parent_for(
+        &self,
+        _step: &str,
+        fire_time: DateTime<Utc>,
+    ) -> Result<Option<String>, String> {
+        Ok(Some(format!("/steps/{}", fire_time.timestamp())))
+    }
+
+    async fn started(&self, _unit: &mut Option<crate::systemd::units::StepUnit>) {}
+
+    async fn end(&self, _unit: Option<crate::systemd::units::StepUnit>) {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_unit_is_made_ahead_and_the_fire_only_starts_its_container() {
+    let fake = FakeRuntime::new();
+    fake.add_image("img@sha256:00");
+    fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let units = Arc::new(CountingUnits::default());
+    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("state")).expect("store");
+    let clock = Arc::new(FakeClock::new(at("2026-06-01T02:59:00Z")));
+    let windows = Windows::new(
+        store.clone(),
+        runtime.clone(),
+        clock.clone(),
+        Owner::current().expect("owner"),
+    );
+    let (_shutdown, rx) = watch::channel(false);
+    let firer = Firer::new(runtime, windows, units.clone(), rx.clone());
+    let (scheduler, handle) = Scheduler::new(firer, clock, store, None);
+    tokio::spawn(scheduler.run(rx));
+    let began = tokio::time::Instant::now();
+    handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(62)).await;
+    let begun = units.begun.lock().expect("begun").clone();
+    // One unit, for the 03:00 fire, made 2 s before it (58 s in), not at it.
+    assert_eq!(begun.len(), 1, "{begun:?}");
+    assert_eq!(begun[0].0, at("2026-06-01T03:00:00Z"));
+    assert_eq!(begun[0].1 - began, Duration::from_secs(58));
+    let spec = fake.spec_of("gc-run").expect("created ahead");
+    assert_eq!(spec.cgroup_parent.as_deref(), Some("/steps/1780282800"));
+    assert_eq!(
+        fake.mutations(),
+        vec![Call::Create("gc-run".into()), Call::Start("gc-run".into())]
+    );
+}
