@@ -31,11 +31,16 @@ fn until_next_minute_plus(secs: i64) {
 
 /// The container `name` as Docker has it: id, status, and the unit it was
 /// made ready for (its `mesh-host.ready-for` label).
+/// Empty when there is none (it may be between its removal and its
+/// creation again).
 fn container(w: &World, name: &str) -> (String, String, String) {
-    let out = w.inspect(
-        name,
+    let out = w.node.docker(&[
+        "inspect",
+        "-f",
         "{{.Id}} {{.State.Status}} {{index .Config.Labels \"mesh-host.ready-for\"}}",
-    );
+        name,
+    ]);
+    let out = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let mut parts = out.splitn(3, ' ');
     let mut next = || parts.next().unwrap_or_default().to_string();
     (next(), next(), next())
