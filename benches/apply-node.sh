@@ -7,9 +7,13 @@
 #     their peers in the same run, rounds alternating: `docker-compose up -d`
 #     of the same N services (Debian's docker-compose 1.29, which creates in
 #     parallel; tests/node/prereqs.sh installs it) and `docker run -d` N
-#     times by hand; one `docker ps -a` for the no-op. Above 100 services,
+#     times by hand (up to 30 services; a hundred `docker run` in a row
+#     take minutes); one `docker ps -a` for the no-op. Above 100 services,
 #     one first-apply round of mesh-host alone (the peers take many minutes
-#     on a small node; the no-op is what such a size measures); and
+#     on a small node; the no-op is what such a size measures). With
+#     MESH_HOST_BIN_BEFORE, a second build is measured in the same rounds,
+#     right after the first (first apply and no-op), for a before/after
+#     side by side; and
 #     the Docker API requests of one no-op apply, read by a logging proxy in
 #     front of Docker's socket, with `docker events` showing no mutating
 #     event (the contract: a no-op apply costs one container listing and
@@ -27,7 +31,10 @@
 # Usage: benches/apply-node.sh          (a node must be up: tests/node/node up)
 # Environment:
 #   MESH_HOST_BIN      the binary to measure (default: cargo build --release)
-#   BENCH_SIZES        service counts for apply (default "1 10 30 300"; set
+#   MESH_HOST_BIN_BEFORE  another build to measure beside it (optional)
+#   BENCH_SIZES        service counts for apply (default "1 10 30 100 1000";
+#                      about 20 minutes on a 2-core node, most of it the
+#                      first apply and removal of 1,000 containers; set
 #                      and empty: no apply, only the window)
 #   BENCH_HOLDS        held-container counts for the window (default "1 5")
 #   BENCH_CREATE_RUNS  first applies per size (default 5)
@@ -40,15 +47,17 @@
 set -euo pipefail
 
 # A busybox service whose PID 1 ends at once on SIGTERM (`wait` returns
-# when a trapped signal arrives; a bare `sleep 1` would delay the trap).
-SERVICE_CMD='trap "exit 0" TERM; while :; do sleep 1 & wait $!; done'
+# when a trapped signal arrives; a bare `sleep` would delay the trap). It
+# wakes hourly: a thousand services waking every second kept a 2-core node
+# at a load average above 100 and measured that, not the apply.
+SERVICE_CMD='trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'
 
 # ---------------------------------------------------------------- inside
 # Everything below `inside` runs in the node (nsenter), where Docker's
 # socket, systemd and the journal are.
 inside() {
-	local dir=$1 bin=$2 img=$3 prefix=$4
-	local sizes=${BENCH_SIZES-1 10 30 300} holds=${BENCH_HOLDS:-1 5}
+	local dir=$1 bin=$2 img=$3 prefix=$4 before=${5:-}
+	local sizes=${BENCH_SIZES-1 10 30 100 1000} holds=${BENCH_HOLDS:-1 5}
 	local create_runs=${BENCH_CREATE_RUNS:-5} noop_runs=${BENCH_NOOP_RUNS:-10}
 	local window_runs=${BENCH_WINDOW_RUNS:-5}
 	proxy_pid=""
@@ -68,8 +77,13 @@ apply_sections() {
 	local dir=$1 img=$2 prefix=$3 sizes=$4 create_runs=$5 noop_runs=$6
 	echo "### apply --local: first apply (creates) against docker-compose and the docker CLI; no-op apply"
 	echo
-	echo "| services | first apply | \`docker-compose up -d\` | mesh-host / compose | \`docker run -d\` × N | runs | no-op apply | \`docker ps -a\` | runs |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	if [[ -n $before ]]; then
+		echo "| services | first apply | before | \`docker-compose up -d\` | mesh-host / compose | before / compose | \`docker run -d\` × N | runs | no-op apply | before | \`docker ps -a\` | runs |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	else
+		echo "| services | first apply | \`docker-compose up -d\` | mesh-host / compose | \`docker run -d\` × N | runs | no-op apply | \`docker ps -a\` | runs |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+	fi
 	local n i r out
 	for n in $sizes; do
 		local decl=$dir/apply-$n.json state=$dir/state-apply-$n base=$prefix-a$n
@@ -77,11 +91,13 @@ apply_sections() {
 		write_services "$decl" "$base" "$n" "$img"
 		write_compose "$compose" "$base" "$n" "$img"
 		local creates=() compose_creates=() peer_creates=() ratios=() noops=() peer_noops=()
+		local b_creates=() b_ratios=() b_noops=()
 		# Hundreds of containers: one round of mesh-host alone (the peers
 		# take many minutes on a small node); the no-op applies are what
 		# such a size is measured for.
-		local rounds=$create_runs peers=1
+		local rounds=$create_runs peers=1 cli=1
 		((n <= 100)) || rounds=1 peers=0
+		((n <= 30)) || cli=0
 		for ((r = 0; r < rounds; r++)); do
 			local t0
 			if ((peers)); then
@@ -89,17 +105,31 @@ apply_sections() {
 				# creates in parallel), then by hand one after another.
 				remove_prefix "$base-"
 				t0=$EPOCHREALTIME
-				docker-compose -p "$project" -f "$compose" up -d >/dev/null 2>"$dir/compose.log" ||
-					die "docker-compose up failed: $(cat "$dir/compose.log")"
+				# Bounded: on this node's Docker 20.10 compose's 64 creates
+				# at a time have been seen to hang for good at 100 services.
+				timeout 600 docker-compose -p "$project" -f "$compose" up -d >/dev/null 2>"$dir/compose.log" ||
+					die "docker-compose up failed or hung: $(tail -n 5 "$dir/compose.log")"
 				compose_creates+=("$(elapsed_us "$t0")")
 				expect_running "$base-" "$n"
+				if ((cli)); then
+					remove_prefix "$base-"
+					t0=$EPOCHREALTIME
+					for ((i = 1; i <= n; i++)); do
+						docker run -d --name "$base-$i" --network none --restart unless-stopped \
+							"$img" sh -c "$SERVICE_CMD" >/dev/null
+					done
+					peer_creates+=("$(elapsed_us "$t0")")
+				fi
+			fi
+			if [[ -n $before ]] && ((peers)); then
 				remove_prefix "$base-"
+				rm -rf "$state"
 				t0=$EPOCHREALTIME
-				for ((i = 1; i <= n; i++)); do
-					docker run -d --name "$base-$i" --network none --restart unless-stopped \
-						"$img" sh -c "$SERVICE_CMD" >/dev/null
-				done
-				peer_creates+=("$(elapsed_us "$t0")")
+				out=$(bin=$before mesh apply "$decl" --local --state-dir "$state" --declaration "$state.declaration.json")
+				b_creates+=("$(elapsed_us "$t0")")
+				expect_count "$out" created "$n"
+				expect_running "$base-" "$n"
+				b_ratios+=("$((b_creates[-1] * 1000 / compose_creates[-1]))")
 			fi
 			remove_prefix "$base-"
 			rm -rf "$state"
@@ -111,18 +141,37 @@ apply_sections() {
 			((!peers)) || ratios+=("$((creates[-1] * 1000 / compose_creates[-1]))")
 			create_since=$t0 create_until=$EPOCHREALTIME
 		done
-		# No-op applies, each followed by the peer: one listing by the CLI.
+		# No-op applies, each followed by the other build's and the peer:
+		# one listing by the CLI.
 		for ((i = 0; i < noop_runs; i++)); do
 			t0=$EPOCHREALTIME
 			out=$(mesh apply "$decl" --local --state-dir "$state" --declaration "$state.declaration.json")
 			noops+=("$(elapsed_us "$t0")")
 			expect_count "$out" unchanged "$n"
+			if [[ -n $before ]]; then
+				t0=$EPOCHREALTIME
+				out=$(bin=$before mesh apply "$decl" --local --state-dir "$state" --declaration "$state.declaration.json")
+				b_noops+=("$(elapsed_us "$t0")")
+				expect_count "$out" unchanged "$n"
+			fi
 			t0=$EPOCHREALTIME
 			docker ps -a --filter "name=^/$base-" >/dev/null
 			peer_noops+=("$(elapsed_us "$t0")")
 		done
-		if ((peers)); then
-			echo "| $n | $(stats_ms "${creates[@]}") | $(stats_ms "${compose_creates[@]}") | $(ratio_of "${ratios[@]}") | $(stats_ms "${peer_creates[@]}") | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
+		local cli_cell="—"
+		((${#peer_creates[@]} == 0)) || cli_cell=$(stats_ms "${peer_creates[@]}")
+		if [[ -n $before ]]; then
+			local b_create="—" b_ratio="—"
+			if ((peers)); then
+				b_create=$(stats_ms "${b_creates[@]}") b_ratio=$(ratio_of "${b_ratios[@]}")
+			fi
+			if ((peers)); then
+				echo "| $n | $(stats_ms "${creates[@]}") | $b_create | $(stats_ms "${compose_creates[@]}") | $(ratio_of "${ratios[@]}") | $b_ratio | $cli_cell | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${b_noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
+			else
+				echo "| $n | $(stats_ms "${creates[@]}") | — | — | — | — | — | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${b_noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
+			fi
+		elif ((peers)); then
+			echo "| $n | $(stats_ms "${creates[@]}") | $(stats_ms "${compose_creates[@]}") | $(ratio_of "${ratios[@]}") | $cli_cell | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
 		else
 			echo "| $n | $(stats_ms "${creates[@]}") | — | — | — | ${#creates[@]} | $(stats_ms "${noops[@]}") | $(stats_ms "${peer_noops[@]}") | ${#noops[@]} |"
 		fi
@@ -424,6 +473,12 @@ cleanup() {
 }
 trap cleanup EXIT
 cp "$bin" "$dir/mesh-host"
+before_arg=()
+if [[ -n ${MESH_HOST_BIN_BEFORE:-} ]]; then
+	[[ -x $MESH_HOST_BIN_BEFORE ]] || die "no executable at $MESH_HOST_BIN_BEFORE"
+	cp "$MESH_HOST_BIN_BEFORE" "$dir/mesh-host-before"
+	before_arg=("$dir/mesh-host-before")
+fi
 cp "${BASH_SOURCE[0]}" "$dir/apply-node.sh"
 cat >"$dir/proxy.py" <<'EOF'
 # A pass-through proxy for Docker's socket that logs each request line.
@@ -470,11 +525,11 @@ EOF
 echo "## mesh-host on the sandbox node ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
 docker_version=$("$node" exec docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})' 2>/dev/null || echo unknown)
-echo "Binary: $bin ($("$bin" --version 2>/dev/null || echo "version unknown")); Docker $docker_version, cgroup driver $(env_value MESH_NODE_CGROUP_DRIVER); load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Times in ms: median (fastest–slowest run)."
+echo "Binary: $bin ($("$bin" --version 2>/dev/null || echo "version unknown"))${MESH_HOST_BIN_BEFORE:+; before: $MESH_HOST_BIN_BEFORE}; Docker $docker_version, cgroup driver $(env_value MESH_NODE_CGROUP_DRIVER); load average at start: $(cut -d' ' -f1-3 /proc/loadavg). Times in ms: median (fastest–slowest run)."
 echo
-"$node" exec env BENCH_SIZES="${BENCH_SIZES-1 10 30 300}" BENCH_HOLDS="${BENCH_HOLDS:-1 5}" \
+"$node" exec env BENCH_SIZES="${BENCH_SIZES-1 10 30 100 1000}" BENCH_HOLDS="${BENCH_HOLDS:-1 5}" \
 	BENCH_CREATE_RUNS="${BENCH_CREATE_RUNS:-5}" BENCH_NOOP_RUNS="${BENCH_NOOP_RUNS:-10}" \
 	BENCH_WINDOW_RUNS="${BENCH_WINDOW_RUNS:-5}" \
-	bash "$dir/apply-node.sh" --inside "$dir" "$dir/mesh-host" "$img" "$prefix"
+	bash "$dir/apply-node.sh" --inside "$dir" "$dir/mesh-host" "$img" "$prefix" "${before_arg[@]}"
 echo
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -77,8 +77,18 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     assert!(data.is_dir() && data.permissions().mode() & 0o7777 == 0o750);
     assert!(!w.exists(&step), "a scheduled step is installed, never run");
     let id_before = w.inspect(&web, "{{.Id}}");
+    // What the containers read, in another form of the same content (the
+    // store writes it pretty): a write by the next apply would show.
+    let inputs_path = w.path("state/container-inputs.json");
+    let recorded: Value =
+        serde_json::from_slice(&std::fs::read(&inputs_path).expect("inputs")).expect("json");
+    let compact = serde_json::to_string(&recorded).expect("json");
+    std::fs::write(&inputs_path, &compact).expect("rewrite inputs");
+    let applied_path = w.path("state/applied.json");
+    let applied_before = std::fs::read_to_string(&applied_path).expect("applied");
 
-    // The same declaration again: Docker sees nothing happen.
+    // The same declaration again: Docker sees nothing happen, and of the
+    // state only the record of the apply is written.
     let since = stamp();
     let out = apply(&w, "d1.json", resources("GREETING=hello\n"));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
@@ -93,6 +103,16 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     let events = w.events(&since, &[&web, &step]);
     assert!(events.is_empty(), "a no-op apply made Docker do {events:?}");
     assert_eq!(w.inspect(&web, "{{.Id}}"), id_before);
+    assert_eq!(
+        std::fs::read_to_string(&inputs_path).expect("inputs"),
+        compact,
+        "a no-op apply rewrote what the containers read"
+    );
+    assert_ne!(
+        std::fs::read_to_string(&applied_path).expect("applied"),
+        applied_before,
+        "the apply itself is recorded"
+    );
 
     // The env-file changes: the container is recreated, naming the file.
     let since = stamp();
@@ -113,6 +133,17 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
     assert!(w
         .inspect(&web, "{{json .Config.Env}}")
         .contains("GREETING=bonjour"));
+    let inputs = std::fs::read_to_string(&inputs_path).expect("inputs");
+    assert_ne!(inputs, compact, "the recreate is recorded");
+    let recorded: Value = serde_json::from_str(&inputs).expect("json");
+    assert_eq!(
+        recorded[&web]["identity"].as_str(),
+        Some(
+            w.inspect(&web, "{{index .Config.Labels \"mesh-host.identity\"}}")
+                .as_str()
+        ),
+        "{inputs}"
+    );
     let events = w.events(&since, &[&web]);
     let actions: Vec<&str> = events.iter().map(|(_, a)| a.as_str()).collect();
     assert!(

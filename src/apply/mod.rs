@@ -211,25 +211,39 @@ impl Applier {
                 format!("{e}; the apply refuses to guess and changed nothing (repair or remove the file)"),
             )
         };
-        let previous: Option<AppliedState> = match self.store.load(APPLIED) {
-            Ok(p) => p,
-            Err(e) => return refuse(e.to_string()),
+        // The one listing is asked for first and awaited last: Docker
+        // answers it (tens of milliseconds for a thousand containers)
+        // while the state is read. A state that cannot be read still
+        // changes nothing: the listing only reads.
+        let runtime = self.runtime.clone();
+        let listing = tokio::spawn(async move { runtime.list_managed().await });
+        let state = (|| {
+            let previous: Option<AppliedState> =
+                self.store.load(APPLIED).map_err(|e| e.to_string())?;
+            let inputs_on_disk: Option<BTreeMap<String, ContainerInputs>> = self
+                .store
+                .load(CONTAINER_INPUTS)
+                .map_err(|e| e.to_string())?;
+            let live = self
+                .windows
+                .live_records()
+                .map_err(|e| format!("cannot read the window records: {e}"))?;
+            Ok::<_, String>((previous, inputs_on_disk, live))
+        })();
+        let (previous, inputs_on_disk, live) = match state {
+            Ok(state) => state,
+            Err(e) => {
+                listing.abort();
+                return refuse(e);
+            }
         };
-        let inputs: BTreeMap<String, ContainerInputs> = match self.store.load(CONTAINER_INPUTS) {
-            Ok(i) => i.unwrap_or_default(),
-            Err(e) => return refuse(e.to_string()),
+        let listing = match listing.await {
+            Ok(listed) => listed
+                .map(|list| list.into_iter().map(|c| (c.name.clone(), c)).collect())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(format!("the listing did not finish: {e}")),
         };
-        let live = match self.windows.live_records() {
-            Ok(live) => live,
-            Err(e) => return refuse(format!("cannot read the window records: {e}")),
-        };
-        let listing = self
-            .runtime
-            .list_managed()
-            .await
-            .map(|list| list.into_iter().map(|c| (c.name.clone(), c)).collect())
-            .map_err(|e| e.to_string());
-        let mut run = Run::new(self, decl, previous, inputs, live, listing);
+        let mut run = Run::new(self, decl, previous, inputs_on_disk, live, listing);
         run.resources().await;
         if run.halted.is_none() {
             run.removals().await;
@@ -262,6 +276,9 @@ struct Run<'a> {
     decl: &'a Declaration,
     /// What each container was created reading, by container name.
     inputs: BTreeMap<String, ContainerInputs>,
+    /// The same as read from the state directory (`None`: no file), so an
+    /// apply that changed none of it does not write it again.
+    inputs_on_disk: Option<BTreeMap<String, ContainerInputs>>,
     live: Vec<WindowRecord>,
     /// Container name → why it is left alone (held, or a window's step).
     held: BTreeMap<String, String>,
@@ -302,7 +319,7 @@ impl<'a> Run<'a> {
         applier: &'a Applier,
         decl: &'a Declaration,
         previous: Option<AppliedState>,
-        inputs: BTreeMap<String, ContainerInputs>,
+        inputs_on_disk: Option<BTreeMap<String, ContainerInputs>>,
         live: Vec<WindowRecord>,
         listing: Result<BTreeMap<String, ContainerSummary>, String>,
     ) -> Self {
@@ -345,6 +362,7 @@ impl<'a> Run<'a> {
             .as_ref()
             .map(|p| p.containers.iter().cloned().collect())
             .unwrap_or_default();
+        let inputs = inputs_on_disk.clone().unwrap_or_default();
         known.extend(inputs.keys().cloned());
         let steps_before = previous
             .as_ref()
@@ -360,6 +378,7 @@ impl<'a> Run<'a> {
             applier,
             decl,
             inputs,
+            inputs_on_disk,
             live,
             held,
             listing,
@@ -393,10 +412,16 @@ impl<'a> Run<'a> {
     }
 
     /// Write the state documents and build the report.
+    ///
+    /// What containers read is written only when it changed (or there was
+    /// no such file): a no-op apply of many services then costs one
+    /// atomic write (the record of the apply), not two.
     fn finish(mut self, started_at: DateTime<Utc>) -> ApplyReport {
         let mut error = None;
-        if let Err(e) = self.applier.store.save(CONTAINER_INPUTS, &self.inputs) {
-            error = Some(format!("cannot record what containers read: {e}"));
+        if self.inputs_on_disk.as_ref() != Some(&self.inputs) {
+            if let Err(e) = self.applier.store.save(CONTAINER_INPUTS, &self.inputs) {
+                error = Some(format!("cannot record what containers read: {e}"));
+            }
         }
         let finished_at = Utc::now();
         // Only files still declared are recorded.

@@ -60,7 +60,7 @@ impl<'a> Run<'a> {
                             return;
                         }
                     }
-                    Role::Scheduled(_) => self.scheduled(id, c).await,
+                    Role::Scheduled(_) => self.scheduled(res, c).await,
                 },
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
                 ResourceKind::Identity(identity) => self.identity(id, identity).await,

@@ -9,21 +9,21 @@
 
 use super::pull::Ensured;
 use super::report::{Action, ReportLine};
-use super::state::resource_json;
 use super::Run;
-use crate::declaration::Container;
+use crate::declaration::{Container, Resource};
 
 impl Run<'_> {
     /// A scheduled step: handed to the scheduler with its image present.
     /// Never fails the apply.
-    pub(super) async fn scheduled(&mut self, id: &str, c: &Container) {
+    pub(super) async fn scheduled(&mut self, res: &Resource, c: &Container) {
+        let id = res.id.as_str();
         match self.step_defs.remove(id) {
             Some(Ok(step)) => {
                 let mut action = Action::Installed;
                 let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;
                 let reason = match ensured {
                     Ok(Ensured::Present) => {
-                        if self.declared_alike_before(id) {
+                        if self.declared_alike_before(res) {
                             action = Action::Unchanged;
                         }
                         None
@@ -52,14 +52,15 @@ impl Run<'_> {
         }
     }
 
-    /// Whether the last apply installed step `id` declared exactly as now.
-    fn declared_alike_before(&self, id: &str) -> bool {
-        let Some(before) = self.steps_before.get(id) else {
+    /// Whether the last apply installed step `res` declared exactly as now.
+    ///
+    /// Only this resource is serialised: its canonical JSON is the same
+    /// alone as within the whole declaration's, and serialising the whole
+    /// declaration per step cost O(steps × resources).
+    fn declared_alike_before(&self, res: &Resource) -> bool {
+        let Some(before) = self.steps_before.get(res.id.as_str()) else {
             return false;
         };
-        serde_json::to_value(self.decl)
-            .ok()
-            .and_then(|d| resource_json(&d, id).cloned())
-            .is_some_and(|now| &now == before)
+        serde_json::to_value(res).is_ok_and(|now| &now == before)
     }
 }

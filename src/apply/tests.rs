@@ -1000,3 +1000,113 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
         .expect_err("absent");
     assert!(e.to_string().contains("nothing.json"), "{e}");
 }
+
+#[tokio::test]
+async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
+    use crate::store::{APPLIED, CONTAINER_INPUTS};
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_image(&img(2));
+    let inputs_path = r.store.document_path(CONTAINER_INPUTS).expect("path");
+    // With nothing declared the documents are still made.
+    let empty = r.apply(json!([])).await;
+    assert!(empty.ok, "{empty}");
+    assert!(inputs_path.exists(), "made even when empty");
+    let services = |api: &str| json!([service("web", &img(1)), service("api", api)]);
+    let first = r.apply(services(&img(1))).await;
+    assert!(first.ok, "{first}");
+    // The same content in another (compact) form: a write would turn it
+    // back into the store's pretty form.
+    let recorded: Value = r
+        .store
+        .load(CONTAINER_INPUTS)
+        .expect("load")
+        .expect("present");
+    assert_eq!(recorded["api"]["fields"]["image"], json!(img(1)));
+    let compact = serde_json::to_string(&recorded).expect("json");
+    std::fs::write(&inputs_path, &compact).expect("write");
+    let applied_at = |r: &Rig| {
+        r.store
+            .load::<super::AppliedState>(APPLIED)
+            .expect("load")
+            .expect("present")
+            .applied_at
+    };
+    let first_at = applied_at(&r);
+
+    let noop = r.apply(services(&img(1))).await;
+    assert_eq!(
+        actions(&noop),
+        pairs(&[("web", "unchanged"), ("api", "unchanged")])
+    );
+    assert_eq!(
+        std::fs::read_to_string(&inputs_path).expect("read"),
+        compact,
+        "unchanged, so not written again"
+    );
+    assert!(applied_at(&r) > first_at, "the apply itself is recorded");
+
+    let changed = r.apply(services(&img(2))).await;
+    assert_eq!(
+        actions(&changed),
+        pairs(&[("web", "unchanged"), ("api", "recreated")])
+    );
+    assert_ne!(
+        std::fs::read_to_string(&inputs_path).expect("read"),
+        compact
+    );
+    let recorded: BTreeMap<String, super::ContainerInputs> = r
+        .store
+        .load(CONTAINER_INPUTS)
+        .expect("load")
+        .expect("present");
+    assert_eq!(recorded["api"].fields["image"], json!(img(2)));
+    assert_eq!(recorded["web"].fields["image"], json!(img(1)));
+}
+
+#[tokio::test]
+async fn steps_among_many_services_are_unchanged_only_when_declared_alike() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_image(&img(2));
+    let declared = |gc_schedule: &str| {
+        let mut resources: Vec<Value> = (0..200)
+            .map(|i| service(&format!("s{i}"), &img(1)))
+            .collect();
+        let mut gc = step("gc", &img(2), &[]);
+        gc["schedule"] = json!(gc_schedule);
+        resources.insert(100, gc);
+        resources.push(step("backup", &img(2), &[]));
+        Value::Array(resources)
+    };
+    let first = r.apply(declared("0 3 * * *")).await;
+    assert!(first.ok, "{first}");
+    assert_eq!(
+        first.line("gc").expect("gc").action.to_string(),
+        "installed"
+    );
+    let same = r.apply(declared("0 3 * * *")).await;
+    assert!(
+        same.lines
+            .iter()
+            .all(|l| l.action.to_string() == "unchanged"),
+        "{same}"
+    );
+    let moved = r.apply(declared("5 4 * * *")).await;
+    assert_eq!(
+        moved.line("gc").expect("gc").action.to_string(),
+        "installed"
+    );
+    assert_eq!(
+        moved.line("backup").expect("backup").action.to_string(),
+        "unchanged"
+    );
+    assert_eq!(
+        moved.line("s199").expect("s199").action.to_string(),
+        "unchanged"
+    );
+    // A step is compared with what the last apply declared, not the one
+    // before: declared back as it was, it is installed again.
+    let back = r.apply(declared("0 3 * * *")).await;
+    assert_eq!(back.line("gc").expect("gc").action.to_string(), "installed");
+}

@@ -90,10 +90,14 @@ pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
 }
 
 /// Print an apply report: text (`ID ACTION[: reason]` lines) or JSON.
+///
+/// The text is formatted whole first: stdout is line-buffered, so
+/// formatting straight into it would cost one write per resource.
 pub fn print_report(report: &ApplyReport, json: bool) {
     if json {
         print_json(report);
     } else {
-        println!("{report}");
+        let text = report.to_string();
+        println!("{text}");
     }
 }
