@@ -298,8 +298,15 @@ start_events() {
 		>"$events_file" &
 	events_pid=$!
 	echo "$events_pid" >"$dir/events.pid"
-	docker create --name "$prefix-probe" --network none "$1" true >/dev/null
-	wait_until 20 grep -q "|$prefix-probe|create|" "$events_file" ||
+	# The stream may subscribe after a first probe was made: a probe made
+	# again each second until one is seen.
+	local i
+	for ((i = 0; i < 20; i++)); do
+		docker rm -f "$prefix-probe" >/dev/null 2>&1 || true
+		docker create --name "$prefix-probe" --network none "$1" true >/dev/null
+		wait_until 1 grep -q "|$prefix-probe|create|" "$events_file" && break
+	done
+	grep -q "|$prefix-probe|create|" "$events_file" ||
 		die "docker events shows no event: the stream is not live"
 	docker rm "$prefix-probe" >/dev/null
 }
