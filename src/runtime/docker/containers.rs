@@ -276,10 +276,24 @@ pub(super) async fn kill(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeEr
 
 /// Removes a container and waits for it to be gone ([`crate::runtime::ContainerRuntime::remove`]).
 pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    remove_with(rt, name, true).await
+}
+
+/// Removes a container unless it runs ([`crate::runtime::ContainerRuntime::remove_stopped`]):
+/// without `force`, Docker itself refuses a running one (409), so a start
+/// racing this removal is never cut short.
+pub(super) async fn remove_stopped(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    remove_with(rt, name, false).await
+}
+
+/// One removal request; missing is `Ok`. A 409 is, forced, a removal
+/// already in progress (e.g. auto-remove), waited for; unforced, Docker's
+/// refusal of a running container.
+async fn remove_with(rt: &DockerRuntime, name: &str, force: bool) -> Result<(), RuntimeError> {
     let what = format!("container {name}");
     let context = format!("remove container {name}");
     let options = RemoveContainerOptions {
-        force: true,
+        force,
         v: true,
         link: false,
     };
@@ -288,17 +302,18 @@ pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), Runtime
         | Err(BollardError::DockerResponseServerError {
             status_code: 404, ..
         }) => Ok(()),
-        // 409 "removal already in progress" (e.g. auto-remove): wait for it.
         Err(BollardError::DockerResponseServerError {
             status_code: 409,
             message,
         }) => {
-            let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
-            while tokio::time::Instant::now() < deadline {
-                if rt.inspect_raw(name).await?.is_none() {
-                    return Ok(());
+            if force {
+                let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+                while tokio::time::Instant::now() < deadline {
+                    if rt.inspect_raw(name).await?.is_none() {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(POLL_INTERVAL).await;
                 }
-                tokio::time::sleep(POLL_INTERVAL).await;
             }
             Err(RuntimeError::Conflict {
                 what,
@@ -306,32 +321,6 @@ pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), Runtime
             })
         }
         Err(err) => Err(rt.error(&context, &what, err)),
-    }
-}
-
-/// Removes a container unless it runs ([`crate::runtime::ContainerRuntime::remove_stopped`]):
-/// without `force`, Docker itself refuses a running one (409), so a start
-/// racing this removal is never cut short.
-pub(super) async fn remove_stopped(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
-    let what = format!("container {name}");
-    let options = RemoveContainerOptions {
-        force: false,
-        v: true,
-        link: false,
-    };
-    match rt.docker.remove_container(name, Some(options)).await {
-        Ok(())
-        | Err(BollardError::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(()),
-        Err(BollardError::DockerResponseServerError {
-            status_code: 409,
-            message,
-        }) => Err(RuntimeError::Conflict {
-            what,
-            reason: message,
-        }),
-        Err(err) => Err(rt.error(&format!("remove container {name}"), &what, err)),
     }
 }
 
