@@ -62,6 +62,15 @@ fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
 
 /// A scheduler whose clock reads `now`, with `fake` as its runtime.
 fn rig(now: &str, fake: FakeRuntime) -> Rig {
+    rig_with_units(now, fake, Arc::new(NoUnits))
+}
+
+/// [`rig`], its fires' units made by `units`.
+fn rig_with_units(
+    now: &str,
+    fake: FakeRuntime,
+    units: Arc<dyn crate::systemd::units::StepUnits>,
+) -> Rig {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path().join("state")).expect("store");
     fake.add_image("img@sha256:00");
@@ -74,7 +83,7 @@ fn rig(now: &str, fake: FakeRuntime) -> Rig {
         Owner::current().expect("owner"),
     );
     let (shutdown, rx) = watch::channel(false);
-    let firer = Firer::new(runtime, windows, Arc::new(NoUnits), rx.clone());
+    let firer = Firer::new(runtime, windows, units, rx.clone());
     let (scheduler, handle) = Scheduler::new(firer, clock, store, None);
     tokio::spawn(scheduler.run(rx));
     Rig {
@@ -275,25 +284,11 @@ impl crate::systemd::units::StepUnits for CountingUnits {
 #[tokio::test(start_paused = true)]
 async fn the_unit_is_made_ahead_and_the_fire_only_starts_its_container() {
     let fake = FakeRuntime::new();
-    fake.add_image("img@sha256:00");
     fake.exit_with("gc-run", 0, Duration::from_secs(1));
     let units = Arc::new(CountingUnits::default());
-    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path().join("state")).expect("store");
-    let clock = Arc::new(FakeClock::new(at("2026-06-01T02:59:00Z")));
-    let windows = Windows::new(
-        store.clone(),
-        runtime.clone(),
-        clock.clone(),
-        Owner::current().expect("owner"),
-    );
-    let (_shutdown, rx) = watch::channel(false);
-    let firer = Firer::new(runtime, windows, units.clone(), rx.clone());
-    let (scheduler, handle) = Scheduler::new(firer, clock, store, None);
-    tokio::spawn(scheduler.run(rx));
+    let r = rig_with_units("2026-06-01T02:59:00Z", fake.clone(), units.clone());
     let began = tokio::time::Instant::now();
-    handle
+    r.handle
         .sync(vec![step("gc", "0 3 * * *", "a")])
         .await
         .expect("sync");
