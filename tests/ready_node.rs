@@ -48,7 +48,8 @@ fn container(w: &World, name: &str) -> (String, String, String) {
 
 /// Waits until `name` is a created container other than `not` and returns it.
 fn ready_container(w: &World, name: &str, not: &str) -> (String, String, String) {
-    wait_for("the next fire's container", Duration::from_secs(30), || {
+    // The lead is 10 s: up to a minute away for a step due every minute.
+    wait_for("the next fire's container", Duration::from_secs(75), || {
         let c = container(w, name);
         (c.1 == "created" && c.0 != not).then_some(c)
     })
@@ -95,9 +96,24 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
     d.start();
     assert!(w.running(&svc), "the daemon's apply started the service");
 
-    // Made ready when armed, for the unit of its next fire; never started.
+    // Armed, it waits: made ready 10 s before its fire, not before.
     let due = next_fire(&d);
+    let status = json_of(&d.cli(&["status", "--json"]));
+    let waiting = &status["steps"][0]["ready"];
+    assert_eq!(waiting["state"], "waiting", "{status}");
+    let lead = due - chrono::TimeDelta::seconds(10);
+    let at = waiting["at"].as_str().unwrap_or_default();
+    assert_eq!(
+        DateTime::parse_from_rfc3339(at).map(|t| t.to_utc()),
+        Ok(lead),
+        "{status}"
+    );
+    assert!(!w.exists(&run), "made before its lead");
+
+    // Made ready then, for the unit of its next fire; never started.
     let (ready_id, _, ready_for) = ready_container(&w, &run, "");
+    assert!(Utc::now() >= lead, "made ready before its lead");
+    let log = EventLog::start(&w, &[&run, &svc]);
     let unit = unit_of(driver, &id, due);
     assert!(ready_for.ends_with(&unit), "{ready_for} is not for {unit}");
     let status = json_of(&d.cli(&["status", "--json"]));
@@ -106,26 +122,16 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
     assert!(plan.contains("its container: ready"), "{plan}");
 
     // An apply leaves it as it is; so does a restart of the daemon, which
-    // finds it still matching.
+    // finds it still matching. (The due second may come meanwhile: the
+    // same container, by its ID, is what must run.)
     let out = d.cli(&["apply", &w.path("declaration.json")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(
-        container(&w, &run),
-        (ready_id.clone(), "created".into(), ready_for.clone())
-    );
+    assert_eq!(container(&w, &run).0, ready_id, "the apply replaced it");
     d.restart();
-    std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(
-        container(&w, &run),
-        (ready_id.clone(), "created".into(), ready_for.clone())
-    );
-    assert!(
-        Utc::now() < due - chrono::TimeDelta::seconds(3),
-        "the test ran late"
-    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(container(&w, &run).0, ready_id, "the restart replaced it");
 
     // The due second: Docker starts the ready container and creates nothing.
-    let log = EventLog::start(&w, &[&run, &svc]);
     wait_for(
         "the step to run at its due time",
         Duration::from_secs(90),
@@ -155,6 +161,12 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
         Duration::from_secs(30),
         || w.running(&svc).then_some(()),
     );
+    // The run's container stays, for `docker logs`, until the next lead.
+    assert_eq!(
+        container(&w, &run).0,
+        ready_id,
+        "the last run's container went before the next fire's lead"
+    );
     let events = log.finish();
     // (The next fire's container may be made already, after the run.)
     let started = first(&events, &run, "start");
@@ -162,8 +174,8 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
     assert_eq!(count(&events, &run, "start"), 1, "{events:?}");
     assert!(!w.running(&run), "the run ended with its unit");
 
-    // The run over, the next fire's container is made at once (the next due
-    // time is well within the lead).
+    // The run over, the last run's container stays until the lead of the
+    // next fire, which its container is then made for.
     let (next_id, _, next_for) = ready_container(&w, &run, &ready_id);
     let next_due = due + chrono::TimeDelta::minutes(1);
     assert!(

@@ -264,6 +264,17 @@ impl FakeRuntime {
     }
 
     /// Locks, records `call`, and fails when scripted unreachable.
+    /// The name of the container `name_or_id` refers to, as Docker takes
+    /// either: an ID of a container here is turned into its name.
+    fn resolve(&self, name_or_id: &str) -> String {
+        let state = self.state();
+        state
+            .containers
+            .iter()
+            .find(|(_, c)| c.id == name_or_id)
+            .map_or_else(|| name_or_id.to_owned(), |(name, _)| name.clone())
+    }
+
     fn enter(&self, call: Call) -> Result<MutexGuard<'_, State>, RuntimeError> {
         let mut state = self.state();
         state.calls.push(call);
@@ -540,6 +551,7 @@ impl ContainerRuntime for FakeRuntime {
     }
 
     async fn start(&self, name: &str) -> Result<(), RuntimeError> {
+        let name = &self.resolve(name);
         let delay = {
             let state = self.enter(Call::Start(name.to_owned()))?;
             state.start_delays.get(name).copied()
@@ -688,6 +700,7 @@ impl ContainerRuntime for FakeRuntime {
     }
 
     async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        let name = &self.resolve(name);
         let state = self.enter(Call::Inspect(name.to_owned()))?;
         if state.panic_on_inspect.contains(name) {
             drop(state);

@@ -16,7 +16,7 @@ use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 
 use crate::events::Event;
 use crate::mesh_event;
-use crate::runtime::ContainerRuntime;
+use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
 use crate::schedule::ready::{is_ready_for, run_spec, Readier};
 use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
@@ -384,11 +384,16 @@ struct PreparedRun {
     unit: Option<StepUnit>,
     /// The step's lock ([`Readier::take`]).
     step_lock: OwnedMutexGuard<()>,
+    /// The container's ID when it was looked at ahead of the due time
+    /// ([`crate::schedule::ready::Ahead::container`]): started by that ID, with no request before.
+    looked_at_ahead: Option<String>,
 }
 
 /// Make the step's unit and see that its container is created inside it:
 /// the ready one when it matches this fire, else made now. A running
 /// container means a run is in flight elsewhere, and runs never stack.
+/// When the unit was made ahead and the container looked at then, nothing
+/// is asked of Docker here: the due second costs the start alone.
 async fn prepare_run(
     runtime: &dyn ContainerRuntime,
     units: &dyn StepUnits,
@@ -402,7 +407,20 @@ async fn prepare_run(
         unit,
         ended: Ok(()),
     };
-    let (step_lock, made_ahead) = readier.take(&step.id, due).await;
+    let (step_lock, ahead) = readier.take(&step.id, due).await;
+    let (made_ahead, looked_at_ahead) = match ahead {
+        Some(a) => (a.unit, a.container),
+        None => (None, None),
+    };
+    if looked_at_ahead.is_some() {
+        crate::fault::pause("pause-after-unit", &step.id).await;
+        tracing::debug!(MESH_STEP = %step.id, "step {}'s container was ready", step.id);
+        return Ok(PreparedRun {
+            unit: made_ahead,
+            step_lock,
+            looked_at_ahead,
+        });
+    }
     let existing = match runtime.inspect(name).await {
         Ok(Some(info)) if info.running => {
             return Err(early(
@@ -431,35 +449,96 @@ async fn prepare_run(
     let unit_name = unit.as_ref().map(|u| u.name.clone());
     crate::fault::pause("pause-after-unit", &step.id).await;
     let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
-    let ready = existing
-        .as_ref()
-        .is_some_and(|info| is_ready_for(info, step, parent.as_deref()));
-    if !ready {
-        // The last run's, or one made for another unit or declaration.
-        if existing.is_some() {
-            if let Err(e) = runtime.remove(name).await {
-                units.end(unit).await;
-                return Err(early(
-                    error(format!("cannot remove the previous run's container: {e}")),
-                    unit_name,
-                ));
-            }
-        }
-        if let Err(e) = runtime.create(&run_spec(step, parent.as_deref())).await {
+    match make_container(runtime, step, existing, parent.as_deref()).await {
+        Ok(ready) => tracing::debug!(
+            MESH_STEP = %step.id,
+            "step {}'s container {}",
+            step.id,
+            if ready { "was ready" } else { "made at its fire" }
+        ),
+        Err(e) => {
             units.end(unit).await;
-            return Err(early(
-                error(format!("cannot create {name}: {e}")),
-                unit_name,
-            ));
+            return Err(early(error(e), unit_name));
         }
     }
-    tracing::debug!(
-        MESH_STEP = %step.id,
-        "step {}'s container {}",
-        step.id,
-        if ready { "was ready" } else { "made at its fire" }
-    );
-    Ok(PreparedRun { unit, step_lock })
+    Ok(PreparedRun {
+        unit,
+        step_lock,
+        looked_at_ahead: None,
+    })
+}
+
+/// See that the step's container, `existing` as last looked at (not
+/// running), is one a fire in a unit giving `parent` can start: kept if it
+/// is (`true`), else removed and created again.
+async fn make_container(
+    runtime: &dyn ContainerRuntime,
+    step: &StepDef,
+    existing: Option<ContainerInfo>,
+    parent: Option<&str>,
+) -> Result<bool, String> {
+    let name = &step.spec.name;
+    if existing
+        .as_ref()
+        .is_some_and(|info| is_ready_for(info, step, parent))
+    {
+        return Ok(true);
+    }
+    // The last run's, or one made for another unit or declaration.
+    if existing.is_some() {
+        runtime
+            .remove(name)
+            .await
+            .map_err(|e| format!("cannot remove the previous run's container: {e}"))?;
+    }
+    runtime
+        .create(&run_spec(step, parent))
+        .await
+        .map_err(|e| format!("cannot create {name}: {e}"))?;
+    Ok(false)
+}
+
+/// Start the prepared container: by the ID it was looked at ahead under,
+/// else by name. When that ID is gone (removed by hand since), the step's
+/// container is made again and started by name, unless another of that
+/// name runs: runs never stack. (That ID started by hand since is the
+/// container made for this fire, in its unit: its run is this fire's.)
+async fn start_prepared(
+    runtime: &dyn ContainerRuntime,
+    step: &StepDef,
+    looked_at_ahead: Option<&str>,
+    parent: Option<&str>,
+) -> Result<(), String> {
+    let name = &step.spec.name;
+    if let Some(id) = looked_at_ahead {
+        match runtime.start_and_inspect(id).await {
+            Err(RuntimeError::NotFound { .. }) => {
+                let existing = match runtime.inspect(name).await {
+                    Ok(Some(info)) if info.running => {
+                        return Err(format!("{name} was started by another meanwhile"))
+                    }
+                    Ok(existing) => existing,
+                    Err(e) => return Err(format!("cannot inspect {name}: {e}")),
+                };
+                make_container(runtime, step, existing, parent).await?;
+            }
+            other => return judge_start(other),
+        }
+    }
+    judge_start(runtime.start_and_inspect(name).await)
+}
+
+/// A start request's answer and the inspection after it, judged.
+fn judge_start(answer: Result<Option<ContainerInfo>, RuntimeError>) -> Result<(), String> {
+    match answer {
+        Ok(Some(info)) if !info.running && info.started_at.is_none() => Err(format!(
+            "accepted but not running afterwards (status {})",
+            info.status
+        )),
+        // Running, already exited, or (auto-removed) already gone.
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Start the prepared container and run it to completion.
@@ -475,21 +554,15 @@ async fn run_step(
     let PreparedRun {
         mut unit,
         step_lock,
+        looked_at_ahead,
     } = prepared;
     let unit_name = unit.as_ref().map(|u| u.name.clone());
+    let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
     // The container is known `created` (looked at or made under the
     // step's lock): one start request, judged by one inspection after it.
     let started = {
         let _permit = starts.acquire().await;
-        match runtime.start_and_inspect(name).await {
-            Ok(Some(info)) if !info.running && info.started_at.is_none() => Err(format!(
-                "accepted but not running afterwards (status {})",
-                info.status
-            )),
-            // Running, already exited, or (auto-removed) already gone.
-            Ok(_) => Ok(()),
-            Err(e) => Err(e.to_string()),
-        }
+        start_prepared(runtime, step, looked_at_ahead.as_deref(), parent.as_deref()).await
     };
     drop(step_lock);
     if let Err(e) = started {

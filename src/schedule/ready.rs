@@ -45,7 +45,12 @@ use crate::task::AbortOnDrop;
 pub const LABEL_READY: &str = "mesh-host.ready-for";
 
 /// How long before its due time a step's container is made ready, at most.
-pub const LEAD: Duration = Duration::from_secs(300);
+/// Short on purpose: Docker starts a container created seconds before
+/// faster than one created half a minute before (about 60 ms of 380 on
+/// the sandbox node, docs/benchmarks.md), and the last run's container
+/// (its `docker logs`) stays until then. Long enough for a burst's
+/// creates to be done before their due second.
+pub const LEAD: Duration = Duration::from_secs(10);
 
 /// How long before its due time a fire's transient unit is made, so that
 /// the due second costs the container's start alone.
@@ -116,10 +121,23 @@ struct Slot {
     /// The fire and identity it was armed for, and its container's name.
     armed: Option<(DateTime<Utc>, String, String)>,
     state: Option<ReadyState>,
-    /// The transient unit made for the fire due then, until that fire
-    /// takes it. Dropped, it ends (its keeper is killed, its watch
-    /// aborted), so a unit no fire took is gone with the next arming.
-    unit: Option<(DateTime<Utc>, StepUnit)>,
+    /// What was made ahead for one fire, until that fire takes it.
+    ahead: Option<Ahead>,
+}
+
+/// What is made [`UNIT_LEAD`] before a fire, for that fire alone.
+#[derive(Debug)]
+pub struct Ahead {
+    /// The due time of the fire it is for.
+    pub due: DateTime<Utc>,
+    /// Its transient unit (`None`: steps run in no unit). Dropped, it ends
+    /// (its keeper is killed, its watch aborted), so a unit no fire took
+    /// is gone with the next arming.
+    pub unit: Option<StepUnit>,
+    /// The ID of the step's container, looked at right after the unit was
+    /// made and found ready for it: the fire starts it by that ID without
+    /// looking again. `None` when it was not (the fire looks, and makes it).
+    pub container: Option<String>,
 }
 
 /// Makes the containers of steps' next fires ready ahead of their due time.
@@ -173,8 +191,8 @@ impl Readier {
             fire: due,
         });
         slot.armed = Some(armed);
-        if slot.unit.as_ref().is_some_and(|(d, _)| *d != due) {
-            slot.unit = None;
+        if slot.ahead.as_ref().is_some_and(|a| a.due != due) {
+            slot.ahead = None;
         }
         let unit_wait = (due - chrono::Duration::from_std(UNIT_LEAD).unwrap_or_default() - now)
             .to_std()
@@ -211,7 +229,7 @@ impl Readier {
             }
             if ready {
                 tokio::time::sleep_until(armed_at + unit_wait).await;
-                this.make_unit(&def, due, &lock).await;
+                this.make_ahead(&def, due, &lock).await;
             }
         });
         slot.task = Some(AbortOnDrop::new(&task));
@@ -231,42 +249,53 @@ impl Readier {
     }
 
     /// Make the transient unit of `def`'s fire due at `due`, unless a fire
-    /// took the step meanwhile; kept for that fire.
-    async fn make_unit(&self, def: &StepDef, due: DateTime<Utc>, lock: &tokio::sync::Mutex<()>) {
+    /// took the step meanwhile, and look at its container once more: kept
+    /// for that fire, which then starts it with no other request.
+    async fn make_ahead(&self, def: &StepDef, due: DateTime<Utc>, lock: &tokio::sync::Mutex<()>) {
         let _step = lock.lock().await;
         let armed = self.slots().get(&def.id).is_some_and(|slot| {
-            slot.armed.as_ref().is_some_and(|(d, _, _)| *d == due) && slot.unit.is_none()
+            slot.armed.as_ref().is_some_and(|(d, _, _)| *d == due) && slot.ahead.is_none()
         });
         if !armed {
             return;
         }
-        match self.units.begin(&def.id, def.module.as_deref(), due).await {
-            Ok(Some(unit)) => {
-                // Kept for the fire of `due` whatever happens to the arming
-                // meanwhile: only that fire may make a unit of that name.
-                if let Some(slot) = self.slots().get_mut(&def.id) {
-                    slot.unit = Some((due, unit));
-                }
+        let unit = match self.units.begin(&def.id, def.module.as_deref(), due).await {
+            Ok(unit) => unit,
+            Err(e) => {
+                tracing::debug!(
+                    MESH_STEP = %def.id,
+                    "the unit of step {}'s fire due {} is not made ahead ({e}): the fire makes it",
+                    def.id,
+                    due.to_rfc3339()
+                );
+                return;
             }
-            Ok(None) => {}
-            Err(e) => tracing::debug!(
-                MESH_STEP = %def.id,
-                "the unit of step {}'s fire due {} is not made ahead ({e}): the fire makes it",
-                def.id,
-                due.to_rfc3339()
-            ),
+        };
+        let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
+        let container = match self.runtime.inspect(&def.spec.name).await {
+            Ok(Some(info)) if is_ready_for(&info, def, parent.as_deref()) => Some(info.id),
+            _ => None,
+        };
+        // Kept for the fire of `due` whatever happens to the arming
+        // meanwhile: only that fire may make a unit of that name.
+        if let Some(slot) = self.slots().get_mut(&def.id) {
+            slot.ahead = Some(Ahead {
+                due,
+                unit,
+                container,
+            });
         }
     }
 
     /// The step's lock: taken by a fire from before it looks at its
-    /// container until the container runs, with the unit made ahead for
-    /// its due time, if one was. Any preparation for the step pending is
-    /// dropped; the next arming makes one again.
+    /// container until the container runs, with what was made ahead for
+    /// its due time, if anything was. Any preparation for the step pending
+    /// is dropped; the next arming makes one again.
     pub async fn take(
         &self,
         step: &str,
         due: DateTime<Utc>,
-    ) -> (tokio::sync::OwnedMutexGuard<()>, Option<StepUnit>) {
+    ) -> (tokio::sync::OwnedMutexGuard<()>, Option<Ahead>) {
         let lock = {
             let mut slots = self.slots();
             let slot = slots.entry(step.to_string()).or_default();
@@ -277,17 +306,14 @@ impl Readier {
         let guard = lock.lock_owned().await;
         // A preparation that was waiting for its time (not under the lock)
         // must not run after this fire has taken the container.
-        let mut unit = None;
+        let mut ahead = None;
         if let Some(slot) = self.slots().get_mut(step) {
             if slot.armed.is_none() {
                 slot.task = None;
             }
-            unit = match slot.unit.take() {
-                Some((d, u)) if d == due => Some(u),
-                _ => None,
-            };
+            ahead = slot.ahead.take().filter(|a| a.due == due);
         }
-        (guard, unit)
+        (guard, ahead)
     }
 
     /// Where the step's next container stands, if it is tracked.

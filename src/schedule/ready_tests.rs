@@ -109,7 +109,7 @@ async fn ready_state(r: &Rig, id: &str) -> Option<ReadyState> {
 async fn the_due_second_costs_only_a_start() {
     let fake = FakeRuntime::new();
     fake.exit_with("gc-run", 0, Duration::from_secs(1));
-    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    let r = rig("2026-06-01T02:59:55Z", fake.clone());
     r.handle
         .sync(vec![step("gc", "0 3 * * *", "a")])
         .await
@@ -127,11 +127,11 @@ async fn the_due_second_costs_only_a_start() {
     fake.clear_calls();
     tokio::time::sleep(Duration::from_secs(62)).await;
     // The fire started the ready container and nothing else; its end makes
-    // the next fire's ready only within the lead (tomorrow 02:55).
+    // the next fire's ready only within the lead (tomorrow 02:59:50).
     assert_eq!(fake.mutations(), vec![Call::Start("gc-run".into())]);
     assert!(matches!(
         ready_state(&r, "gc").await,
-        Some(ReadyState::Waiting { at: when, .. }) if when == at("2026-06-02T02:55:00Z")
+        Some(ReadyState::Waiting { at: when, .. }) if when == at("2026-06-02T02:59:50Z")
     ));
 }
 
@@ -143,7 +143,7 @@ async fn the_last_run_stays_until_the_lead_before_the_next_fire() {
         .sync(vec![step("gc", "0 3 * * *", "a")])
         .await
         .expect("sync");
-    tokio::time::sleep(Duration::from_secs(54 * 60 + 59)).await;
+    tokio::time::sleep(Duration::from_secs(59 * 60 + 49)).await;
     assert!(fake.mutations().is_empty(), "{:?}", fake.mutations());
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(fake.mutations(), vec![Call::Create("gc-run".into())]);
@@ -152,7 +152,7 @@ async fn the_last_run_stays_until_the_lead_before_the_next_fire() {
 #[tokio::test(start_paused = true)]
 async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_it() {
     let fake = FakeRuntime::new();
-    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    let r = rig("2026-06-01T02:59:55Z", fake.clone());
     r.handle
         .sync(vec![step("gc", "0 3 * * *", "a")])
         .await
@@ -183,7 +183,7 @@ async fn a_matching_ready_container_is_reused_after_a_restart() {
     fake.exit_with("gc-run", 0, Duration::from_secs(1));
     let s = step("gc", "0 3 * * *", "a");
     fake.add_container(run_spec(&s.def, None), false);
-    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    let r = rig("2026-06-01T02:59:55Z", fake.clone());
     r.handle.sync(vec![s]).await.expect("sync");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(fake.mutations().is_empty(), "{:?}", fake.mutations());
@@ -202,7 +202,7 @@ async fn a_container_made_otherwise_is_replaced_and_a_running_one_never_touched(
     fake.add_container(run_spec(&other.def, None), false);
     let running = step("scan", "0 3 * * *", "a");
     fake.add_container(running.def.spec.clone(), true);
-    let r = rig("2026-06-01T02:59:00Z", fake.clone());
+    let r = rig("2026-06-01T02:59:55Z", fake.clone());
     r.handle
         .sync(vec![step("gc", "0 3 * * *", "a"), running])
         .await
@@ -292,7 +292,17 @@ async fn the_unit_is_made_ahead_and_the_fire_only_starts_its_container() {
         .sync(vec![step("gc", "0 3 * * *", "a")])
         .await
         .expect("sync");
-    tokio::time::sleep(Duration::from_secs(62)).await;
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    fake.clear_calls();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The container was looked at with the unit: at the due second the
+    // first request is its start, by the ID it was looked at under.
+    assert_eq!(
+        fake.calls().first(),
+        Some(&Call::Start("gc-run".into())),
+        "{:?}",
+        fake.calls()
+    );
     let begun = units.begun.lock().expect("begun").clone();
     // One unit, for the 03:00 fire, made 2 s before it (58 s in), not at it.
     assert_eq!(begun.len(), 1, "{begun:?}");
@@ -300,8 +310,45 @@ async fn the_unit_is_made_ahead_and_the_fire_only_starts_its_container() {
     assert_eq!(begun[0].1 - began, Duration::from_secs(58));
     let spec = fake.spec_of("gc-run").expect("created ahead");
     assert_eq!(spec.cgroup_parent.as_deref(), Some("/steps/1780282800"));
+    assert_eq!(fake.mutations(), vec![Call::Start("gc-run".into())]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ready_container_removed_after_it_was_looked_at_is_made_again_at_its_fire() {
+    let fake = FakeRuntime::new();
+    fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let units = Arc::new(CountingUnits::default());
+    let r = rig_with_units("2026-06-01T02:59:00Z", fake.clone(), units.clone());
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    // Looked at 2 s before its fire, then removed by hand.
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    let id = fake
+        .inspect("gc-run")
+        .await
+        .expect("inspect")
+        .expect("ready")
+        .id;
+    fake.remove("gc-run").await.expect("remove");
+    fake.clear_calls();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Its ID is gone: made again, for the same unit, and started by name.
     assert_eq!(
         fake.mutations(),
-        vec![Call::Create("gc-run".into()), Call::Start("gc-run".into())]
+        vec![
+            Call::Start(id),
+            Call::Create("gc-run".into()),
+            Call::Start("gc-run".into())
+        ]
+    );
+    let spec = fake.spec_of("gc-run").expect("made again");
+    assert_eq!(spec.cgroup_parent.as_deref(), Some("/steps/1780282800"));
+    let status = r.handle.status().await.expect("status");
+    assert_eq!(
+        status[0].history.last_outcome.as_deref(),
+        Some("succeeded"),
+        "{status:?}"
     );
 }
