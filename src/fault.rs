@@ -12,7 +12,8 @@
 //!   and hands the window to the adopter, which closes it.
 //!
 //! - `pause-after-unit` (a pause, not a panic): in a fire whose transient
-//!   unit has started, before its container is created, for a minute.
+//!   unit has started, before its container is created (or, made ready and
+//!   looked at ahead, started), for a minute.
 //! - `pause-before-stop` (a pause): in an opening window, between the
 //!   check that the window is still its own and the stop of a held
 //!   container, for a minute: a node test stops the process there
