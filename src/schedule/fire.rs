@@ -385,7 +385,8 @@ struct PreparedRun {
     /// The step's lock ([`Readier::take`]).
     step_lock: OwnedMutexGuard<()>,
     /// The container's ID when it was looked at ahead of the due time
-    /// ([`crate::schedule::ready::Ahead::container`]): started by that ID, with no request before.
+    /// ([`crate::schedule::ready::Ahead::container`]): started by that ID,
+    /// with no request before.
     looked_at_ahead: Option<String>,
 }
 
