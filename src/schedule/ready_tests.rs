@@ -14,7 +14,7 @@ use crate::cron::CronSchedule;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
 use crate::schedule::clock::FakeClock;
-use crate::schedule::fire::{Firer, StepDef};
+use crate::schedule::fire::{starts_at_once, Firer, StepDef};
 use crate::schedule::jobs::StepTiming;
 use crate::schedule::ready::{run_spec, ReadyState, LABEL_READY};
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
@@ -222,25 +222,32 @@ async fn a_container_made_otherwise_is_replaced_and_a_running_one_never_touched(
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_burst_starts_together() {
+async fn a_burst_starts_together_a_few_at_a_time() {
     let fake = FakeRuntime::new();
     let steps: Vec<ScheduledStep> = (0..30)
         .map(|i| step(&format!("s{i}"), "0 3 * * *", "a"))
         .collect();
     for i in 0..30 {
-        // Each start takes Docker a second.
+        // Each start takes Docker a second; each run a minute.
         fake.start_delay(&format!("s{i}-run"), Duration::from_secs(1));
-        fake.exit_with(&format!("s{i}-run"), 0, Duration::from_secs(5));
+        fake.exit_with(&format!("s{i}-run"), 0, Duration::from_secs(60));
     }
+    let running = || {
+        (0..30)
+            .filter(|i| fake.is_running(&format!("s{i}-run")))
+            .count()
+    };
     let r = rig("2026-06-01T02:59:00Z", fake.clone());
     r.handle.sync(steps).await.expect("sync");
-    tokio::time::sleep(Duration::from_secs(62)).await;
-    // Two seconds after the due time, every one of the 30 runs: one after
-    // another, only two would.
-    let running = (0..30)
-        .filter(|i| fake.is_running(&format!("s{i}-run")))
-        .count();
-    assert_eq!(running, 30);
+    let at_once = starts_at_once();
+    // A second and a half after the due time, as many started as are
+    // started at once: more than one after another, no more than the bound.
+    tokio::time::sleep(Duration::from_millis(61_500)).await;
+    assert_eq!(running(), at_once.min(30));
+    // And every one of them once the last group's start is through.
+    let groups = 30_u64.div_ceil(at_once as u64);
+    tokio::time::sleep(Duration::from_secs(groups - 1)).await;
+    assert_eq!(running(), 30);
 }
 
 /// Units that count how often, and when, each is begun.
