@@ -263,7 +263,6 @@ impl FakeRuntime {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Locks, records `call`, and fails when scripted unreachable.
     /// The name of the container `name_or_id` refers to, as Docker takes
     /// either: an ID of a container here is turned into its name.
     fn resolve(&self, name_or_id: &str) -> String {
@@ -275,6 +274,7 @@ impl FakeRuntime {
             .map_or_else(|| name_or_id.to_owned(), |(name, _)| name.clone())
     }
 
+    /// Locks, records `call`, and fails when scripted unreachable.
     fn enter(&self, call: Call) -> Result<MutexGuard<'_, State>, RuntimeError> {
         let mut state = self.state();
         state.calls.push(call);

@@ -240,8 +240,8 @@ async fn a_burst_starts_together_a_few_at_a_time() {
     let r = rig("2026-06-01T02:59:00Z", fake.clone());
     r.handle.sync(steps).await.expect("sync");
     let at_once = starts_at_once();
-    // A second and a half after the due time, as many started as are
-    // started at once: more than one after another, no more than the bound.
+    // A second and a half after the due time, exactly as many run as may
+    // start at once: not one after another, and no more than the bound.
     tokio::time::sleep(Duration::from_millis(61_500)).await;
     assert_eq!(running(), at_once.min(30));
     // And every one of them once the last group's start is through.
