@@ -4,7 +4,9 @@
 //! second costs Docker a `start` and no `create`, the run still lives in
 //! its transient unit and `systemctl stop` still ends it, the next fire's
 //! container is made when the run ends, and a changed or removed step
-//! replaces or removes it. Under both cgroup drivers.
+//! replaces or removes it. Under both cgroup drivers. And (cgroupfs) a
+//! ready container removed by hand after its fire looked at it, 2 s ahead,
+//! is made again at the due second and runs in the fire's scope.
 
 mod support;
 
@@ -203,4 +205,65 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
     );
     assert_ne!(changed_id, next_id);
     assert!(w.running(&svc));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_ready_container_removed_by_hand_after_it_was_looked_at_is_made_again_and_runs_in_its_unit() {
+    let mut w = World::new("readyrm");
+    if w.node.cgroup_driver() != CgroupDriver::Cgroupfs {
+        eprintln!("the systemd driver's unit is the step's slice, made with no due time: nothing to wait for");
+        return;
+    }
+    let id = w.prefix.replace('-', "_") + "_gc";
+    let (run, img) = (w.name("run"), w.pulled_busybox());
+    let mut step = declare::step(&id, &run, &img, "sleep 20", &[], 120);
+    step["schedule"] = json!("* * * * *");
+    w.write_declaration(json!([step]));
+    // Thirty seconds into a minute: the next due time is 30 s away.
+    until_next_minute_plus(30);
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    d.start();
+    let due = next_fire(&d);
+    let unit = unit_of(CgroupDriver::Cgroupfs, &id, due);
+    let (ready_id, _, _) = ready_container(&w, &run, "");
+    // Its unit made, 2 s ahead, the container is looked at right after;
+    // then, before its due second, it is removed by hand.
+    wait_for(
+        "the fire's unit, made ahead",
+        Duration::from_secs(30),
+        || {
+            let out = w.node.sh(&format!("systemctl is-active {}", quote(&unit)));
+            (String::from_utf8_lossy(&out.stdout).trim() == "active").then_some(())
+        },
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let log = EventLog::start(&w, &[&run]);
+    w.node.sh_ok(&format!("docker rm {}", quote(&run)));
+    assert!(Utc::now() < due, "the test ran late: the fire came first");
+
+    // The fire makes it again, starts it, and it runs in the fire's unit.
+    wait_for(
+        "the step to run at its due time",
+        Duration::from_secs(30),
+        || w.running(&run).then_some(()),
+    );
+    assert_ne!(w.inspect(&run, "{{.Id}}"), ready_id, "made again");
+    let pid = w.inspect(&run, "{{.State.Pid}}");
+    let status = w
+        .node
+        .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(
+        status.lines().any(|l| l
+            .split_whitespace()
+            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)),
+        "pid {pid} not in {unit}:\n{status}"
+    );
+    let events = log.finish();
+    let created = first(&events, &run, "create");
+    assert!(created > first(&events, &run, "destroy"), "{events:?}");
+    assert_eq!(count(&events, &run, "start"), 1, "{events:?}");
+    assert!(created < first(&events, &run, "start"), "{events:?}");
+    w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
 }
