@@ -19,6 +19,11 @@
 //!   container, for a minute: a node test stops the process there
 //!   (SIGSTOP) until its lease lapses, so that its stop lands late.
 //!
+//! - `pause-before-naming` (a pause), on a container's name: a container of
+//!   network `none` made whole under its making name, not yet renamed to
+//!   its own (src/runtime/docker/network_none.rs), for a minute: a node
+//!   test kills the process there.
+//!
 //! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget every close
 //! spends (confirming a lost step stopped, starting what a window held,
 //! whoever closes it) from five minutes to N seconds, so that a node test can spend it while
@@ -44,7 +49,9 @@ pub fn point(name: &str, subject: &str) {
 /// (`pause-after-unit`: a fire whose scope started and whose container is
 /// not created yet; `pause-before-stop`: a window past its fence check,
 /// its stop not sent; `pause-before-start`, on a held container's name: a
-/// close about to start it, its record already marking it `starting`).
+/// close about to start it, its record already marking it `starting`;
+/// `pause-before-naming`, on a container's name: made whole under its
+/// making name, not yet renamed).
 #[cfg(debug_assertions)]
 pub async fn pause(name: &str, subject: &str) {
     let asked =

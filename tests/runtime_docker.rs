@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use mesh_host::runtime::{
-    CgroupDriver, ContainerEvent, ContainerEventKind, ContainerRuntime, ContainerSpec,
-    DockerRuntime, RestartPolicy, RuntimeError, LABEL_MANAGED, LABEL_RESOURCE,
+    making_name, CgroupDriver, ContainerEvent, ContainerEventKind, ContainerRuntime, ContainerSpec,
+    DockerRuntime, RestartPolicy, RuntimeError, LABEL_MADE_AS, LABEL_MANAGED, LABEL_RESOURCE,
 };
 
 const NEEDS_NODE: &str = "needs the sandbox node: run tests/run";
@@ -26,6 +26,8 @@ const SERVE: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
 
 /// What the node's env file says about it.
 struct Node {
+    /// The node's root directory, seen from here (`/proc/<pid>/root`).
+    root: String,
     socket: String,
     busybox: String,
     registry: String,
@@ -51,8 +53,10 @@ fn node() -> Node {
     let inside = vars
         .get("MESH_NODE_DOCKER_HOST")
         .map_or("/run/docker.sock", |h| h.trim_start_matches("unix://"));
+    let root = format!("/proc/{}/root", var("MESH_NODE_PID"));
     Node {
-        socket: format!("/proc/{}/root{inside}", var("MESH_NODE_PID")),
+        socket: format!("{root}{inside}"),
+        root,
         busybox: var("MESH_NODE_IMAGE_BUSYBOX"),
         registry: var("MESH_NODE_REGISTRY"),
         cgroup_driver: var("MESH_NODE_CGROUP_DRIVER"),
@@ -180,6 +184,20 @@ async fn negotiates_the_api_and_reads_the_cgroup_driver() {
         _ => CgroupDriver::Cgroupfs,
     };
     assert_eq!(runtime.cgroup_driver().await.expect("info"), expected);
+    // Who answers, as the CLI reads the same version answer.
+    let components = docker_cli(
+        &node,
+        &[
+            "version",
+            "-f",
+            "{{range .Server.Components}}{{.Name}};{{end}}",
+        ],
+    );
+    assert_eq!(
+        runtime.is_podman(),
+        components.contains("Podman"),
+        "{components}"
+    );
 }
 
 #[tokio::test]
@@ -726,4 +744,254 @@ async fn unreachable_endpoints_are_errors_naming_them() {
             other => panic!("{endpoint}: expected Unreachable, got {other:?}"),
         }
     }
+}
+
+// ---- network `none` without Docker's network hook ----
+
+/// The OCI prestart hooks Docker gave the running container `id`, from the
+/// spec it handed containerd (Docker 20.10's path in the node).
+fn prestart_hooks(node: &Node, id: &str) -> Vec<serde_json::Value> {
+    let path = format!(
+        "{}/run/docker/containerd/daemon/io.containerd.runtime.v2.task/moby/{id}/config.json",
+        node.root
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let spec: serde_json::Value = serde_json::from_str(&text).expect("an OCI spec");
+    spec["hooks"]["prestart"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The logs of `name` once they hold `line`, for at most 20 s.
+fn logs_with(node: &Node, name: &str, line: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let logs = docker_cli(node, &["logs", name]);
+        if logs.lines().any(|l| l == line) {
+            return logs;
+        }
+        assert!(Instant::now() < deadline, "no {line:?} in the logs: {logs}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn a_network_none_container_starts_without_the_network_hook_and_resolves_localhost() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+    let name = unique("nohook");
+    let peer = unique("nohook-peer");
+    cleanup.containers.extend([name.clone(), peer.clone()]);
+    let script = format!(
+        "cat /etc/hosts; echo --; ping -c 1 -W 2 localhost >/dev/null && echo localhost answers; {SERVE}"
+    );
+
+    let id = runtime
+        .create(&spec(&node, &name, &script))
+        .await
+        .expect("create");
+    // Made whole under its making name, then named: nothing is left there.
+    let made = docker_cli(
+        &node,
+        &[
+            "inspect",
+            "-f",
+            "{{.Name}} {{.Config.NetworkDisabled}} {{.HostConfig.NetworkMode}}",
+            &id.0,
+        ],
+    );
+    assert_eq!(made, format!("/{name} true none"));
+    let info = runtime
+        .inspect(&name)
+        .await
+        .expect("inspect")
+        .expect("exists");
+    assert_eq!(info.labels.get(LABEL_MADE_AS), Some(&name));
+    let making = docker_cli(
+        &node,
+        &[
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("name=^/{}$", making_name(&name)),
+        ],
+    );
+    assert_eq!(making, "", "a container is left under the making name");
+
+    // The peer: what the docker CLI makes of the same container.
+    docker_cli(
+        &node,
+        &[
+            "run",
+            "-d",
+            "--name",
+            &peer,
+            "--network",
+            "none",
+            &node.busybox,
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    runtime.start(&name).await.expect("start");
+    let ours = logs_with(&node, &name, "localhost answers");
+    let theirs = logs_with(&node, &peer, "localhost answers");
+    // The same /etc/hosts, to the byte, and the loopback answers in both.
+    assert_eq!(ours, theirs);
+    assert!(ours.starts_with("127.0.0.1\tlocalhost\n"), "{ours}");
+    // Docker's spec of the peer runs `dockerd` again before it starts; ours
+    // runs nothing.
+    let peer_id = docker_cli(&node, &["inspect", "-f", "{{.Id}}", &peer]);
+    let peer_hooks = prestart_hooks(&node, &peer_id);
+    assert!(
+        peer_hooks
+            .iter()
+            .any(|h| h.to_string().contains("libnetwork-setkey")),
+        "{peer_hooks:?}"
+    );
+    assert_eq!(
+        prestart_hooks(&node, &id.0),
+        Vec::<serde_json::Value>::new()
+    );
+    runtime.stop(&name).await.expect("stop");
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn what_an_interrupted_create_left_is_cleared_by_the_next_and_a_stranger_is_not() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    ensure_busybox(&runtime, &node).await;
+    let name = unique("left");
+    let left = making_name(&name);
+    let stranger_for = unique("stranger");
+    let stranger = making_name(&stranger_for);
+    cleanup.containers.extend([
+        name.clone(),
+        left.clone(),
+        stranger_for.clone(),
+        stranger.clone(),
+    ]);
+    // What a create killed before its rename leaves: managed, made as
+    // `name`, never started, with no /etc/hosts put in.
+    let made_as = format!("{LABEL_MADE_AS}={name}");
+    let managed = format!("{LABEL_MANAGED}=true");
+    let left_id = docker_cli(
+        &node,
+        &[
+            "create",
+            "--name",
+            &left,
+            "--label",
+            &managed,
+            "--label",
+            &made_as,
+            "--network",
+            "none",
+            &node.busybox,
+            "true",
+        ],
+    );
+    let id = runtime
+        .create(&spec(&node, &name, "true"))
+        .await
+        .expect("create over what was left");
+    assert_ne!(id.0, left_id);
+    assert_eq!(
+        runtime.inspect(&left).await.expect("inspect"),
+        None,
+        "the leftover is removed"
+    );
+    let info = runtime
+        .inspect(&name)
+        .await
+        .expect("inspect")
+        .expect("made");
+    assert_eq!(
+        (info.id.as_str(), info.status.as_str()),
+        (id.0.as_str(), "created")
+    );
+
+    // Under the making name, but not left by mesh-host: never removed, and
+    // the create fails naming it.
+    docker_cli(
+        &node,
+        &[
+            "create",
+            "--name",
+            &stranger,
+            "--network",
+            "none",
+            &node.busybox,
+            "true",
+        ],
+    );
+    let err = runtime
+        .create(&spec(&node, &stranger_for, "true"))
+        .await
+        .expect_err("the making name is taken");
+    assert!(
+        matches!(&err, RuntimeError::Api { reason, .. } if reason.contains(&stranger)),
+        "{err:?}"
+    );
+    assert!(runtime.inspect(&stranger).await.expect("inspect").is_some());
+    assert_eq!(runtime.inspect(&stranger_for).await.expect("inspect"), None);
+}
+
+#[tokio::test]
+#[ignore = "needs the sandbox node: run tests/run"]
+async fn an_image_with_a_directory_at_etc_hosts_gets_a_container_as_declared() {
+    let node = node();
+    let mut cleanup = Cleanup::new(&node);
+    let runtime = connect(&node).await;
+    let image = format!("{}:test", unique("hosts-dir"));
+    cleanup.images.push(image.clone());
+    let name = unique("hosts-dir");
+    cleanup.containers.push(name.clone());
+    // An image of one directory, /etc/hosts/.
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Directory);
+    header.set_mode(0o755);
+    header.set_size(0);
+    let mut archive = tar::Builder::new(Vec::new());
+    archive
+        .append_data(&mut header, "etc/hosts/", std::io::empty())
+        .expect("tar");
+    let bytes = archive.into_inner().expect("tar");
+    let host = format!("unix://{}", node.socket);
+    let mut import = Command::new("docker")
+        .args(["-H", &host, "import", "-", &image])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("docker import");
+    std::io::Write::write_all(&mut import.stdin.take().expect("stdin"), &bytes).expect("write");
+    assert!(import.wait().expect("import").success());
+
+    let mut declared = spec(&node, &name, "true");
+    declared.image = image;
+    runtime.create(&declared).await.expect("create");
+    // Docker refused to put a file in place of the image's directory: the
+    // container is made as declared, with Docker's network hook.
+    let made = docker_cli(
+        &node,
+        &["inspect", "-f", "{{.Config.NetworkDisabled}}", &name],
+    );
+    assert_eq!(made, "false");
+    let making = docker_cli(
+        &node,
+        &[
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("name=^/{}$", making_name(&name)),
+        ],
+    );
+    assert_eq!(making, "", "nothing is left under the making name");
 }

@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::declaration::{Container, Resource};
-use crate::runtime::{stop_run, LABEL_RESOURCE};
+use crate::runtime::{
+    is_left_from_making, stop_run, ContainerSummary, LABEL_MADE_AS, LABEL_RESOURCE,
+};
 
 use super::{Action, Halt, Run};
 use crate::container_spec;
@@ -115,7 +117,14 @@ impl Run<'_> {
             .containers()
             .map(|(_, c)| c.name.as_str())
             .collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
         for (name, summary) in &listing {
+            if is_left_from_making(summary, now) {
+                self.remove_left_from_making(summary, &declared).await;
+                continue;
+            }
             if declared.contains(name.as_str())
                 || self.consumed.contains(name)
                 || !self.known.contains(name)
@@ -161,6 +170,30 @@ impl Run<'_> {
             .collect();
         for name in undeclared {
             self.inputs.remove(&name);
+        }
+    }
+
+    /// Remove a container an interrupted create left under its making name
+    /// (runtime::making_name), if made as a name this state declares or
+    /// knows: another state directory's are not ours.
+    async fn remove_left_from_making(&self, summary: &ContainerSummary, declared: &BTreeSet<&str>) {
+        let made_as = summary
+            .labels
+            .get(LABEL_MADE_AS)
+            .map(String::as_str)
+            .unwrap_or_default();
+        if !declared.contains(made_as) && !self.known.contains(made_as) {
+            return;
+        }
+        match self.runtime().remove(&summary.name).await {
+            Ok(()) => tracing::info!(
+                "container {}, left by an interrupted create of {made_as}, is removed",
+                summary.name
+            ),
+            Err(e) => tracing::warn!(
+                "cannot remove container {}, left by an interrupted create of {made_as}: {e}",
+                summary.name
+            ),
         }
     }
 }

@@ -626,6 +626,54 @@ async fn undeclared_managed_containers_are_removed_and_foreign_ones_never_touche
     );
 }
 
+/// A managed container under `name`'s making name, made as `name`, never
+/// started, created `age` seconds ago.
+fn left_from_making(r: &Rig, name: &str, age: i64) -> String {
+    let making = crate::runtime::making_name(name);
+    let mut spec = managed(&making, name, &img(1));
+    spec.labels
+        .insert(crate::runtime::LABEL_MADE_AS.into(), name.into());
+    r.fake.add_container(spec, false);
+    r.fake.age(&making, age);
+    making
+}
+
+#[tokio::test]
+async fn containers_left_by_interrupted_creates_are_removed_once_past_the_grace_if_ours() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let first = r
+        .apply(json!([service("web", &img(1)), service("db", &img(1))]))
+        .await;
+    assert!(first.ok, "{first}");
+    let grace = crate::runtime::MAKING_GRACE.as_secs() as i64;
+    // Declared, and known: past the grace, removed.
+    let web_old = left_from_making(&r, "web", grace + 5);
+    // Known but no longer declared: removed too.
+    let db_old = left_from_making(&r, "db", grace + 5);
+    // Within the grace: a create may still be making it.
+    let web_new = left_from_making(&r, "web2", 30);
+    // Made as a name this state never declared: another state's.
+    let other = left_from_making(&r, "theirs", grace + 5);
+    r.fake.clear_calls();
+    let report = r
+        .apply(json!([service("web", &img(1)), service("web2", &img(1))]))
+        .await;
+    assert!(report.ok, "{report}");
+    let names = r.fake.container_names();
+    for gone in [&web_old, &db_old] {
+        assert!(!names.contains(gone), "{gone} is removed: {names:?}");
+    }
+    for kept in [&web_new, &other] {
+        assert!(names.contains(kept), "{kept} stays: {names:?}");
+    }
+    // Nothing of it in the report: web unchanged, web2 created, db removed.
+    assert_eq!(
+        actions(&report),
+        pairs(&[("web", "unchanged"), ("web2", "created"), ("db", "removed")])
+    );
+}
+
 #[tokio::test]
 async fn step_containers_of_declared_steps_stay_and_a_renamed_service_is_recreated() {
     let r = Rig::new();

@@ -13,12 +13,16 @@ mod containers;
 mod events;
 mod health;
 mod images;
+mod network_none;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};
 
 #[async_trait::async_trait]
 impl ContainerRuntime for DockerRuntime {
     async fn create(&self, spec: &ContainerSpec) -> Result<ContainerId, RuntimeError> {
+        if network_none::applies(self, spec) {
+            return network_none::create(self, spec).await;
+        }
         containers::create(self, spec).await
     }
 

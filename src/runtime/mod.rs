@@ -34,6 +34,32 @@ pub const LABEL_MODULE: &str = "mesh-host.module";
 /// The value of [`LABEL_MANAGED`] on managed containers.
 pub const MANAGED_VALUE: &str = "true";
 
+/// Label holding the name a container made under its making name
+/// ([`making_name`]) is for.
+pub const LABEL_MADE_AS: &str = "mesh-host.made-as";
+
+/// How old a container under a making name must be before an apply takes
+/// it for one left by an interrupted create: a create's three requests take
+/// at most three minutes (their timeouts), normally a fraction of a second.
+pub const MAKING_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The name a container is created under while it is made whole, before it
+/// is renamed to `name` (Docker, network `none`: docs/apply.md).
+pub fn making_name(name: &str) -> String {
+    format!("{name}.making")
+}
+
+/// Whether `summary` is a container an interrupted create left under its
+/// making name, older than [`MAKING_GRACE`] at `now` (Unix seconds).
+pub fn is_left_from_making(summary: &ContainerSummary, now: i64) -> bool {
+    !summary.running
+        && summary
+            .labels
+            .get(LABEL_MADE_AS)
+            .is_some_and(|name| summary.name == making_name(name))
+        && now.saturating_sub(summary.created) >= MAKING_GRACE.as_secs() as i64
+}
+
 /// A container runtime: Docker (or anything speaking its Engine API).
 ///
 /// Every method addresses containers by name. Methods that change state
@@ -328,6 +354,8 @@ pub struct ContainerSummary {
     pub running: bool,
     /// The container's labels.
     pub labels: BTreeMap<String, String>,
+    /// When it was created, in Unix seconds.
+    pub created: i64,
 }
 
 /// How the runtime places containers in cgroups.

@@ -63,6 +63,22 @@ pub fn last(events: &[(String, String)], name: &str, action: &str) -> usize {
         .unwrap_or_else(|| panic!("Docker saw no {action} of {name}: {events:?}"))
 }
 
+/// Whether Docker's `action` is a container coming to be under its name:
+/// `create`, or, for one of network `none` that mesh-host made under its
+/// making name first and then named (docs/apply.md), `rename`.
+pub fn is_made(action: &str) -> bool {
+    action == "create" || action == "rename"
+}
+
+/// Where Docker first saw `name` come to be under its name ([`is_made`]);
+/// panics, naming what it saw, when it never did.
+pub fn first_made(events: &[(String, String)], name: &str) -> usize {
+    events
+        .iter()
+        .position(|(n, a)| n == name && is_made(a))
+        .unwrap_or_else(|| panic!("Docker saw {name} never made: {events:?}"))
+}
+
 /// How many times Docker saw `action` of `name` among `events`.
 pub fn count(events: &[(String, String)], name: &str, action: &str) -> usize {
     events

@@ -20,8 +20,11 @@ use super::{quote, wait_for, Node};
 /// Markers made so far in this test binary (a marker is unique to its log).
 static MARKERS: AtomicU32 = AtomicU32::new(0);
 
-/// The lifecycle actions a log keeps.
-const ACTIONS: [&str; 6] = ["create", "start", "stop", "die", "kill", "destroy"];
+/// The lifecycle actions a log keeps (`rename`: a container of network
+/// `none` taking its name once made whole, `declare::is_made`).
+const ACTIONS: [&str; 7] = [
+    "create", "rename", "start", "stop", "die", "kill", "destroy",
+];
 
 /// See the module documentation. The stream ends when the log is finished
 /// or dropped (a test that failed early), and after ten minutes at most;

@@ -350,7 +350,7 @@ impl World {
             .filter(|(_, a)| {
                 matches!(
                     a.as_str(),
-                    "create" | "start" | "stop" | "die" | "kill" | "destroy"
+                    "create" | "rename" | "start" | "stop" | "die" | "kill" | "destroy"
                 )
             })
             .collect()

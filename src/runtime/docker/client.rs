@@ -34,6 +34,8 @@ pub struct DockerRuntime {
     pub(super) docker: Docker,
     pub(super) endpoint: String,
     api_version: String,
+    /// Podman's Docker-compatible API answers, not Docker.
+    podman: bool,
 }
 
 impl DockerRuntime {
@@ -71,12 +73,14 @@ impl DockerRuntime {
         }
         .map_err(|err| unreachable(error_chain(&err)))?;
 
-        // negotiate_version lowers the shared client version to the daemon's
-        // when that is older; clones share it.
-        let negotiated = docker
+        // One version request: the API version every request is pinned to
+        // (the daemon's when older than the client's, as bollard's
+        // negotiation does), and who answers (Podman names itself among
+        // the components).
+        let answer = docker
             .clone()
             .with_timeout(CONNECT_TIMEOUT)
-            .negotiate_version()
+            .version()
             .await
             .map_err(|err| match err {
                 BollardError::RequestTimeoutError => unreachable(format!(
@@ -85,13 +89,24 @@ impl DockerRuntime {
                 )),
                 other => unreachable(error_chain(&other)),
             })?;
-        let api_version = negotiated.client_version().to_string();
+        let api_version = pinned_version(answer.api_version.as_deref()).ok_or_else(|| {
+            unreachable(format!(
+                "the version answer names no API version of the form 1.N: {:?}",
+                answer.api_version
+            ))
+        })?;
+        let podman = answer
+            .components
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.name.starts_with("Podman"));
         let prefix = format!("/v{api_version}");
         let docker = docker.with_request_modifier(move |request| pin_version(request, &prefix));
         Ok(DockerRuntime {
             docker,
             endpoint,
             api_version,
+            podman,
         })
     }
 
@@ -103,6 +118,11 @@ impl DockerRuntime {
     /// The Engine API version requests are pinned to (e.g. `1.41`).
     pub fn api_version(&self) -> &str {
         &self.api_version
+    }
+
+    /// Whether Podman's Docker-compatible API answers rather than Docker.
+    pub fn is_podman(&self) -> bool {
+        self.podman
     }
 
     /// A client whose request timeout is `timeout` (clones share the
@@ -175,6 +195,15 @@ pub(super) async fn cgroup_driver(rt: &DockerRuntime) -> Result<CgroupDriver, Ru
             ),
         }),
     }
+}
+
+/// The API version requests are pinned to: the daemon's `1.N` when older
+/// than the client's, else the client's; `None` when the daemon names none.
+pub(super) fn pinned_version(server: Option<&str>) -> Option<String> {
+    let minor = |v: &str| v.strip_prefix("1.")?.parse::<usize>().ok();
+    let server = minor(server?)?;
+    let client = bollard::API_DEFAULT_VERSION;
+    Some(format!("1.{}", server.min(client.minor_version)))
 }
 
 /// Prefixes the request path with the negotiated API version.

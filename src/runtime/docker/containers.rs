@@ -36,7 +36,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 impl DockerRuntime {
     /// Raw inspect; `None` on 404.
-    async fn inspect_raw(
+    pub(super) async fn inspect_raw(
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, RuntimeError> {
@@ -128,28 +128,34 @@ impl DockerRuntime {
     }
 }
 
-/// Creates the container `spec` describes, labelled as managed ([`crate::runtime::ContainerRuntime::create`]).
+/// Creates the container `spec` describes, labelled as managed
+/// ([`crate::runtime::ContainerRuntime::create`]).
 pub(super) async fn create(
     rt: &DockerRuntime,
     spec: &ContainerSpec,
 ) -> Result<ContainerId, RuntimeError> {
+    create_as(rt, &spec.name, &spec.image, create_body(spec)).await
+}
+
+/// One create request of `body` (of `image`) under `name`.
+pub(super) async fn create_as(
+    rt: &DockerRuntime,
+    name: &str,
+    image: &str,
+    body: ContainerCreateBody,
+) -> Result<ContainerId, RuntimeError> {
     let options = CreateContainerOptions {
-        name: Some(spec.name.clone()),
+        name: Some(name.to_owned()),
         ..Default::default()
     };
-    let name = &spec.name;
-    match rt
-        .docker
-        .create_container(Some(options), create_body(spec))
-        .await
-    {
+    match rt.docker.create_container(Some(options), body).await {
         Ok(created) => Ok(ContainerId(created.id)),
         Err(BollardError::DockerResponseServerError {
             status_code: 404,
             message,
         }) if message.to_ascii_lowercase().contains("no such image") => {
             Err(RuntimeError::NotFound {
-                what: format!("image {} (for container {name})", spec.image),
+                what: format!("image {image} (for container {name})"),
             })
         }
         Err(err) => Err(rt.error(
@@ -289,7 +295,11 @@ pub(super) async fn remove_stopped(rt: &DockerRuntime, name: &str) -> Result<(),
 /// One removal request; missing is `Ok`. A 409 is, forced, a removal
 /// already in progress (e.g. auto-remove), waited for; unforced, Docker's
 /// refusal of a running container.
-async fn remove_with(rt: &DockerRuntime, name: &str, force: bool) -> Result<(), RuntimeError> {
+pub(super) async fn remove_with(
+    rt: &DockerRuntime,
+    name: &str,
+    force: bool,
+) -> Result<(), RuntimeError> {
     let what = format!("container {name}");
     let context = format!("remove container {name}");
     let options = RemoveContainerOptions {
@@ -412,6 +422,7 @@ pub(super) async fn list_managed(
                 Some(ContainerSummaryStateEnum::RUNNING | ContainerSummaryStateEnum::RESTARTING)
             ),
             labels: to_btree(c.labels),
+            created: c.created.unwrap_or_default(),
         })
         .collect())
 }

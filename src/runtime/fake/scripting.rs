@@ -1,0 +1,173 @@
+//! The fake's scripting: failures, delays and exits a test arms before
+//! it acts.
+
+use std::time::Duration;
+
+use super::*;
+
+impl FakeRuntime {
+    /// Every start of `name` fails (with [`RuntimeError::Api`]) until
+    /// [`heal_start`](Self::heal_start).
+    pub fn fail_start(&self, name: &str) {
+        self.state().fail_start.insert(name.to_owned());
+    }
+
+    /// Undoes [`fail_start`](Self::fail_start).
+    pub fn heal_start(&self, name: &str) {
+        self.state().fail_start.remove(name);
+    }
+
+    /// Every stop of `name` fails (with [`RuntimeError::Api`]) and leaves it
+    /// running.
+    pub fn fail_stop(&self, name: &str) {
+        self.state().fail_stop.insert(name.to_owned());
+    }
+
+    /// The next create of `name` fails with `error`.
+    pub fn fail_create(&self, name: &str, error: RuntimeError) {
+        self.state().fail_create.insert(name.to_owned(), error);
+    }
+
+    /// Every pull of `image` fails with `error`.
+    pub fn fail_pull(&self, image: &str, error: RuntimeError) {
+        self.state().fail_pull.insert(
+            image.to_owned(),
+            PullFailure {
+                error,
+                remaining: None,
+            },
+        );
+    }
+
+    /// The next `times` pulls of `image` fail with `error`; later ones work.
+    pub fn fail_pull_times(&self, image: &str, error: RuntimeError, times: usize) {
+        if times == 0 {
+            self.state().fail_pull.remove(image);
+            return;
+        }
+        self.state().fail_pull.insert(
+            image.to_owned(),
+            PullFailure {
+                error,
+                remaining: Some(times),
+            },
+        );
+    }
+
+    /// Every call fails with [`RuntimeError::Unreachable`] while set.
+    pub fn set_unreachable(&self, unreachable: bool) {
+        self.state().unreachable = unreachable;
+    }
+
+    /// Waits on `name`, the one in progress included, fail while the
+    /// container keeps running: the runtime lost track of the run.
+    pub fn lose_track(&self, name: &str) {
+        self.state().lost_track.insert(name.to_owned());
+        self.shared.changed.notify_waiters();
+    }
+
+    /// `name` has a health check: `starting` for `after` once started, then
+    /// `status` (`healthy` or `unhealthy`) with `output`.
+    pub fn set_health(&self, name: &str, status: &str, output: &str, after: Duration) {
+        self.state()
+            .health
+            .insert(name.to_owned(), (status.into(), output.into(), after));
+    }
+
+    /// Every inspect of `name` panics (a bug in the host's code path).
+    pub fn panic_on_inspect(&self, name: &str) {
+        self.state().panic_on_inspect.insert(name.to_owned());
+    }
+
+    /// The driver [`ContainerRuntime::cgroup_driver`] reports.
+    pub fn set_cgroup_driver(&self, driver: CgroupDriver) {
+        self.state().driver = Some(driver);
+    }
+
+    /// Each run of `name` (a step run to completion) exits with `code`
+    /// `after` it starts; a run already going ends `after` from now. Without
+    /// this a container runs until stopped or killed.
+    pub fn exit_with(&self, name: &str, code: i64, after: Duration) {
+        let run = {
+            let mut state = self.state();
+            state.exit_scripts.insert(name.to_owned(), (code, after));
+            state
+                .containers
+                .get(name)
+                .filter(|c| c.status == Status::Running)
+                .map(|c| c.run)
+        };
+        if let Some(run) = run {
+            self.arm_exit(name, run, code, after);
+        }
+    }
+
+    /// Stops of `name` take `delay` (tokio time) before the container
+    /// exits, like a service with a slow shutdown.
+    pub fn stop_delay(&self, name: &str, delay: Duration) {
+        self.state().stop_delays.insert(name.to_owned(), delay);
+    }
+
+    /// Stops of `name` return `delay` (tokio time) after the container
+    /// died, like Docker's, which cleans the container up (its mounts, its
+    /// network) between its `die` and its stop's answer.
+    pub fn stop_cleanup(&self, name: &str, delay: Duration) {
+        self.state().stop_cleanups.insert(name.to_owned(), delay);
+    }
+
+    /// Starts of `name` take `delay` before the container runs (an image
+    /// slow to come up): the start is recorded when asked for.
+    pub fn start_delay(&self, name: &str, delay: Duration) {
+        self.state().start_delays.insert(name.to_owned(), delay);
+    }
+
+    /// The exit code a stop of `name` produces (default 0: a process that
+    /// handles SIGTERM).
+    pub fn stop_exit_code(&self, name: &str, code: i64) {
+        self.state().stop_exit_codes.insert(name.to_owned(), code);
+    }
+
+    /// Starts `name` behind the host's back (an operator, a restart
+    /// policy): not recorded as a call; emits a start event.
+    pub fn external_start(&self, name: &str) -> bool {
+        let run = {
+            let mut state = self.state();
+            match state.containers.get(name) {
+                Some(c) if c.status != Status::Running => state.begin_run(name),
+                _ => None,
+            }
+        };
+        if let Some(run) = run {
+            self.arm_scripted_exit(name, run);
+        }
+        run.is_some()
+    }
+
+    /// Ends the current run of `name` with `code` behind the host's back
+    /// (a crash): not recorded as a call.
+    pub fn external_exit(&self, name: &str, code: i64) {
+        self.state().end_run(name, code);
+        self.shared.changed.notify_waiters();
+    }
+
+    pub(super) fn arm_scripted_exit(&self, name: &str, run: u64) {
+        let script = self.state().exit_scripts.get(name).copied();
+        if let Some((code, after)) = script {
+            self.arm_exit(name, run, code, after);
+        }
+    }
+
+    fn arm_exit(&self, name: &str, run: u64, code: i64, after: Duration) {
+        let this = self.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let mut state = this.state();
+            if state.containers.get(&name).is_some_and(|c| c.run == run) {
+                state.end_run(&name, code);
+            }
+            drop(state);
+            this.shared.changed.notify_waiters();
+        });
+    }
+}
