@@ -360,7 +360,13 @@ impl World {
 impl Drop for World {
     fn drop(&mut self) {
         if !self.cleanup.is_empty() {
-            let names: Vec<String> = self.cleanup.iter().map(|n| quote(n)).collect();
+            // And what a create interrupted by the test may have left under
+            // a name's making name (docs/apply.md).
+            let names: Vec<String> = self
+                .cleanup
+                .iter()
+                .flat_map(|n| [quote(n), quote(&format!("{n}.making"))])
+                .collect();
             let _ = self
                 .node
                 .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
