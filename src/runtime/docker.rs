@@ -81,7 +81,7 @@ impl ContainerRuntime for DockerRuntime {
 
 #[cfg(test)]
 mod tests {
-    use super::client::pin_version;
+    use super::client::{pin_version, pinned_version};
     use super::containers::{create_body, is_podman_stopped};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
@@ -90,6 +90,18 @@ mod tests {
     use bollard::models::{HealthConfig, MountType, RestartPolicyNameEnum};
     use std::collections::BTreeMap;
     use std::time::Duration;
+
+    #[test]
+    fn requests_are_pinned_to_the_older_of_the_daemons_api_and_the_clients() {
+        // Docker 20.10 and Podman 4.3 both answer 1.41.
+        assert_eq!(pinned_version(Some("1.41")).as_deref(), Some("1.41"));
+        // A daemon newer than the client: the client's own version.
+        let client = bollard::API_DEFAULT_VERSION.minor_version;
+        assert_eq!(pinned_version(Some("1.99")), Some(format!("1.{client}")));
+        for unusable in [None, Some(""), Some("2.0"), Some("1.x"), Some("1")] {
+            assert_eq!(pinned_version(unusable), None, "{unusable:?}");
+        }
+    }
 
     #[test]
     fn podmans_transient_stopped_state_is_told_from_other_refusals() {
