@@ -93,7 +93,7 @@ pub(super) async fn create(
         Ok(()) => {}
         Err(refused @ RuntimeError::Api { .. }) => {
             remove_with(rt, &id.0, true).await?;
-            tracing::debug!(
+            tracing::info!(
                 "container {name} is created with Docker's network hook: its /etc/hosts \
                  could not be put in ({refused})"
             );
