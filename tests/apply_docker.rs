@@ -1100,7 +1100,7 @@ fn an_apply_killed_before_naming_a_container_leaves_it_unnamed_and_the_next_appl
     // declared name, and the next apply clears what was left and makes it.
     let mut w = World::new("naming");
     let web = w.name("web");
-    let making = format!("{web}.making");
+    let making = mesh_host::runtime::making_name(&web);
     let decl = w.declaration(
         "d.json",
         json!([{"id": "web", "type": "container", "name": web, "image": w.busybox(),

@@ -365,7 +365,7 @@ impl Drop for World {
             let names: Vec<String> = self
                 .cleanup
                 .iter()
-                .flat_map(|n| [quote(n), quote(&format!("{n}.making"))])
+                .flat_map(|n| [quote(n), quote(&mesh_host::runtime::making_name(n))])
                 .collect();
             let _ = self
                 .node
