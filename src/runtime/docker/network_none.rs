@@ -81,11 +81,11 @@ pub(super) async fn create(
 ) -> Result<ContainerId, RuntimeError> {
     let name = &spec.name;
     let making = making_name(name);
-    let body = without_hook(super::containers::create_body(spec), name);
-    let id = match create_as(rt, &making, &spec.image, body.clone()).await {
+    let body = || without_hook(super::containers::create_body(spec), name);
+    let id = match create_as(rt, &making, &spec.image, body()).await {
         Err(RuntimeError::Conflict { .. }) => {
             clear_left_over(rt, name, &making).await?;
-            create_as(rt, &making, &spec.image, body).await?
+            create_as(rt, &making, &spec.image, body()).await?
         }
         other => other?,
     };
