@@ -1108,34 +1108,20 @@ fn an_apply_killed_before_naming_a_container_leaves_it_unnamed_and_the_next_appl
                 "command": ["sh", "-c", format!("ping -c 1 -W 2 localhost && {SERVICE_CMD}")]}]),
     );
     w.pulled_busybox();
-    let mut args = vec![
-        format!("MESH_HOST_FAULT=pause-before-naming:{web}"),
-        w.bin.clone(),
-    ];
-    args.extend(w.mesh_args(&["apply", &decl, "--local"], Some(&decl)));
-    let killed = w
-        .node
-        .command("env", &args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let killed = w.mesh_spawn_faulted(
+        &format!("pause-before-naming:{web}"),
+        &["apply", &decl, "--local"],
+        Some(&decl),
+    );
     wait_for("the making container", Duration::from_secs(60), || {
-        w.node
-            .docker(&["inspect", &making])
-            .status
-            .success()
-            .then_some(())
+        w.exists(&making).then_some(())
     });
     let state = w.path("state");
     let pattern = format!("[a]pply {decl} --local --state-dir {state}");
     w.node
         .sh_ok(&format!("pkill -KILL -f -- {}", quote(&pattern)));
     finish(killed, "the killed apply");
-    assert!(
-        !w.node.docker(&["inspect", &web]).status.success(),
-        "{web} exists"
-    );
+    assert!(!w.exists(&web), "{web} exists");
     assert_eq!(
         w.inspect(
             &making,
@@ -1148,10 +1134,7 @@ fn an_apply_killed_before_naming_a_container_leaves_it_unnamed_and_the_next_appl
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(has_line(&out, "web created"), "{}", stdout(&out));
     w.wait_running("web to run", &web);
-    assert!(
-        !w.node.docker(&["inspect", &making]).status.success(),
-        "{making} is left"
-    );
+    assert!(!w.exists(&making), "{making} is left");
     // Its /etc/hosts is in: localhost answered before it began to serve.
     let logs = w.node.docker_ok(&["logs", &web]);
     assert!(logs.contains("1 packets received"), "{logs}");

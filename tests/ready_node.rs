@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
 use support::declare::{self, count, first, first_made, is_made, text};
 use support::event_log::EventLog;
-use support::world::World;
+use support::world::{lists_pid, World};
 use support::{quote, wait_for, CgroupDriver};
 
 fn json_of(out: &Output) -> Value {
@@ -146,14 +146,9 @@ fn a_step_is_ready_before_it_is_due_and_its_due_second_costs_only_a_start() {
     );
     // It runs in its fire's unit: systemd lists its process there.
     let pid = w.inspect(&run, "{{.State.Pid}}");
-    let status = w
-        .node
-        .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
-    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let status = w.unit_status(&unit);
     assert!(
-        status.lines().any(|l| l
-            .split_whitespace()
-            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)),
+        lists_pid(&status, &pid),
         "pid {pid} not in {unit}:\n{status}"
     );
     // And stopping that unit still ends the run; the service runs again.
@@ -255,14 +250,9 @@ fn a_ready_container_removed_by_hand_after_it_was_looked_at_is_made_again_and_ru
     );
     assert_ne!(w.inspect(&run, "{{.Id}}"), ready_id, "made again");
     let pid = w.inspect(&run, "{{.State.Pid}}");
-    let status = w
-        .node
-        .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
-    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let status = w.unit_status(&unit);
     assert!(
-        status.lines().any(|l| l
-            .split_whitespace()
-            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)),
+        lists_pid(&status, &pid),
         "pid {pid} not in {unit}:\n{status}"
     );
     let events = log.finish();

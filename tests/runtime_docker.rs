@@ -763,6 +763,12 @@ fn prestart_hooks(node: &Node, id: &str) -> Vec<serde_json::Value> {
         .unwrap_or_default()
 }
 
+/// The ID of what stands under `name`'s making name, or "".
+fn under_making_name(node: &Node, name: &str) -> String {
+    let filter = format!("name=^/{}$", making_name(name));
+    docker_cli(node, &["ps", "-aq", "--filter", &filter])
+}
+
 /// The logs of `name` once they hold `line`, for at most 20 s.
 fn logs_with(node: &Node, name: &str, line: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -811,15 +817,7 @@ async fn a_network_none_container_starts_without_the_network_hook_and_resolves_l
         .expect("inspect")
         .expect("exists");
     assert_eq!(info.labels.get(LABEL_MADE_AS), Some(&name));
-    let making = docker_cli(
-        &node,
-        &[
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("name=^/{}$", making_name(&name)),
-        ],
-    );
+    let making = under_making_name(&node, &name);
     assert_eq!(making, "", "a container is left under the making name");
 
     // The peer: what the docker CLI makes of the same container.
@@ -984,14 +982,6 @@ async fn an_image_with_a_directory_at_etc_hosts_gets_a_container_as_declared() {
         &["inspect", "-f", "{{.Config.NetworkDisabled}}", &name],
     );
     assert_eq!(made, "false");
-    let making = docker_cli(
-        &node,
-        &[
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("name=^/{}$", making_name(&name)),
-        ],
-    );
+    let making = under_making_name(&node, &name);
     assert_eq!(making, "", "nothing is left under the making name");
 }

@@ -176,18 +176,11 @@ fn a_local_run_killed_between_two_starts_of_its_close_is_adopted_and_both_run() 
     d.start();
     assert!(w.running(&a) && w.running(&b), "applied at start");
     let log = EventLog::start(&w, &[&a, &b, &run]);
-    let mut args = vec![
-        format!("MESH_HOST_FAULT=pause-before-start:{a}"),
-        w.bin.clone(),
-    ];
-    args.extend(w.mesh_args(&["run", &id, "--local"], None));
-    let local = w
-        .node
-        .command("env", &args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let local = w.mesh_spawn_faulted(
+        &format!("pause-before-start:{a}"),
+        &["run", &id, "--local"],
+        None,
+    );
     let state = w.dir.join("state");
     let record = wait_for(
         "the close to pause before starting a",
@@ -871,18 +864,11 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
     let state_path = w.path("state");
     let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
     let log = EventLog::start(w, &[svc, run]);
-    let mut args = vec![
-        format!("MESH_HOST_FAULT=pause-before-stop:{id}"),
-        w.bin.clone(),
-    ];
-    args.extend(w.mesh_args(&["run", id, "--local"], None));
-    let local = w
-        .node
-        .command("env", &args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let local = w.mesh_spawn_faulted(
+        &format!("pause-before-stop:{id}"),
+        &["run", id, "--local"],
+        None,
+    );
     wait_for("the window to open", Duration::from_secs(30), || {
         (!records(&w.dir.join("state")).is_empty()).then_some(())
     });
@@ -1028,18 +1014,11 @@ fn a_local_run_killed_just_after_its_scope_started_leaves_no_scope_behind() {
         eprintln!("the systemd driver makes no scope of ours: nothing to check");
         return;
     }
-    let mut args = vec![
-        format!("MESH_HOST_FAULT=pause-after-unit:{id}"),
-        w.bin.clone(),
-    ];
-    args.extend(w.mesh_args(&["run", id, "--local"], None));
-    let local = w
-        .node
-        .command("env", &args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let local = w.mesh_spawn_faulted(
+        &format!("pause-after-unit:{id}"),
+        &["run", id, "--local"],
+        None,
+    );
     let scope = wait_for("the step's scope", Duration::from_secs(30), || {
         step_scopes(w, id).into_iter().next()
     });

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::declare::{self, count, first, free_port, last};
-use support::world::{stamp, World, SERVICE_CMD};
+use support::world::{lists_pid, stamp, World, SERVICE_CMD};
 use support::{quote, stdout, unique_name, wait_for, CgroupDriver};
 
 #[test]
@@ -354,14 +354,6 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     assert!(resumed.contains("resuming the window of gc"), "{resumed}");
 }
 
-/// True when `pid` stands as a word of `text` (a line of `systemctl status`).
-fn lists_pid(text: &str, pid: &str) -> bool {
-    text.lines().any(|l| {
-        l.split_whitespace()
-            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)
-    })
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_run() {
@@ -450,10 +442,7 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
     );
     // systemd itself shows the step container's process in the unit, and
     // the kernel has it in the unit's cgroup.
-    let status = w
-        .node
-        .sh(&format!("systemctl status --no-pager {}", quote(&unit)));
-    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let status = w.unit_status(&unit);
     assert!(
         lists_pid(&status, &pid) && status.contains("sleep 60"),
         "pid {pid} not in:\n{status}"

@@ -41,6 +41,15 @@ pub struct World {
     accounts: Vec<Cleanup>,
 }
 
+/// Whether `pid` stands as a word of `status` (`systemctl status`, its
+/// tree drawing trimmed): systemd lists that process in the unit.
+pub fn lists_pid(status: &str, pid: &str) -> bool {
+    status.lines().any(|l| {
+        l.split_whitespace()
+            .any(|w| w.trim_start_matches(['├', '└', '─', '│']) == pid)
+    })
+}
+
 /// Now, as Docker's `--since`/`--until` read it (seconds and nanoseconds).
 pub fn stamp() -> String {
     let d = SystemTime::now()
@@ -300,6 +309,28 @@ impl World {
             .docker(&["inspect", "-f", "{{.State.Running}}", name])
             .stdout
             .starts_with(b"true")
+    }
+
+    /// `systemctl status UNIT` as the node prints it, whatever its exit
+    /// code.
+    pub fn unit_status(&self, unit: &str) -> String {
+        let out = self
+            .node
+            .sh(&format!("systemctl status --no-pager {}", quote(unit)));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `mesh-host ARGS` spawned with `MESH_HOST_FAULT=FAULT` (src/fault.rs,
+    /// debug builds), its output piped, as [`World::mesh_spawn`].
+    pub fn mesh_spawn_faulted(&self, fault: &str, args: &[&str], decl: Option<&str>) -> Child {
+        let mut all = vec![format!("MESH_HOST_FAULT={fault}"), self.bin.clone()];
+        all.extend(self.mesh_args(args, decl));
+        self.node
+            .command("env", &all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mesh-host")
     }
 
     /// Docker has a container by that name.
