@@ -127,11 +127,8 @@ if [[ ${1:-} == --inside ]]; then
 fi
 
 # ---------------------------------------------------------------- outside
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-node=$repo/tests/node/node
-"$node" status >/dev/null 2>&1 || die "no sandbox node is up: start one with tests/node/node up"
-state=$("$node" env | sed -n 's/^MESH_NODE_STATE=//p')
-[[ -n $state ]] || die "the node env file lacks MESH_NODE_STATE"
+# shellcheck source=benches/node-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/node-env.sh"
 bin=${MESH_HOST_BIN:-}
 if [[ -z $bin ]]; then
 	(cd "$repo" && cargo build --release --bin mesh-host >&2)

@@ -98,13 +98,8 @@ if [[ ${1:-} == --inside ]]; then
 fi
 
 # ---------------------------------------------------------------- outside
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-node=$repo/tests/node/node
-"$node" status >/dev/null 2>&1 || die "no sandbox node is up: start one with tests/node/node up"
-env_value() { "$node" env | sed -n "s/^$1=//p"; }
-state=$(env_value MESH_NODE_STATE)
-img=$(env_value MESH_NODE_IMAGE_BUSYBOX)
-[[ -n $state && -n $img ]] || die "the node env file lacks MESH_NODE_STATE or MESH_NODE_IMAGE_BUSYBOX"
+# shellcheck source=benches/node-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/node-env.sh"
 prefix=mhage-$$
 dir=$state/bench/$prefix
 mkdir -p "$dir"
