@@ -24,6 +24,11 @@
 //!   its own (src/runtime/docker/network_none.rs), for a minute: a node
 //!   test kills the process there.
 //!
+//! `MESH_HOST_MAKING_GRACE_SECS=N` shortens the age (ten minutes) at which
+//! an apply takes a container under a making name for one an interrupted
+//! create left, so that a node test need not wait for it
+//! (tests/apply_docker.rs).
+//!
 //! `MESH_HOST_CLOSE_BUDGET_SECS=N` shortens the closing budget every close
 //! spends (confirming a lost step stopped, starting what a window held,
 //! whoever closes it) from five minutes to N seconds, so that a node test can spend it while
@@ -71,6 +76,24 @@ pub async fn pause(_name: &str, _subject: &str) {}
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn point(_name: &str, _subject: &str) {}
+
+/// How old a container left under a making name must be before an apply
+/// removes it: `grace`, or what `MESH_HOST_MAKING_GRACE_SECS` says (debug
+/// builds only).
+#[cfg(debug_assertions)]
+pub fn making_grace(grace: Duration) -> Duration {
+    std::env::var("MESH_HOST_MAKING_GRACE_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(grace, Duration::from_secs)
+}
+
+/// Release builds: always `grace`.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn making_grace(grace: Duration) -> Duration {
+    grace
+}
 
 /// The closing budget a close spends: `budget`, or what
 /// `MESH_HOST_CLOSE_BUDGET_SECS` says (debug builds only).

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::declaration::{Container, Resource};
 use crate::runtime::{
-    is_left_from_making, stop_run, ContainerSummary, LABEL_MADE_AS, LABEL_RESOURCE,
+    is_left_from_making, stop_run, ContainerSummary, LABEL_MADE_AS, LABEL_RESOURCE, MAKING_GRACE,
 };
 
 use super::{Action, Halt, Run};
@@ -120,8 +120,9 @@ impl Run<'_> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
+        let grace = crate::fault::making_grace(MAKING_GRACE);
         for (name, summary) in &listing {
-            if is_left_from_making(summary, now) {
+            if is_left_from_making(summary, now, grace) {
                 self.remove_left_from_making(summary, &declared).await;
                 continue;
             }

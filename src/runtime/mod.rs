@@ -50,14 +50,18 @@ pub fn making_name(name: &str) -> String {
 }
 
 /// Whether `summary` is a container an interrupted create left under its
-/// making name, older than [`MAKING_GRACE`] at `now` (Unix seconds).
-pub fn is_left_from_making(summary: &ContainerSummary, now: i64) -> bool {
+/// making name, at least `grace` old at `now` (Unix seconds).
+pub fn is_left_from_making(
+    summary: &ContainerSummary,
+    now: i64,
+    grace: std::time::Duration,
+) -> bool {
     !summary.running
         && summary
             .labels
             .get(LABEL_MADE_AS)
             .is_some_and(|name| summary.name == making_name(name))
-        && now.saturating_sub(summary.created) >= MAKING_GRACE.as_secs() as i64
+        && now.saturating_sub(summary.created) >= grace.as_secs() as i64
 }
 
 /// A container runtime: Docker (or anything speaking its Engine API).
