@@ -188,3 +188,64 @@ fn check_refuses_declared_paths_under_tmp_naming_the_reason() {
         );
     }
 }
+
+#[test]
+fn check_refuses_paths_the_unit_cannot_write_and_the_hosts_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    std::fs::write(
+        &file,
+        br#"{"declaration": 1, "resources": [
+            {"id": "usr", "type": "file", "path": "/usr/lib/app.conf", "content": "x"},
+            {"id": "local", "type": "file", "path": "/usr/local/etc/app.conf", "content": "x"},
+            {"id": "boot", "type": "directory", "path": "/boot/app"},
+            {"id": "home", "type": "file", "path": "/home/app/.env", "content": "x"},
+            {"id": "sysctl", "type": "file", "path": "/proc/sys/net/ipv4/ip_forward", "content": "1"},
+            {"id": "state", "type": "file", "path": "/srv/mh/state/applied.json", "content": "{}"},
+            {"id": "decl", "type": "file", "path": "/srv/mh/declaration.json", "content": "{}"},
+            {"id": "default-state", "type": "directory", "path": "/var/lib/mesh-host/x"},
+            {"id": "app", "type": "container", "name": "app",
+             "image": "r.test/c@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+             "env-files": ["/usr/share/app/defaults.env"]}
+        ]}"#,
+    )
+    .expect("write");
+    let out = mesh(&[
+        "--state-dir",
+        "/srv/mh/state",
+        "--declaration",
+        "/srv/mh/declaration.json",
+        "check",
+        &file.to_string_lossy(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}{}", stderr(&out));
+    for (id, needle) in [
+        ("usr", "/usr/lib/app.conf (under /usr) is read-only to mesh-host.service (ProtectSystem=yes); put it under /etc, /srv, /var, /opt or /usr/local"),
+        ("boot", "ProtectSystem=yes"),
+        ("home", "ProtectHome=read-only"),
+        ("sysctl", "ProtectKernelTunables=yes"),
+        ("state", "own state directory (/srv/mh/state)"),
+        ("decl", "the node's declaration file"),
+    ] {
+        assert!(
+            text.lines().any(|l| l.contains(id) && l.contains(needle)),
+            "{id}: {needle:?} not in:\n{text}"
+        );
+    }
+    // /usr/local is the administrator's; env-files are only read; the
+    // default state directory is not this invocation's.
+    for id in ["local", "default-state", "app"] {
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{id}:"))),
+            "{id} refused:\n{text}"
+        );
+    }
+    assert_eq!(
+        text.matches("\n").count(),
+        7,
+        "one heading and six problems:\n{text}"
+    );
+}

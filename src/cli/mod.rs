@@ -221,7 +221,25 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     crate::events::init_logging(cli.verbose);
+    crate::declaration::sandbox::set_own_paths(cli.own_paths());
     ExitCode::from(dispatch(cli))
+}
+
+impl Cli {
+    /// The paths of this host that no declared path may write: the state
+    /// directory, the control socket's directory, the declaration file.
+    pub fn own_paths(&self) -> crate::declaration::sandbox::OwnPaths {
+        let runtime_dir = self
+            .control_socket
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(|| "/run/mesh-host".into());
+        crate::declaration::sandbox::OwnPaths {
+            state_dir: self.state_dir.clone(),
+            runtime_dir,
+            declaration: self.declaration.clone(),
+        }
+    }
 }
 
 /// Run one parsed command; returns the exit code.

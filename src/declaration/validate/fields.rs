@@ -118,6 +118,18 @@ pub(super) fn refuse_unknown(s: &mut Sink, prefix: &str, unknown: BTreeMap<Strin
     }
 }
 
+/// A path the host writes (a file, a directory, a shared folder's
+/// entries): a [`non_root_path`], and not where the service cannot write
+/// nor one of the host's own paths ([`crate::declaration::sandbox`]).
+pub(super) fn written_path(s: &mut Sink, field: &str, text: &str) -> Option<AbsPath> {
+    let path = non_root_path(s, field, text)?;
+    if let Some(why) = crate::declaration::sandbox::write_refusal(&path) {
+        s.at(field, why);
+        return None;
+    }
+    Some(path)
+}
+
 /// A path naming a file-like thing the host itself reads or writes:
 /// absolute, not `/` itself, and not where the service cannot see it
 /// ([`crate::declaration::sandbox`]).

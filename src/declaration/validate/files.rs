@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::entry::{Entry, Kind};
-use super::fields::{check, non_root_path, refuse_unknown, require, take, Sink};
+use super::fields::{check, refuse_unknown, require, take, written_path, Sink};
 use crate::declaration::base64;
 use crate::declaration::model::{Directory, File};
 use crate::declaration::raw::{kind_of, Field, RawDirectory, RawFile};
@@ -43,7 +43,7 @@ fn read_owner(s: &mut Sink, value: Field<String>) -> Option<Option<Owner>> {
 
 pub(super) fn read_file(s: &mut Sink, f: RawFile, entry: &mut Entry) -> Option<File> {
     refuse_unknown(s, "", f.unknown);
-    let path = require(s, "path", f.path).and_then(|p| non_root_path(s, "path", &p));
+    let path = require(s, "path", f.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::File(path.clone());
     let content = match (f.content, f.content_base64) {
         (Field::Absent, Field::Absent) => {
@@ -80,7 +80,7 @@ pub(super) fn read_directory(
     entry: &mut Entry,
 ) -> Option<Directory> {
     refuse_unknown(s, "", d.unknown);
-    let path = require(s, "path", d.path).and_then(|p| non_root_path(s, "path", &p));
+    let path = require(s, "path", d.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::Directory(path.clone());
     let mode = read_mode(s, d.mode, Mode::DIRECTORY_DEFAULT);
     let owner = read_owner(s, d.owner);

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::entry::{Entry, Kind};
-use super::fields::{check, non_root_path, refuse_unknown, require, take, take_list, Found, Sink};
+use super::fields::{
+    check, non_root_path, refuse_unknown, require, take, take_list, written_path, Found, Sink,
+};
 use crate::declaration::identity::{
     root_granting, Access, AccountName, Grant, Identity, SharedFolder,
 };
@@ -91,7 +93,7 @@ pub(super) fn read_shared_folder(
     entry: &mut Entry,
 ) -> Option<SharedFolder> {
     refuse_unknown(s, "", r.unknown);
-    let path = require(s, "path", r.path).and_then(|p| non_root_path(s, "path", &p));
+    let path = require(s, "path", r.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::SharedFolder(path.clone());
     let absent = r.access.is_absent();
     let items = take_list(s, "access", r.access);
