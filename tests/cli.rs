@@ -249,3 +249,153 @@ fn check_refuses_paths_the_unit_cannot_write_and_the_hosts_own() {
         "one heading and six problems:\n{text}"
     );
 }
+
+/// `check --json`'s problems as (resource, field, message).
+fn check_problems(file: &std::path::Path) -> Vec<(String, String, String)> {
+    let out = mesh(&["check", "--json", &file.to_string_lossy()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check --json");
+    v["problems"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
+                    (s("resource"), s("field"), s("message"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn schema() -> serde_json::Value {
+    let out = mesh(&["schema"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("the schema is JSON")
+}
+
+#[test]
+fn the_schema_knows_every_resource_type_and_check_knows_every_field_it_lists() {
+    let schema = schema();
+    // The resource types check knows, from its own refusal of another.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    std::fs::write(
+        &file,
+        r#"{"declaration": 1, "resources": [{"id": "x", "type": "nonesuch"}]}"#,
+    )
+    .expect("write");
+    let (_, _, message) = check_problems(&file).remove(0);
+    let known: Vec<&str> = message
+        .rsplit_once("one of ")
+        .map(|(_, list)| list.split(", ").collect())
+        .unwrap_or_default();
+    let listed: Vec<&str> = schema["$defs"]["resource"]["properties"]["type"]["enum"]
+        .as_array()
+        .expect("the type enum")
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert_eq!(
+        listed, known,
+        "the schema's types against check's ({message})"
+    );
+    // Each property the schema gives a type is one check reads (a junk
+    // value may be refused, but never as an unknown field).
+    for kind in known {
+        let props = schema["$defs"][kind]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no $defs.{kind}.properties"));
+        for key in props
+            .keys()
+            .filter(|k| !["id", "type"].contains(&k.as_str()))
+        {
+            let decl = serde_json::json!({"declaration": 1, "resources": [
+                {"id": "x", "type": kind, key.as_str(): "junk"}
+            ]});
+            std::fs::write(&file, decl.to_string()).expect("write");
+            let problems = check_problems(&file);
+            assert!(
+                !problems
+                    .iter()
+                    .any(|(_, f, m)| f == key && m.contains("unknown field")),
+                "{kind}.{key} is in the schema but check does not know it: {problems:?}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs python3-jsonschema (Debian): run tests/run"]
+fn every_example_validates_against_the_schema_and_both_agree_on_the_refused_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema_file = dir.path().join("schema.json");
+    std::fs::write(&schema_file, mesh(&["schema"]).stdout).expect("write the schema");
+    let examples = ["media.json", "registry.json", "webapp.json", "refused.json"].map(example);
+    let out = Command::new("/usr/bin/python3")
+        .arg(format!(
+            "{}/tests/schema/errors.py",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(&schema_file)
+        .args(&examples)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "the schema validator failed (apt-get install python3-jsonschema): {}",
+        stderr(&out)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for accepted in &examples[..3] {
+        assert_eq!(found[accepted], serde_json::json!([]), "{accepted}");
+    }
+    // check's problems, as (resource index, field), less the ones only
+    // check can see: rules between resources and facts of the machine.
+    let refused = &examples[3];
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(refused).expect("read")).expect("json");
+    let ids: Vec<&str> = doc["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap_or(""))
+        .collect();
+    let check_only = [
+        "is already the",             // unique ids and names
+        "is this step itself",        // what while-stopped names
+        "no container by that id",    // likewise
+        "not an IANA time zone name", // the zone database
+    ];
+    let mut by_check: Vec<(i64, String)> = check_problems(std::path::Path::new(refused))
+        .into_iter()
+        .filter(|(_, _, m)| !check_only.iter().any(|c| m.contains(c)))
+        .map(|(resource, field, _)| {
+            let index = resource
+                .strip_prefix("resources[")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|n| n.parse().ok())
+                .or_else(|| ids.iter().position(|id| *id == resource).map(|i| i as i64))
+                .unwrap_or(-1);
+            (index, field)
+        })
+        .collect();
+    by_check.sort();
+    by_check.dedup();
+    let mut by_schema: Vec<(i64, String)> = found[refused]
+        .as_array()
+        .expect("the refused example's errors")
+        .iter()
+        .map(|e| {
+            (
+                e[0].as_i64().unwrap_or(-2),
+                e[1].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    by_schema.sort();
+    assert!(!by_schema.is_empty());
+    assert_eq!(
+        by_schema, by_check,
+        "schema (left) and check (right) disagree"
+    );
+}

@@ -209,6 +209,11 @@ pub enum Command {
         #[arg(long)]
         local: bool,
     },
+    /// Print the declaration's JSON Schema (draft 2020-12), for editors to
+    /// validate and complete declarations. `check` stays the authority:
+    /// rules between resources (unique ids, what `while-stopped` names)
+    /// are its alone.
+    Schema,
     /// Write the man page and shell completions into a directory.
     #[command(hide = true)]
     Generate {
@@ -227,17 +232,14 @@ pub fn main() -> ExitCode {
 
 impl Cli {
     /// The paths of this host that no declared path may write: the state
-    /// directory, the control socket's directory, the declaration file.
+    /// directory, the unit's runtime directory, the control socket, the
+    /// declaration file.
     pub fn own_paths(&self) -> crate::declaration::sandbox::OwnPaths {
-        let runtime_dir = self
-            .control_socket
-            .parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_else(|| "/run/mesh-host".into());
         crate::declaration::sandbox::OwnPaths {
             state_dir: self.state_dir.clone(),
-            runtime_dir,
+            control_socket: self.control_socket.clone(),
             declaration: self.declaration.clone(),
+            ..Default::default()
         }
     }
 }
@@ -265,6 +267,10 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         ),
         Command::Generate { ref dir } => generate::run(dir),
+        Command::Schema => {
+            print!("{}", crate::declaration::SCHEMA);
+            EXIT_OK
+        }
         Command::Take { ref id, json } => take::run(&cli, id, json),
         Command::Run {
             ref step,

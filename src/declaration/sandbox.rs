@@ -17,8 +17,8 @@
 //! still a view, but what the service sees there is no one else's.
 //!
 //! The host's own paths are refused as written paths too: its state
-//! directory, its runtime directory (the control socket's) and the node's
-//! declaration file ([`OwnPaths`]). Writing them would corrupt the state
+//! directory, the unit's runtime directory, its control socket and the
+//! node's declaration file ([`OwnPaths`]). Writing them would corrupt the state
 //! the window records live in, or replace the declaration under the apply
 //! that reads it. They depend on the command line (`--state-dir`,
 //! `--declaration`), so the command line sets them once per process
@@ -128,8 +128,11 @@ pub const PRIVATE_TMP: [&str; 2] = ["/tmp", "/var/tmp"];
 pub struct OwnPaths {
     /// The state directory (`--state-dir`).
     pub state_dir: PathBuf,
-    /// The runtime directory (the control socket's directory).
+    /// The unit's runtime directory (`RuntimeDirectory=mesh-host`).
     pub runtime_dir: PathBuf,
+    /// The control socket (`--control-socket`; in the runtime directory
+    /// unless told otherwise).
+    pub control_socket: PathBuf,
     /// The node's declaration file (`--declaration`).
     pub declaration: PathBuf,
 }
@@ -141,6 +144,7 @@ impl Default for OwnPaths {
         OwnPaths {
             state_dir: "/var/lib/mesh-host".into(),
             runtime_dir: "/run/mesh-host".into(),
+            control_socket: "/run/mesh-host/control.sock".into(),
             declaration: "/etc/mesh-host/declaration.json".into(),
         }
     }
@@ -202,6 +206,12 @@ fn write_refusal_with(path: &AbsPath, own: &OwnPaths) -> Option<String> {
             "{path} is mesh-host's own {what} ({}): its records live there and a declared \
              path must not write them; {INSTEAD}",
             dir.display()
+        ));
+    }
+    if p == own.control_socket {
+        return Some(format!(
+            "{path} is mesh-host's own control socket: a declared path must not replace it; \
+             {INSTEAD}"
         ));
     }
     if p == own.declaration {
@@ -301,6 +311,7 @@ mod tests {
         let own = OwnPaths {
             state_dir: "/srv/mh/state".into(),
             runtime_dir: "/run/mh".into(),
+            control_socket: "/srv/mh/control.sock".into(),
             declaration: "/srv/mh/declaration.json".into(),
         };
         let why = write_refusal_with(&path("/srv/mh/state/applied.json"), &own).expect("state");
@@ -309,6 +320,8 @@ mod tests {
         assert!(why.contains("state directory"), "{why}");
         let why = write_refusal_with(&path("/run/mh/x"), &own).expect("runtime");
         assert!(why.contains("runtime directory"), "{why}");
+        let why = write_refusal_with(&path("/srv/mh/control.sock"), &own).expect("socket");
+        assert!(why.contains("control socket"), "{why}");
         let why = write_refusal_with(&path("/srv/mh/declaration.json"), &own).expect("decl");
         assert!(why.contains("mesh-host apply FILE"), "{why}");
         for fine in [
