@@ -399,3 +399,68 @@ fn every_example_validates_against_the_schema_and_both_agree_on_the_refused_one(
         "schema (left) and check (right) disagree"
     );
 }
+
+#[test]
+fn messages_name_the_fix_for_a_misspelt_field_a_byte_order_mark_yaml_and_no_runtime() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path.to_string_lossy().into_owned()
+    };
+    let image = "r.test/c@sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let misspelt = file(
+        "misspelt.json",
+        format!(
+            r#"{{"declaration": 1, "resources": [{{"id": "app", "type": "container",
+                "name": "app", "image": "{image}", "healthcheck": {{}}, "helth": "none",
+                "mounts": [{{"source": "/srv/a", "target": "/a", "read_only": true}}]}}]}}"#
+        )
+        .as_bytes(),
+    );
+    let out = mesh(&["check", &misspelt]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stdout(&out);
+    for line in [
+        r#"app: healthcheck: unknown field; did you mean "health"?"#,
+        r#"app: helth: unknown field; did you mean "health"?"#,
+        r#"app: mounts[0].read_only: unknown field; did you mean "read-only"?"#,
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let bom = file(
+        "bom.json",
+        b"\xEF\xBB\xBF{\"declaration\": 1, \"resources\": []}",
+    );
+    let out = mesh(&["check", &bom]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("byte order mark"), "{}", stdout(&out));
+    let yaml = file("compose.yml", b"services:\n  web:\n    image: nginx\n");
+    let out = mesh(&["check", &yaml]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("looks like YAML"), "{}", stdout(&out));
+    // No runtime at the endpoint: what to start, and how to name another.
+    let empty = file("empty.json", br#"{"declaration": 1, "resources": []}"#);
+    let state = dir.path().join("state").to_string_lossy().into_owned();
+    let decl = dir
+        .path()
+        .join("declaration.json")
+        .to_string_lossy()
+        .into_owned();
+    let out = mesh(&[
+        "--state-dir",
+        &state,
+        "--declaration",
+        &decl,
+        "--docker-host",
+        "unix:///nonexistent/docker.sock",
+        "apply",
+        "--local",
+        &empty,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needed in ["docker.service", "podman.socket", "--docker-host"] {
+        assert!(err.contains(needed), "{needed} not in: {err}");
+    }
+}

@@ -318,7 +318,7 @@ async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>
                 tracing::warn!("{e}; trying again");
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(crate::runtime::explain(&e)),
         }
     }
 }

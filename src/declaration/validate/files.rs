@@ -1,6 +1,7 @@
 //! Reading a file or a directory resource: its path on the host, its
 //! content (text or base64), its mode and owner.
 
+use crate::declaration::hints::Fields;
 use serde_json::Value;
 
 use super::entry::{Entry, Kind};
@@ -42,7 +43,7 @@ fn read_owner(s: &mut Sink, value: Field<String>) -> Option<Option<Owner>> {
 }
 
 pub(super) fn read_file(s: &mut Sink, f: RawFile, entry: &mut Entry) -> Option<File> {
-    refuse_unknown(s, "", f.unknown);
+    refuse_unknown(s, "", f.unknown, Fields::Resource("file"));
     let path = require(s, "path", f.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::File(path.clone());
     let content = match (f.content, f.content_base64) {
@@ -79,7 +80,7 @@ pub(super) fn read_directory(
     d: RawDirectory,
     entry: &mut Entry,
 ) -> Option<Directory> {
-    refuse_unknown(s, "", d.unknown);
+    refuse_unknown(s, "", d.unknown, Fields::Resource("directory"));
     let path = require(s, "path", d.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::Directory(path.clone());
     let mode = read_mode(s, d.mode, Mode::DIRECTORY_DEFAULT);

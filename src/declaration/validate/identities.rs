@@ -7,6 +7,7 @@
 //! the declaration's business: `check` and apply ask the account files
 //! through `crate::accounts`.
 
+use crate::declaration::hints::Fields;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -57,7 +58,7 @@ fn read_id_number(s: &mut Sink, field: &str, value: Field<Value>) -> Option<u32>
 
 /// `type: "identity"`.
 pub(super) fn read_identity(s: &mut Sink, r: RawIdentity, entry: &mut Entry) -> Option<Identity> {
-    refuse_unknown(s, "", r.unknown);
+    refuse_unknown(s, "", r.unknown, Fields::Resource("identity"));
     let name = require(s, "name", r.name).and_then(|n| {
         let name = check(s, "name", AccountName::try_from(n.as_str()))?;
         if let Some(why) = root_granting(name.as_str()) {
@@ -92,7 +93,7 @@ pub(super) fn read_shared_folder(
     r: RawSharedFolder,
     entry: &mut Entry,
 ) -> Option<SharedFolder> {
-    refuse_unknown(s, "", r.unknown);
+    refuse_unknown(s, "", r.unknown, Fields::Resource("shared-folder"));
     let path = require(s, "path", r.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::SharedFolder(path.clone());
     let absent = r.access.is_absent();
@@ -111,7 +112,7 @@ pub(super) fn read_shared_folder(
     let mut seen: HashMap<ResourceId, String> = HashMap::new();
     let mut ok = true;
     for (field, raw) in items {
-        refuse_unknown(s, &field, raw.unknown);
+        refuse_unknown(s, &field, raw.unknown, Fields::Access);
         let id_field = format!("{field}.identity");
         let Some(id) = require(s, &id_field, raw.identity)
             .and_then(|t| check(s, &id_field, ResourceId::try_from(t)))
@@ -176,7 +177,7 @@ pub(super) fn read_container_access(
     let mut grants: Vec<Grant> = Vec::new();
     let mut seen: HashMap<AbsPath, String> = HashMap::new();
     for (field, raw) in take_list(s, "grant", grant) {
-        refuse_unknown(s, &field, raw.unknown);
+        refuse_unknown(s, &field, raw.unknown, Fields::Grant);
         let path_field = format!("{field}.path");
         let Some(path) =
             require(s, &path_field, raw.path).and_then(|p| non_root_path(s, &path_field, &p))
