@@ -8,7 +8,11 @@
 //!
 //! The watch runs on a thread of its own (it only makes system calls) and
 //! reloads its folders from the store document [`SHARED_FOLDERS`] when told
-//! to, after each apply.
+//! to, after each apply. It sleeps in `poll` on its inotify descriptor and
+//! an eventfd the daemon signals, with no timeout: an idle node never wakes
+//! it. Each directory costs one inotify watch; a folder
+//! beyond the kernel's `fs.inotify.max_user_watches` is kept by the sweep
+//! at each apply alone, and that is logged.
 //!
 //! An apply of the same process changes a folder's entries only while it
 //! holds the watch ([`Watcher::hold`]): the watch acts on no object
@@ -18,11 +22,7 @@
 //! an event raised by taking an identity's entries away is never handled
 //! with the list that still granted them: without this, the watch put
 //! back every entry the apply took (and the default entries new objects
-//! inherit), for good. It sleeps in `poll` on its inotify descriptor and
-//! an eventfd the daemon signals, with no timeout: an idle node never wakes
-//! it. Each directory costs one inotify watch; a folder
-//! beyond the kernel's `fs.inotify.max_user_watches` is kept by the sweep
-//! at each apply alone, and that is logged.
+//! inherit), for good.
 
 use std::collections::{HashMap, VecDeque};
 use std::mem::MaybeUninit;
@@ -192,9 +192,9 @@ impl Watcher {
     /// Hold the watch still while an apply changes folders' entries:
     /// returns once the watch acts on nothing, and it acts on nothing
     /// until the hold is dropped; then it reads its folders again before
-    /// acting. Blocks (at most what the watch was doing: one batch of
-    /// events, each at most one bounded sweep); call it off the async
-    /// runtime's workers. The apply must have recorded the folders' new
+    /// acting. Blocks for what the watch was doing: one event (a new
+    /// directory is one bounded sweep), or a sweep of every folder after a
+    /// reload or a lost queue; call it off the async runtime's workers. The apply must have recorded the folders' new
     /// entries before it drops the hold.
     pub fn hold(&self) -> Hold {
         let Some(handle) = &self.handle else {
