@@ -140,6 +140,28 @@ impl World {
         self.node.image("busybox")
     }
 
+    /// A busybox image that declares `VOLUME /data` (`variant` sets an
+    /// environment variable, so that two variants are two digests), made
+    /// now from the node's busybox and pushed to the node's registry:
+    /// its digest-pinned reference. Made with the node's Docker, which
+    /// serves the registry on a Podman node too.
+    pub fn volume_image(&self, variant: &str) -> String {
+        let repo = format!("{}/busybox-volume", self.node.registry());
+        let tag = format!("{repo}:{}-{variant}", self.prefix);
+        let script = format!(
+            "unset DOCKER_HOST; set -e; docker pull -q {busybox} >/dev/null; \
+             c=$(docker create {busybox} true); \
+             docker commit --change 'VOLUME [\"/data\"]' --change 'CMD [\"/bin/sh\"]' \
+               --change 'ENV MESH_VARIANT={variant}' \"$c\" {tag} >/dev/null; \
+             docker rm \"$c\" >/dev/null; docker push -q {tag} >/dev/null; \
+             docker image inspect -f '{{{{range .RepoDigests}}}}{{{{println .}}}}{{{{end}}}}' {tag} \
+               | grep -m1 '^{repo}@sha256:'; docker rmi {tag} >/dev/null",
+            busybox = quote(&self.busybox()),
+            tag = quote(&tag),
+        );
+        self.node.sh_ok(&script).trim().to_string()
+    }
+
     /// `docker run -d` a busybox service with a TERM trap (not managed).
     pub fn run_service(&self, name: &str, extra: &[&str]) {
         let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
