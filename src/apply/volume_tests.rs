@@ -224,3 +224,35 @@ async fn a_run_once_carries_its_volume_from_run_to_run() {
         "one volume, not one per run"
     );
 }
+
+#[tokio::test]
+async fn a_recreate_finding_a_set_aside_container_in_the_way_removes_it_and_carries_on() {
+    let r = rig();
+    r.apply(json!([service("web", &img(1))])).await;
+    let volume = data_volume(&r, "web");
+    let mut old = managed(&replaced_name("web"), "web", &img(1));
+    old.mounts.push(crate::runtime::MountSpec {
+        source: volume.clone(),
+        target: "/data".into(),
+        read_only: false,
+    });
+    r.fake.add_container(old, false);
+    r.fake.clear_calls();
+    let report = r.apply(json!([service("web", &img(2))])).await;
+    assert_eq!(actions(&report), pairs(&[("web", "recreated")]));
+    let aside = replaced_name("web");
+    assert_eq!(
+        r.fake.mutations(),
+        vec![
+            Call::Stop("web".into()),
+            Call::Rename("web".into(), aside.clone()),
+            Call::RemoveStopped(aside.clone()),
+            Call::Rename("web".into(), aside.clone()),
+            Call::Create("web".into()),
+            Call::RemoveStopped(aside),
+            Call::Start("web".into()),
+        ]
+    );
+    assert_eq!(data_volume(&r, "web"), volume);
+    assert_eq!(r.fake.volumes(), vec![volume]);
+}
