@@ -167,16 +167,18 @@ impl Run<'_> {
                 return done(Action::HeldStill, Some(why));
             }
         }
+        // What an interrupted recreate of this resource set aside.
+        let leftover = self.listing.as_ref().ok().and_then(|listing| {
+            let aside = listing.get(&replaced_name(name))?;
+            (!aside.running && label(aside, LABEL_RESOURCE) == Some(id)).then(|| aside.name.clone())
+        });
         let id = id.to_string();
         match existing {
             None => Work::Create {
                 id,
                 built,
                 renamed: renamed.map(|old| old.name),
-                leftover: self.listing.as_ref().ok().and_then(|listing| {
-                    let aside = listing.get(&replaced_name(name))?;
-                    (!aside.running).then(|| aside.name.clone())
-                }),
+                leftover,
             },
             Some(current) => {
                 let reason = if label(&current, LABEL_RECORD) != Some(RECORD_FORMAT)

@@ -65,7 +65,7 @@ impl Run<'_> {
             Ok(listing) if listing.contains_key(name) => Some(name.to_string()),
             Ok(listing) => listing
                 .get(&replaced_name(name))
-                .filter(|s| !s.running)
+                .filter(|s| !s.running && s.labels.get(LABEL_RESOURCE) == Some(&res.id.to_string()))
                 .map(|s| s.name.clone()),
             Err(e) => return Err(fail(format!("cannot list the managed containers: {e}"))),
         };
@@ -127,7 +127,7 @@ impl Run<'_> {
                 self.remove_left_from_making(summary, &declared).await;
                 continue;
             }
-            if let Some(base) = replaced_base(name) {
+            if let Some(base) = replaced_base(name).filter(|_| !declared.contains(name.as_str())) {
                 self.remove_set_aside(summary, base, &declared).await;
                 continue;
             }

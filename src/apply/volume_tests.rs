@@ -256,3 +256,28 @@ async fn a_recreate_finding_a_set_aside_container_in_the_way_removes_it_and_carr
     assert_eq!(data_volume(&r, "web"), volume);
     assert_eq!(r.fake.volumes(), vec![volume]);
 }
+
+#[tokio::test]
+async fn a_declared_container_that_has_the_replaced_name_is_never_taken_for_one_set_aside() {
+    let r = rig();
+    let aside = replaced_name("web");
+    let first = r
+        .apply(json!([service("web", &img(1)), service(&aside, &img(1))]))
+        .await;
+    assert!(first.ok, "{first}");
+    r.fake.stop(&aside).await.expect("stop");
+    let report = r
+        .apply(json!([service("web", &img(2)), service(&aside, &img(1))]))
+        .await;
+    assert_eq!(
+        actions(&report),
+        pairs(&[("web", "failed"), (aside.as_str(), "started")])
+    );
+    assert!(
+        reason(&report, "web").contains("did not leave there"),
+        "{report}"
+    );
+    // Both stand as they were: web running its old image again.
+    assert!(r.fake.is_running("web") && r.fake.is_running(&aside));
+    assert_eq!(r.fake.spec_of("web").expect("web").image, img(1));
+}

@@ -24,7 +24,7 @@
 use std::path::{Component, Path};
 
 use super::{ContainerInfo, ContainerRuntime, ContainerSpec, MountSpec, RuntimeError, VolumeMount};
-use super::{LABEL_MANAGED, MANAGED_VALUE};
+use super::{LABEL_MANAGED, LABEL_RESOURCE, MANAGED_VALUE};
 
 /// What a container set aside for its replacement is renamed with.
 const REPLACED_SUFFIX: &str = ".replaced";
@@ -234,7 +234,10 @@ async fn set_aside(
         }
         Err(_) => return Err(format!("cannot set {} aside as {aside}: {first}", old.name)),
     };
-    if !is_managed(&left) || left.running {
+    // Set aside for the same resource: a container that merely has that
+    // name (a declared one, another resource's) is never taken for one.
+    let same = left.labels.get(LABEL_RESOURCE) == old.labels.get(LABEL_RESOURCE);
+    if !is_managed(&left) || left.running || !same {
         return Err(format!(
             "cannot set {} aside: the name {aside} is taken by a container mesh-host did not \
              leave there (or one that runs): it is left alone; rename or remove it",

@@ -38,7 +38,7 @@ use serde::Serialize;
 use crate::container_spec::LABEL_IDENTITY;
 use crate::runtime::{
     replace, replaced_name, ContainerInfo, ContainerRuntime, ContainerSpec, LABEL_MANAGED,
-    MANAGED_VALUE,
+    LABEL_RESOURCE, MANAGED_VALUE,
 };
 use crate::schedule::step::StepDef;
 use crate::systemd::units::{StepUnit, StepUnits};
@@ -133,6 +133,7 @@ pub async fn make_in_place(
             Ok(left) => left.filter(|left| {
                 !left.running
                     && left.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE)
+                    && left.labels.get(LABEL_RESOURCE) == spec.labels.get(LABEL_RESOURCE)
             }),
             Err(e) => return Err(format!("cannot inspect {}: {e}", replaced_name(name))),
         },
