@@ -119,6 +119,13 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
         )),
         _ => out.push_str("last apply: none yet\n"),
     }
+    if let Some(line) = status
+        .get("empty-declaration-refused")
+        .and_then(|e| e.get("line"))
+        .and_then(|l| l.as_str())
+    {
+        out.push_str(&format!("{line}\n"));
+    }
     let windows = status
         .get("open-windows")
         .and_then(|v| v.as_array())

@@ -127,6 +127,11 @@ pub enum Command {
         /// window records) instead of asking the daemon.
         #[arg(long)]
         local: bool,
+        /// Apply FILE even when it declares no resources while resources
+        /// are applied: everything the host made is removed. Without it
+        /// such a FILE is refused (exit 2) and nothing changes.
+        #[arg(long)]
+        allow_empty: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -282,12 +287,18 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Apply {
             ref file,
             local: false,
+            allow_empty,
             json,
         } => match check::read_or_refuse(file) {
             Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(declaration) => {
-                    remote::call(&cli, &crate::control::Request::Apply { declaration }, json)
-                }
+                Ok(declaration) => remote::call(
+                    &cli,
+                    &crate::control::Request::Apply {
+                        declaration,
+                        allow_empty,
+                    },
+                    json,
+                ),
                 Err(_) => {
                     eprintln!("mesh-host: {} is not UTF-8 text", file.display());
                     EXIT_REFUSED
@@ -298,8 +309,9 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Apply {
             ref file,
             local: true,
+            allow_empty,
             json,
-        } => apply::run_local(&cli, file, json),
+        } => apply::run_local(&cli, file, allow_empty, json),
         Command::Status { local: true, json } => status::run_local(&cli, json),
         Command::Metrics { local: false } => {
             remote::call(&cli, &crate::control::Request::Metrics, false)

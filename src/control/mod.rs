@@ -33,6 +33,11 @@ pub enum Request {
     Apply {
         /// The declaration.
         declaration: String,
+        /// `--allow-empty`: a declaration of no resources may remove
+        /// everything applied. Sent only when set, so a daemon that does
+        /// not know it refuses the request rather than ignoring it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        allow_empty: bool,
     },
     /// Report status.
     Status,
@@ -48,6 +53,10 @@ pub enum Request {
     },
     /// The metrics text.
     Metrics,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What the daemon answers.
