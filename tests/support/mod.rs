@@ -311,7 +311,16 @@ impl Node {
         let name = src
             .file_name()
             .unwrap_or_else(|| panic!("install_bin: {} names no file", src.display()));
-        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR"));
+        // A directory per source path: checkouts sharing one node each keep
+        // their own copy, and a daemon restarted from it runs the binary
+        // its test built, not one another checkout installed meanwhile.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(
+            &src.canonicalize().unwrap_or(src.to_path_buf()),
+            &mut hasher,
+        );
+        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR"))
+            .join(format!("{:016x}", std::hash::Hasher::finish(&hasher)));
         fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         let dest = dir.join(name);
         // Copy then rename: a running copy of the old file keeps its inode
