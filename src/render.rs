@@ -175,7 +175,7 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             None => "never run".to_string(),
         };
         out.push_str(&format!(
-            "step {} ({} {}): next {}; {last}; last success {}{}{}\n",
+            "step {} ({} {}): next {}; {last}; last success {}{}{}{}\n",
             text(s.get("step"), "-"),
             text(s.get("schedule"), "-"),
             text(s.get("zone"), "-"),
@@ -187,10 +187,18 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
                 "; RUNNING"
             } else {
                 ""
-            }
+            },
+            suspended(s.get("suspended-since").and_then(|v| v.as_str()))
         ));
     }
     out
+}
+
+/// `; SUSPENDED since T` for a suspended step's line (RFC 3339 in).
+pub fn suspended(since: Option<&str>) -> String {
+    since.map_or(String::new(), |t| {
+        format!("; SUSPENDED since {} (due times pass unrun)", time_text(t))
+    })
 }
 
 /// Where a step's next container stands, for its `status` line.

@@ -113,3 +113,152 @@ fn an_empty_declaration_removes_nothing_unless_allowed() {
         text(&status)
     );
 }
+
+/// A step of `w` that fires every minute, echoing a line.
+fn every_minute(w: &mut World, id: &str) -> serde_json::Value {
+    let name = w.name(id);
+    let mut step = declare::step(id, &name, &w.busybox(), "echo fired", &[], 60);
+    step["schedule"] = json!("* * * * *");
+    step
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_suspended_step_does_not_fire_across_a_restart_until_resumed() {
+    let mut w = World::new("suspend");
+    let step = every_minute(&mut w, "sustick");
+    let d = DaemonUnit::started_with_args(&w, "--metrics-file=", json!([step]));
+
+    let unknown = d.cli(&["suspend", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    let out = d.cli(&["suspend", "sustick"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("suspended since"), "{}", text(&out));
+    // With a daemon running, --local would go unseen by its scheduler.
+    let local = d.cli_with_state(&["suspend", "sustick", "--local"]);
+    assert_eq!(local.status.code(), Some(2), "{}", text(&local));
+
+    // Kept across a restart of the daemon.
+    let since = w.journal_now();
+    d.restart();
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains("SUSPENDED since"),
+        "{}",
+        text(&status)
+    );
+    let plan = d.cli(&["plan", "sustick"]);
+    assert!(text(&plan).contains("SUSPENDED since"), "{}", text(&plan));
+    let metrics = d.cli(&["metrics"]);
+    assert!(
+        text(&metrics).contains("mesh_host_step_suspended{step=\"sustick\",module=\"m\"} 1"),
+        "{}",
+        text(&metrics)
+    );
+    let status_line = d.prop("StatusText");
+    assert!(
+        status_line.contains("SUSPENDED: sustick since"),
+        "{status_line}"
+    );
+    for args in [vec!["run", "sustick"], vec!["run", "sustick", "--local"]] {
+        let out = d.cli_with_state(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("--force"), "{args:?}: {}", text(&out));
+    }
+
+    // The minute turns: its due time is logged at notice, nothing fires.
+    let passed = wait_for(
+        "a due time to pass suspended",
+        Duration::from_secs(75),
+        || {
+            let j = d.journal(
+                &since,
+                &[
+                    "MESH_EVENT=step-suspended",
+                    "MESH_STEP=sustick",
+                    "PRIORITY=5",
+                ],
+            );
+            (!j.trim().is_empty()).then_some(j)
+        },
+    );
+    assert_eq!(passed.lines().count(), 1, "once per due time: {passed}");
+    assert!(
+        passed.contains(":00+00:00 is not run"),
+        "a due time of the schedule: {passed}"
+    );
+    let started = d.journal(&since, &["MESH_EVENT=step-started", "MESH_STEP=sustick"]);
+    assert!(
+        started.trim().is_empty(),
+        "a suspended step fired: {started}"
+    );
+
+    // --force runs it once; it stays suspended.
+    let forced = d.cli(&["run", "sustick", "--force"]);
+    assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains("SUSPENDED since"),
+        "{}",
+        text(&status)
+    );
+
+    // Resumed: it fires again on its schedule (a start beside the forced
+    // one, logged since the restart).
+    let starts = || {
+        d.journal(&since, &["MESH_EVENT=step-started", "MESH_STEP=sustick"])
+            .lines()
+            .count()
+    };
+    assert_eq!(starts(), 1, "only the forced run");
+    let out = d.cli(&["resume", "sustick"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let status = d.cli(&["status"]);
+    assert!(!text(&status).contains("SUSPENDED"), "{}", text(&status));
+    wait_for("the resumed step to fire", Duration::from_secs(75), || {
+        (starts() >= 2).then_some(())
+    });
+    let suspended = d.journal(&since, &["MESH_EVENT=step-suspended", "MESH_STEP=sustick"]);
+    assert_eq!(
+        suspended.lines().count(),
+        1,
+        "none after resume: {suspended}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_suspended_with_no_daemon_is_read_by_the_next_daemon() {
+    let mut w = World::new("suslocal");
+    let step = every_minute(&mut w, "suslocal");
+    let applied = w.apply_local(json!([step]));
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied));
+    let unknown = w.mesh(&["suspend", "nope", "--local"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    let out = w.mesh(&["suspend", "suslocal", "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let status = w.mesh(&["status", "--local"]);
+    assert!(
+        text(&status).contains("SUSPENDED since"),
+        "{}",
+        text(&status)
+    );
+    let metrics = w.mesh(&["metrics", "--local"]);
+    assert!(
+        text(&metrics).contains("mesh_host_step_suspended{step=\"suslocal\",module=\"m\"} 1"),
+        "{}",
+        text(&metrics)
+    );
+    // The next daemon starts with it suspended.
+    let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
+    d.start();
+    let status = d.cli(&["status"]);
+    assert!(
+        text(&status).contains("SUSPENDED since"),
+        "{}",
+        text(&status)
+    );
+    assert!(d.prop("StatusText").contains("SUSPENDED: suslocal"));
+    let run = d.cli(&["run", "suslocal"]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+}

@@ -478,6 +478,25 @@ impl<'a> Run<'a> {
         if let Err(e) = self.applier.store.save(APPLIED, &applied) {
             error = Some(format!("cannot record what was applied: {e}"));
         }
+        if self.halted.is_none() {
+            // A step that left the declaration loses its suspension (an
+            // operator's override of a step, not of its id).
+            let declared = self
+                .decl
+                .steps()
+                .map(|s| s.resource.id.to_string())
+                .collect();
+            match crate::schedule::suspend::retain(&self.applier.store, &declared) {
+                Ok(gone) => {
+                    for step in gone {
+                        tracing::info!(MESH_STEP = %step, "step {step} is no longer declared: its suspension is dropped");
+                    }
+                }
+                Err(e) => self.warnings.push(format!(
+                    "suspensions of steps no longer declared are kept: {e}"
+                )),
+            }
+        }
         ApplyReport {
             ok: self.ok && error.is_none(),
             started_at,

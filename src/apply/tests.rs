@@ -1220,3 +1220,41 @@ async fn an_empty_declaration_never_wipes_a_node_unless_allowed() {
         .expect("nothing left to wipe (the step's container was never made)");
     assert!(report.ok, "{report}");
 }
+
+#[tokio::test]
+async fn a_step_that_leaves_the_declaration_loses_its_suspension() {
+    use crate::schedule::suspend;
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let report = r
+        .apply(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"]),
+            step("backup", &img(1), &["web"])
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    suspend::suspend(&r.store, "gc", Utc::now()).expect("suspend");
+    suspend::suspend(&r.store, "backup", Utc::now()).expect("suspend");
+    // Applied again with both: kept across applies.
+    let report = r
+        .apply(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"]),
+            step("backup", &img(1), &["web"])
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    assert_eq!(suspend::load(&r.store).expect("load").steps.len(), 2);
+    // backup leaves: its suspension goes, gc's stays.
+    let report = r
+        .apply(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"])
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    let left = suspend::load(&r.store).expect("load");
+    assert!(left.since("gc").is_some());
+    assert_eq!(left.since("backup"), None);
+}

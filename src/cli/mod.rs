@@ -16,6 +16,7 @@ mod metrics;
 mod output;
 mod remote;
 mod status;
+mod suspend;
 mod take;
 
 /// Exit code: the command did what was asked.
@@ -155,7 +156,38 @@ pub enum Command {
         /// Fire it in this process instead of asking the daemon.
         #[arg(long)]
         local: bool,
+        /// Run it even though it is suspended (it stays suspended).
+        #[arg(long)]
+        force: bool,
         /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Suspend a scheduled step: its due times are logged (step-suspended),
+    /// not run, and never caught up, until `resume`. Kept in the state
+    /// directory across restarts, reboots and applies; a step that leaves
+    /// the declaration loses it.
+    Suspend {
+        /// The step's resource id.
+        step: String,
+        /// Write it to the state directory in this process, for a node
+        /// where no daemon runs (the next daemon reads it at start).
+        #[arg(long)]
+        local: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lift a step's suspension: it fires again from its next due time
+    /// (the due times it passed are not caught up).
+    Resume {
+        /// The step's resource id.
+        step: String,
+        /// Write it to the state directory in this process, for a node
+        /// where no daemon runs.
+        #[arg(long)]
+        local: bool,
+        /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -256,8 +288,9 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run {
             ref step,
             local: true,
+            force,
             json,
-        } => local::run_step(&cli, step, json),
+        } => local::run_step(&cli, step, force, json),
         Command::Plan {
             ref step,
             local: true,
@@ -266,12 +299,44 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run {
             ref step,
             local: false,
+            force,
             json,
         } => remote::call(
             &cli,
-            &crate::control::Request::Run { step: step.clone() },
+            &crate::control::Request::Run {
+                step: step.clone(),
+                force,
+            },
             json,
         ),
+        Command::Suspend {
+            ref step,
+            local: false,
+            json,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Suspend { step: step.clone() },
+            json,
+        ),
+        Command::Resume {
+            ref step,
+            local: false,
+            json,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Resume { step: step.clone() },
+            json,
+        ),
+        Command::Suspend {
+            ref step,
+            local: true,
+            json,
+        } => suspend::run_local(&cli, step, true, json),
+        Command::Resume {
+            ref step,
+            local: true,
+            json,
+        } => suspend::run_local(&cli, step, false, json),
         Command::Plan {
             ref step,
             local: false,
@@ -369,7 +434,7 @@ mod tests {
                 .expect("parses");
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
         assert!(
-            matches!(cli.command, Command::Run { ref step, local: true, json: false } if step == "gc")
+            matches!(cli.command, Command::Run { ref step, local: true, force: false, json: false } if step == "gc")
         );
     }
 

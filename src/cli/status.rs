@@ -65,6 +65,9 @@ struct StepLine {
     /// The splay included in `next-fire` (`randomized-delay`).
     #[serde(skip_serializing_if = "Option::is_none")]
     delay_ms: Option<u64>,
+    /// Since when an operator suspended it, if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suspended_since: Option<DateTime<Utc>>,
     #[serde(flatten)]
     history: StepHistory,
 }
@@ -107,6 +110,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
             owed: r.owed,
         })
         .collect();
+    let suspended = crate::schedule::suspend::load(&store)?;
     let mut steps = Vec::new();
     let mut health = serde_json::Value::Array(Vec::new());
     if let Some(applied) = &applied {
@@ -127,6 +131,7 @@ fn gather(cli: &Cli) -> Result<Status, String> {
                     now,
                 ),
                 delay_ms: delay.map(|d| d.as_millis() as u64),
+                suspended_since: suspended.since(&id),
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,
             });
@@ -210,8 +215,9 @@ fn print_text(status: &Status) {
             .map_or("no success recorded".to_string(), |t| {
                 format!("last success {}", render::time(t))
             });
+        let suspended = render::suspended(s.suspended_since.map(|t| t.to_rfc3339()).as_deref());
         println!(
-            "step {} \"{}\" ({}): next {next}; {last}; {success}",
+            "step {} \"{}\" ({}): next {next}; {last}; {success}{suspended}",
             s.step, s.schedule, s.zone
         );
     }

@@ -45,6 +45,20 @@ pub enum Request {
     Run {
         /// The step id.
         step: String,
+        /// `--force`: run it even though it is suspended. Sent only when
+        /// set (a daemon that does not know it refuses the request).
+        #[serde(default, skip_serializing_if = "is_false")]
+        force: bool,
+    },
+    /// Suspend a step: its due times pass unrun until it is resumed.
+    Suspend {
+        /// The step id.
+        step: String,
+    },
+    /// Lift a step's suspension.
+    Resume {
+        /// The step id.
+        step: String,
     },
     /// Say what a fire of a step would do.
     Plan {

@@ -24,6 +24,7 @@ pub mod handover;
 pub mod notify;
 mod reload;
 mod status;
+mod suspend;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -383,6 +384,16 @@ async fn answer(
     }
 }
 
+/// The exit code of a scheduler's refusal: 2 for a step not declared or
+/// suspended (the command was misused), 1 for anything else.
+fn refusal_exit(e: &str) -> u8 {
+    if e.contains("no scheduled step") || e.contains("is suspended") {
+        2
+    } else {
+        1
+    }
+}
+
 /// What made the daemon read its declaration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Trigger {
@@ -592,21 +603,16 @@ impl Daemon {
                     }
                 },
             },
-            Request::Run { step } => match self.scheduler.run_now(&step).await {
+            Request::Run { step, force } => match self.scheduler.run_now(&step, force).await {
                 Ok(report) => Response {
                     exit: if report.ok() { 0 } else { 1 },
                     text: crate::render::fire(&report),
                     json: serde_json::to_value(&report).unwrap_or_default(),
                 },
-                Err(e) => Response::error(
-                    if e.contains("no scheduled step") {
-                        2
-                    } else {
-                        1
-                    },
-                    e,
-                ),
+                Err(e) => Response::error(refusal_exit(&e), e),
             },
+            Request::Suspend { step } => self.suspend(&step).await,
+            Request::Resume { step } => self.resume(&step).await,
             Request::Plan { step } => {
                 let decl = self.declaration.lock().await.clone();
                 let Some(decl) = decl else {
@@ -617,11 +623,15 @@ impl Daemon {
                     Err(e) => return Response::error(2, e),
                 };
                 match plan::plan(&found, &*self.runtime, &self.windows).await {
-                    Ok(p) => Response {
-                        exit: 0,
-                        text: p.render(),
-                        json: serde_json::to_value(&p).unwrap_or_default(),
-                    },
+                    Ok(mut p) => {
+                        p.suspended_since =
+                            crate::schedule::suspend::load_or_none(&self.store).since(&step);
+                        Response {
+                            exit: 0,
+                            text: p.render(),
+                            json: serde_json::to_value(&p).unwrap_or_default(),
+                        }
+                    }
                     Err(e) => Response::error(1, e),
                 }
             }

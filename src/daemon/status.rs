@@ -111,8 +111,10 @@ impl Daemon {
             Some(e) => format!("{apply}; {}", e.line()),
             None => apply,
         };
+        // A suspended step's next due time does not run: not "next".
         let next = steps
             .iter()
+            .filter(|s| s.suspended_since.is_none())
             .filter_map(|s| s.next_fire.map(|t| (t, s.step.clone())))
             .min();
         let schedules = match next {
@@ -139,6 +141,20 @@ impl Daemon {
             ),
             Err(e) => format!("window records unreadable: {e}"),
         };
-        format!("{apply}; {schedules}; {windows}")
+        let suspended: Vec<String> = steps
+            .iter()
+            .filter_map(|s| {
+                s.suspended_since
+                    .map(|t| format!("{} since {}", s.step, t.format("%Y-%m-%d %H:%M UTC")))
+            })
+            .collect();
+        if suspended.is_empty() {
+            format!("{apply}; {schedules}; {windows}")
+        } else {
+            format!(
+                "{apply}; {schedules}; SUSPENDED: {}; {windows}",
+                suspended.join(", ")
+            )
+        }
     }
 }

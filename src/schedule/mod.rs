@@ -17,6 +17,7 @@ mod sleep_tests;
 pub mod splay;
 pub mod stale;
 pub mod step;
+pub mod suspend;
 #[cfg(test)]
 mod tests;
 pub mod timer;
