@@ -86,10 +86,18 @@ fn an_empty_declaration_removes_nothing_unless_allowed() {
         "STATUS=: {status_text}"
     );
     let status = d.cli(&["status"]);
+    assert_eq!(status.status.code(), Some(3), "{}", text(&status));
     assert!(
-        text(&status).contains("EMPTY DECLARATION REFUSED"),
+        text(&status).contains("ATTENTION: EMPTY DECLARATION REFUSED"),
         "{}",
         text(&status)
+    );
+    let local = d.cli_with_state(&["status", "--local"]);
+    assert_eq!(local.status.code(), Some(3), "{}", text(&local));
+    assert!(
+        text(&local).contains("declares no resources"),
+        "{}",
+        text(&local)
     );
 
     // Meant: --allow-empty removes it all, and the node is well again.
@@ -107,6 +115,7 @@ fn an_empty_declaration_removes_nothing_unless_allowed() {
         },
     );
     let status = d.cli(&["status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
     assert!(
         !text(&status).contains("EMPTY DECLARATION REFUSED"),
         "{}",
@@ -214,6 +223,7 @@ fn a_suspended_step_does_not_fire_across_a_restart_until_resumed() {
     let out = d.cli(&["resume", "sustick"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let status = d.cli(&["status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
     assert!(!text(&status).contains("SUSPENDED"), "{}", text(&status));
     wait_for("the resumed step to fire", Duration::from_secs(75), || {
         (starts() >= 2).then_some(())

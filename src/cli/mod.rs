@@ -1,6 +1,8 @@
 //! The command line: `mesh-host <command>`.
 //!
-//! Exit codes (CONTRACT "Command line"): 0 ok, 1 failed, 2 refused or misused.
+//! Exit codes (CONTRACT "Command line"): 0 ok, 1 failed, 2 refused or
+//! misused; `status` exits 3 when something needs attention
+//! ([`crate::attention`]). Every command's: docs/exit-codes.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -138,6 +140,10 @@ pub enum Command {
         json: bool,
     },
     /// Show what was last applied, the scheduled steps and open windows.
+    /// Exits 0 when all is well, 3 when something needs attention (a
+    /// failed resource, a window past its bound, a suspended step, an alert
+    /// since the last apply, an empty declaration refused: one line each),
+    /// 1 when no status could be had.
     Status {
         /// Read the state directly instead of asking the daemon.
         #[arg(long)]

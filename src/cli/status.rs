@@ -31,6 +31,8 @@ struct Status {
     /// The declared health checks of the last apply.
     health: serde_json::Value,
     steps: Vec<StepLine>,
+    /// What needs attention (`status` exits 3 when there is any).
+    attention: Vec<crate::attention::Attention>,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,7 +83,11 @@ pub fn run_local(cli: &Cli, json: bool) -> u8 {
             } else {
                 print_text(&status);
             }
-            EXIT_OK
+            if status.attention.is_empty() {
+                EXIT_OK
+            } else {
+                crate::attention::EXIT_ATTENTION
+            }
         }
         Err(msg) => {
             eprintln!("mesh-host: {msg}");
@@ -99,13 +105,14 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         .unwrap_or_default();
     let now = Utc::now();
     let boot = boot_id().map_err(|e| e.to_string())?;
-    let windows = store
+    let records = store
         .windows()
-        .map_err(|e| format!("cannot read the window records: {e}"))?
-        .into_iter()
+        .map_err(|e| format!("cannot read the window records: {e}"))?;
+    let windows = records
+        .iter()
         .filter(|r| r.holds(now, &boot))
         .map(|r| OpenWindow {
-            window: WindowLine::of(&r),
+            window: WindowLine::of(r),
             owner_alive: r.owner_alive(),
             owed: r.owed,
         })
@@ -137,7 +144,25 @@ fn gather(cli: &Cli) -> Result<Status, String> {
             });
         }
     }
+    let mut attention = crate::attention::gather(
+        &store,
+        applied.as_ref(),
+        &records,
+        &suspended,
+        &crate::store::Moment {
+            wall: now,
+            boot_id: boot.clone(),
+            since_boot: Some(crate::store::since_boot()),
+        },
+    );
+    if let Some(line) = empty_declaration(cli, &store) {
+        attention.push(crate::attention::Attention::new(
+            "declaration-empty-refused",
+            line,
+        ));
+    }
     Ok(Status {
+        attention,
         state_dir: store.root().display().to_string(),
         declaration: cli.declaration.display().to_string(),
         daemon_listening: std::os::unix::net::UnixStream::connect(&cli.control_socket).is_ok(),
@@ -150,6 +175,22 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         windows,
         health,
         steps,
+    })
+}
+
+/// The node's declaration file declares nothing while resources are
+/// applied: every apply and daemon refuses it (`apply --allow-empty`).
+fn empty_declaration(cli: &Cli, store: &Store) -> Option<String> {
+    let decl = crate::apply::node_declaration::read(&cli.declaration).ok()?;
+    if !decl.resources.is_empty() {
+        return None;
+    }
+    let applied = crate::apply::empty::applied_count(store, None).ok()?;
+    (applied > 0).then(|| {
+        format!(
+            "EMPTY DECLARATION REFUSED: {} declares no resources while {applied} are applied: it is not applied (mesh-host apply --allow-empty FILE removes them)",
+            cli.declaration.display()
+        )
     })
 }
 
@@ -221,4 +262,6 @@ fn print_text(status: &Status) {
             s.step, s.schedule, s.zone
         );
     }
+    let attention = serde_json::to_value(&status.attention).unwrap_or_default();
+    print!("{}", render::attention_lines(Some(&attention)));
 }

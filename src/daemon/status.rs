@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::Daemon;
+use crate::attention::{self, Attention};
 use crate::control::Response;
 use crate::schedule::scheduler::StepStatus;
 
@@ -60,6 +61,29 @@ impl Daemon {
             .await
             .as_ref()
             .map(crate::render::health_checks);
+        let mut attention = match self.attention() {
+            Ok(a) => a,
+            Err(e) => return Response::error(1, e),
+        };
+        if let Some(e) = &empty {
+            attention.push(Attention::new("declaration-empty-refused", e.line()));
+        } else if let Some(l) = last.as_ref().filter(|l| !l.ok) {
+            // A failure the record of applies does not show (a refused or
+            // unreadable declaration file, an apply that could not start).
+            if !attention
+                .iter()
+                .any(|a| matches!(a.what, "failed-resource" | "apply-failed"))
+            {
+                attention.push(Attention::new(
+                    "apply-failed",
+                    format!(
+                        "the last apply ({}) failed: {}",
+                        crate::render::time(l.at),
+                        l.summary
+                    ),
+                ));
+            }
+        }
         let json = serde_json::json!({
             "declaration": self.cfg.declaration.display().to_string(),
             "health": health,
@@ -70,12 +94,43 @@ impl Daemon {
                 "line": e.line() })),
             "steps": steps,
             "open-windows": windows,
+            "attention": attention,
         });
         Response {
-            exit: 0,
+            exit: if attention.is_empty() {
+                0
+            } else {
+                attention::EXIT_ATTENTION
+            },
             text: crate::render::daemon_status(&json),
             json,
         }
+    }
+
+    /// What the state directory says needs attention (see
+    /// [`crate::attention`]); an error when it cannot be read.
+    fn attention(&self) -> Result<Vec<Attention>, String> {
+        let applied: Option<crate::apply::AppliedState> = self
+            .store
+            .load(crate::store::APPLIED)
+            .map_err(|e| e.to_string())?;
+        let records = self
+            .store
+            .windows()
+            .map_err(|e| format!("window records unreadable: {e}"))?;
+        let suspended = crate::schedule::suspend::load(&self.store)?;
+        let at = crate::store::Moment {
+            wall: Utc::now(),
+            boot_id: crate::store::boot_id().map_err(|e| e.to_string())?,
+            since_boot: Some(crate::store::since_boot()),
+        };
+        Ok(attention::gather(
+            &self.store,
+            applied.as_ref(),
+            &records,
+            &suspended,
+            &at,
+        ))
     }
 
     /// The empty declaration refused, if one stands.

@@ -12,6 +12,7 @@
 //! | [`APPLIED`]`.json` | what the last apply applied | the apply engine |
 //! | [`CONTAINER_INPUTS`]`.json` | per container, digests of what it was created reading | the apply engine |
 //! | [`STEP_HISTORY`]`.json` | recent runs of scheduled steps | the scheduler |
+//! | `alerts.json` | the latest alerts (`will-not-start-again`, `held-unhealthy`), for `status` | whoever raised one, under `alerts.lock` |
 //! | `suspended-steps.json` | steps an operator suspended, and since when | `suspend`/`resume`, under `suspended-steps.lock`; the apply engine drops steps no longer declared |
 //! | `windows/<step>.json` | one [`WindowRecord`] per open window ([`window_file_name`]) | the scheduler, under the lock |
 //! | `windows/unreadable/` | files found in `windows/` that are not records this host can read, moved aside ([`Store::set_aside`]) | whoever found them, under `windows.lock` |
