@@ -176,6 +176,14 @@ fn a_suspended_step_does_not_fire_across_a_restart_until_resumed() {
     }
 
     // The minute turns: its due time is logged at notice, nothing fires.
+    // (A restart straddling a minute would log that passed time too, as
+    // one entry of its own: only the scheduled due times are counted.)
+    let due_lines = |j: &str| -> Vec<String> {
+        j.lines()
+            .filter(|l| l.contains(":00+00:00 is not run"))
+            .map(str::to_string)
+            .collect()
+    };
     let passed = wait_for(
         "a due time to pass suspended",
         Duration::from_secs(75),
@@ -188,14 +196,11 @@ fn a_suspended_step_does_not_fire_across_a_restart_until_resumed() {
                     "PRIORITY=5",
                 ],
             );
-            (!j.trim().is_empty()).then_some(j)
+            let lines = due_lines(&j);
+            (!lines.is_empty()).then_some(lines)
         },
     );
-    assert_eq!(passed.lines().count(), 1, "once per due time: {passed}");
-    assert!(
-        passed.contains(":00+00:00 is not run"),
-        "a due time of the schedule: {passed}"
-    );
+    assert_eq!(passed.len(), 1, "once per due time: {passed:?}");
     let started = d.journal(&since, &["MESH_EVENT=step-started", "MESH_STEP=sustick"]);
     assert!(
         started.trim().is_empty(),

@@ -487,10 +487,13 @@ impl Scheduler {
     /// A suspended step's due time (or due times missed together): logged
     /// `step-suspended` once, handled, never run nor caught up later.
     fn pass_suspended(&mut self, decision: Decision, since: DateTime<Utc>, now: DateTime<Utc>) {
-        let (step, due) = match &decision {
+        let (step, what) = match &decision {
             Decision::Fire { step, due }
             | Decision::CatchUp { step, due }
-            | Decision::Skip { step, due } => (step.clone(), format!("due {}", due.to_rfc3339())),
+            | Decision::Skip { step, due } => (
+                step.clone(),
+                format!("its fire due {} is not run", due.to_rfc3339()),
+            ),
             Decision::Missed {
                 step,
                 count,
@@ -500,7 +503,7 @@ impl Scheduler {
             } => (
                 step.clone(),
                 format!(
-                    "{}{count} due time(s) from {} to {}, passed while it could not run (noticed at {}),",
+                    "its {}{count} fire(s) due from {} to {}, passed while it could not run (noticed at {}), are not run",
                     if *at_least { "at least " } else { "" },
                     first.to_rfc3339(),
                     last.to_rfc3339(),
@@ -520,7 +523,7 @@ impl Scheduler {
             Event::StepSuspended,
             MESH_STEP = %step,
             MESH_MODULE = module.as_deref(),
-            "step {step} is suspended (since {}): its fire {due} is not run, and never caught up; mesh-host resume {step} lifts it",
+            "step {step} is suspended (since {}): {what}, and never caught up; mesh-host resume {step} lifts it",
             since.to_rfc3339()
         );
     }
