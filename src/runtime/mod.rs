@@ -461,6 +461,21 @@ pub enum RuntimeError {
     },
 }
 
+/// What to do about a runtime that does not answer, for a person: said
+/// after a connection error by the command line and the daemon's start.
+pub const UNREACHABLE_HINT: &str = "is the container runtime running? Docker: \
+     `systemctl start docker.service`; Podman: `systemctl start podman.socket` and \
+     --docker-host unix:///run/podman/podman.sock; another endpoint: --docker-host URL \
+     (or DOCKER_HOST)";
+
+/// `e`, with [`UNREACHABLE_HINT`] when the runtime did not answer.
+pub fn explain(e: &RuntimeError) -> String {
+    match e {
+        RuntimeError::Unreachable { .. } => format!("{e}; {UNREACHABLE_HINT}"),
+        _ => e.to_string(),
+    }
+}
+
 impl RuntimeError {
     /// Whether retrying the same call later may succeed (runtime or registry
     /// did not answer).
@@ -485,6 +500,27 @@ mod tests {
         };
         assert!(mount("/srv/data").is_bind());
         assert!(!mount("data-volume").is_bind());
+    }
+
+    #[test]
+    fn an_unreachable_runtime_is_explained_with_what_to_start() {
+        let e = RuntimeError::Unreachable {
+            endpoint: "/run/docker.sock".into(),
+            reason: "connection refused".into(),
+        };
+        let text = explain(&e);
+        for needed in [
+            "/run/docker.sock",
+            "docker.service",
+            "podman.socket",
+            "--docker-host",
+        ] {
+            assert!(text.contains(needed), "{needed}: {text}");
+        }
+        let other = RuntimeError::NotFound {
+            what: "container web".into(),
+        };
+        assert_eq!(explain(&other), other.to_string());
     }
 
     #[test]
