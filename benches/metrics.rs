@@ -45,6 +45,7 @@ fn snapshot(n: usize) -> Snapshot {
             running: i % 10 < 2,
             suspended_since: None,
             fires: fires.clone(),
+            missed: i as u64 % 3,
         })
         .collect();
     let windows = (0..n)

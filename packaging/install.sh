@@ -54,6 +54,10 @@ for page in "$gen"/mesh-host*.8; do
 	chmod 0644 "$dest/usr/share/man/man8/$(basename "$page").gz"
 done
 
+# Prometheus alerting rules on the metrics (docs/metrics.md): data for the
+# operator's Prometheus to point its rule_files at, nothing loads them here.
+put 0644 "$repo/packaging/prometheus/mesh-host-alerts.yml" usr/share/mesh-host/prometheus/mesh-host-alerts.yml
+
 # Completions where each shell looks for a package's own (not /etc).
 put 0644 "$gen/mesh-host.bash" usr/share/bash-completion/completions/mesh-host
 put 0644 "$gen/_mesh-host" usr/share/zsh/vendor-completions/_mesh-host

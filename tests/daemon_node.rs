@@ -299,6 +299,16 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
         "two hours of a per-minute step: {missed}"
     );
     assert!(missed.contains("not run late"), "{missed}");
+    // Counted for Prometheus (the shipped rule MeshHostStepMissed reads it).
+    wait_for(
+        "the missed fires in the metrics",
+        Duration::from_secs(10),
+        || {
+            text(&d.cli(&["metrics"]))
+                .contains(r#"mesh_host_step_missed_total{step="cronstep",module="m"} 1"#)
+                .then_some(())
+        },
+    );
     // The cron engine fires it within the next minute, in its own unit:
     // the ready container is started, and exits 0 (the next fire's is made
     // at once after, so the run is read from the daemon's history).

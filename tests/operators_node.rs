@@ -603,28 +603,47 @@ fn yaml_block(markdown: &str) -> String {
 
 /// Needs no node, only `promtool` (tests/node/prereqs.sh installs it).
 #[test]
-fn the_documented_alert_rules_pass_promtool() {
-    let docs = yaml_block(include_str!("../docs/metrics.md"));
-    let readme = yaml_block(include_str!("../README.md"));
+fn the_shipped_alert_rules_pass_promtool_and_fire_only_when_they_should() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shipped = format!("{root}/packaging/prometheus/mesh-host-alerts.yml");
+    let rules = std::fs::read_to_string(&shipped).expect("the shipped rules");
     assert_eq!(
-        docs, readme,
-        "README and docs/metrics.md show the same rules"
+        yaml_block(include_str!("../docs/metrics.md")),
+        rules,
+        "docs/metrics.md shows the shipped rules"
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("rules.yml");
-    std::fs::write(&path, &docs).expect("rules");
-    let out = std::process::Command::new("promtool")
-        .arg("check")
-        .arg("rules")
-        .arg(&path)
-        .output()
-        .expect("promtool (Debian's prometheus package)");
+    let promtool = |args: &[&str]| {
+        std::process::Command::new("promtool")
+            .args(args)
+            .output()
+            .expect("promtool (Debian's prometheus package)")
+    };
+    let out = promtool(&["check", "rules", &shipped]);
     assert!(
-        out.status.success() && stdout(&out).contains("SUCCESS: 4 rules found"),
+        out.status.success() && stdout(&out).contains("SUCCESS: 7 rules found"),
         "{}{}",
         stdout(&out),
         stderr(&out)
     );
+    // Each alert fires on its series and stays quiet on the others.
+    let cases = format!("{root}/tests/prometheus/mesh-host-alerts.test.yml");
+    let out = promtool(&["test", "rules", &cases]);
+    assert!(
+        out.status.success(),
+        "promtool test rules:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let tested = std::fs::read_to_string(&cases).expect("the cases");
+    for alert in rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+    {
+        assert!(
+            tested.contains(&format!("alertname: {alert}")),
+            "{alert} has no case in {cases}"
+        );
+    }
 }
 
 #[test]

@@ -57,6 +57,7 @@ const STAGED: &[&str] = &[
     "/usr/share/man/man8/mesh-host-status.8.gz",
     "/usr/share/man/man8/mesh-host-suspend.8.gz",
     "/usr/share/man/man8/mesh-host-take.8.gz",
+    "/usr/share/mesh-host/prometheus/mesh-host-alerts.yml",
     "/usr/share/bash-completion/completions/mesh-host",
     "/usr/share/zsh/vendor-completions/_mesh-host",
     "/usr/share/fish/vendor_completions.d/mesh-host.fish",

@@ -25,4 +25,5 @@ if [ "$1" -eq 0 ]; then
 	# The package owns no directory (see Cargo.toml): remove its own when
 	# empty (the node's declaration keeps /etc/mesh-host).
 	rmdir /usr/share/doc/mesh-host/examples /usr/share/doc/mesh-host /etc/mesh-host 2>/dev/null || :
+	rmdir /usr/share/mesh-host/prometheus /usr/share/mesh-host 2>/dev/null || :
 fi

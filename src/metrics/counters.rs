@@ -37,6 +37,10 @@ pub struct StepCounters {
     /// How long the last (not skipped) fire took, in seconds.
     #[serde(default)]
     pub last_run_duration_secs: Option<f64>,
+    /// Times the host noticed fires of the step it could not run
+    /// (`step-missed`: one notice however many fires it covers).
+    #[serde(default)]
+    pub missed: u64,
 }
 
 impl Counters {
@@ -48,6 +52,11 @@ impl Counters {
     /// Write them back.
     pub fn save(&self, store: &Store) -> Result<(), StoreError> {
         store.save(DOC, self)
+    }
+
+    /// Count one notice of missed fires of `step`.
+    pub fn missed(&mut self, step: &str) {
+        self.steps.entry(step.to_string()).or_default().missed += 1;
     }
 
     /// Count one fire of `step` with this outcome label.

@@ -90,6 +90,8 @@ pub struct StepMetrics {
     pub suspended_since: Option<DateTime<Utc>>,
     /// Fires by outcome label.
     pub fires: BTreeMap<String, u64>,
+    /// Notices of fires it missed.
+    pub missed: u64,
 }
 
 /// One open window.
@@ -166,6 +168,7 @@ pub fn gather(
             running: s.running,
             suspended_since: s.suspended_since,
             fires,
+            missed: c.missed,
         });
     }
     out.steps.sort_by(|a, b| a.step.cmp(&b.step));

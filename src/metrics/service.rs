@@ -194,6 +194,13 @@ impl MetricsService {
                 self.save();
                 true
             }
+            "step-missed" => {
+                if let Some(step) = &o.step {
+                    self.counters.missed(step);
+                    self.save();
+                }
+                true
+            }
             "step-skipped" => {
                 if let Some(step) = &o.step {
                     self.counters.fired(step, "skipped", None);

@@ -85,6 +85,18 @@ pub fn render(snap: &Snapshot) -> String {
         }
     }
     out.family(
+        "mesh_host_step_missed_total",
+        "counter",
+        "Times the host noticed fires of the step it could not run (the node or the daemon was down, the clock jumped): one per notice, however many fires it covers.",
+    );
+    for s in &snap.steps {
+        out.sample(
+            "mesh_host_step_missed_total",
+            &step_labels(s),
+            &s.missed.to_string(),
+        );
+    }
+    out.family(
         "mesh_host_step_next_fire_timestamp_seconds",
         "gauge",
         "When the step is next due.",
@@ -330,6 +342,7 @@ mod tests {
                     running: false,
                     suspended_since: Some(at("2026-12-01T10:00:00Z")),
                     fires,
+                    missed: 2,
                 },
                 StepMetrics {
                     step: "odd\"name\\".into(),
@@ -383,6 +396,8 @@ mod tests {
             "mesh_host_step_fires_total{step=\"gc\",module=\"registry\",outcome=\"failed\"} 1\n",
             "mesh_host_step_fires_total{step=\"gc\",module=\"registry\",outcome=\"skipped\"} 0\n",
             "mesh_host_step_next_fire_timestamp_seconds{step=\"gc\",module=\"registry\"} 1796180400\n",
+            "mesh_host_step_missed_total{step=\"gc\",module=\"registry\"} 2\n",
+            "mesh_host_step_missed_total{step=\"odd\\\"name\\\\\",module=\"\"} 0\n",
             "mesh_host_step_running{step=\"odd\\\"name\\\\\",module=\"\"} 0\n",
             "mesh_host_step_suspended{step=\"gc\",module=\"registry\"} 1\n",
             "mesh_host_step_suspended{step=\"odd\\\"name\\\\\",module=\"\"} 0\n",
