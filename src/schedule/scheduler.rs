@@ -217,30 +217,26 @@ impl SchedulerHandle {
 
     /// Suspend `step`: since when it is suspended, or why not.
     pub async fn suspend(&self, step: &str) -> Result<DateTime<Utc>, String> {
-        let (reply, rx) = oneshot::channel();
-        self.inbox
-            .send(Command::Suspend {
-                step: step.to_string(),
-                reply,
-            })
-            .await
-            .map_err(|_| "the scheduler has stopped".to_string())?;
-        rx.await
-            .map_err(|_| "the scheduler has stopped".to_string())?
+        let step = step.to_string();
+        self.ask(|reply| Command::Suspend { step, reply }).await?
     }
 
     /// Lift `step`'s suspension: since when it was suspended, if it was.
     pub async fn resume(&self, step: &str) -> Result<Option<DateTime<Utc>>, String> {
+        let step = step.to_string();
+        self.ask(|reply| Command::Resume { step, reply }).await?
+    }
+
+    /// Send the command `make` builds around a reply channel, and await
+    /// the reply.
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, String> {
         let (reply, rx) = oneshot::channel();
         self.inbox
-            .send(Command::Resume {
-                step: step.to_string(),
-                reply,
-            })
+            .send(make(reply))
             .await
             .map_err(|_| "the scheduler has stopped".to_string())?;
         rx.await
-            .map_err(|_| "the scheduler has stopped".to_string())?
+            .map_err(|_| "the scheduler has stopped".to_string())
     }
 
     /// A counter bumped whenever the steps' state may have changed (a fire
