@@ -19,6 +19,18 @@ fn data_volume(r: &Rig, name: &str) -> String {
     at_data[0].name.clone()
 }
 
+/// A stopped `web` set aside (as an interrupted recreate leaves it),
+/// holding `volume` at `/data`.
+fn set_aside_holding(r: &Rig, volume: &str) {
+    let mut old = managed(&replaced_name("web"), "web", &img(1));
+    old.mounts.push(crate::runtime::MountSpec {
+        source: volume.to_string(),
+        target: "/data".into(),
+        read_only: false,
+    });
+    r.fake.add_container(old, false);
+}
+
 /// A rig whose images 1 and 2 declare `VOLUME /data`.
 fn rig() -> Rig {
     let r = Rig::new();
@@ -154,13 +166,7 @@ async fn a_set_aside_container_left_beside_its_replacement_is_removed_and_the_vo
     let volume = data_volume(&r, "web");
     // Killed after the new one was made, before the old one was removed:
     // both name the volume.
-    let mut old = managed(&replaced_name("web"), "web", &img(1));
-    old.mounts.push(crate::runtime::MountSpec {
-        source: volume.clone(),
-        target: "/data".into(),
-        read_only: false,
-    });
-    r.fake.add_container(old, false);
+    set_aside_holding(&r, &volume);
     r.fake.clear_calls();
     let report = r.apply(json!([service("web", &img(1))])).await;
     assert_eq!(actions(&report), pairs(&[("web", "unchanged")]));
@@ -230,13 +236,7 @@ async fn a_recreate_finding_a_set_aside_container_in_the_way_removes_it_and_carr
     let r = rig();
     r.apply(json!([service("web", &img(1))])).await;
     let volume = data_volume(&r, "web");
-    let mut old = managed(&replaced_name("web"), "web", &img(1));
-    old.mounts.push(crate::runtime::MountSpec {
-        source: volume.clone(),
-        target: "/data".into(),
-        read_only: false,
-    });
-    r.fake.add_container(old, false);
+    set_aside_holding(&r, &volume);
     r.fake.clear_calls();
     let report = r.apply(json!([service("web", &img(2))])).await;
     assert_eq!(actions(&report), pairs(&[("web", "recreated")]));
