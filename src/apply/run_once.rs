@@ -19,6 +19,7 @@ use crate::runtime::{
 
 use super::{Action, Halt, Run};
 use crate::container_spec;
+use crate::schedule::output::{run_once_name, to_journal};
 
 impl Run<'_> {
     /// Run a run-once step; `Some` when the apply must halt here (the
@@ -71,7 +72,12 @@ impl Run<'_> {
                 .map_err(|e| fail(format!("cannot remove the previous run's container: {e}")))?;
         }
         let began = Instant::now();
-        super::containers::create_and_start(self.runtime(), &built.spec)
+        // Its output goes to the journal as a step's does, under a name of
+        // this run (it has no unit of its own).
+        let mut spec = built.spec;
+        let run = run_once_name(res.id.as_str(), chrono::Utc::now());
+        to_journal(&mut spec, res.id.as_str(), &run);
+        super::containers::create_and_start(self.runtime(), &spec)
             .await
             .map_err(|e| fail(e.to_string()))?;
         let runtime = self.applier.runtime.clone();
