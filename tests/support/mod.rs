@@ -311,7 +311,17 @@ impl Node {
         let name = src
             .file_name()
             .unwrap_or_else(|| panic!("install_bin: {} names no file", src.display()));
-        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR"));
+        // A directory per source: checkouts sharing one node each run
+        // their own build, never another's copied over it meanwhile.
+        let source = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            fs::canonicalize(src)
+                .unwrap_or_else(|_| src.to_path_buf())
+                .hash(&mut h);
+            format!("{:016x}", h.finish())
+        };
+        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR")).join(source);
         fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         let dest = dir.join(name);
         // Copy then rename: a running copy of the old file keeps its inode
