@@ -315,6 +315,19 @@ fn entries(
     }
 }
 
+/// The cursor of the journal's last entry, whatever it is of.
+fn tail_cursor(path: &str) -> std::io::Result<Option<String>> {
+    let out = Command::new(path)
+        .args(["--no-pager", "--quiet", "--output=json", "--lines=1"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|e| text(&e, "__CURSOR")))
+}
+
 /// The last `wanted` fires of the query's step, read newest first.
 fn select(path: &str, query: &Query, wanted: usize) -> std::io::Result<Selection> {
     let mut selector = Selector::new(wanted);
@@ -408,8 +421,13 @@ fn print(path: &str, query: &Query, selection: &Selection, opts: Options) -> std
     let start = match (&selection.from, opts.follow) {
         (Some(cursor), true) => vec![format!("--cursor={cursor}"), "--follow".into()],
         (Some(cursor), false) => vec![format!("--cursor={cursor}")],
-        // Nothing yet: what comes from now on.
-        (None, _) => vec!["--lines=0".into(), "--follow".into()],
+        // Nothing yet: what comes after the journal's last entry. Not
+        // `--lines=0`: with matches joined by `+`, systemd 252's
+        // journalctl seeks the tail so that it misses what follows.
+        (None, _) => match tail_cursor(path)? {
+            Some(cursor) => vec![format!("--after-cursor={cursor}"), "--follow".into()],
+            None => vec!["--follow".into()],
+        },
     };
     let args: Vec<&str> = start.iter().map(String::as_str).collect();
     let chosen: BTreeSet<&str> = selection.fires.iter().map(String::as_str).collect();
