@@ -361,6 +361,60 @@ fn step_output_of_a_fire_on_its_schedule_comes_from_the_container_made_ready_for
     );
 }
 
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn step_output_is_followed_fire_after_fire() {
+    let mut w = World::new("followout");
+    let name = w.name("f");
+    let id = name.clone();
+    let script = "echo \"out $(hostname)\"";
+    let d = DaemonUnit::started(&w, json!([step(&id, &name, &w.pulled_busybox(), script)]));
+    // Before any fire: it waits for what comes.
+    let mut follow = w.mesh_spawn(&["logs", &id, "--follow"], None);
+    let lines = {
+        let out = follow.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    };
+    let mut seen = Vec::new();
+    let mut hosts = Vec::new();
+    for _ in 0..2 {
+        // Each fire in a second of its own.
+        std::thread::sleep(Duration::from_millis(1100));
+        fire_through(&d, &id);
+        let host = hostname(&w, &name);
+        let want = format!("out {host}");
+        while !seen.contains(&want) {
+            match lines.recv_timeout(Duration::from_secs(20)) {
+                Ok(line) => seen.push(line),
+                Err(e) => panic!("no {want} from logs --follow ({e}): {seen:?}"),
+            }
+        }
+        hosts.push(host);
+    }
+    reap(follow);
+    let fires = fires_by_event(&w.node, &id)
+        .remove("step-started")
+        .unwrap_or_default();
+    assert_eq!(
+        seen,
+        vec![
+            format!("-- {} --", fires[0]),
+            format!("out {}", hosts[0]),
+            format!("-- {} --", fires[1]),
+            format!("out {}", hosts[1]),
+        ]
+    );
+}
+
 /// Wait for a client that was running when its daemon died.
 fn reap(mut child: Child) {
     let _ = child.kill();
