@@ -167,14 +167,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print a step's output, as its container wrote it (stdout on stdout,
-    /// stderr on stderr): the last fire's, or the last N fires' each after
-    /// a `-- FIRE --` line. Read from the journal, where the runtime wrote
-    /// each line with MESH_STEP and MESH_FIRE, so it works with or without
-    /// a running daemon and whatever happened to mesh-host meanwhile
-    /// (`journalctl MESH_STEP=STEP` shows the same lines among the step's
-    /// events). Exits 2 when no step of that id is declared or in the
-    /// journal.
+    /// Print a step's output from the journal: its last fire's, or its last
+    /// N fires'.
+    ///
+    /// Lines are printed as the step's container wrote them, stdout on
+    /// stdout and stderr on stderr, each fire after a `-- FIRE --` line
+    /// when more than one may show. They are read from the journal, where
+    /// the runtime wrote each line with MESH_STEP and MESH_FIRE, so this
+    /// works with or without a running daemon and whatever happened to
+    /// mesh-host meanwhile (`journalctl MESH_STEP=STEP` shows the same
+    /// lines among the step's events). Exits 2 when no step of that id is
+    /// declared or in the journal.
     Logs {
         /// The step's resource id (scheduled or run-once).
         step: String,
