@@ -283,6 +283,41 @@ mod tests {
     }
 
     #[test]
+    fn every_event_is_in_the_readmes_list_and_the_journal_page() {
+        // The README's list: the backticked names of its "Events carry
+        // `MESH_EVENT` (...)" sentence, in the code's order.
+        let readme = include_str!("../README.md");
+        let from = readme
+            .find("Events carry `MESH_EVENT` (")
+            .expect("the README lists the events");
+        let list = &readme[from..][..readme[from..].find(')').expect("the list ends")];
+        let listed: Vec<&str> = list.split('`').skip(3).step_by(2).collect();
+        let names: Vec<&str> = Event::ALL.iter().map(|e| e.name()).collect();
+        assert_eq!(
+            listed, names,
+            "README.md's list of events against the code's"
+        );
+        let page = include_str!("../docs/journal.md");
+        for e in Event::ALL {
+            let row = format!("| `{}` | `{}` |", e.name(), e.message_id());
+            assert!(
+                page.contains(&row),
+                "docs/journal.md lacks the row of {}",
+                e.name()
+            );
+        }
+        let rows = page
+            .lines()
+            .filter(|l| l.starts_with("| `") && !l.starts_with("| `MESH_EVENT`"))
+            .count();
+        assert_eq!(
+            rows,
+            Event::ALL.len(),
+            "docs/journal.md lists an event the code lacks"
+        );
+    }
+
+    #[test]
     fn catalog_explains_every_event() {
         let catalog = include_str!("../units/mesh-host.catalog");
         for e in Event::ALL {

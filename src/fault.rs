@@ -24,6 +24,12 @@
 //!   its own (src/runtime/docker/network_none.rs), for a minute: a node
 //!   test kills the process there.
 //!
+//! - `pause-before-replacing` and `pause-before-removing-replaced` (pauses),
+//!   on a container's name: a replace (src/runtime/replace.rs) that has set
+//!   the old container aside under its replaced name and not yet created
+//!   the new one, or created it and not yet removed the old one, for a
+//!   minute: a node test kills the process there.
+//!
 //! `MESH_HOST_MAKING_GRACE_SECS=N` shortens the age (ten minutes) at which
 //! an apply takes a container under a making name for one an interrupted
 //! create left, so that a node test need not wait for it
@@ -56,7 +62,9 @@ pub fn point(name: &str, subject: &str) {
 /// its stop not sent; `pause-before-start`, on a held container's name: a
 /// close about to start it, its record already marking it `starting`;
 /// `pause-before-naming`, on a container's name: made whole under its
-/// making name, not yet renamed).
+/// making name, not yet renamed; `pause-before-replacing` and
+/// `pause-before-removing-replaced`, on a container's name: the old one set
+/// aside, the new one not made, or made and the old one not removed).
 #[cfg(debug_assertions)]
 pub async fn pause(name: &str, subject: &str) {
     let asked =

@@ -1,7 +1,7 @@
 //! Temporary directories for the unit tests' declared paths.
 
-/// A temporary directory for declared paths, outside /tmp and /var/tmp,
-/// where declared paths are refused (`declaration::sandbox`): under the
+/// A temporary directory for declared paths, outside /tmp, /var/tmp, /home,
+/// /root and the rest where declared paths are refused (`declaration::sandbox`): under the
 /// crate's own `target/`, unless the checkout itself lives under one of
 /// those (a clone in /tmp); then under the user's cache directory, or
 /// /var/lib for root. So the tests pass wherever the checkout lives.
@@ -27,6 +27,8 @@ pub fn test_dir() -> tempfile::TempDir {
 
 /// Whether the validator accepts paths under `dir`.
 fn declarable(dir: &std::path::Path) -> bool {
-    crate::declaration::AbsPath::try_from(dir.display().to_string().as_str())
-        .is_ok_and(|p| crate::declaration::sandbox::refusal(&p).is_none())
+    crate::declaration::AbsPath::try_from(dir.display().to_string().as_str()).is_ok_and(|p| {
+        crate::declaration::sandbox::refusal(&p).is_none()
+            && crate::declaration::sandbox::write_refusal(&p).is_none()
+    })
 }

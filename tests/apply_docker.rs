@@ -144,13 +144,20 @@ fn creates_then_a_second_apply_makes_no_mutating_call_and_a_changed_env_file_rec
         ),
         "{inputs}"
     );
-    let events = w.events(&since, &[&web]);
+    let replaced = mesh_host::runtime::replaced_name(&web);
+    let making = mesh_host::runtime::making_name(&web);
+    let events = w.events(&since, &[&web, &replaced, &making]);
     let actions: Vec<&str> = events.iter().map(|(_, a)| a.as_str()).collect();
+    // Stopped and set aside, the new one made, the old one destroyed
+    // (its volumes kept), then the new one started (docs/apply.md,
+    // "Volumes").
+    let n = actions.len();
     assert!(
-        actions.contains(&"destroy")
-            && actions.len() >= 2
-            && is_made(actions[actions.len() - 2])
-            && actions.last() == Some(&"start"),
+        n >= 4
+            && actions.iter().position(|a| *a == "stop") < Some(n - 3)
+            && is_made(actions[n - 3])
+            && actions[n - 2] == "destroy"
+            && actions[n - 1] == "start",
         "{events:?}"
     );
     let recreated = w.node.journal(&[

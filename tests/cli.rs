@@ -205,3 +205,279 @@ fn logs_refuses_a_service_and_a_count_of_no_fires_with_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--fires"), "{}", stderr(&out));
 }
+
+#[test]
+fn check_refuses_paths_the_unit_cannot_write_and_the_hosts_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    std::fs::write(
+        &file,
+        br#"{"declaration": 1, "resources": [
+            {"id": "usr", "type": "file", "path": "/usr/lib/app.conf", "content": "x"},
+            {"id": "local", "type": "file", "path": "/usr/local/etc/app.conf", "content": "x"},
+            {"id": "boot", "type": "directory", "path": "/boot/app"},
+            {"id": "home", "type": "file", "path": "/home/app/.env", "content": "x"},
+            {"id": "sysctl", "type": "file", "path": "/proc/sys/net/ipv4/ip_forward", "content": "1"},
+            {"id": "state", "type": "file", "path": "/srv/mh/state/applied.json", "content": "{}"},
+            {"id": "decl", "type": "file", "path": "/srv/mh/declaration.json", "content": "{}"},
+            {"id": "default-state", "type": "directory", "path": "/var/lib/mesh-host/x"},
+            {"id": "app", "type": "container", "name": "app",
+             "image": "r.test/c@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+             "env-files": ["/usr/share/app/defaults.env"]}
+        ]}"#,
+    )
+    .expect("write");
+    let out = mesh(&[
+        "--state-dir",
+        "/srv/mh/state",
+        "--declaration",
+        "/srv/mh/declaration.json",
+        "check",
+        &file.to_string_lossy(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}{}", stderr(&out));
+    for (id, needle) in [
+        ("usr", "/usr/lib/app.conf (under /usr) is read-only to mesh-host.service (ProtectSystem=yes); put it under /etc, /srv, /var, /opt or /usr/local"),
+        ("boot", "ProtectSystem=yes"),
+        ("home", "ProtectHome=read-only"),
+        ("sysctl", "ProtectKernelTunables=yes"),
+        ("state", "own state directory (/srv/mh/state)"),
+        ("decl", "the node's declaration file"),
+    ] {
+        assert!(
+            text.lines().any(|l| l.contains(id) && l.contains(needle)),
+            "{id}: {needle:?} not in:\n{text}"
+        );
+    }
+    // /usr/local is the administrator's; env-files are only read; the
+    // default state directory is not this invocation's.
+    for id in ["local", "default-state", "app"] {
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{id}:"))),
+            "{id} refused:\n{text}"
+        );
+    }
+    assert_eq!(
+        text.matches("\n").count(),
+        7,
+        "one heading and six problems:\n{text}"
+    );
+}
+
+/// `check --json`'s problems as (resource, field, message).
+fn check_problems(file: &std::path::Path) -> Vec<(String, String, String)> {
+    let out = mesh(&["check", "--json", &file.to_string_lossy()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check --json");
+    v["problems"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
+                    (s("resource"), s("field"), s("message"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn schema() -> serde_json::Value {
+    let out = mesh(&["schema"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("the schema is JSON")
+}
+
+#[test]
+fn the_schema_knows_every_resource_type_and_check_knows_every_field_it_lists() {
+    let schema = schema();
+    // The resource types check knows, from its own refusal of another.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    std::fs::write(
+        &file,
+        r#"{"declaration": 1, "resources": [{"id": "x", "type": "nonesuch"}]}"#,
+    )
+    .expect("write");
+    let (_, _, message) = check_problems(&file).remove(0);
+    let known: Vec<&str> = message
+        .rsplit_once("one of ")
+        .map(|(_, list)| list.split(", ").collect())
+        .unwrap_or_default();
+    let listed: Vec<&str> = schema["$defs"]["resource"]["properties"]["type"]["enum"]
+        .as_array()
+        .expect("the type enum")
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert_eq!(
+        listed, known,
+        "the schema's types against check's ({message})"
+    );
+    // Each property the schema gives a type is one check reads (a junk
+    // value may be refused, but never as an unknown field).
+    for kind in known {
+        let props = schema["$defs"][kind]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no $defs.{kind}.properties"));
+        for key in props
+            .keys()
+            .filter(|k| !["id", "type"].contains(&k.as_str()))
+        {
+            let decl = serde_json::json!({"declaration": 1, "resources": [
+                {"id": "x", "type": kind, key.as_str(): "junk"}
+            ]});
+            std::fs::write(&file, decl.to_string()).expect("write");
+            let problems = check_problems(&file);
+            assert!(
+                !problems
+                    .iter()
+                    .any(|(_, f, m)| f == key && m.contains("unknown field")),
+                "{kind}.{key} is in the schema but check does not know it: {problems:?}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs python3-jsonschema (Debian): run tests/run"]
+fn every_example_validates_against_the_schema_and_both_agree_on_the_refused_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema_file = dir.path().join("schema.json");
+    std::fs::write(&schema_file, mesh(&["schema"]).stdout).expect("write the schema");
+    let examples = ["media.json", "registry.json", "webapp.json", "refused.json"].map(example);
+    let out = Command::new("/usr/bin/python3")
+        .arg(format!(
+            "{}/tests/schema/errors.py",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(&schema_file)
+        .args(&examples)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "the schema validator failed (apt-get install python3-jsonschema): {}",
+        stderr(&out)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for accepted in &examples[..3] {
+        assert_eq!(found[accepted], serde_json::json!([]), "{accepted}");
+    }
+    // check's problems, as (resource index, field), less the ones only
+    // check can see: rules between resources and facts of the machine.
+    let refused = &examples[3];
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(refused).expect("read")).expect("json");
+    let ids: Vec<&str> = doc["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap_or(""))
+        .collect();
+    let check_only = [
+        "is already the",             // unique ids and names
+        "is this step itself",        // what while-stopped names
+        "no container by that id",    // likewise
+        "not an IANA time zone name", // the zone database
+    ];
+    let mut by_check: Vec<(i64, String)> = check_problems(std::path::Path::new(refused))
+        .into_iter()
+        .filter(|(_, _, m)| !check_only.iter().any(|c| m.contains(c)))
+        .map(|(resource, field, _)| {
+            let index = resource
+                .strip_prefix("resources[")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|n| n.parse().ok())
+                .or_else(|| ids.iter().position(|id| *id == resource).map(|i| i as i64))
+                .unwrap_or(-1);
+            (index, field)
+        })
+        .collect();
+    by_check.sort();
+    by_check.dedup();
+    let mut by_schema: Vec<(i64, String)> = found[refused]
+        .as_array()
+        .expect("the refused example's errors")
+        .iter()
+        .map(|e| {
+            (
+                e[0].as_i64().unwrap_or(-2),
+                e[1].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    by_schema.sort();
+    assert!(!by_schema.is_empty());
+    assert_eq!(
+        by_schema, by_check,
+        "schema (left) and check (right) disagree"
+    );
+}
+
+#[test]
+fn messages_name_the_fix_for_a_misspelt_field_a_byte_order_mark_yaml_and_no_runtime() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path.to_string_lossy().into_owned()
+    };
+    let image = "r.test/c@sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let misspelt = file(
+        "misspelt.json",
+        format!(
+            r#"{{"declaration": 1, "resources": [{{"id": "app", "type": "container",
+                "name": "app", "image": "{image}", "healthcheck": {{}}, "helth": "none",
+                "mounts": [{{"source": "/srv/a", "target": "/a", "read_only": true}}]}}]}}"#
+        )
+        .as_bytes(),
+    );
+    let out = mesh(&["check", &misspelt]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stdout(&out);
+    for line in [
+        r#"app: healthcheck: unknown field; did you mean "health"?"#,
+        r#"app: helth: unknown field; did you mean "health"?"#,
+        r#"app: mounts[0].read_only: unknown field; did you mean "read-only"?"#,
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let bom = file(
+        "bom.json",
+        b"\xEF\xBB\xBF{\"declaration\": 1, \"resources\": []}",
+    );
+    let out = mesh(&["check", &bom]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("byte order mark"), "{}", stdout(&out));
+    let yaml = file("compose.yml", b"services:\n  web:\n    image: nginx\n");
+    let out = mesh(&["check", &yaml]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("looks like YAML"), "{}", stdout(&out));
+    // No runtime at the endpoint: what to start, and how to name another.
+    let empty = file("empty.json", br#"{"declaration": 1, "resources": []}"#);
+    let state = dir.path().join("state").to_string_lossy().into_owned();
+    let decl = dir
+        .path()
+        .join("declaration.json")
+        .to_string_lossy()
+        .into_owned();
+    let out = mesh(&[
+        "--state-dir",
+        &state,
+        "--declaration",
+        &decl,
+        "--docker-host",
+        "unix:///nonexistent/docker.sock",
+        "apply",
+        "--local",
+        &empty,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needed in ["docker.service", "podman.socket", "--docker-host"] {
+        assert!(err.contains(needed), "{needed} not in: {err}");
+    }
+}

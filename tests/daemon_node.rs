@@ -197,13 +197,18 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_alert_is_found_by_field_and_message_id_and_explained_by_the_catalog() {
     let node = Node::from_env();
-    // The catalog as the packages install it.
-    let catalog = "/usr/lib/systemd/catalog/mesh-host-test.catalog";
-    std::fs::write(catalog, include_str!("../units/mesh-host.catalog")).expect("catalog");
-    let _catalog = node.on_drop(format!("rm -f {catalog}; journalctl --update-catalog"));
+    let mut w = World::new("alert");
+    // The catalog as the packages install it, under a name of this test's
+    // own: the catalog directory and its database are the machine's, shared
+    // by every node and by the tests running beside this one.
+    let catalog = format!("/usr/lib/systemd/catalog/{}.catalog", w.prefix);
+    std::fs::write(&catalog, include_str!("../units/mesh-host.catalog")).expect("catalog");
+    let _catalog = node.on_drop(format!(
+        "rm -f {}; journalctl --update-catalog",
+        quote(&catalog)
+    ));
     node.sh_ok("journalctl --update-catalog");
 
-    let mut w = World::new("alert");
     let d = DaemonUnit::install_with_args(&w, "", "--metrics-file=");
     let svc = w.name("svc");
     let gc = w.name("gc");

@@ -53,6 +53,7 @@ const STAGED: &[&str] = &[
     "/usr/share/man/man8/mesh-host-metrics.8.gz",
     "/usr/share/man/man8/mesh-host-plan.8.gz",
     "/usr/share/man/man8/mesh-host-run.8.gz",
+    "/usr/share/man/man8/mesh-host-schema.8.gz",
     "/usr/share/man/man8/mesh-host-status.8.gz",
     "/usr/share/man/man8/mesh-host-take.8.gz",
     "/usr/share/bash-completion/completions/mesh-host",

@@ -5,7 +5,9 @@
 //! takes back is never granted again, whatever names are exchanged; a deep
 //! tree costs the daemon little memory and a wide one few descriptors; a
 //! `chmod` loop logs a bounded number of events; an object the host cannot
-//! set is reported, not fatal; revoking access reaches hard links.
+//! set is reported, not fatal; revoking access reaches hard links, and an
+//! apply through the daemon that revokes it is not undone by the daemon's
+//! own watch while another identity keeps writing.
 //!
 //! The node shares this machine's /etc: every account has a unique name
 //! and a number above 2 000 000 000, and its `World` removes it at the end.
@@ -15,7 +17,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::accounts::{as_identity, getfacl, has_entry, named_users, shared_folder};
+use support::accounts::{as_identity, getfacl, has_entry, named_users, shared_folder, Identity};
 use support::daemon_unit::DaemonUnit;
 use support::world::World;
 use support::{quote, stdout, wait_for, Cleanup, Node};
@@ -534,4 +536,167 @@ fn a_revocation_that_cannot_finish_is_said_and_finished_later() {
         !report.contains("taken away"),
         "nothing left to take: {report}"
     );
+}
+
+/// Makes, beneath `sys.argv[1]`, ten directories of twenty directories
+/// each, every one of them holding a file: 210 directories and 210 files
+/// of the caller's.
+const BUILD_TREE: &str = r#"
+import os, sys
+root = sys.argv[1]
+for i in range(10):
+    top = os.path.join(root, f"t{i}")
+    os.mkdir(top)
+    open(os.path.join(top, "f"), "w").write("x")
+    for j in range(20):
+        d = os.path.join(top, f"d{j}")
+        os.mkdir(d)
+        open(os.path.join(d, "f"), "w").write("x")
+"#;
+
+/// For `sys.argv[2]` seconds, writes files into the directories of
+/// `sys.argv[1]`'s tree (as [`BUILD_TREE`] made them) and changes their
+/// mode: objects and events for the watch while an apply runs. Prints how
+/// many it wrote, and how many writes were denied (its access may be taken
+/// away meanwhile).
+const WRITE_LOOP: &str = r#"
+import os, sys, time
+root = sys.argv[1]
+end = time.time() + float(sys.argv[2])
+n = written = denied = 0
+while time.time() < end:
+    d = os.path.join(root, f"t{n % 10}", f"d{(n // 10) % 20}")
+    p = os.path.join(d, f"w{n}")
+    n += 1
+    try:
+        open(p, "w").write("x")
+        os.chmod(p, 0o600 if n % 2 else 0o640)
+        written += 1
+    except PermissionError:
+        denied += 1
+    time.sleep(0.001)
+print(written, denied)
+"#;
+
+/// The named user entries of `uid`, access and default, on `path` and
+/// everything beneath it (`getfacl -R -n`, inside the node), each with
+/// its file; and how many files were listed.
+fn entries_under(node: &Node, path: &str, uid: u32) -> (usize, Vec<String>) {
+    let listing = node.sh_ok(&format!("getfacl -R -n -p {}", quote(path)));
+    let (mut files, mut found) = (0, Vec::new());
+    let mut file = "";
+    for line in listing.lines() {
+        if let Some(f) = line.strip_prefix("# file: ") {
+            file = f;
+            files += 1;
+        } else if line.starts_with(&format!("user:{uid}:"))
+            || line.starts_with(&format!("default:user:{uid}:"))
+        {
+            found.push(format!("{file}: {line}"));
+        }
+    }
+    (files, found)
+}
+
+/// `ia` and `ib` both writing in a folder the daemon watches: `ib` builds
+/// [`BUILD_TREE`], and it holds the entries of both. Returns the world,
+/// the daemon, the identities and the folder's path.
+fn two_writers(tag: &str) -> (World, DaemonUnit, Identity, Identity, String) {
+    let mut w = World::new(tag);
+    let ia = w.identity("ia");
+    let ib = w.identity("ib");
+    let share = w.shared_path("share");
+    let both = shared_folder("share", &share, &[("ia", true), ("ib", true)]);
+    let d = DaemonUnit::started(&w, json!([ia, ib, both]));
+    ok(
+        as_identity(&w.node, ib.uid, BUILD_TREE, &[&share]),
+        "ib's tree",
+    );
+    for uid in [ia.uid, ib.uid] {
+        let (files, found) = entries_under(&w.node, &share, uid);
+        assert!(files > 420, "the tree: {files} files");
+        // Every directory has an access and a default entry, every file one.
+        assert!(
+            found.len() >= 211 * 2 + 210,
+            "{uid}: {} entries",
+            found.len()
+        );
+    }
+    (w, d, ia, ib, share)
+}
+
+/// Apply `resources` through the daemon while `writer` writes into `ib`'s
+/// tree under `share`: the report.
+fn apply_while_writing(
+    w: &World,
+    d: &DaemonUnit,
+    writer: u32,
+    share: &str,
+    resources: Value,
+) -> String {
+    let node = w.node.clone();
+    let root = share.to_string();
+    let writing = std::thread::spawn(move || as_identity(&node, writer, WRITE_LOOP, &[&root, "4"]));
+    std::thread::sleep(Duration::from_millis(500));
+    let decl = w.write_declaration(resources);
+    let out = d.cli(&["apply", &decl]);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let counts = ok(writing.join().expect("the writer"), "the writer's loop");
+    let written: u64 = counts
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    eprintln!("written, denied during the apply: {}", counts.trim());
+    assert!(written > 0, "the writer wrote nothing: {counts}");
+    report
+}
+
+/// Asserts, right away and once the watch had time to act on every event
+/// the revocation raised, that no entry of `uids` is left beneath `share`.
+fn assert_none_left(node: &Node, share: &str, uids: &[u32]) {
+    for when in ["when the apply reported", "after the watch settled"] {
+        for &uid in uids {
+            let (files, found) = entries_under(node, share, uid);
+            assert!(
+                found.is_empty(),
+                "{when}: {} entries of {uid} left on {files} files, e.g. {:?}",
+                found.len(),
+                &found[..found.len().min(5)]
+            );
+        }
+        std::thread::sleep(Duration::from_secs(3));
+    }
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn dropping_an_identity_through_the_daemon_is_not_undone_by_its_watch() {
+    let (w, d, ia, ib, share) = two_writers("acl-drop-id");
+    let only_a = shared_folder("share", &share, &[("ia", true)]);
+    let report = apply_while_writing(&w, &d, ia.uid, &share, json!([ia, ib, only_a]));
+    assert!(
+        report.contains(&format!("entries of uid [{}] taken away", ib.uid)),
+        "{report}"
+    );
+    assert_none_left(&w.node, &share, &[ib.uid]);
+    // ia keeps its access, on what it wrote meanwhile too.
+    let (files, kept) = entries_under(&w.node, &share, ia.uid);
+    assert!(
+        kept.len() >= files,
+        "{} entries on {files} files",
+        kept.len()
+    );
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn dropping_a_folder_through_the_daemon_is_not_undone_by_its_watch() {
+    let (w, d, ia, ib, share) = two_writers("acl-drop-folder");
+    let report = apply_while_writing(&w, &d, ia.uid, &share, json!([ia, ib]));
+    assert!(report.contains("share removed"), "{report}");
+    assert_none_left(&w.node, &share, &[ia.uid, ib.uid]);
+    assert!(d.active());
 }

@@ -11,8 +11,12 @@
 //! | same identity, running | `unchanged` (or `started` after a stop+start for `restart-on`) |
 //! | same identity, stopped | start: `started` |
 //!
-//! A recreate pulls first (if the image is absent) and only then removes the
-//! old container, so a pull that fails leaves the service as it was.
+//! A recreate pulls first (if the image is absent) and only then replaces the
+//! old container, so a pull that fails leaves the service as it was. The
+//! replace (runtime::replace) stops the old one, sets it aside under its
+//! replaced name, creates the new one with its anonymous volumes, then
+//! removes it: volumes are never deleted, and a container set aside by an
+//! interrupted recreate is where the next create carries them from.
 //!
 //! Each service goes through three stages, so that services declared next
 //! to each other can be converged concurrently (see `batch`):
@@ -30,7 +34,8 @@ use crate::declaration::{Container, Resource};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{
-    ContainerRuntime, ContainerSpec, ContainerSummary, RuntimeError, LABEL_RESOURCE,
+    kept_volumes_note, replace, replaced_name, ContainerRuntime, ContainerSpec, ContainerSummary,
+    RuntimeError, VolumeMount, LABEL_RESOURCE,
 };
 
 use super::pull::{Ensured, Puller};
@@ -52,12 +57,14 @@ fn label<'s>(c: &'s ContainerSummary, key: &str) -> Option<&'s str> {
 pub(super) enum Work {
     /// Nothing to call: the line is known (held still, or refused).
     Done(ReportLine),
-    /// No container by that name: create it (removing the one it replaces
-    /// under its former name, if any).
+    /// No container by that name: create it, in place of the one under
+    /// its former name, or of the one an interrupted recreate set aside
+    /// (`leftover`), if any, carrying its volumes.
     Create {
         id: String,
         built: BuiltContainer,
         renamed: Option<String>,
+        leftover: Option<String>,
     },
     /// A container of another identity: recreate it.
     Recreate {
@@ -97,8 +104,6 @@ enum Inputs {
     Set(String, ContainerInputs),
     /// Record these only if nothing is recorded (a lost record).
     Default(String, ContainerInputs),
-    /// Forget what was recorded under this name.
-    Forget(String),
 }
 
 impl Outcome {
@@ -162,12 +167,18 @@ impl Run<'_> {
                 return done(Action::HeldStill, Some(why));
             }
         }
+        // What an interrupted recreate of this resource set aside.
+        let leftover = self.listing.as_ref().ok().and_then(|listing| {
+            let aside = listing.get(&replaced_name(name))?;
+            (!aside.running && label(aside, LABEL_RESOURCE) == Some(id)).then(|| aside.name.clone())
+        });
         let id = id.to_string();
         match existing {
             None => Work::Create {
                 id,
                 built,
                 renamed: renamed.map(|old| old.name),
+                leftover,
             },
             Some(current) => {
                 let reason = if label(&current, LABEL_RECORD) != Some(RECORD_FORMAT)
@@ -228,9 +239,6 @@ impl Run<'_> {
             Inputs::Default(name, inputs) => {
                 self.inputs.entry(name).or_insert(inputs);
             }
-            Inputs::Forget(name) => {
-                self.inputs.remove(&name);
-            }
         }
         if let Some(old) = outcome.consumed {
             self.inputs.remove(&old);
@@ -262,7 +270,12 @@ impl Work {
                 consumed: None,
                 recreated: None,
             },
-            Work::Create { id, built, renamed } => create_service(ex, &id, built, renamed).await,
+            Work::Create {
+                id,
+                built,
+                renamed,
+                leftover,
+            } => create_service(ex, &id, built, renamed, leftover).await,
             Work::Recreate {
                 id,
                 built,
@@ -285,33 +298,50 @@ async fn create_service(
     id: &str,
     built: BuiltContainer,
     renamed: Option<String>,
+    leftover: Option<String>,
 ) -> Outcome {
     let pulled = match ex.puller.lock().await.ensure(&built.spec.image).await {
         Ok(e) => e == Ensured::Pulled,
         Err(e) => return Outcome::line(id, Action::Failed, Some(format!("image: {e}"))),
     };
+    // What it replaces: what an interrupted replace set aside (carrying
+    // its volumes), else the container under its former name.
+    let from = leftover.as_ref().or(renamed.as_ref());
+    let made = make(&*ex.runtime, &built.spec, from.map(String::as_str)).await;
     let mut consumed = None;
     if let Some(old) = &renamed {
-        if let Err(e) = ex.runtime.remove(old).await {
-            let reason = format!("cannot remove {old} (its name changed): {e}");
-            return Outcome::line(id, Action::Failed, Some(reason));
+        let gone = match (&made, &leftover) {
+            // Made from the leftover: the container under its former name
+            // is removed as before (its volumes stay).
+            (Err(CreateError::NotCreated(_)), _) => false,
+            (_, Some(_)) => ex.runtime.remove(old).await.is_ok(),
+            (_, None) => true,
+        };
+        if gone {
+            consumed = Some(old.clone());
         }
-        consumed = Some(old.clone());
     }
-    let result = create_and_start(&*ex.runtime, &built.spec).await;
-    let inputs = if matches!(result, Err(CreateError::NotCreated(_))) {
+    let inputs = if matches!(made, Err(CreateError::NotCreated(_))) {
         Inputs::Untouched
     } else {
         Inputs::Set(built.spec.name.clone(), ContainerInputs::of(id, &built))
     };
-    let (action, reason, recreated) = match (result, renamed) {
-        (Err(e), _) => (Action::Failed, Some(e.to_string()), None),
-        (Ok(()), Some(old)) => (
+    let (action, reason, recreated) = match (made, renamed, leftover) {
+        (Err(e), _, _) => (Action::Failed, Some(e.to_string()), None),
+        (Ok(kept), Some(old), _) => (
             Action::Recreated,
-            Some(format!("name changed (was {old})")),
+            Some(with_kept(format!("name changed (was {old})"), &kept)),
             Some(built.spec.name.clone()),
         ),
-        (Ok(()), None) => (
+        (Ok(kept), None, Some(aside)) => (
+            Action::Recreated,
+            Some(with_kept(
+                format!("an interrupted recreate is finished (its volumes carried from {aside})"),
+                &kept,
+            )),
+            Some(built.spec.name.clone()),
+        ),
+        (Ok(_), None, None) => (
             Action::Created,
             pulled.then(|| "image pulled".to_string()),
             None,
@@ -336,18 +366,23 @@ async fn recreate(
         let why = format!("must be recreated ({reason}) but its image is missing: {e}");
         return Outcome::line(id, Action::Failed, Some(why));
     }
-    if let Err(e) = ex.runtime.remove(name).await {
-        let why = format!("must be recreated ({reason}) but cannot be removed: {e}");
-        return Outcome::line(id, Action::Failed, Some(why));
-    }
-    let result = create_and_start(&*ex.runtime, &built.spec).await;
-    let inputs = if matches!(result, Err(CreateError::NotCreated(_))) {
-        Inputs::Forget(name.to_string())
+    let made = make(&*ex.runtime, &built.spec, Some(name)).await;
+    let inputs = if matches!(made, Err(CreateError::NotCreated(_))) {
+        Inputs::Untouched
     } else {
         Inputs::Set(name.to_string(), ContainerInputs::of(id, &built))
     };
-    let (action, why, recreated) = match result {
-        Ok(()) => (Action::Recreated, reason, Some(name.to_string())),
+    let (action, why, recreated) = match made {
+        Ok(kept) => (
+            Action::Recreated,
+            with_kept(reason, &kept),
+            Some(name.to_string()),
+        ),
+        Err(CreateError::NotCreated(e)) => (
+            Action::Failed,
+            format!("must be recreated ({reason}) but {e}"),
+            None,
+        ),
         Err(e) => (
             Action::Failed,
             format!("removed to be recreated ({reason}), then: {e}"),
@@ -360,6 +395,44 @@ async fn recreate(
         consumed: None,
         recreated,
     }
+}
+
+/// `reason`, and the volumes a replace left unmounted, if any.
+fn with_kept(reason: String, kept: &[VolumeMount]) -> String {
+    match kept_volumes_note(kept) {
+        Some(note) => format!("{reason}; {note}"),
+        None => reason,
+    }
+}
+
+/// Make `spec`'s container in place of `from` (carrying its anonymous
+/// volumes, runtime::replace), or afresh when there is none, and start
+/// it. `Ok`: the volumes the old one had that the new one mounts nowhere
+/// (kept).
+pub(super) async fn make(
+    runtime: &dyn ContainerRuntime,
+    spec: &ContainerSpec,
+    from: Option<&str>,
+) -> Result<Vec<VolumeMount>, CreateError> {
+    let old = match from {
+        None => None,
+        Some(old) => runtime
+            .inspect(old)
+            .await
+            .map_err(|e| CreateError::NotCreated(format!("cannot inspect {old}: {e}")))?,
+    };
+    let Some(old) = old else {
+        create_and_start(runtime, spec).await?;
+        return Ok(Vec::new());
+    };
+    let replaced = replace(runtime, spec, &old)
+        .await
+        .map_err(CreateError::NotCreated)?;
+    runtime
+        .start(&spec.name)
+        .await
+        .map_err(|e| CreateError::NotStarted(format!("created, but it would not start: {e}")))?;
+    Ok(replaced.kept)
 }
 
 /// The container is what the declaration makes: start it if stopped,

@@ -89,6 +89,8 @@ pub struct Applier {
     units: Option<Arc<dyn UnitManager>>,
     units_missing: String,
     pull: PullPolicy,
+    /// The daemon's shared-folder watch, held while entries change.
+    folder_watch: Option<crate::acl::watch::Watcher>,
 }
 
 /// Why unit resources fail when no unit manager was given.
@@ -106,7 +108,16 @@ impl Applier {
             units: None,
             units_missing: NO_UNIT_MANAGER.to_string(),
             pull: PullPolicy::default(),
+            folder_watch: None,
         }
+    }
+
+    /// Hold `watcher` still while shared folders' entries change, so that
+    /// it never puts back what an apply takes away
+    /// ([`Watcher::hold`](crate::acl::watch::Watcher::hold)).
+    pub fn with_folder_watch(mut self, watcher: crate::acl::watch::Watcher) -> Self {
+        self.folder_watch = Some(watcher);
+        self
     }
 
     /// Manage `type: "unit"` resources through `units`.

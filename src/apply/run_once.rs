@@ -14,7 +14,8 @@ use tokio::time::Instant;
 
 use crate::declaration::{Container, Resource};
 use crate::runtime::{
-    is_left_from_making, stop_run, ContainerSummary, LABEL_MADE_AS, LABEL_RESOURCE, MAKING_GRACE,
+    is_left_from_making, kept_volumes_note, replaced_base, replaced_name, stop_run,
+    ContainerSummary, LABEL_MADE_AS, LABEL_RESOURCE, MAKING_GRACE,
 };
 
 use super::{Action, Halt, Run};
@@ -49,7 +50,7 @@ impl Run<'_> {
         }
     }
 
-    /// Remove a leftover, create, start, wait (within the timeout). `Err`
+    /// Replace the previous run's container, start, wait (within the timeout). `Err`
     /// holds the exit status (when it ran) and the reason.
     async fn run_to_completion(
         &mut self,
@@ -59,25 +60,25 @@ impl Run<'_> {
         let name = c.name.as_str();
         let fail = |reason: String| (None, reason);
         let built = container_spec::build(self.decl, res, c).map_err(|e| fail(e.reason))?;
-        let leftover = match &self.listing {
-            Ok(listing) => listing.contains_key(name),
+        // The previous run's container, or one an interrupted replace set
+        // aside: the new run carries its anonymous volumes.
+        let from = match &self.listing {
+            Ok(listing) if listing.contains_key(name) => Some(name.to_string()),
+            Ok(listing) => listing
+                .get(&replaced_name(name))
+                .filter(|s| !s.running && s.labels.get(LABEL_RESOURCE) == Some(&res.id.to_string()))
+                .map(|s| s.name.clone()),
             Err(e) => return Err(fail(format!("cannot list the managed containers: {e}"))),
         };
         let ensured = self.puller.lock().await.ensure(&built.spec.image).await;
         ensured.map_err(|e| fail(format!("image: {e}")))?;
-        if leftover {
-            self.runtime()
-                .remove(name)
-                .await
-                .map_err(|e| fail(format!("cannot remove the previous run's container: {e}")))?;
-        }
         let began = Instant::now();
         // Its output goes to the journal as a step's does, under a name of
         // this run (it has no unit of its own).
         let mut spec = built.spec;
         let run = run_once_name(res.id.as_str(), chrono::Utc::now());
         to_journal(&mut spec, res.id.as_str(), &run);
-        super::containers::create_and_start(self.runtime(), &spec)
+        super::containers::make(self.runtime(), &spec, from.as_deref())
             .await
             .map_err(|e| fail(e.to_string()))?;
         let runtime = self.applier.runtime.clone();
@@ -132,6 +133,10 @@ impl Run<'_> {
                 self.remove_left_from_making(summary, &declared).await;
                 continue;
             }
+            if let Some(base) = replaced_base(name).filter(|_| !declared.contains(name.as_str())) {
+                self.remove_set_aside(summary, base, &declared).await;
+                continue;
+            }
             if declared.contains(name.as_str())
                 || self.consumed.contains(name)
                 || !self.known.contains(name)
@@ -151,15 +156,12 @@ impl Run<'_> {
                 );
                 continue;
             }
-            match self.runtime().remove(name).await {
-                Ok(()) => {
+            match self.remove_keeping_volumes(name, false).await {
+                Ok(note) => {
                     self.inputs.remove(name);
                     self.removed.insert(name.clone());
-                    self.push(
-                        &id,
-                        Action::Removed,
-                        Some(format!("container {name} is no longer declared")),
-                    );
+                    let reason = format!("container {name} is no longer declared");
+                    self.push(&id, Action::Removed, Some(with_note(reason, note)));
                 }
                 Err(e) => self.push(
                     &id,
@@ -177,6 +179,96 @@ impl Run<'_> {
             .collect();
         for name in undeclared {
             self.inputs.remove(&name);
+        }
+    }
+
+    /// Remove `name` (`stopped`: only if it does not run), keeping its
+    /// volumes; what it kept, as the report says it.
+    async fn remove_keeping_volumes(
+        &self,
+        name: &str,
+        stopped: bool,
+    ) -> Result<Option<String>, crate::runtime::RuntimeError> {
+        // A removal may inspect: what it keeps is named in its line.
+        let volumes = match self.runtime().inspect(name).await {
+            Ok(Some(info)) => info.volumes,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!("cannot inspect {name} before removing it: {e}");
+                Vec::new()
+            }
+        };
+        if stopped {
+            self.runtime().remove_stopped(name).await?;
+        } else {
+            self.runtime().remove(name).await?;
+        }
+        Ok(kept_volumes_note(&volumes))
+    }
+
+    /// A container an interrupted replace set aside under
+    /// runtime::replaced_name of `base`, if `base` is this state's: while
+    /// `base` is declared it stays until a container of that name exists
+    /// (whose create carried its volumes from it), then it is removed;
+    /// once `base` is no longer declared it is removed like any container,
+    /// its line naming the volumes it kept.
+    async fn remove_set_aside(
+        &mut self,
+        summary: &ContainerSummary,
+        base: &str,
+        declared: &BTreeSet<&str>,
+    ) {
+        let name = summary.name.as_str();
+        let ours = declared.contains(base) || self.known.contains(base);
+        if summary.running || !ours || self.held.contains_key(base) {
+            return;
+        }
+        if declared.contains(base) {
+            let made = match self.runtime().inspect(base).await {
+                Ok(Some(made)) => made,
+                _ => return,
+            };
+            let left = match self.runtime().inspect(name).await {
+                Ok(Some(left)) => left,
+                _ => return,
+            };
+            if let Err(e) = self.runtime().remove_stopped(name).await {
+                tracing::warn!("cannot remove {name}, left by an interrupted replace: {e}");
+                return;
+            }
+            let unused: Vec<_> = left
+                .volumes
+                .into_iter()
+                .filter(|v| !made.volumes.iter().any(|m| m.name == v.name))
+                .collect();
+            match kept_volumes_note(&unused) {
+                Some(note) => self.warnings.push(format!(
+                    "{name}, left by an interrupted replace of {base}, is removed; {note}"
+                )),
+                None => {
+                    tracing::info!("{name}, left by an interrupted replace of {base}, is removed")
+                }
+            }
+            return;
+        }
+        let id = summary
+            .labels
+            .get(LABEL_RESOURCE)
+            .cloned()
+            .unwrap_or_else(|| base.to_string());
+        match self.remove_keeping_volumes(name, true).await {
+            Ok(note) => {
+                let reason = format!(
+                    "container {name}, set aside by an interrupted replace of {base}, is no \
+                     longer declared"
+                );
+                self.push(&id, Action::Removed, Some(with_note(reason, note)));
+            }
+            Err(e) => self.push(
+                &id,
+                Action::Failed,
+                Some(format!("cannot remove {name}: {e}")),
+            ),
         }
     }
 
@@ -202,5 +294,13 @@ impl Run<'_> {
                 summary.name
             ),
         }
+    }
+}
+
+/// `reason`, then `note` (what a removal kept), if any.
+fn with_note(reason: String, note: Option<String>) -> String {
+    match note {
+        Some(note) => format!("{reason}; {note}"),
+        None => reason,
     }
 }

@@ -157,6 +157,20 @@ fn unfinished(sweep: &walk::Sweep) -> Option<String> {
 }
 
 impl Run<'_> {
+    /// Hold the daemon's watch (if this process has one) until the hold is
+    /// dropped: it must never act, with the entries it was last told of,
+    /// on what this apply takes away. Waited for off the runtime's
+    /// workers.
+    async fn hold_watch(&self) -> Option<watch::Hold> {
+        let watcher = self.applier.folder_watch.clone()?;
+        let theirs = watcher.clone();
+        match tokio::task::spawn_blocking(move || theirs.hold()).await {
+            Ok(hold) => Some(hold),
+            // Never applied without it.
+            Err(_) => Some(watcher.hold()),
+        }
+    }
+
     fn folder_docs(&mut self, id: &str) -> Option<(ManagedFolders, Consents)> {
         let store = &self.applier.store;
         match (store.load(SHARED_FOLDERS), store.load(CONSENTS)) {
@@ -241,6 +255,9 @@ impl Run<'_> {
                 return;
             }
         }
+        // From the first change until the new entries are recorded, the
+        // watch acts on nothing here.
+        let _hold = self.hold_watch().await;
         // Identities no longer given access lose their entries first; what
         // a sweep could not finish is recorded and taken again next time.
         let mut notes = Vec::new();
@@ -339,6 +356,12 @@ impl Run<'_> {
             .filter(|(id, m)| !declared.iter().any(|(d, p)| d == *id && *p == m.path))
             .map(|(id, m)| (id.clone(), m.clone()))
             .collect();
+        if gone.is_empty() {
+            return;
+        }
+        // Until the folders' removal is recorded, the watch acts on
+        // nothing (it still watches them).
+        let _hold = self.hold_watch().await;
         for (id, m) in gone {
             let mut uids: Vec<u32> = m.access.iter().map(|a| a.uid).collect();
             uids.extend(&m.narrowing);

@@ -290,8 +290,10 @@ async fn a_changed_env_file_recreates_naming_the_file_and_fields_are_named_too()
     assert_eq!(
         r.fake.mutations(),
         vec![
-            Call::Remove("web".into()),
+            Call::Stop("web".into()),
+            Call::Rename("web".into(), "web.replaced".into()),
             Call::Create("web".into()),
+            Call::RemoveStopped("web.replaced".into()),
             Call::Start("web".into())
         ]
     );
@@ -528,8 +530,9 @@ async fn a_run_once_runs_every_apply_replacing_its_last_container() {
     assert_eq!(
         r.fake.mutations(),
         vec![
-            Call::Remove("migrate".into()),
+            Call::Rename("migrate".into(), "migrate.replaced".into()),
             Call::Create("migrate".into()),
+            Call::RemoveStopped("migrate.replaced".into()),
             Call::Start("migrate".into())
         ]
     );
@@ -1158,3 +1161,6 @@ async fn steps_among_many_services_are_unchanged_only_when_declared_alike() {
     let back = r.apply(declared("0 3 * * *")).await;
     assert_eq!(back.line("gc").expect("gc").action.to_string(), "installed");
 }
+
+#[path = "volume_tests.rs"]
+mod volume_tests;

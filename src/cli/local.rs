@@ -34,7 +34,7 @@ impl LocalHost {
         let runtime: Arc<dyn ContainerRuntime> = Arc::new(
             DockerRuntime::connect(cli.docker_host.as_deref())
                 .await
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| crate::runtime::explain(&e))?,
         );
         let owner = Owner::current().map_err(|e| e.to_string())?;
         let windows = Windows::new(

@@ -237,6 +237,11 @@ pub enum Command {
         #[arg(long)]
         local: bool,
     },
+    /// Print the declaration's JSON Schema (draft 2020-12), for editors to
+    /// validate and complete declarations. `check` stays the authority:
+    /// rules between resources (unique ids, what `while-stopped` names)
+    /// are its alone.
+    Schema,
     /// Write the man page and shell completions into a directory.
     #[command(hide = true)]
     Generate {
@@ -249,7 +254,22 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     crate::events::init_logging(cli.verbose);
+    crate::declaration::sandbox::set_own_paths(cli.own_paths());
     ExitCode::from(dispatch(cli))
+}
+
+impl Cli {
+    /// The paths of this host that no declared path may write: the state
+    /// directory, the unit's runtime directory, the control socket, the
+    /// declaration file.
+    pub fn own_paths(&self) -> crate::declaration::sandbox::OwnPaths {
+        crate::declaration::sandbox::OwnPaths {
+            state_dir: self.state_dir.clone(),
+            control_socket: self.control_socket.clone(),
+            declaration: self.declaration.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 /// Run one parsed command; returns the exit code.
@@ -275,6 +295,10 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         ),
         Command::Generate { ref dir } => generate::run(dir),
+        Command::Schema => {
+            print!("{}", crate::declaration::SCHEMA);
+            EXIT_OK
+        }
         Command::Take { ref id, json } => take::run(&cli, id, json),
         Command::Logs {
             ref step,

@@ -4,8 +4,8 @@
 //! One request per connection, as one JSON object; one response back, as
 //! one JSON object. Only root may talk to it: the peer's credentials are
 //! checked before a byte is read. Requests are bounded in size, each
-//! connection in time, and connections in number, so no client can stall
-//! the daemon; the scheduler and its watchdog run on their own task and are
+//! connection in time (to send the request, and to take the answer), and
+//! connections in number, so no client can stall the daemon; the scheduler and its watchdog run on their own task and are
 //! never behind the socket.
 
 pub mod client;
@@ -21,6 +21,11 @@ pub const MAX_REQUEST: usize = 8 * 1024 * 1024;
 
 /// How long a client has to send its whole request.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a client has to take its whole answer (a few MiB at most take
+/// milliseconds): one that stops reading would otherwise hold its slot for
+/// good.
+pub const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How many connections are served at once; more are refused at once.
 pub const MAX_CONNECTIONS: usize = 16;

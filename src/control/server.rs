@@ -7,7 +7,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
-use super::{Request, Response, MAX_CONNECTIONS, MAX_REQUEST, REQUEST_TIMEOUT};
+use super::{Request, Response, ANSWER_TIMEOUT, MAX_CONNECTIONS, MAX_REQUEST, REQUEST_TIMEOUT};
 
 /// A request with the channel its answer goes back on.
 #[derive(Debug)]
@@ -133,8 +133,17 @@ async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
         .await
         .unwrap_or_else(|_| Response::error(1, "the daemon stopped before answering"));
     let body = serde_json::to_vec(&response).unwrap_or_default();
-    let _ = stream.write_all(&body).await;
-    let _ = stream.shutdown().await;
+    let written = tokio::time::timeout(ANSWER_TIMEOUT, async {
+        stream.write_all(&body).await?;
+        stream.shutdown().await
+    })
+    .await;
+    if written.is_err() {
+        tracing::warn!(
+            "control socket: answer not taken within {}s; connection dropped",
+            ANSWER_TIMEOUT.as_secs()
+        );
+    }
 }
 
 /// Read until the client shuts its side, at most [`MAX_REQUEST`] bytes.

@@ -205,8 +205,10 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         start_pager(&cfg, &windows, events, shutdown.clone()).await;
     }
 
+    let folders = crate::acl::watch::Watcher::start(store.clone());
     let applier = crate::apply::units::with_systemd(
-        Applier::new(store.clone(), runtime.clone(), windows.clone()),
+        Applier::new(store.clone(), runtime.clone(), windows.clone())
+            .with_folder_watch(folders.clone()),
         &cfg.unit_dir,
     )
     .await;
@@ -223,7 +225,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         applied: tokio::sync::Notify::new(),
         notifier: notifier.clone(),
         metrics,
-        folders: crate::acl::watch::Watcher::start(store.clone()),
+        folders,
     });
 
     // 3. The control socket, answered at once: `status` while the
@@ -318,7 +320,7 @@ async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>
                 tracing::warn!("{e}; trying again");
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(crate::runtime::explain(&e)),
         }
     }
 }

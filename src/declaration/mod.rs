@@ -24,6 +24,7 @@
 //! container's serialised form to notice a changed declaration.
 
 mod base64;
+pub mod hints;
 pub mod identity;
 pub mod lint;
 pub mod model;
@@ -54,6 +55,11 @@ pub use types::{
     ResourceId, UnitName, UserSpec, VolumeName,
 };
 
+/// The declaration's JSON Schema (`mesh-host schema`): the shape of each
+/// field, for editors. [`parse`] is the authority; tests check that the
+/// two agree on the examples and that every field the model has is in it.
+pub const SCHEMA: &str = include_str!("schema.json");
+
 /// The only declaration version this host reads.
 pub const VERSION: u64 = 1;
 
@@ -63,8 +69,13 @@ pub const VERSION: u64 = 1;
 /// input that is not JSON, not an object, or not version 1 is refused with
 /// that one problem, since nothing else in it can be read with confidence.
 pub fn parse(bytes: &[u8]) -> Result<Declaration, Refusal> {
-    let value =
-        raw::read_json(bytes).map_err(|e| Refusal::single(None, format!("not valid JSON: {e}")))?;
+    let value = raw::read_json(bytes).map_err(|e| {
+        let message = match hints::not_json(bytes) {
+            Some(hint) => format!("not valid JSON: {e}: {hint}"),
+            None => format!("not valid JSON: {e}"),
+        };
+        Refusal::single(None, message)
+    })?;
     let Some(object) = value.as_object() else {
         return Err(Refusal::single(
             None,

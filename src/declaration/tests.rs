@@ -1349,7 +1349,7 @@ fn every_problem_of_a_declaration_is_reported() {
         lines,
         vec![
             "web: image: \"nginx:1.27\" is not pinned by digest: write REPO@sha256:<64 hex> (a tag alone can change under you)".to_owned(),
-            "web: mounts[0].readonly: unknown field".to_owned(),
+            r#"web: mounts[0].readonly: unknown field; did you mean "read-only"?"#.to_owned(),
             "web: mounts[0].source: \"rel/path\" is a relative path: a mount source is an absolute path or a volume name".to_owned(),
             "web: dns[0]: \"dns.google\" is not an IP address (names are refused: a resolver is given by its address)".to_owned(),
             "web: user: \"www-data\" is not \"UID\" or \"UID:GID\" with numeric ids (0 to 4294967294)".to_owned(),

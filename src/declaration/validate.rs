@@ -6,6 +6,7 @@
 //! paths, and the ids `while-stopped` and `restart-on` point at. A model is
 //! returned only when both passes found nothing.
 
+use crate::declaration::hints::Fields;
 use serde_json::Value;
 
 use super::model::{Declaration, Resource, ResourceKind};
@@ -37,7 +38,7 @@ pub(crate) fn validate(raw: RawDeclaration) -> Result<Declaration, Vec<Problem>>
         order: 0,
         resource: None,
     };
-    refuse_unknown(&mut top, "", raw.unknown);
+    refuse_unknown(&mut top, "", raw.unknown, Fields::Top);
     let resources = match raw.resources {
         Field::Absent => {
             top.at(

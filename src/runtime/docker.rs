@@ -50,6 +50,10 @@ impl ContainerRuntime for DockerRuntime {
         containers::remove_stopped(self, name).await
     }
 
+    async fn rename(&self, name: &str, to: &str) -> Result<(), RuntimeError> {
+        containers::rename(self, name, to).await
+    }
+
     async fn wait_exit(&self, name: &str) -> Result<i64, RuntimeError> {
         containers::wait_exit(self, name).await
     }
@@ -82,7 +86,7 @@ impl ContainerRuntime for DockerRuntime {
 #[cfg(test)]
 mod tests {
     use super::client::{pin_version, pinned_version};
-    use super::containers::{create_body, is_podman_stopped, log_config};
+    use super::containers::{create_body, is_podman_stopped, log_config, volumes};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
     use super::*;
@@ -101,6 +105,33 @@ mod tests {
         for unusable in [None, Some(""), Some("2.0"), Some("1.x"), Some("1")] {
             assert_eq!(pinned_version(unusable), None, "{unusable:?}");
         }
+    }
+
+    #[test]
+    fn volumes_are_read_from_an_inspection_s_mounts_and_binds_left_out() {
+        let anon = "3f2a".repeat(16);
+        let mounts = format!(
+            r#"[{{"Type": "volume", "Name": "{anon}", "Source": "/var/lib/docker/volumes/{anon}/_data",
+                 "Destination": "/data", "Driver": "local", "Mode": "", "RW": true, "Propagation": ""}},
+                {{"Type": "volume", "Name": "pgdata", "Source": "/x", "Destination": "/pg",
+                 "Driver": "local", "Mode": "z", "RW": false, "Propagation": ""}},
+                {{"Type": "bind", "Source": "/srv", "Destination": "/srv", "Mode": "",
+                 "RW": true, "Propagation": "rprivate"}},
+                {{"Type": "volume", "Name": "", "Destination": "/broken"}}]"#
+        );
+        let parsed: Vec<bollard::models::MountPoint> =
+            serde_json::from_str(&mounts).expect("mounts");
+        let read: Vec<(String, String, bool)> = volumes(parsed)
+            .into_iter()
+            .map(|v| (v.name, v.target, v.read_only))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (anon.clone(), "/data".to_string(), false),
+                ("pgdata".to_string(), "/pg".to_string(), true)
+            ]
+        );
     }
 
     #[test]

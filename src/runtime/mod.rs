@@ -18,8 +18,13 @@ use futures_util::Stream;
 pub mod docker;
 #[cfg(any(test, feature = "fake-runtime"))]
 pub mod fake;
+mod replace;
 
 pub use docker::DockerRuntime;
+pub use replace::{
+    carried_volumes, is_anonymous_volume, kept_volumes_note, replace, replaced_base, replaced_name,
+    Replaced,
+};
 
 /// Label set to `"true"` on every container the host creates; the host lists,
 /// changes and removes only containers carrying it.
@@ -101,15 +106,21 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// briefly until it is not running. Not running is `Ok`.
     async fn kill(&self, name: &str) -> Result<(), RuntimeError>;
 
-    /// Removes a container, running or not, with its anonymous volumes.
-    /// Missing is `Ok`.
+    /// Removes a container, running or not. Its volumes stay, anonymous
+    /// ones included: mesh-host never deletes a volume. Missing is `Ok`.
     async fn remove(&self, name: &str) -> Result<(), RuntimeError>;
 
     /// Removes a container only if it is not running, in one request the
     /// runtime answers atomically: a running one is
-    /// [`RuntimeError::Conflict`] and stays. Missing is `Ok`. For what
-    /// must never cut a run short (a step's ready container replaced).
+    /// [`RuntimeError::Conflict`] and stays. Missing is `Ok`. Its volumes
+    /// stay. For what must never cut a run short (a step's ready container
+    /// replaced).
     async fn remove_stopped(&self, name: &str) -> Result<(), RuntimeError>;
+
+    /// Renames a container (running or not). A missing one is
+    /// [`RuntimeError::NotFound`]; a name in use is
+    /// [`RuntimeError::Conflict`].
+    async fn rename(&self, name: &str, to: &str) -> Result<(), RuntimeError>;
 
     /// Waits for the current run of a container to end and returns its exit
     /// code; for a created, never started container, waits for the run that a
@@ -351,6 +362,19 @@ pub struct ContainerInfo {
     pub pid: Option<u32>,
     /// Its health check's state, when it has one.
     pub health: Option<Health>,
+    /// The volumes mounted in it (named and anonymous; not bind mounts).
+    pub volumes: Vec<VolumeMount>,
+}
+
+/// A volume mounted in a container, as its inspection shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeMount {
+    /// The volume's name (an anonymous one's is 64 hex digits).
+    pub name: String,
+    /// Where it is mounted inside the container.
+    pub target: String,
+    /// Mounted read-only.
+    pub read_only: bool,
 }
 
 /// The state of a container's health check.
@@ -480,6 +504,21 @@ pub enum RuntimeError {
     },
 }
 
+/// What to do about a runtime that does not answer, for a person: said
+/// after a connection error by the command line and the daemon's start.
+pub const UNREACHABLE_HINT: &str = "is the container runtime running? Docker: \
+     `systemctl start docker.service`; Podman: `systemctl start podman.socket` and \
+     --docker-host unix:///run/podman/podman.sock; another endpoint: --docker-host URL \
+     (or DOCKER_HOST)";
+
+/// `e`, with [`UNREACHABLE_HINT`] when the runtime did not answer.
+pub fn explain(e: &RuntimeError) -> String {
+    match e {
+        RuntimeError::Unreachable { .. } => format!("{e}; {UNREACHABLE_HINT}"),
+        _ => e.to_string(),
+    }
+}
+
 impl RuntimeError {
     /// Whether retrying the same call later may succeed (runtime or registry
     /// did not answer).
@@ -504,6 +543,27 @@ mod tests {
         };
         assert!(mount("/srv/data").is_bind());
         assert!(!mount("data-volume").is_bind());
+    }
+
+    #[test]
+    fn an_unreachable_runtime_is_explained_with_what_to_start() {
+        let e = RuntimeError::Unreachable {
+            endpoint: "/run/docker.sock".into(),
+            reason: "connection refused".into(),
+        };
+        let text = explain(&e);
+        for needed in [
+            "/run/docker.sock",
+            "docker.service",
+            "podman.socket",
+            "--docker-host",
+        ] {
+            assert!(text.contains(needed), "{needed}: {text}");
+        }
+        let other = RuntimeError::NotFound {
+            what: "container web".into(),
+        };
+        assert_eq!(explain(&other), other.to_string());
     }
 
     #[test]

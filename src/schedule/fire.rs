@@ -18,7 +18,7 @@ use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
 use crate::schedule::output::fire_name;
-use crate::schedule::ready::{is_ready_for, run_spec, Readier};
+use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
 use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
 
@@ -492,7 +492,7 @@ async fn prepare_run(
 
 /// See that the step's container, `existing` as last looked at (not
 /// running), is one a fire in a unit giving `parent` can start: kept if it
-/// is (`true`), else removed and created again.
+/// is (`true`), else replaced by one made again.
 async fn make_container(
     runtime: &dyn ContainerRuntime,
     step: &StepDef,
@@ -500,24 +500,15 @@ async fn make_container(
     parent: Option<&str>,
     due: DateTime<Utc>,
 ) -> Result<bool, String> {
-    let name = &step.spec.name;
     if existing
         .as_ref()
         .is_some_and(|info| is_ready_for(info, step, parent, due))
     {
         return Ok(true);
     }
-    // The last run's, or one made for another unit or declaration.
-    if existing.is_some() {
-        runtime
-            .remove(name)
-            .await
-            .map_err(|e| format!("cannot remove the previous run's container: {e}"))?;
-    }
-    runtime
-        .create(&run_spec(step, parent, due))
-        .await
-        .map_err(|e| format!("cannot create {name}: {e}"))?;
+    // The last run's, or one made for another unit or declaration: its
+    // anonymous volumes are carried to the new one.
+    make_in_place(runtime, &run_spec(step, parent, due), existing).await?;
     Ok(false)
 }
 

@@ -17,8 +17,9 @@
 //! - started by nothing but its fire: no restart policy, and an apply
 //!   never touches a step's container;
 //! - replaced, never cut short: a container that runs is never removed
-//!   (Docker refuses the removal in the same request); one that ran is
-//!   removed only through [`ContainerRuntime::remove_stopped`];
+//!   (Docker refuses the removal in the same request); one that ran is set
+//!   aside, the new one made with its anonymous volumes, and then removed
+//!   only through [`ContainerRuntime::remove_stopped`] ([`make_in_place`]);
 //! - removed with its step, when a sync drops the step or renames its
 //!   container;
 //! - reused across a daemon restart when it still matches, since what is
@@ -35,7 +36,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::container_spec::LABEL_IDENTITY;
-use crate::runtime::{ContainerInfo, ContainerRuntime, ContainerSpec};
+use crate::runtime::{
+    replace, replaced_name, ContainerInfo, ContainerRuntime, ContainerSpec, LABEL_MANAGED,
+    LABEL_RESOURCE, MANAGED_VALUE,
+};
 use crate::schedule::output::{fire_name, to_journal, LABEL_FIRE};
 use crate::schedule::step::StepDef;
 use crate::systemd::units::{StepUnit, StepUnits};
@@ -121,6 +125,39 @@ pub fn is_made_ready_from(info: &ContainerInfo, def: &StepDef) -> bool {
         && info.labels.contains_key(LABEL_READY)
         && info.labels.contains_key(LABEL_IDENTITY)
         && info.labels.get(LABEL_IDENTITY) == def.spec.labels.get(LABEL_IDENTITY)
+}
+
+/// Make the container of `spec` in place of `existing` (the last run's,
+/// or one made for another unit or declaration, looked at just before and
+/// not running), carrying its anonymous volumes (runtime::replace), so
+/// that a step whose image declares `VOLUME` does not leave a volume per
+/// fire. With none, one an interrupted replace set aside is carried from,
+/// if there is one; else the container is made afresh.
+pub async fn make_in_place(
+    runtime: &dyn ContainerRuntime,
+    spec: &ContainerSpec,
+    existing: Option<ContainerInfo>,
+) -> Result<(), String> {
+    let name = &spec.name;
+    let old = match existing {
+        Some(info) => Some(info),
+        None => match runtime.inspect(&replaced_name(name)).await {
+            Ok(left) => left.filter(|left| {
+                !left.running
+                    && left.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE)
+                    && left.labels.get(LABEL_RESOURCE) == spec.labels.get(LABEL_RESOURCE)
+            }),
+            Err(e) => return Err(format!("cannot inspect {}: {e}", replaced_name(name))),
+        },
+    };
+    match old {
+        Some(old) => replace(runtime, spec, &old).await.map(|_| ()),
+        None => runtime
+            .create(spec)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("cannot create {name}: {e}")),
+    }
 }
 
 /// One step's slot.
@@ -341,7 +378,7 @@ impl Readier {
             Err(e) => return not_ready(format!("its unit's cgroup is unknown: {e}")),
         };
         let name = &def.spec.name;
-        match self.runtime.inspect(name).await {
+        let existing = match self.runtime.inspect(name).await {
             Err(e) => return not_ready(format!("cannot inspect {name}: {e}")),
             Ok(Some(info)) if info.running => {
                 return not_ready(format!("{name} runs (a run is in flight)"))
@@ -352,23 +389,20 @@ impl Readier {
                     reused: true,
                 }
             }
-            Ok(Some(_)) => {
-                if let Err(e) = self.runtime.remove_stopped(name).await {
-                    return not_ready(format!("cannot remove the last run's {name}: {e}"));
-                }
-            }
-            Ok(None) => {}
-        }
-        match self
-            .runtime
-            .create(&run_spec(def, parent.as_deref(), due))
-            .await
+            Ok(existing) => existing,
+        };
+        match make_in_place(
+            &*self.runtime,
+            &run_spec(def, parent.as_deref(), due),
+            existing,
+        )
+        .await
         {
-            Ok(_) => ReadyState::Ready {
+            Ok(()) => ReadyState::Ready {
                 fire: due,
                 reused: false,
             },
-            Err(e) => not_ready(format!("cannot create {name}: {e}")),
+            Err(e) => not_ready(e),
         }
     }
 

@@ -168,7 +168,18 @@ async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_i
         spec.labels.get(LABEL_IDENTITY).map(String::as_str),
         Some("b")
     );
-    assert_eq!(count(&fake, &Call::RemoveStopped("gc-run".into())), 1);
+    // Set aside, made again, the old one removed (never while it runs).
+    assert_eq!(
+        count(
+            &fake,
+            &Call::Rename("gc-run".into(), "gc-run.replaced".into())
+        ),
+        1
+    );
+    assert_eq!(
+        count(&fake, &Call::RemoveStopped("gc-run.replaced".into())),
+        1
+    );
     assert_eq!(count(&fake, &Call::Create("gc-run".into())), 2);
     r.handle.sync(Vec::new()).await.expect("sync");
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -270,16 +270,70 @@ async fn a_run_still_going_is_never_stacked() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_leftover_exited_container_is_removed_first() {
+async fn a_leftover_exited_container_is_set_aside_replaced_then_removed() {
     let r = rig(&[]);
     r.fake.add_container(spec("gc-run"), false);
     r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
     let report = r.firer.fire(&step("gc", &[], None), t0()).await;
     assert!(report.ok(), "{:?}", report.outcome);
     let calls = r.fake.calls();
-    let removed = calls.iter().position(|c| *c == Call::Remove(s("gc-run")));
+    let aside = calls
+        .iter()
+        .position(|c| *c == Call::Rename(s("gc-run"), s("gc-run.replaced")));
     let created = calls.iter().position(|c| *c == Call::Create(s("gc-run")));
-    assert!(removed.is_some() && removed < created, "{calls:?}");
+    let removed = calls
+        .iter()
+        .position(|c| *c == Call::RemoveStopped(s("gc-run.replaced")));
+    assert!(
+        aside.is_some() && aside < created && created < removed,
+        "{calls:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fires_of_a_step_whose_image_declares_a_volume_carry_it_from_fire_to_fire() {
+    let r = rig(&[]);
+    r.fake.set_image_volumes("img@sha256:00", &["/data"]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    for n in 0..4 {
+        let report = r
+            .firer
+            .fire(&step("gc", &[], None), t0() + chrono::Duration::minutes(n))
+            .await;
+        assert!(report.ok(), "{:?}", report.outcome);
+    }
+    let volumes = r.fake.volumes();
+    assert_eq!(
+        volumes.len(),
+        1,
+        "one volume, not one per fire: {volumes:?}"
+    );
+    let mounted: Vec<String> = r
+        .fake
+        .volumes_of("gc-run")
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    assert_eq!(mounted, volumes);
+    assert_eq!(r.fake.container_names(), vec![s("gc-run")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fire_carries_the_volume_of_a_container_an_interrupted_replace_set_aside() {
+    let r = rig(&[]);
+    r.fake.set_image_volumes("img@sha256:00", &["/data"]);
+    let mut aside = spec("gc-run.replaced");
+    aside.labels.insert(
+        crate::runtime::LABEL_MANAGED.into(),
+        crate::runtime::MANAGED_VALUE.into(),
+    );
+    r.fake.add_container(aside, false);
+    let volume = r.fake.volumes();
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
+    let report = r.firer.fire(&step("gc", &[], None), t0()).await;
+    assert!(report.ok(), "{:?}", report.outcome);
+    assert_eq!(r.fake.volumes(), volume);
+    assert_eq!(r.fake.container_names(), vec![s("gc-run")]);
 }
 
 /// Write a record whose owner is gone (this pid, another start time).

@@ -307,37 +307,59 @@ impl Node {
     ///
     /// When the file cannot be copied.
     pub fn install_bin(&self, host_path: impl AsRef<Path>) -> String {
+        // Once per build and process: each build of the binary gets a
+        // directory of its own, named after where it was built, its size
+        // and its time, and a copy there is never written again. So test
+        // runs of two checkouts on one node never run each other's binary,
+        // and no test execs a file another thread is still writing ("text
+        // file busy": a child forked mid-copy holds its write descriptor).
+        static INSTALLED: std::sync::Mutex<Option<HashMap<PathBuf, String>>> =
+            std::sync::Mutex::new(None);
         let src = host_path.as_ref();
+        let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(dest) = installed.get_or_insert_with(HashMap::new).get(src) {
+            return dest.clone();
+        }
         let name = src
             .file_name()
             .unwrap_or_else(|| panic!("install_bin: {} names no file", src.display()));
-        // A directory per source: checkouts sharing one node each run
-        // their own build, never another's copied over it meanwhile.
-        let source = {
+        let meta = fs::metadata(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let built = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .unwrap_or_default();
+        let key = {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            fs::canonicalize(src)
-                .unwrap_or_else(|_| src.to_path_buf())
-                .hash(&mut h);
+            src.hash(&mut h);
+            meta.len().hash(&mut h);
+            built.hash(&mut h);
             format!("{:016x}", h.finish())
         };
-        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR")).join(source);
+        let dir = PathBuf::from(self.var("MESH_NODE_BIN_DIR")).join(key);
         fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         let dest = dir.join(name);
-        // Copy then rename: a running copy of the old file keeps its inode
-        // (no "text file busy") and nobody sees half a file.
-        let tmp = dir.join(format!(
-            ".{}.{}",
-            name.to_string_lossy(),
-            unique_name("install")
-        ));
-        fs::copy(src, &tmp)
-            .unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", src.display(), tmp.display()));
-        set_executable(&tmp);
-        fs::rename(&tmp, &dest).unwrap_or_else(|e| {
-            panic!("cannot rename {} to {}: {e}", tmp.display(), dest.display())
-        });
-        dest.to_string_lossy().into_owned()
+        if !dest.exists() {
+            // Copy then rename: nobody sees half a file.
+            let tmp = dir.join(format!(
+                ".{}.{}",
+                name.to_string_lossy(),
+                unique_name("install")
+            ));
+            fs::copy(src, &tmp).unwrap_or_else(|e| {
+                panic!("cannot copy {} to {}: {e}", src.display(), tmp.display())
+            });
+            set_executable(&tmp);
+            fs::rename(&tmp, &dest).unwrap_or_else(|e| {
+                panic!("cannot rename {} to {}: {e}", tmp.display(), dest.display())
+            });
+        }
+        let dest = dest.to_string_lossy().into_owned();
+        installed
+            .get_or_insert_with(HashMap::new)
+            .insert(src.to_path_buf(), dest.clone());
+        dest
     }
 
     /// A guard that runs `script` inside the node when dropped, test failed

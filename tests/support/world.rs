@@ -39,6 +39,9 @@ pub struct World {
     /// Accounts and groups to remove, after the containers running as
     /// them.
     accounts: Vec<Cleanup>,
+    /// Docker's container events from the world's start, streamed to
+    /// [`World::EVENTS`] in its directory (see [`World::events`]).
+    event_stream: Option<Child>,
 }
 
 /// Whether `pid` stands as a word of `status` (`systemctl status`, its
@@ -70,6 +73,7 @@ impl World {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
+        let event_stream = stream_events(&node, &dir);
         World {
             node,
             dir,
@@ -78,8 +82,12 @@ impl World {
             started,
             cleanup: Vec::new(),
             accounts: Vec::new(),
+            event_stream,
         }
     }
+
+    /// The file [`World::events`] streams Docker's events into.
+    const EVENTS: &'static str = "world.events";
 
     /// A container name unique to this test (removed at the end).
     pub fn name(&mut self, what: &str) -> String {
@@ -130,6 +138,28 @@ impl World {
     /// The node's busybox image, pinned.
     pub fn busybox(&self) -> String {
         self.node.image("busybox")
+    }
+
+    /// A busybox image that declares `VOLUME /data` (`variant` sets an
+    /// environment variable, so that two variants are two digests), made
+    /// now from the node's busybox and pushed to the node's registry:
+    /// its digest-pinned reference. Made with the node's Docker, which
+    /// serves the registry on a Podman node too.
+    pub fn volume_image(&self, variant: &str) -> String {
+        let repo = format!("{}/busybox-volume", self.node.registry());
+        let tag = format!("{repo}:{}-{variant}", self.prefix);
+        let script = format!(
+            "unset DOCKER_HOST; set -e; docker pull -q {busybox} >/dev/null; \
+             c=$(docker create {busybox} true); \
+             docker commit --change 'VOLUME [\"/data\"]' --change 'CMD [\"/bin/sh\"]' \
+               --change 'ENV MESH_VARIANT={variant}' \"$c\" {tag} >/dev/null; \
+             docker rm \"$c\" >/dev/null; docker push -q {tag} >/dev/null; \
+             docker image inspect -f '{{{{range .RepoDigests}}}}{{{{println .}}}}{{{{end}}}}' {tag} \
+               | grep -m1 '^{repo}@sha256:'; docker rmi {tag} >/dev/null",
+            busybox = quote(&self.busybox()),
+            tag = quote(&tag),
+        );
+        self.node.sh_ok(&script).trim().to_string()
     }
 
     /// `docker run -d` a busybox service with a TERM trap (not managed).
@@ -350,8 +380,13 @@ impl World {
     }
 
     /// Docker's own record of the lifecycle of `names` from `since` (a
-    /// [`stamp`]) to now: `(name, action)` in order (create, start, stop,
-    /// die, kill, destroy).
+    /// [`stamp`]) to now: `(name, action)` in order (create, rename, start,
+    /// stop, die, kill, destroy).
+    ///
+    /// Docker keeps only its last 256 events, which tests running side by
+    /// side on one node fill in seconds: what the world streamed since it
+    /// began is read, together with what Docker still keeps (the last
+    /// moments, which the stream may not have written yet).
     pub fn events(&self, since: &str, names: &[&str]) -> Vec<(String, String)> {
         let until = stamp();
         let mut args = vec![
@@ -363,7 +398,7 @@ impl World {
             "--filter",
             "type=container",
             "--format",
-            "{{.Actor.Attributes.name}} {{.Action}}",
+            EVENT_FORMAT,
         ]
         .into_iter()
         .map(str::to_string)
@@ -373,19 +408,61 @@ impl World {
             args.push(format!("container={n}"));
         }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.node
-            .docker_ok(&refs)
+        let kept = self.node.docker_ok(&refs);
+        let streamed = std::fs::read_to_string(self.dir.join(Self::EVENTS)).unwrap_or_default();
+        let from = stamp_nanos(since);
+        let to = stamp_nanos(&until);
+        let mut events: Vec<(u128, String, String)> = kept
             .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(n, a)| (n.to_string(), a.to_string()))
-            .filter(|(_, a)| {
-                matches!(
-                    a.as_str(),
-                    "create" | "rename" | "start" | "stop" | "die" | "kill" | "destroy"
-                )
+            .chain(streamed.lines())
+            .filter_map(|l| {
+                let mut words = l.splitn(3, ' ');
+                let at: u128 = words.next()?.parse().ok()?;
+                Some((at, words.next()?.to_string(), words.next()?.to_string()))
             })
-            .collect()
+            .filter(|(at, name, action)| {
+                (from..=to).contains(at)
+                    && names.contains(&name.as_str())
+                    && matches!(
+                        action.as_str(),
+                        "create" | "rename" | "start" | "stop" | "die" | "kill" | "destroy"
+                    )
+            })
+            .collect();
+        events.sort();
+        events.dedup();
+        events.into_iter().map(|(_, n, a)| (n, a)).collect()
     }
+}
+
+/// One event a line: its time in nanoseconds, the container, the action.
+const EVENT_FORMAT: &str = "{{.TimeNano}} {{.Actor.Attributes.name}} {{.Action}}";
+
+/// A [`stamp`] (`SECONDS.NANOS`) in nanoseconds.
+fn stamp_nanos(stamp: &str) -> u128 {
+    let (secs, nanos) = stamp.split_once('.').unwrap_or((stamp, "0"));
+    let secs: u128 = secs.parse().unwrap_or(0);
+    let nanos: u128 = format!("{nanos:0<9}")[..9].parse().unwrap_or(0);
+    secs * 1_000_000_000 + nanos
+}
+
+/// Stream the node's container events from now into `dir`'s
+/// [`World::EVENTS`], until the world ends (or ten minutes at most).
+fn stream_events(node: &Node, dir: &std::path::Path) -> Option<Child> {
+    let out = std::fs::File::create(dir.join(World::EVENTS)).ok()?;
+    let script = format!(
+        "docker events --since {since} --filter type=container --format {format} & p=$!; \
+         i=0; while [ ! -e {stop} ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i+1)); done; \
+         kill $p; wait $p",
+        since = stamp(),
+        format = quote(EVENT_FORMAT),
+        stop = quote(&dir.join("world.events.stop").display().to_string())
+    );
+    node.command("sh", &["-c", &script])
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
 }
 
 impl Drop for World {
@@ -401,6 +478,10 @@ impl Drop for World {
             let _ = self
                 .node
                 .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        if let Some(mut stream) = self.event_stream.take() {
+            let _ = std::fs::write(self.dir.join("world.events.stop"), "");
+            let _ = stream.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

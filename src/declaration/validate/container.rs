@@ -2,6 +2,7 @@
 //! network, user and identity, health check, and role (service, run-once
 //! or scheduled step) with the fields that only some roles take.
 
+use crate::declaration::hints::Fields;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -23,7 +24,7 @@ pub(super) fn read_container(
     c: RawContainer,
     entry: &mut Entry,
 ) -> Option<Container> {
-    refuse_unknown(s, "", c.unknown);
+    refuse_unknown(s, "", c.unknown, Fields::Resource("container"));
     let has_schedule = !c.schedule.is_absent();
     let has_zone = !c.schedule_zone.is_absent();
     // An empty list asks for nothing, so only a non-empty one is held
@@ -242,7 +243,7 @@ pub(super) fn read_container(
 }
 
 fn read_mount(s: &mut Sink, path: &str, raw: RawMount) -> Option<Mount> {
-    refuse_unknown(s, path, raw.unknown);
+    refuse_unknown(s, path, raw.unknown, Fields::Mount);
     let source_field = format!("{path}.source");
     let target_field = format!("{path}.target");
     let source = require(s, &source_field, raw.source).and_then(|text| {

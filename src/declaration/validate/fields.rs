@@ -6,6 +6,7 @@
 //! resource's [`Sink`] with its path (`mounts[0].target`), so that one pass
 //! reports every problem rather than the first.
 
+use crate::declaration::hints::Fields;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Display;
 use std::time::Duration;
@@ -112,10 +113,30 @@ pub(super) fn key_path(prefix: &str, key: &str) -> String {
     }
 }
 
-pub(super) fn refuse_unknown(s: &mut Sink, prefix: &str, unknown: BTreeMap<String, Value>) {
+/// Each key of `unknown` refused, with the field of `fields` it most
+/// likely meant (`did you mean "read-only"?`).
+pub(super) fn refuse_unknown(
+    s: &mut Sink,
+    prefix: &str,
+    unknown: BTreeMap<String, Value>,
+    fields: Fields,
+) {
     for key in unknown.into_keys() {
-        s.at(key_path(prefix, &key), "unknown field");
+        let message = crate::declaration::hints::unknown_field(&key, fields);
+        s.at(key_path(prefix, &key), message);
     }
+}
+
+/// A path the host writes (a file, a directory, a shared folder's
+/// entries): a [`non_root_path`], and not where the service cannot write
+/// nor one of the host's own paths ([`crate::declaration::sandbox`]).
+pub(super) fn written_path(s: &mut Sink, field: &str, text: &str) -> Option<AbsPath> {
+    let path = non_root_path(s, field, text)?;
+    if let Some(why) = crate::declaration::sandbox::write_refusal(&path) {
+        s.at(field, why);
+        return None;
+    }
+    Some(path)
 }
 
 /// A path naming a file-like thing the host itself reads or writes:

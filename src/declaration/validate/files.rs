@@ -1,10 +1,11 @@
 //! Reading a file or a directory resource: its path on the host, its
 //! content (text or base64), its mode and owner.
 
+use crate::declaration::hints::Fields;
 use serde_json::Value;
 
 use super::entry::{Entry, Kind};
-use super::fields::{check, non_root_path, refuse_unknown, require, take, Sink};
+use super::fields::{check, refuse_unknown, require, take, written_path, Sink};
 use crate::declaration::base64;
 use crate::declaration::model::{Directory, File};
 use crate::declaration::raw::{kind_of, Field, RawDirectory, RawFile};
@@ -42,8 +43,8 @@ fn read_owner(s: &mut Sink, value: Field<String>) -> Option<Option<Owner>> {
 }
 
 pub(super) fn read_file(s: &mut Sink, f: RawFile, entry: &mut Entry) -> Option<File> {
-    refuse_unknown(s, "", f.unknown);
-    let path = require(s, "path", f.path).and_then(|p| non_root_path(s, "path", &p));
+    refuse_unknown(s, "", f.unknown, Fields::Resource("file"));
+    let path = require(s, "path", f.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::File(path.clone());
     let content = match (f.content, f.content_base64) {
         (Field::Absent, Field::Absent) => {
@@ -79,8 +80,8 @@ pub(super) fn read_directory(
     d: RawDirectory,
     entry: &mut Entry,
 ) -> Option<Directory> {
-    refuse_unknown(s, "", d.unknown);
-    let path = require(s, "path", d.path).and_then(|p| non_root_path(s, "path", &p));
+    refuse_unknown(s, "", d.unknown, Fields::Resource("directory"));
+    let path = require(s, "path", d.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::Directory(path.clone());
     let mode = read_mode(s, d.mode, Mode::DIRECTORY_DEFAULT);
     let owner = read_owner(s, d.owner);

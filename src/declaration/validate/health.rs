@@ -3,6 +3,7 @@
 //! `retries` and `start-period` are whole positive numbers. Every problem is
 //! reported, each at its own field (`health.interval`, `health.command[1]`).
 
+use crate::declaration::hints::Fields;
 use serde_json::Value;
 
 use super::fields::{no_nul, refuse_unknown, take, timeout_seconds, Sink};
@@ -43,7 +44,7 @@ pub(super) fn read_health(s: &mut Sink, value: Field<Value>) -> Option<Health> {
             return None;
         }
     };
-    refuse_unknown(s, "health", raw.unknown);
+    refuse_unknown(s, "health", raw.unknown, Fields::Health);
     let command = read_command(s, raw.command);
     let interval = seconds(s, "health.interval", raw.interval);
     let timeout = seconds(s, "health.timeout", raw.timeout);

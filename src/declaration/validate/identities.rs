@@ -7,12 +7,15 @@
 //! the declaration's business: `check` and apply ask the account files
 //! through `crate::accounts`.
 
+use crate::declaration::hints::Fields;
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::entry::{Entry, Kind};
-use super::fields::{check, non_root_path, refuse_unknown, require, take, take_list, Found, Sink};
+use super::fields::{
+    check, non_root_path, refuse_unknown, require, take, take_list, written_path, Found, Sink,
+};
 use crate::declaration::identity::{
     root_granting, Access, AccountName, Grant, Identity, SharedFolder,
 };
@@ -55,7 +58,7 @@ fn read_id_number(s: &mut Sink, field: &str, value: Field<Value>) -> Option<u32>
 
 /// `type: "identity"`.
 pub(super) fn read_identity(s: &mut Sink, r: RawIdentity, entry: &mut Entry) -> Option<Identity> {
-    refuse_unknown(s, "", r.unknown);
+    refuse_unknown(s, "", r.unknown, Fields::Resource("identity"));
     let name = require(s, "name", r.name).and_then(|n| {
         let name = check(s, "name", AccountName::try_from(n.as_str()))?;
         if let Some(why) = root_granting(name.as_str()) {
@@ -90,8 +93,8 @@ pub(super) fn read_shared_folder(
     r: RawSharedFolder,
     entry: &mut Entry,
 ) -> Option<SharedFolder> {
-    refuse_unknown(s, "", r.unknown);
-    let path = require(s, "path", r.path).and_then(|p| non_root_path(s, "path", &p));
+    refuse_unknown(s, "", r.unknown, Fields::Resource("shared-folder"));
+    let path = require(s, "path", r.path).and_then(|p| written_path(s, "path", &p));
     entry.kind = Kind::SharedFolder(path.clone());
     let absent = r.access.is_absent();
     let items = take_list(s, "access", r.access);
@@ -109,7 +112,7 @@ pub(super) fn read_shared_folder(
     let mut seen: HashMap<ResourceId, String> = HashMap::new();
     let mut ok = true;
     for (field, raw) in items {
-        refuse_unknown(s, &field, raw.unknown);
+        refuse_unknown(s, &field, raw.unknown, Fields::Access);
         let id_field = format!("{field}.identity");
         let Some(id) = require(s, &id_field, raw.identity)
             .and_then(|t| check(s, &id_field, ResourceId::try_from(t)))
@@ -174,7 +177,7 @@ pub(super) fn read_container_access(
     let mut grants: Vec<Grant> = Vec::new();
     let mut seen: HashMap<AbsPath, String> = HashMap::new();
     for (field, raw) in take_list(s, "grant", grant) {
-        refuse_unknown(s, &field, raw.unknown);
+        refuse_unknown(s, &field, raw.unknown, Fields::Grant);
         let path_field = format!("{field}.path");
         let Some(path) =
             require(s, &path_field, raw.path).and_then(|p| non_root_path(s, &path_field, &p))

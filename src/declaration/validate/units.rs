@@ -3,12 +3,13 @@
 
 use super::entry::{Entry, Kind};
 use super::fields::{check, refuse_unknown, require, take, Sink};
+use crate::declaration::hints::Fields;
 use crate::declaration::model::{Unit, UnitState};
 use crate::declaration::raw::RawUnit;
 use crate::declaration::types::UnitName;
 
 pub(super) fn read_unit(s: &mut Sink, u: RawUnit, entry: &mut Entry) -> Option<Unit> {
-    refuse_unknown(s, "", u.unknown);
+    refuse_unknown(s, "", u.unknown, Fields::Resource("unit"));
     let name = require(s, "name", u.name).and_then(|n| check(s, "name", UnitName::try_from(n)));
     entry.kind = Kind::Unit(name.clone());
     let content = require(s, "content", u.content);

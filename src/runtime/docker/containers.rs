@@ -14,7 +14,7 @@ use bollard::models::{
 };
 use bollard::query_parameters::{
     CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
-    WaitContainerOptions,
+    RenameContainerOptions, WaitContainerOptions,
 };
 use futures_util::StreamExt;
 
@@ -22,7 +22,7 @@ use super::client::{DockerRuntime, LONG_TIMEOUT};
 use super::health::{health_config, health_decides_within};
 use crate::runtime::{
     ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
-    RuntimeError, LABEL_MANAGED, MANAGED_VALUE,
+    RuntimeError, VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Added to a container's own stop grace for the stop request's timeout.
@@ -286,7 +286,8 @@ pub(super) async fn kill(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeEr
     }
 }
 
-/// Removes a container and waits for it to be gone ([`crate::runtime::ContainerRuntime::remove`]).
+/// Removes a container and waits for it to be gone ([`crate::runtime::ContainerRuntime::remove`]);
+/// its volumes stay.
 pub(super) async fn remove(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
     remove_with(rt, name, true).await
 }
@@ -300,7 +301,9 @@ pub(super) async fn remove_stopped(rt: &DockerRuntime, name: &str) -> Result<(),
 
 /// One removal request; missing is `Ok`. A 409 is, forced, a removal
 /// already in progress (e.g. auto-remove), waited for; unforced, Docker's
-/// refusal of a running container.
+/// refusal of a running container. Never with `v`: an anonymous volume
+/// outlives its container (the next one made in its place carries it,
+/// src/runtime/replace.rs), and mesh-host deletes no volume.
 pub(super) async fn remove_with(
     rt: &DockerRuntime,
     name: &str,
@@ -310,7 +313,7 @@ pub(super) async fn remove_with(
     let context = format!("remove container {name}");
     let options = RemoveContainerOptions {
         force,
-        v: true,
+        v: false,
         link: false,
     };
     match rt.docker.remove_container(name, Some(options)).await {
@@ -338,6 +341,23 @@ pub(super) async fn remove_with(
         }
         Err(err) => Err(rt.error(&context, &what, err)),
     }
+}
+
+/// Renames a container ([`crate::runtime::ContainerRuntime::rename`]).
+pub(super) async fn rename(rt: &DockerRuntime, name: &str, to: &str) -> Result<(), RuntimeError> {
+    let options = RenameContainerOptions {
+        name: to.to_owned(),
+    };
+    rt.docker
+        .rename_container(name, options)
+        .await
+        .map_err(|err| {
+            rt.error(
+                &format!("rename container {name} to {to}"),
+                &format!("container {name}"),
+                err,
+            )
+        })
 }
 
 /// Waits for a container to exit; its exit code ([`crate::runtime::ContainerRuntime::wait_exit`]).
@@ -452,6 +472,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
     // Docker reports the zero time for a run that never started or ended.
     let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
     let decides_within = health_decides_within(config.healthcheck.as_ref());
+    let volumes = volumes(raw.mounts.unwrap_or_default());
     ContainerInfo {
         id: raw.id.unwrap_or_default(),
         name: raw
@@ -489,7 +510,24 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
                 decides_within,
             })
         }),
+        volumes,
     }
+}
+
+/// The volumes among an inspection's `Mounts` (Docker's and Podman's
+/// answers alike: `Type` `volume`, the volume's `Name`, `Destination`).
+pub(super) fn volumes(mounts: Vec<bollard::models::MountPoint>) -> Vec<VolumeMount> {
+    mounts
+        .into_iter()
+        .filter(|m| m.typ.as_deref() == Some("volume"))
+        .filter_map(|m| {
+            Some(VolumeMount {
+                name: m.name.filter(|n| !n.is_empty())?,
+                target: m.destination.filter(|d| !d.is_empty())?,
+                read_only: m.rw == Some(false),
+            })
+        })
+        .collect()
 }
 
 pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {

@@ -43,6 +43,8 @@ pub enum Call {
     Remove(String),
     /// [`ContainerRuntime::remove_stopped`].
     RemoveStopped(String),
+    /// [`ContainerRuntime::rename`]: from, to.
+    Rename(String, String),
     /// [`ContainerRuntime::wait_exit`].
     WaitExit(String),
     /// [`ContainerRuntime::inspect`].
@@ -60,6 +62,7 @@ pub enum Call {
 }
 
 mod scripting;
+mod volumes;
 
 /// The in-memory runtime. See the module documentation.
 #[derive(Debug, Clone, Default)]
@@ -106,6 +109,8 @@ struct Container {
     started_instant: Option<tokio::time::Instant>,
     /// When it was created, in Unix seconds (the wall clock's).
     created: i64,
+    /// Its volumes: named ones it mounts, anonymous ones its image declares.
+    volumes: Vec<super::VolumeMount>,
 }
 
 #[derive(Debug)]
@@ -149,6 +154,10 @@ struct State {
     driver: Option<CgroupDriver>,
     subscribers: Vec<Subscriber>,
     next_id: u64,
+    /// Per image, the targets it declares `VOLUME` at.
+    image_volumes: HashMap<String, Vec<String>>,
+    /// Every volume that exists (none is ever deleted).
+    volumes: BTreeSet<String>,
 }
 
 impl State {
@@ -211,6 +220,7 @@ impl State {
 
     /// Adds a created container; returns its id.
     fn insert(&mut self, spec: ContainerSpec) -> String {
+        let volumes = self.mount_volumes(&spec);
         self.next_id += 1;
         let id = format!("{:064x}", self.next_id);
         self.containers.insert(
@@ -228,6 +238,7 @@ impl State {
                 created: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64),
+                volumes,
             },
         );
         id
@@ -322,6 +333,7 @@ impl FakeRuntime {
                         | Call::Kill(_)
                         | Call::Remove(_)
                         | Call::RemoveStopped(_)
+                        | Call::Rename(_, _)
                         | Call::Pull(_)
                 )
             })
@@ -345,31 +357,6 @@ impl FakeRuntime {
     /// Names of all containers, managed or not.
     pub fn container_names(&self) -> Vec<String> {
         self.state().containers.keys().cloned().collect()
-    }
-
-    // ---- seeding ----
-
-    /// Makes an image present.
-    pub fn add_image(&self, image: &str) {
-        self.state().images.insert(image.to_owned());
-    }
-
-    /// Puts a container in place without recording a call and without adding
-    /// [`LABEL_MANAGED`] (so unmanaged containers can be seeded too).
-    pub fn add_container(&self, spec: ContainerSpec, running: bool) {
-        let mut state = self.state();
-        let name = spec.name.clone();
-        state.insert(spec);
-        if running {
-            state.begin_run(&name);
-        }
-    }
-
-    /// Dates the creation of `name` back by `secs` seconds.
-    pub fn age(&self, name: &str, secs: i64) {
-        if let Some(c) = self.state().containers.get_mut(name) {
-            c.created -= secs;
-        }
     }
 }
 
@@ -510,6 +497,12 @@ impl ContainerRuntime for FakeRuntime {
         Ok(())
     }
 
+    async fn rename(&self, name: &str, to: &str) -> Result<(), RuntimeError> {
+        let name = &self.resolve(name);
+        let mut state = self.enter(Call::Rename(name.to_owned(), to.to_owned()))?;
+        state.rename(name, to)
+    }
+
     async fn wait_exit(&self, name: &str) -> Result<i64, RuntimeError> {
         let seen = {
             let state = self.enter(Call::WaitExit(name.to_owned()))?;
@@ -582,6 +575,7 @@ impl ContainerRuntime for FakeRuntime {
             labels: c.spec.labels.clone(),
             pid: c.pid,
             health: health(c),
+            volumes: c.volumes.clone(),
         }))
     }
 

@@ -6,6 +6,31 @@ use std::time::Duration;
 use super::*;
 
 impl FakeRuntime {
+    // ---- seeding ----
+
+    /// Makes an image present.
+    pub fn add_image(&self, image: &str) {
+        self.state().images.insert(image.to_owned());
+    }
+
+    /// Puts a container in place without recording a call and without adding
+    /// [`LABEL_MANAGED`] (so unmanaged containers can be seeded too).
+    pub fn add_container(&self, spec: ContainerSpec, running: bool) {
+        let mut state = self.state();
+        let name = spec.name.clone();
+        state.insert(spec);
+        if running {
+            state.begin_run(&name);
+        }
+    }
+
+    /// Dates the creation of `name` back by `secs` seconds.
+    pub fn age(&self, name: &str, secs: i64) {
+        if let Some(c) = self.state().containers.get_mut(name) {
+            c.created -= secs;
+        }
+    }
+
     /// Every start of `name` fails (with [`RuntimeError::Api`]) until
     /// [`heal_start`](Self::heal_start).
     pub fn fail_start(&self, name: &str) {
