@@ -138,7 +138,9 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
     let out = mesh(&["generate", dir.path().to_str().expect("path")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let man = std::fs::read_to_string(dir.path().join("mesh-host.8")).expect("man page");
-    for cmd in ["check", "cron", "apply", "status", "run", "plan", "daemon"] {
+    for cmd in [
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+    ] {
         assert!(man.contains(cmd), "man page lacks {cmd}");
         let page = std::fs::read_to_string(dir.path().join(format!("mesh-host-{cmd}.8")))
             .unwrap_or_else(|e| panic!("mesh-host-{cmd}.8: {e}"));
