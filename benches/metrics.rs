@@ -43,6 +43,7 @@ fn snapshot(n: usize) -> Snapshot {
             last_run_duration_secs: Some(12.345),
             last_exit_status: Some(0),
             running: i % 10 < 2,
+            suspended_since: None,
             fires: fires.clone(),
         })
         .collect();

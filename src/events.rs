@@ -62,11 +62,16 @@ pub enum Event {
     /// A window was taken over from its owner: the owner died, or its lease
     /// lapsed (stopped, hung, frozen).
     WindowTakenOver,
+    /// The node's declaration file declares no resources while resources
+    /// are applied: the daemon refused it and kept everything.
+    DeclarationEmptyRefused,
+    /// A suspended step's due time passed: it was not run (and never is).
+    StepSuspended,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 18] = [
+    pub const ALL: [Event; 20] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -85,6 +90,8 @@ impl Event {
         Event::StepCaughtUp,
         Event::RecordUnreadable,
         Event::WindowTakenOver,
+        Event::DeclarationEmptyRefused,
+        Event::StepSuspended,
     ];
 
     /// The `MESH_EVENT` value.
@@ -108,6 +115,8 @@ impl Event {
             Event::StepCaughtUp => "step-caught-up",
             Event::RecordUnreadable => "record-unreadable",
             Event::WindowTakenOver => "window-taken-over",
+            Event::DeclarationEmptyRefused => "declaration-empty-refused",
+            Event::StepSuspended => "step-suspended",
         }
     }
 
@@ -132,6 +141,8 @@ impl Event {
             Event::StepCaughtUp => "6c5340fafe25456ca2a1372102683f52",
             Event::RecordUnreadable => "5e0f3c9a8b2d4e6f91a7c4d8e2b6f013",
             Event::WindowTakenOver => "c37a1d95e4f84b0a8d26f1e9b05c7a42",
+            Event::DeclarationEmptyRefused => "5f0980ab7bc6467ebde440999d004df0",
+            Event::StepSuspended => "73bd00f2d4314e4385fd612818c9320e",
         }
     }
 }

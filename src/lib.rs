@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod acl;
 pub mod apply;
+pub mod attention;
 pub mod cli;
 pub mod container_spec;
 pub mod control;

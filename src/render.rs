@@ -119,6 +119,13 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
         )),
         _ => out.push_str("last apply: none yet\n"),
     }
+    if let Some(line) = status
+        .get("empty-declaration-refused")
+        .and_then(|e| e.get("line"))
+        .and_then(|l| l.as_str())
+    {
+        out.push_str(&format!("{line}\n"));
+    }
     let windows = status
         .get("open-windows")
         .and_then(|v| v.as_array())
@@ -168,7 +175,7 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             None => "never run".to_string(),
         };
         out.push_str(&format!(
-            "step {} ({} {}): next {}; {last}; last success {}{}{}\n",
+            "step {} ({} {}): next {}; {last}; last success {}{}{}{}\n",
             text(s.get("step"), "-"),
             text(s.get("schedule"), "-"),
             text(s.get("zone"), "-"),
@@ -180,10 +187,39 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
                 "; RUNNING"
             } else {
                 ""
-            }
+            },
+            suspended(s.get("suspended-since").and_then(|v| v.as_str()))
         ));
     }
+    out.push_str(&attention_lines(status.get("attention")));
     out
+}
+
+/// `status`'s closing lines: all well, or one `ATTENTION:` line each.
+pub fn attention_lines(attention: Option<&serde_json::Value>) -> String {
+    let lines: Vec<&str> = attention
+        .and_then(|a| a.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.get("line").and_then(|l| l.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if lines.is_empty() {
+        return "all well: nothing needs attention\n".to_string();
+    }
+    let mut out = format!("{} thing(s) need attention:\n", lines.len());
+    for line in lines {
+        out.push_str(&format!("ATTENTION: {line}\n"));
+    }
+    out
+}
+
+/// `; SUSPENDED since T` for a suspended step's line (RFC 3339 in).
+pub fn suspended(since: Option<&str>) -> String {
+    since.map_or(String::new(), |t| {
+        format!("; SUSPENDED since {} (due times pass unrun)", time_text(t))
+    })
 }
 
 /// Where a step's next container stands, for its `status` line.
@@ -305,5 +341,29 @@ mod tests {
             "{never}"
         );
         assert!(!text.contains(":00Z"), "{text}");
+    }
+
+    #[test]
+    fn status_ends_with_what_needs_attention_one_line_each() {
+        let well = daemon_status(&json!({"attention": []}));
+        assert!(
+            well.ends_with("all well: nothing needs attention\n"),
+            "{well}"
+        );
+        let text = daemon_status(&json!({
+            "steps": [{"step": "gc", "suspended-since": "2026-12-01T10:00:00Z"}],
+            "attention": [
+                {"what": "step-suspended", "line": "step gc is suspended since 2026-12-01 10:00:00 UTC"},
+                {"what": "alert", "line": "will-not-start-again at 2026-12-01 11:00:00 UTC: web"}
+            ]
+        }));
+        assert!(
+            text.contains("; SUSPENDED since 2026-12-01 10:00:00 UTC"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("2 thing(s) need attention:\nATTENTION: step gc is suspended since 2026-12-01 10:00:00 UTC\nATTENTION: will-not-start-again at 2026-12-01 11:00:00 UTC: web\n"),
+            "{text}"
+        );
     }
 }

@@ -483,3 +483,28 @@ fn messages_name_the_fix_for_a_misspelt_field_a_byte_order_mark_yaml_and_no_runt
         assert!(err.contains(needed), "{needed} not in: {err}");
     }
 }
+
+#[test]
+fn the_readmes_first_declaration_is_accepted_as_it_stands() {
+    let readme = include_str!("../README.md");
+    let from = readme
+        .find("## The declaration")
+        .expect("the README has its declaration section");
+    let block = readme[from..]
+        .split("```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("a json block in that section");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("first.json");
+    std::fs::write(&file, block).expect("write");
+    let out = mesh(&["check", &file.to_string_lossy()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the README's first declaration is refused:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("scheduled step"), "{}", stdout(&out));
+}

@@ -432,14 +432,18 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
             declare::step("keep", &gc, &img, "true", &["a"], 300)
         ]),
     );
-    let armed = |d: &DaemonUnit| {
+    // `status` exits 0 while all is well, 3 once an apply failed (it says
+    // so on an ATTENTION line).
+    let armed_with = |d: &DaemonUnit, code: i32| {
         let out = d.cli(&["status"]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out));
         let t = text(&out);
+        assert_eq!(t.contains("ATTENTION: "), code == 3, "{t}");
         t.lines()
             .any(|l| l.starts_with("step keep (0 3 * * *") && l.contains("next 20"))
     };
-    assert!(armed(&d), "armed at start");
+    let armed = |d: &DaemonUnit| armed_with(d, 3);
+    assert!(armed_with(&d, 0), "armed at start");
 
     // A damaged state file: the reload's apply fails before it starts.
     let inputs = w.dir.join("state").join("container-inputs.json");

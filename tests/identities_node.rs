@@ -96,7 +96,12 @@ fn an_identity_is_made_with_its_numbers_and_a_container_runs_as_it() {
     );
 
     // Removed with the resource, since the host made it.
-    let out = w.apply_local(json!([]));
+    let out = w.mesh(&[
+        "apply",
+        &w.write_declaration(json!([])),
+        "--local",
+        "--allow-empty",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).contains("ia removed"), "{}", stdout(&out));
     assert!(!w
@@ -122,7 +127,12 @@ fn an_account_the_host_did_not_make_is_never_removed() {
     ));
     let out = w.apply_local(json!([ia]));
     assert_eq!(line(&out, "ia"), "ia unchanged", "{}", stdout(&out));
-    let out = w.apply_local(json!([]));
+    let out = w.mesh(&[
+        "apply",
+        &w.write_declaration(json!([])),
+        "--local",
+        "--allow-empty",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.node.sh(&format!("getent passwd {name}")).status.success());
     assert!(w.node.sh(&format!("getent group {name}")).status.success());
@@ -393,7 +403,12 @@ fn a_folder_holding_data_waits_for_take_root_data_and_links_are_never_touched() 
     );
 
     // Removing the resource takes the entries away and leaves the data.
-    let out = w.apply_local(json!([]));
+    let out = w.mesh(&[
+        "apply",
+        &w.write_declaration(json!([])),
+        "--local",
+        "--allow-empty",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
         line(&out, "data").starts_with("data removed"),

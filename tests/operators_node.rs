@@ -708,4 +708,20 @@ fn a_held_container_that_will_not_start_again_is_counted_and_paged() {
     let page = page.first().expect("the page's entry");
     assert_eq!(field(page, "MESH_CONTAINER"), svc);
     assert_eq!(field(page, "MESH_STEP"), gc);
+
+    // Until the next apply, status needs attention for it (exit 3), through
+    // the daemon and from the state directory alike.
+    for args in [vec!["status"], vec!["status", "--local"]] {
+        let out = d.cli_with_state(&args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stdout(&out));
+        let attention = stdout(&out)
+            .lines()
+            .find(|l| l.starts_with("ATTENTION: will-not-start-again"))
+            .map(str::to_string);
+        assert!(
+            attention.is_some_and(|l| l.contains(&svc)),
+            "{args:?}: {}",
+            stdout(&out)
+        );
+    }
 }

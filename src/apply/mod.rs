@@ -59,6 +59,7 @@ use crate::schedule::window::Windows;
 use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
 
 mod containers;
+pub mod empty;
 mod files;
 mod identities;
 pub mod node_declaration;
@@ -74,6 +75,7 @@ pub mod state;
 mod tests;
 pub mod units;
 
+pub use empty::EmptyRefused;
 pub use order::APPLY_WIDTH;
 pub use pull::PullPolicy;
 pub use report::{Action, ApplyReport, Halt, ReportLine, WindowLine};
@@ -160,29 +162,44 @@ impl Applier {
     /// `apply FILE`: under the apply lock, install `bytes` (FILE, already
     /// validated as `decl`) as the node's declaration at `path`
     /// ([`node_declaration`]), then converge to it. A file that cannot be
-    /// installed fails the apply with nothing changed.
+    /// installed fails the apply with nothing changed. A `decl` declaring
+    /// nothing over a node where resources are applied is refused, nothing
+    /// changed and the file not installed, unless `allow_empty`
+    /// ([`empty`]).
     pub async fn install_and_apply(
         &self,
         decl: &Declaration,
         bytes: &[u8],
         path: &std::path::Path,
-    ) -> ApplyReport {
+        allow_empty: bool,
+    ) -> Result<ApplyReport, EmptyRefused> {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
-            Ok(_lock) => match node_declaration::install(path, bytes) {
-                Ok(()) => self.apply_locked(decl, started_at).await,
-                Err(e) => ApplyReport::failed_before_start(started_at, e.to_string()),
-            },
+            Ok(_lock) => {
+                empty::guard(
+                    &self.store,
+                    &*self.runtime,
+                    decl.resources.len(),
+                    allow_empty,
+                )
+                .await?;
+                match node_declaration::install(path, bytes) {
+                    Ok(()) => self.apply_locked(decl, started_at).await,
+                    Err(e) => ApplyReport::failed_before_start(started_at, e.to_string()),
+                }
+            }
             Err(report) => report,
         };
         log_finished(&report);
-        report
+        Ok(report)
     }
 
     /// Read the node's declaration at `path` under the apply lock (so it is
     /// the one the last apply installed, whichever process did) and
     /// converge to it. An unreadable or refused file applies nothing: the
-    /// error says why (and no `apply-finished` is logged).
+    /// error says why (and no `apply-finished` is logged); so does a file
+    /// declaring nothing over a node where resources are applied
+    /// ([`empty`]: only `apply --allow-empty FILE` removes everything).
     pub async fn apply_node_declaration(
         &self,
         path: &std::path::Path,
@@ -191,6 +208,12 @@ impl Applier {
         let report = match self.lock(started_at).await {
             Ok(_lock) => {
                 let decl = node_declaration::read(path)?;
+                empty::guard(&self.store, &*self.runtime, decl.resources.len(), false)
+                    .await
+                    .map_err(|refused| node_declaration::DeclarationFileError::Empty {
+                        path: path.display().to_string(),
+                        refused,
+                    })?;
                 let report = self.apply_locked(&decl, started_at).await;
                 log_finished(&report);
                 return Ok((decl, report));
@@ -465,6 +488,25 @@ impl<'a> Run<'a> {
         };
         if let Err(e) = self.applier.store.save(APPLIED, &applied) {
             error = Some(format!("cannot record what was applied: {e}"));
+        }
+        if self.halted.is_none() {
+            // A step that left the declaration loses its suspension (an
+            // operator's override of a step, not of its id).
+            let declared = self
+                .decl
+                .steps()
+                .map(|s| s.resource.id.to_string())
+                .collect();
+            match crate::schedule::suspend::retain(&self.applier.store, &declared) {
+                Ok(gone) => {
+                    for step in gone {
+                        tracing::info!(MESH_STEP = %step, "step {step} is no longer declared: its suspension is dropped");
+                    }
+                }
+                Err(e) => self.warnings.push(format!(
+                    "suspensions of steps no longer declared are kept: {e}"
+                )),
+            }
         }
         ApplyReport {
             ok: self.ok && error.is_none(),

@@ -49,6 +49,15 @@ pub enum DeclarationFileError {
         /// Every problem, one per line.
         refusal: String,
     },
+    /// The file declares nothing, and resources are applied: it would
+    /// wipe the node (see [`super::empty`]).
+    #[error("{path}: {refused}")]
+    Empty {
+        /// The file.
+        path: String,
+        /// Why, with how many resources it would remove.
+        refused: super::EmptyRefused,
+    },
     /// FILE could not be installed as the node's declaration.
     #[error("cannot install the declaration as {path}: {reason}; nothing was changed")]
     NotInstalled {

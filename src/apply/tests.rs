@@ -998,8 +998,9 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
         serde_json::to_vec(&json!({"declaration": 1, "resources": resources})).expect("json");
     let report = r
         .applier()
-        .install_and_apply(&decl(resources), &bytes, &node_file)
-        .await;
+        .install_and_apply(&decl(resources), &bytes, &node_file, false)
+        .await
+        .expect("not empty");
     assert!(report.ok, "{report}");
     assert!(report.complete);
     assert_eq!(report.steps.len(), 1);
@@ -1030,8 +1031,10 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
             &decl(json!([service("other", &img(1))])),
             b"{}",
             &blocked.join("declaration.json"),
+            false,
         )
-        .await;
+        .await
+        .expect("not empty");
     assert!(!report.ok && !report.complete);
     assert!(
         report
@@ -1160,6 +1163,103 @@ async fn steps_among_many_services_are_unchanged_only_when_declared_alike() {
     // before: declared back as it was, it is installed again.
     let back = r.apply(declared("0 3 * * *")).await;
     assert_eq!(back.line("gc").expect("gc").action.to_string(), "installed");
+}
+
+#[tokio::test]
+async fn an_empty_declaration_never_wipes_a_node_unless_allowed() {
+    use super::node_declaration::DeclarationFileError;
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let node_file = r.dir.path().join("etc/mesh-host/declaration.json");
+    let empty = serde_json::to_vec(&json!({"declaration": 1, "resources": []})).expect("json");
+    // A fresh node takes it, as it always did.
+    let report = r
+        .applier()
+        .install_and_apply(&decl(json!([])), &empty, &node_file, false)
+        .await
+        .expect("nothing is applied yet");
+    assert!(report.ok, "{report}");
+    let resources = json!([service("web", &img(1)), step("gc", &img(1), &["web"])]);
+    let full =
+        serde_json::to_vec(&json!({"declaration": 1, "resources": resources})).expect("json");
+    let report = r
+        .applier()
+        .install_and_apply(&decl(resources), &full, &node_file, false)
+        .await
+        .expect("not empty");
+    assert!(report.ok, "{report}");
+    // `apply FILE` of an empty one: refused, nothing removed, the node's
+    // file not replaced.
+    let refused = r
+        .applier()
+        .install_and_apply(&decl(json!([])), &empty, &node_file, false)
+        .await
+        .expect_err("would wipe");
+    assert_eq!(refused.applied(), Some(2), "{refused}");
+    assert_eq!(std::fs::read(&node_file).expect("kept"), full);
+    assert!(r.fake.spec_of("web").is_some());
+    assert_eq!(r.count(&Call::Remove("web".into())), 0);
+    // The same file written in place (a reload, a restart): refused too.
+    std::fs::write(&node_file, &empty).expect("write");
+    match r.applier().apply_node_declaration(&node_file).await {
+        Err(DeclarationFileError::Empty { refused, .. }) => {
+            assert_eq!(refused.applied(), Some(2))
+        }
+        other => panic!("not refused as empty: {other:?}"),
+    }
+    assert!(r.fake.spec_of("web").is_some());
+    // --allow-empty removes it all; after that, empty is what is applied.
+    let report = r
+        .applier()
+        .install_and_apply(&decl(json!([])), &empty, &node_file, true)
+        .await
+        .expect("allowed");
+    assert!(report.ok, "{report}");
+    assert!(r.fake.spec_of("web").is_none(), "{report}");
+    let (_, report) = r
+        .applier()
+        .apply_node_declaration(&node_file)
+        .await
+        .expect("nothing left to wipe (the step's container was never made)");
+    assert!(report.ok, "{report}");
+}
+
+#[tokio::test]
+async fn a_step_that_leaves_the_declaration_loses_its_suspension() {
+    use crate::schedule::suspend;
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let report = r
+        .apply(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"]),
+            step("backup", &img(1), &["web"])
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    suspend::suspend(&r.store, "gc", Utc::now()).expect("suspend");
+    suspend::suspend(&r.store, "backup", Utc::now()).expect("suspend");
+    // Applied again with both: kept across applies.
+    let report = r
+        .apply(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"]),
+            step("backup", &img(1), &["web"])
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    assert_eq!(suspend::load(&r.store).expect("load").steps.len(), 2);
+    // backup leaves: its suspension goes, gc's stays.
+    let report = r
+        .apply(json!([
+            service("web", &img(1)),
+            step("gc", &img(1), &["web"])
+        ]))
+        .await;
+    assert!(report.ok, "{report}");
+    let left = suspend::load(&r.store).expect("load");
+    assert!(left.since("gc").is_some());
+    assert_eq!(left.since("backup"), None);
 }
 
 #[path = "volume_tests.rs"]

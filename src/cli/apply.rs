@@ -35,7 +35,7 @@ struct Refused<'a> {
 }
 
 /// Run `apply FILE --local`.
-pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
+pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
     let shown = file.display().to_string();
     let bytes = match read_or_refuse(file) {
         Ok(b) => b,
@@ -77,9 +77,25 @@ pub fn run_local(cli: &Cli, file: &Path, json: bool) -> u8 {
             &cli.unit_dir,
         )
         .await;
-        let report = applier
-            .install_and_apply(&decl, &bytes, &cli.declaration)
-            .await;
+        let report = match applier
+            .install_and_apply(&decl, &bytes, &cli.declaration, allow_empty)
+            .await
+        {
+            Ok(report) => report,
+            Err(refused) => {
+                if json {
+                    print_json(&serde_json::json!({
+                        "file": shown,
+                        "accepted": false,
+                        "error": refused.to_string(),
+                        "empty": refused,
+                    }));
+                } else {
+                    eprintln!("mesh-host: {shown}: {refused}");
+                }
+                return EXIT_REFUSED;
+            }
+        };
         print_report(&report, json);
         if report.ok {
             EXIT_OK

@@ -67,7 +67,7 @@ impl LocalHost {
 }
 
 /// The declared step `step_id` of the declaration file; errors printed.
-fn load_step(cli: &Cli, step_id: &str) -> Result<ScheduledStep, u8> {
+pub fn load_step(cli: &Cli, step_id: &str) -> Result<ScheduledStep, u8> {
     let decl = load_declaration(cli).map_err(|(code, msg)| {
         eprintln!("mesh-host: {msg}");
         code
@@ -117,13 +117,32 @@ pub fn shutdown_on_signal() -> watch::Receiver<bool> {
     rx
 }
 
-/// `mesh-host run STEP --local`.
-pub fn run_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
+/// `mesh-host run STEP --local`: a suspended step only with `force`.
+pub fn run_step(cli: &Cli, step_id: &str, force: bool, json: bool) -> u8 {
     block_on(async {
         let step = match load_step(cli, step_id) {
             Ok(s) => s,
             Err(code) => return code,
         };
+        if !force {
+            let suspended = Store::open(&cli.state_dir)
+                .map_err(|e| e.to_string())
+                .and_then(|store| crate::schedule::suspend::load(&store));
+            match suspended.map(|s| s.since(step_id)) {
+                Ok(None) => {}
+                Ok(Some(since)) => {
+                    eprintln!(
+                        "mesh-host: {}",
+                        crate::schedule::scheduler::suspended_refusal(step_id, since)
+                    );
+                    return EXIT_REFUSED;
+                }
+                Err(e) => {
+                    eprintln!("mesh-host: cannot tell whether {step_id} is suspended: {e}");
+                    return EXIT_FAILED;
+                }
+            }
+        }
         let host = match LocalHost::ready(cli).await {
             Ok(h) => h,
             Err(code) => return code,
@@ -186,7 +205,9 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
             }
         };
         match crate::schedule::plan::plan(&step, &*host.runtime, &host.windows).await {
-            Ok(plan) => {
+            Ok(mut plan) => {
+                plan.suspended_since =
+                    crate::schedule::suspend::load_or_none(&host.store).since(step_id);
                 if json {
                     print_json(&plan);
                 } else {

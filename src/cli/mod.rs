@@ -1,6 +1,8 @@
 //! The command line: `mesh-host <command>`.
 //!
-//! Exit codes (CONTRACT "Command line"): 0 ok, 1 failed, 2 refused or misused.
+//! Exit codes (CONTRACT "Command line"): 0 ok, 1 failed, 2 refused or
+//! misused; `status` exits 3 when something needs attention
+//! ([`crate::attention`]). Every command's: docs/exit-codes.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +19,7 @@ mod metrics;
 mod output;
 mod remote;
 mod status;
+mod suspend;
 mod take;
 
 /// Exit code: the command did what was asked.
@@ -128,11 +131,20 @@ pub enum Command {
         /// window records) instead of asking the daemon.
         #[arg(long)]
         local: bool,
+        /// Apply FILE even when it declares no resources while resources
+        /// are applied: everything the host made is removed. Without it
+        /// such a FILE is refused (exit 2) and nothing changes.
+        #[arg(long)]
+        allow_empty: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Show what was last applied, the scheduled steps and open windows.
+    /// Exits 0 when all is well, 3 when something needs attention (a
+    /// failed resource, a window past its bound, a suspended step, an alert
+    /// since the last apply, an empty declaration refused: one line each),
+    /// 1 when no status could be had.
     Status {
         /// Read the state directly instead of asking the daemon.
         #[arg(long)]
@@ -151,7 +163,38 @@ pub enum Command {
         /// Fire it in this process instead of asking the daemon.
         #[arg(long)]
         local: bool,
+        /// Run it even though it is suspended (it stays suspended).
+        #[arg(long)]
+        force: bool,
         /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Suspend a scheduled step: its due times are logged (step-suspended),
+    /// not run, and never caught up, until `resume`. Kept in the state
+    /// directory across restarts, reboots and applies; a step that leaves
+    /// the declaration loses it.
+    Suspend {
+        /// The step's resource id.
+        step: String,
+        /// Write it to the state directory in this process, for a node
+        /// where no daemon runs (the next daemon reads it at start).
+        #[arg(long)]
+        local: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lift a step's suspension: it fires again from its next due time
+    /// (the due times it passed are not caught up).
+    Resume {
+        /// The step's resource id.
+        step: String,
+        /// Write it to the state directory in this process, for a node
+        /// where no daemon runs.
+        #[arg(long)]
+        local: bool,
+        /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -317,8 +360,9 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run {
             ref step,
             local: true,
+            force,
             json,
-        } => local::run_step(&cli, step, json),
+        } => local::run_step(&cli, step, force, json),
         Command::Plan {
             ref step,
             local: true,
@@ -327,12 +371,44 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run {
             ref step,
             local: false,
+            force,
             json,
         } => remote::call(
             &cli,
-            &crate::control::Request::Run { step: step.clone() },
+            &crate::control::Request::Run {
+                step: step.clone(),
+                force,
+            },
             json,
         ),
+        Command::Suspend {
+            ref step,
+            local: false,
+            json,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Suspend { step: step.clone() },
+            json,
+        ),
+        Command::Resume {
+            ref step,
+            local: false,
+            json,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Resume { step: step.clone() },
+            json,
+        ),
+        Command::Suspend {
+            ref step,
+            local: true,
+            json,
+        } => suspend::run_local(&cli, step, true, json),
+        Command::Resume {
+            ref step,
+            local: true,
+            json,
+        } => suspend::run_local(&cli, step, false, json),
         Command::Plan {
             ref step,
             local: false,
@@ -348,12 +424,18 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Apply {
             ref file,
             local: false,
+            allow_empty,
             json,
         } => match check::read_or_refuse(file) {
             Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(declaration) => {
-                    remote::call(&cli, &crate::control::Request::Apply { declaration }, json)
-                }
+                Ok(declaration) => remote::call(
+                    &cli,
+                    &crate::control::Request::Apply {
+                        declaration,
+                        allow_empty,
+                    },
+                    json,
+                ),
                 Err(_) => {
                     eprintln!("mesh-host: {} is not UTF-8 text", file.display());
                     EXIT_REFUSED
@@ -364,8 +446,9 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Apply {
             ref file,
             local: true,
+            allow_empty,
             json,
-        } => apply::run_local(&cli, file, json),
+        } => apply::run_local(&cli, file, allow_empty, json),
         Command::Status { local: true, json } => status::run_local(&cli, json),
         Command::Metrics { local: false } => {
             remote::call(&cli, &crate::control::Request::Metrics, false)
@@ -423,7 +506,7 @@ mod tests {
                 .expect("parses");
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
         assert!(
-            matches!(cli.command, Command::Run { ref step, local: true, json: false } if step == "gc")
+            matches!(cli.command, Command::Run { ref step, local: true, force: false, json: false } if step == "gc")
         );
     }
 

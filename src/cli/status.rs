@@ -31,6 +31,8 @@ struct Status {
     /// The declared health checks of the last apply.
     health: serde_json::Value,
     steps: Vec<StepLine>,
+    /// What needs attention (`status` exits 3 when there is any).
+    attention: Vec<crate::attention::Attention>,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +67,9 @@ struct StepLine {
     /// The splay included in `next-fire` (`randomized-delay`).
     #[serde(skip_serializing_if = "Option::is_none")]
     delay_ms: Option<u64>,
+    /// Since when an operator suspended it, if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suspended_since: Option<DateTime<Utc>>,
     #[serde(flatten)]
     history: StepHistory,
 }
@@ -78,7 +83,11 @@ pub fn run_local(cli: &Cli, json: bool) -> u8 {
             } else {
                 print_text(&status);
             }
-            EXIT_OK
+            if status.attention.is_empty() {
+                EXIT_OK
+            } else {
+                crate::attention::EXIT_ATTENTION
+            }
         }
         Err(msg) => {
             eprintln!("mesh-host: {msg}");
@@ -96,17 +105,19 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         .unwrap_or_default();
     let now = Utc::now();
     let boot = boot_id().map_err(|e| e.to_string())?;
-    let windows = store
+    let records = store
         .windows()
-        .map_err(|e| format!("cannot read the window records: {e}"))?
-        .into_iter()
+        .map_err(|e| format!("cannot read the window records: {e}"))?;
+    let windows = records
+        .iter()
         .filter(|r| r.holds(now, &boot))
         .map(|r| OpenWindow {
-            window: WindowLine::of(&r),
+            window: WindowLine::of(r),
             owner_alive: r.owner_alive(),
             owed: r.owed,
         })
         .collect();
+    let suspended = crate::schedule::suspend::load(&store)?;
     let mut steps = Vec::new();
     let mut health = serde_json::Value::Array(Vec::new());
     if let Some(applied) = &applied {
@@ -127,12 +138,31 @@ fn gather(cli: &Cli) -> Result<Status, String> {
                     now,
                 ),
                 delay_ms: delay.map(|d| d.as_millis() as u64),
+                suspended_since: suspended.since(&id),
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,
             });
         }
     }
+    let mut attention = crate::attention::gather(
+        &store,
+        applied.as_ref(),
+        &records,
+        &suspended,
+        &crate::store::Moment {
+            wall: now,
+            boot_id: boot.clone(),
+            since_boot: Some(crate::store::since_boot()),
+        },
+    );
+    if let Some(line) = empty_declaration(cli, &store) {
+        attention.push(crate::attention::Attention::new(
+            "declaration-empty-refused",
+            line,
+        ));
+    }
     Ok(Status {
+        attention,
         state_dir: store.root().display().to_string(),
         declaration: cli.declaration.display().to_string(),
         daemon_listening: std::os::unix::net::UnixStream::connect(&cli.control_socket).is_ok(),
@@ -145,6 +175,22 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         windows,
         health,
         steps,
+    })
+}
+
+/// The node's declaration file declares nothing while resources are
+/// applied: every apply and daemon refuses it (`apply --allow-empty`).
+fn empty_declaration(cli: &Cli, store: &Store) -> Option<String> {
+    let decl = crate::apply::node_declaration::read(&cli.declaration).ok()?;
+    if !decl.resources.is_empty() {
+        return None;
+    }
+    let applied = crate::apply::empty::applied_count(store, None).ok()?;
+    (applied > 0).then(|| {
+        format!(
+            "EMPTY DECLARATION REFUSED: {} declares no resources while {applied} are applied: it is not applied (mesh-host apply --allow-empty FILE removes them)",
+            cli.declaration.display()
+        )
     })
 }
 
@@ -210,9 +256,12 @@ fn print_text(status: &Status) {
             .map_or("no success recorded".to_string(), |t| {
                 format!("last success {}", render::time(t))
             });
+        let suspended = render::suspended(s.suspended_since.map(|t| t.to_rfc3339()).as_deref());
         println!(
-            "step {} \"{}\" ({}): next {next}; {last}; {success}",
+            "step {} \"{}\" ({}): next {next}; {last}; {success}{suspended}",
             s.step, s.schedule, s.zone
         );
     }
+    let attention = serde_json::to_value(&status.attention).unwrap_or_default();
+    print!("{}", render::attention_lines(Some(&attention)));
 }

@@ -38,11 +38,30 @@ pub enum Request {
     Apply {
         /// The declaration.
         declaration: String,
+        /// `--allow-empty`: a declaration of no resources may remove
+        /// everything applied. Sent only when set, so a daemon that does
+        /// not know it refuses the request rather than ignoring it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        allow_empty: bool,
     },
     /// Report status.
     Status,
     /// Fire a step now and wait for it.
     Run {
+        /// The step id.
+        step: String,
+        /// `--force`: run it even though it is suspended. Sent only when
+        /// set (a daemon that does not know it refuses the request).
+        #[serde(default, skip_serializing_if = "is_false")]
+        force: bool,
+    },
+    /// Suspend a step: its due times pass unrun until it is resumed.
+    Suspend {
+        /// The step id.
+        step: String,
+    },
+    /// Lift a step's suspension.
+    Resume {
         /// The step id.
         step: String,
     },
@@ -53,6 +72,10 @@ pub enum Request {
     },
     /// The metrics text.
     Metrics,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What the daemon answers.

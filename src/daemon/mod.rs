@@ -23,6 +23,8 @@ mod dirwatch;
 pub mod handover;
 pub mod notify;
 mod reload;
+mod status;
+mod suspend;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -101,6 +103,8 @@ struct Daemon {
     applying: Mutex<()>,
     declaration: Mutex<Option<Declaration>>,
     last_apply: std::sync::Mutex<Option<LastApply>>,
+    /// The empty declaration file refused, until a declaration is applied.
+    empty_refused: std::sync::Mutex<Option<status::EmptyRefusal>>,
     /// Signalled when the last apply changes (for `STATUS=`).
     applied: tokio::sync::Notify,
     notifier: Notifier,
@@ -222,6 +226,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         applying: Mutex::new(()),
         declaration: Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
+        empty_refused: std::sync::Mutex::new(None),
         applied: tokio::sync::Notify::new(),
         notifier: notifier.clone(),
         metrics,
@@ -245,7 +250,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
 
     // 4. Apply the declaration file, arm the schedules, then READY.
     notifier.status("starting: applying the declaration");
-    reload::extended(&notifier, daemon.apply_file()).await;
+    reload::extended(&notifier, daemon.apply_file(Trigger::Start)).await;
     let _ = armed_tx.send(true);
     notifier.ready(&daemon.status_line().await);
     tokio::spawn(daemon.clone().status_loop(shutdown.clone()));
@@ -273,7 +278,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
                 // behind by the next tick.
                 if reconciling.as_ref().is_none_or(|t| t.is_finished()) {
                     let d = daemon.clone();
-                    reconciling = Some(tokio::spawn(async move { d.apply_file().await }));
+                    reconciling = Some(tokio::spawn(async move { d.apply_file(Trigger::Reconcile).await }));
                 } else {
                     tracing::info!("reconcile skipped: the previous one is still applying");
                 }
@@ -381,11 +386,34 @@ async fn answer(
     }
 }
 
+/// The exit code of a scheduler's refusal: 2 for a step not declared or
+/// suspended (the command was misused), 1 for anything else.
+fn refusal_exit(e: &str) -> u8 {
+    if e.contains("no scheduled step") || e.contains("is suspended") {
+        2
+    } else {
+        1
+    }
+}
+
+/// What made the daemon read its declaration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// Its start.
+    Start,
+    /// `systemctl reload` (SIGHUP).
+    Reload,
+    /// The reconcile interval.
+    Reconcile,
+}
+
 impl Daemon {
     /// Apply the node's declaration file (read under the apply lock); a
     /// missing or refused file applies nothing (never "everything
     /// removed") and keeps the schedules armed from the last good apply.
-    async fn apply_file(&self) -> Option<ApplyReport> {
+    /// So does a file declaring nothing over applied resources
+    /// (`declaration-empty-refused`).
+    async fn apply_file(&self, why: Trigger) -> Option<ApplyReport> {
         let _serial = self.applying.lock().await;
         match self
             .applier
@@ -395,6 +423,18 @@ impl Daemon {
             Ok((decl, report)) => {
                 self.after_apply(decl, &report).await;
                 Some(report)
+            }
+            Err(DeclarationFileError::Empty { path, refused }) => {
+                self.refuse_empty(why, path, &refused);
+                self.set_last(
+                    false,
+                    format!(
+                        "{} refused: it declares no resources",
+                        self.cfg.declaration.display()
+                    ),
+                );
+                self.arm_from_record_if_unarmed().await;
+                None
             }
             Err(e) => {
                 tracing::error!("{e}; nothing applied, the schedules stay as armed");
@@ -409,22 +449,56 @@ impl Daemon {
         }
     }
 
+    /// An empty declaration file refused: logged `declaration-empty-refused`
+    /// at start and reload, and by a reconcile only when it is new (one
+    /// standing refusal is not repeated every interval).
+    fn refuse_empty(&self, why: Trigger, path: String, refused: &crate::apply::EmptyRefused) {
+        let mut standing = self.empty_refused.lock().unwrap_or_else(|e| e.into_inner());
+        let again = standing.is_some();
+        *standing = Some(status::EmptyRefusal {
+            at: Utc::now(),
+            path: path.clone(),
+            applied: refused.applied(),
+            reason: refused.to_string(),
+        });
+        drop(standing);
+        if why == Trigger::Reconcile && again {
+            tracing::debug!("{path}: still empty, still refused");
+            return;
+        }
+        crate::mesh_event!(
+            error,
+            crate::events::Event::DeclarationEmptyRefused,
+            MESH_FILE = %path,
+            "{path}: {refused}; the daemon keeps everything applied and its schedules as armed"
+        );
+    }
+
     /// `apply FILE` through the socket: FILE (validated as `decl`) becomes
-    /// the node's declaration file, then the node converges to it.
-    async fn install_and_apply(&self, decl: Declaration, bytes: &[u8]) -> ApplyReport {
+    /// the node's declaration file, then the node converges to it (unless
+    /// it is refused as empty: see [`crate::apply::empty`]).
+    async fn install_and_apply(
+        &self,
+        decl: Declaration,
+        bytes: &[u8],
+        allow_empty: bool,
+    ) -> Result<ApplyReport, crate::apply::EmptyRefused> {
         let _serial = self.applying.lock().await;
         let report = self
             .applier
-            .install_and_apply(&decl, bytes, &self.cfg.declaration)
-            .await;
+            .install_and_apply(&decl, bytes, &self.cfg.declaration, allow_empty)
+            .await?;
         self.after_apply(decl, &report).await;
-        report
+        Ok(report)
     }
 
     /// Schedules follow only an apply that went through the whole
     /// declaration; after one that halted or could not start they stay as
     /// armed (CONTRACT "Apply").
     async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
+        // The declaration read was applied: an empty one refused before
+        // no longer stands.
+        *self.empty_refused.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.folders.reload();
         let modules = crate::metrics::service::modules(&decl);
         let ended = Utc::now();
@@ -499,36 +573,48 @@ impl Daemon {
 
     async fn handle(&self, request: Request) -> Response {
         match request {
-            Request::Apply { declaration } => match declaration::parse(declaration.as_bytes()) {
+            Request::Apply {
+                declaration,
+                allow_empty,
+            } => match declaration::parse(declaration.as_bytes()) {
                 Err(refusal) => Response {
                     exit: 2,
                     text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
                     json: serde_json::to_value(&refusal).unwrap_or_default(),
                 },
-                Ok(decl) => {
-                    let report = self.install_and_apply(decl, declaration.as_bytes()).await;
-                    Response {
+                Ok(decl) => match self
+                    .install_and_apply(decl, declaration.as_bytes(), allow_empty)
+                    .await
+                {
+                    Ok(report) => Response {
                         exit: if report.ok { 0 } else { 1 },
                         text: report.to_string(),
                         json: serde_json::to_value(&report).unwrap_or_default(),
+                    },
+                    Err(refused) => {
+                        tracing::warn!("apply refused: {refused}");
+                        Response {
+                            exit: 2,
+                            text: refused.to_string(),
+                            json: serde_json::json!({
+                                "accepted": false,
+                                "error": refused.to_string(),
+                                "empty": refused,
+                            }),
+                        }
                     }
-                }
+                },
             },
-            Request::Run { step } => match self.scheduler.run_now(&step).await {
+            Request::Run { step, force } => match self.scheduler.run_now(&step, force).await {
                 Ok(report) => Response {
                     exit: if report.ok() { 0 } else { 1 },
                     text: crate::render::fire(&report),
                     json: serde_json::to_value(&report).unwrap_or_default(),
                 },
-                Err(e) => Response::error(
-                    if e.contains("no scheduled step") {
-                        2
-                    } else {
-                        1
-                    },
-                    e,
-                ),
+                Err(e) => Response::error(refusal_exit(&e), e),
             },
+            Request::Suspend { step } => self.suspend(&step).await,
+            Request::Resume { step } => self.resume(&step).await,
             Request::Plan { step } => {
                 let decl = self.declaration.lock().await.clone();
                 let Some(decl) = decl else {
@@ -539,11 +625,15 @@ impl Daemon {
                     Err(e) => return Response::error(2, e),
                 };
                 match plan::plan(&found, &*self.runtime, &self.windows).await {
-                    Ok(p) => Response {
-                        exit: 0,
-                        text: p.render(),
-                        json: serde_json::to_value(&p).unwrap_or_default(),
-                    },
+                    Ok(mut p) => {
+                        p.suspended_since =
+                            crate::schedule::suspend::load_or_none(&self.store).since(&step);
+                        Response {
+                            exit: 0,
+                            text: p.render(),
+                            json: serde_json::to_value(&p).unwrap_or_default(),
+                        }
+                    }
                     Err(e) => Response::error(1, e),
                 }
             }
@@ -555,92 +645,8 @@ impl Daemon {
                 },
                 None => Response::error(1, "the metrics task has stopped"),
             },
-            Request::Status => {
-                let steps = self.scheduler.status().await.unwrap_or_default();
-                // Unreadable window records are an answer of their own,
-                // never "no window open".
-                let windows = match self.windows.live_records() {
-                    Ok(w) => w,
-                    Err(e) => return Response::error(1, format!("window records unreadable: {e}")),
-                };
-                let last = self
-                    .last_apply
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                let health = self
-                    .declaration
-                    .lock()
-                    .await
-                    .as_ref()
-                    .map(crate::render::health_checks);
-                let json = serde_json::json!({
-                    "declaration": self.cfg.declaration.display().to_string(),
-                    "health": health,
-                    "last-apply": last.as_ref().map(|l| serde_json::json!({
-                        "at": l.at, "ok": l.ok, "summary": l.summary })),
-                    "steps": steps,
-                    "open-windows": windows,
-                });
-                Response {
-                    exit: 0,
-                    text: crate::render::daemon_status(&json),
-                    json,
-                }
-            }
+            Request::Status => self.status_response().await,
         }
-    }
-
-    /// The one-line `STATUS=`: last apply, schedules and next fire, windows.
-    async fn status_line(&self) -> String {
-        let steps = self.scheduler.status().await.unwrap_or_default();
-        self.status_line_of(&steps)
-    }
-
-    /// The `STATUS=` line for these steps' state.
-    fn status_line_of(&self, steps: &[crate::schedule::scheduler::StepStatus]) -> String {
-        let last = self
-            .last_apply
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let apply = match last {
-            Some(l) => format!(
-                "last apply {} {}",
-                l.at.format("%Y-%m-%d %H:%M:%S UTC"),
-                if l.ok { "ok" } else { "FAILED" }
-            ),
-            None => "no apply yet".to_string(),
-        };
-        let next = steps
-            .iter()
-            .filter_map(|s| s.next_fire.map(|t| (t, s.step.clone())))
-            .min();
-        let schedules = match next {
-            Some((t, step)) => format!(
-                "{} schedule(s), next {step} at {}",
-                steps.len(),
-                t.format("%Y-%m-%d %H:%M UTC")
-            ),
-            None => format!("{} schedule(s)", steps.len()),
-        };
-        let windows = match self.windows.live_records() {
-            Ok(w) if w.is_empty() => "no window open".to_string(),
-            Ok(w) => format!(
-                "OPEN WINDOW: {}",
-                w.iter()
-                    .map(|r| format!(
-                        "{} holds {}{}",
-                        r.step,
-                        r.held_names().collect::<Vec<_>>().join(","),
-                        if r.owed { " (owed)" } else { "" }
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-            Err(e) => format!("window records unreadable: {e}"),
-        };
-        format!("{apply}; {schedules}; {windows}")
     }
 
     /// Keep `STATUS=` current and watch for stale steps: woken by a change

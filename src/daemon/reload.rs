@@ -63,7 +63,7 @@ pub(super) async fn worker(
             "reloading: applying {}",
             daemon.cfg.declaration.display()
         ));
-        extended(&daemon.notifier, daemon.apply_file()).await;
+        extended(&daemon.notifier, daemon.apply_file(super::Trigger::Reload)).await;
         if queued.is_empty() && !*shutdown.borrow() {
             daemon.notifier.ready(&daemon.status_line().await);
             tracing::info!("reload finished");

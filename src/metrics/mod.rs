@@ -86,6 +86,8 @@ pub struct StepMetrics {
     pub last_exit_status: Option<i64>,
     /// Whether a run is in flight.
     pub running: bool,
+    /// Since when an operator suspended it, if so.
+    pub suspended_since: Option<DateTime<Utc>>,
     /// Fires by outcome label.
     pub fires: BTreeMap<String, u64>,
 }
@@ -162,6 +164,7 @@ pub fn gather(
             last_run_duration_secs: c.last_run_duration_secs,
             last_exit_status: s.history.last_exit_status,
             running: s.running,
+            suspended_since: s.suspended_since,
             fires,
         });
     }
@@ -197,6 +200,7 @@ mod tests {
             delay_ms: None,
             running: true,
             ready: None,
+            suspended_since: None,
             history: StepHistory {
                 last_success: Some(at("2026-12-01T03:00:05Z")),
                 last_exit_status: Some(0),

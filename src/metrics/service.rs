@@ -45,6 +45,8 @@ enum Msg {
         modules: Option<BTreeMap<String, String>>,
     },
     Text(oneshot::Sender<String>),
+    /// Something the text shows changed (a step suspended or resumed).
+    Changed,
 }
 
 /// A handle to the metrics task.
@@ -58,6 +60,7 @@ impl std::fmt::Debug for Msg {
         match self {
             Msg::Applied { ok, .. } => write!(f, "Applied({ok})"),
             Msg::Text(_) => f.write_str("Text"),
+            Msg::Changed => f.write_str("Changed"),
         }
     }
 }
@@ -67,6 +70,11 @@ impl MetricsHandle {
     /// refused); `modules` when it read a declaration.
     pub fn applied(&self, at: DateTime<Utc>, ok: bool, modules: Option<BTreeMap<String, String>>) {
         let _ = self.inbox.send(Msg::Applied { at, ok, modules });
+    }
+
+    /// Something the text shows changed: write it again.
+    pub fn changed(&self) {
+        let _ = self.inbox.send(Msg::Changed);
     }
 
     /// The metrics text now.
@@ -156,6 +164,7 @@ impl MetricsService {
                         let _ = reply.send(self.render().await);
                         false
                     }
+                    Msg::Changed => true,
                 },
                 Some(report) = self.fires.recv() => {
                     let duration = (!matches!(report.outcome, RunOutcome::Skipped { .. }))
@@ -274,6 +283,7 @@ pub fn local(store: &Store) -> Result<String, String> {
         .into_iter()
         .filter(|r| r.holds(now, &boot))
         .collect();
+    let suspended = crate::schedule::suspend::load(store)?;
     let mut steps = Vec::new();
     let mut mods = BTreeMap::new();
     if let Some(applied) = &applied {
@@ -294,6 +304,7 @@ pub fn local(store: &Store) -> Result<String, String> {
                 delay_ms: (!delay.is_zero()).then_some(delay.as_millis() as u64),
                 running: windows.iter().any(|w| w.step == id),
                 ready: None,
+                suspended_since: suspended.since(&id),
                 history: history.get(&id).cloned().unwrap_or_default(),
                 step: id,
             });

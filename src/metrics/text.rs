@@ -116,6 +116,32 @@ pub fn render(snap: &Snapshot) -> String {
     for s in &snap.steps {
         out.sample("mesh_host_step_running", &step_labels(s), flag(s.running));
     }
+    out.family(
+        "mesh_host_step_suspended",
+        "gauge",
+        "1 while an operator has the step suspended (mesh-host suspend): its due times pass unrun.",
+    );
+    for s in &snap.steps {
+        out.sample(
+            "mesh_host_step_suspended",
+            &step_labels(s),
+            flag(s.suspended_since.is_some()),
+        );
+    }
+    out.family(
+        "mesh_host_step_suspended_since_timestamp_seconds",
+        "gauge",
+        "When the suspended step was suspended.",
+    );
+    for s in &snap.steps {
+        if let Some(t) = s.suspended_since {
+            out.sample(
+                "mesh_host_step_suspended_since_timestamp_seconds",
+                &step_labels(s),
+                &seconds(t),
+            );
+        }
+    }
 
     out.family(
         "mesh_host_window_open",
@@ -302,6 +328,7 @@ mod tests {
                     last_run_duration_secs: Some(5.25),
                     last_exit_status: Some(0),
                     running: false,
+                    suspended_since: Some(at("2026-12-01T10:00:00Z")),
                     fires,
                 },
                 StepMetrics {
@@ -357,6 +384,9 @@ mod tests {
             "mesh_host_step_fires_total{step=\"gc\",module=\"registry\",outcome=\"skipped\"} 0\n",
             "mesh_host_step_next_fire_timestamp_seconds{step=\"gc\",module=\"registry\"} 1796180400\n",
             "mesh_host_step_running{step=\"odd\\\"name\\\\\",module=\"\"} 0\n",
+            "mesh_host_step_suspended{step=\"gc\",module=\"registry\"} 1\n",
+            "mesh_host_step_suspended{step=\"odd\\\"name\\\\\",module=\"\"} 0\n",
+            "mesh_host_step_suspended_since_timestamp_seconds{step=\"gc\",module=\"registry\"} 1796119200\n",
             "mesh_host_window_open{step=\"gc\"} 1\n",
             "mesh_host_window_open{step=\"odd\\\"name\\\\\"} 0\n",
             "mesh_host_window_bound_seconds{step=\"gc\"} 600\n",

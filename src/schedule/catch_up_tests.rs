@@ -219,3 +219,76 @@ async fn a_damaged_history_is_set_aside_and_the_scheduler_starts_without_it() {
     assert!(saved["gc"].armed_at.is_some());
     r.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_suspended_step_passes_its_due_times_unrun_and_runs_only_forced() {
+    let r = rig(at("2026-01-01T03:29:00Z"), |_| {});
+    r.handle.sync(vec![daily_gc(false)]).await.expect("sync");
+    let unknown = r.handle.suspend("nope").await.expect_err("not declared");
+    assert!(unknown.contains("no scheduled step"), "{unknown}");
+    let since = r.handle.suspend("gc").await.expect("suspended");
+    assert_eq!(since, at("2026-01-01T03:29:00Z"));
+    // Written through: a restart reads it.
+    let doc = crate::schedule::suspend::load(&r.store).expect("doc");
+    assert_eq!(doc.since("gc"), Some(since));
+    let status = r.handle.status().await.expect("status");
+    assert_eq!(status[0].suspended_since, Some(since));
+    // 03:30 comes: handled (logged step-suspended), not run.
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(starts(&r.fake), 0, "a suspended due time is not run");
+    assert_eq!(r.history().await.last_due, Some(at("2026-01-01T03:30:00Z")));
+    // `run` refuses it; `run --force` runs it, and it stays suspended.
+    let refused = r.handle.run_now("gc", false).await.expect_err("suspended");
+    assert!(
+        refused.contains("is suspended") && refused.contains("--force"),
+        "{refused}"
+    );
+    let report = r.handle.run_now("gc", true).await.expect("forced");
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(starts(&r.fake), 1);
+    assert!(r.handle.status().await.expect("status")[0]
+        .suspended_since
+        .is_some());
+    // Resumed: nothing it passed is caught up; the next due time fires.
+    assert_eq!(r.handle.resume("gc").await.expect("resumed"), Some(since));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(starts(&r.fake), 1, "resume catches nothing up");
+    assert_eq!(
+        r.handle.status().await.expect("status")[0].suspended_since,
+        None
+    );
+    assert_eq!(r.handle.resume("gc").await.expect("not suspended"), None);
+    tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
+    assert_eq!(starts(&r.fake), 2, "the next day's fire runs");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_suspended_step_with_catch_up_catches_nothing_up_at_start_or_resume() {
+    // Suspended before the daemon went down on the 1st; started on the 4th.
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        history_with_last_due(s, "2026-01-01T03:30:00Z");
+        crate::schedule::suspend::suspend(s, "gc", at("2026-01-01T04:00:00Z")).expect("suspend");
+    });
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "no catch-up for a suspended step");
+    let status = r.handle.status().await.expect("status");
+    assert_eq!(status[0].suspended_since, Some(at("2026-01-01T04:00:00Z")));
+    // Its missed due time was handled as suspended: a resume (or a later
+    // start) does not run it either.
+    assert_eq!(r.history().await.last_due, Some(at("2026-01-04T03:30:00Z")));
+    r.handle.resume("gc").await.expect("resumed");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "resume catches nothing up");
+    let saved = r.store.load::<BTreeMap<String, StepHistory>>(STEP_HISTORY);
+    r.stop().await;
+    let r = rig(at("2026-01-04T10:00:00Z"), |s| {
+        s.save(STEP_HISTORY, &saved.expect("load").expect("saved"))
+            .expect("history")
+    });
+    r.handle.sync(vec![daily_gc(true)]).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "nor does the next start");
+    r.stop().await;
+}

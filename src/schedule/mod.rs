@@ -1,5 +1,6 @@
 //! Scheduled steps: the scheduler, its clock and timer, one fire, maintenance windows.
 pub mod adopt;
+pub mod alerts;
 #[cfg(test)]
 mod catch_up_tests;
 pub mod clock;
@@ -18,6 +19,7 @@ mod sleep_tests;
 pub mod splay;
 pub mod stale;
 pub mod step;
+pub mod suspend;
 #[cfg(test)]
 mod tests;
 pub mod timer;

@@ -53,6 +53,10 @@ pub struct Plan {
     /// Its splay (`randomized-delay`), in milliseconds, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// Since when an operator suspended it, if so: a due fire would not
+    /// run (the caller fills it in from the state directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended_since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Work out the plan of `step` from the runtime and the window records.
@@ -158,6 +162,7 @@ pub async fn plan(
         next_fire: step.timing.next_after(chrono::Utc::now()),
         delay_ms: (!step.timing.delay.is_zero())
             .then(|| u64::try_from(step.timing.delay.as_millis()).unwrap_or(u64::MAX)),
+        suspended_since: None,
     })
 }
 
@@ -182,6 +187,13 @@ impl Plan {
             )
         });
         out.push_str(&format!("  next fire: {next}{delay}\n"));
+        if let Some(since) = self.suspended_since {
+            out.push_str(&format!(
+                "  SUSPENDED since {}: a due fire is not run (mesh-host resume {} lifts it; run --force runs it once)\n",
+                since.format("%Y-%m-%d %H:%M:%S UTC"),
+                self.step
+            ));
+        }
         out.push_str(&format!("  its container: {}\n", self.container_state));
         for h in &self.holds {
             out.push_str(&format!(

@@ -28,6 +28,7 @@ use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
 use crate::schedule::output::fire_name;
 use crate::schedule::step::{held_specs, ScheduledStep};
+use crate::schedule::suspend::{self, Suspended};
 use crate::schedule::timer::Woken;
 use crate::store::Store;
 
@@ -135,6 +136,10 @@ pub struct StepStatus {
     /// Where the container of its next fire stands (made ahead of it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<crate::schedule::ready::ReadyState>,
+    /// Since when an operator suspended it (`mesh-host suspend`), if so:
+    /// its due times pass unrun.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_since: Option<DateTime<Utc>>,
     /// What the host remembers of it.
     #[serde(flatten)]
     pub history: StepHistory,
@@ -154,8 +159,24 @@ pub enum Command {
     RunNow {
         /// The step's id.
         step: String,
+        /// Run it even though it is suspended.
+        force: bool,
         /// The fire's report, or why it could not be fired.
         reply: oneshot::Sender<Result<FireReport, String>>,
+    },
+    /// Suspend a declared step (kept in the state directory).
+    Suspend {
+        /// The step's id.
+        step: String,
+        /// Since when it is suspended, or why it could not be.
+        reply: oneshot::Sender<Result<DateTime<Utc>, String>>,
+    },
+    /// Lift a step's suspension.
+    Resume {
+        /// The step's id.
+        step: String,
+        /// Since when it was suspended (`None`: it was not), or why not.
+        reply: oneshot::Sender<Result<Option<DateTime<Utc>>, String>>,
     },
     /// Report every step's state.
     Status {
@@ -179,18 +200,48 @@ impl SchedulerHandle {
         rx.await.ok()
     }
 
-    /// Fire a step now and wait for its report.
-    pub async fn run_now(&self, step: &str) -> Result<FireReport, String> {
+    /// Fire a step now and wait for its report; a suspended step only
+    /// with `force`.
+    pub async fn run_now(&self, step: &str, force: bool) -> Result<FireReport, String> {
         let (reply, rx) = oneshot::channel();
         self.inbox
             .send(Command::RunNow {
                 step: step.to_string(),
+                force,
                 reply,
             })
             .await
             .map_err(|_| "the scheduler has stopped".to_string())?;
         rx.await
             .map_err(|_| "the scheduler stopped before the run ended".to_string())?
+    }
+
+    /// Suspend `step`: since when it is suspended, or why not.
+    pub async fn suspend(&self, step: &str) -> Result<DateTime<Utc>, String> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox
+            .send(Command::Suspend {
+                step: step.to_string(),
+                reply,
+            })
+            .await
+            .map_err(|_| "the scheduler has stopped".to_string())?;
+        rx.await
+            .map_err(|_| "the scheduler has stopped".to_string())?
+    }
+
+    /// Lift `step`'s suspension: since when it was suspended, if it was.
+    pub async fn resume(&self, step: &str) -> Result<Option<DateTime<Utc>>, String> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox
+            .send(Command::Resume {
+                step: step.to_string(),
+                reply,
+            })
+            .await
+            .map_err(|_| "the scheduler has stopped".to_string())?;
+        rx.await
+            .map_err(|_| "the scheduler has stopped".to_string())?
     }
 
     /// A counter bumped whenever the steps' state may have changed (a fire
@@ -213,6 +264,8 @@ pub struct Scheduler {
     table: JobTable,
     steps: BTreeMap<String, ScheduledStep>,
     history: BTreeMap<String, StepHistory>,
+    /// Steps an operator suspended (the state directory's, kept in step).
+    suspended: Suspended,
     firer: Firer,
     clock: Arc<dyn Clock>,
     store: Store,
@@ -248,10 +301,12 @@ impl Scheduler {
         let (tx, inbox) = mpsc::channel(64);
         let (changes, changes_rx) = watch::channel(0);
         let history = load_history(&store);
+        let suspended = suspend::load_or_none(&store);
         let scheduler = Scheduler {
             table: JobTable::new(),
             steps: BTreeMap::new(),
             history,
+            suspended,
             firer,
             clock,
             store,
@@ -363,6 +418,10 @@ impl Scheduler {
         decision: Decision,
         now: DateTime<Utc>,
     ) -> Option<(String, DateTime<Utc>)> {
+        if let Some(since) = self.suspension_of(&decision) {
+            self.pass_suspended(decision, since, now);
+            return None;
+        }
         match decision {
             Decision::Fire { step, due } => {
                 self.record_due(&step, due);
@@ -417,6 +476,61 @@ impl Scheduler {
         }
     }
 
+    /// Since when the step of `decision` is suspended, if it is.
+    fn suspension_of(&self, decision: &Decision) -> Option<DateTime<Utc>> {
+        let step = match decision {
+            Decision::Fire { step, .. }
+            | Decision::CatchUp { step, .. }
+            | Decision::Skip { step, .. }
+            | Decision::Missed { step, .. } => step,
+        };
+        self.suspended.since(step)
+    }
+
+    /// A suspended step's due time (or due times missed together): logged
+    /// `step-suspended` once, handled, never run nor caught up later.
+    fn pass_suspended(&mut self, decision: Decision, since: DateTime<Utc>, now: DateTime<Utc>) {
+        let (step, what) = match &decision {
+            Decision::Fire { step, due }
+            | Decision::CatchUp { step, due }
+            | Decision::Skip { step, due } => (
+                step.clone(),
+                format!("its fire due {} is not run", due.to_rfc3339()),
+            ),
+            Decision::Missed {
+                step,
+                count,
+                at_least,
+                first,
+                last,
+            } => (
+                step.clone(),
+                format!(
+                    "its {}{count} fire(s) due from {} to {}, passed while it could not run (noticed at {}), are not run",
+                    if *at_least { "at least " } else { "" },
+                    first.to_rfc3339(),
+                    last.to_rfc3339(),
+                    now.to_rfc3339()
+                ),
+            ),
+        };
+        if let Decision::Fire { due, .. }
+        | Decision::CatchUp { due, .. }
+        | Decision::Skip { due, .. } = decision
+        {
+            self.record_due(&step, due);
+        }
+        let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
+        mesh_event!(
+            info,
+            Event::StepSuspended,
+            MESH_STEP = %step,
+            MESH_MODULE = module.as_deref(),
+            "step {step} is suspended (since {}): {what}, and never caught up; mesh-host resume {step} lifts it",
+            since.to_rfc3339()
+        );
+    }
+
     /// Remember `due` as handled (saved by the caller, before any fire).
     fn record_due(&mut self, step: &str, due: DateTime<Utc>) {
         let h = self.history.entry(step.to_string()).or_default();
@@ -431,7 +545,9 @@ impl Scheduler {
         let Some(s) = self.steps.get(step) else {
             return;
         };
-        if self.table.in_flight(step) {
+        // A suspended step's next due time does not run: nothing is made
+        // for it.
+        if self.table.in_flight(step) || self.suspended.since(step).is_some() {
             return;
         }
         if let Some(due) = self.table.next_due(step) {
@@ -486,6 +602,10 @@ impl Scheduler {
                 let remembered = self.history.len();
                 let steps = &self.steps;
                 self.history.retain(|id, _| steps.contains_key(id));
+                // What the apply kept of the suspensions (it drops steps no
+                // longer declared), of declared steps only.
+                self.suspended = suspend::load_or_none(&self.store);
+                self.suspended.steps.retain(|id, _| steps.contains_key(id));
                 if armed || self.history.len() != remembered {
                     self.save_history();
                 }
@@ -504,9 +624,12 @@ impl Scheduler {
                 let _ = reply.send(report);
                 true
             }
-            Command::RunNow { step, reply } => {
+            Command::RunNow { step, force, reply } => {
                 if !self.steps.contains_key(&step) {
                     let _ = reply.send(Err(format!("no scheduled step {step} is declared")));
+                    false
+                } else if let Some(since) = self.suspended.since(&step).filter(|_| !force) {
+                    let _ = reply.send(Err(suspended_refusal(&step, since)));
                     false
                 } else if self.table.in_flight(&step) {
                     let _ = reply.send(Err(format!(
@@ -519,6 +642,18 @@ impl Scheduler {
                     self.waiting.entry(step).or_default().push(reply);
                     true
                 }
+            }
+            Command::Suspend { step, reply } => {
+                let answer = self.suspend(&step);
+                let changed = answer.is_ok();
+                let _ = reply.send(answer);
+                changed
+            }
+            Command::Resume { step, reply } => {
+                let answer = self.resume(&step);
+                let changed = answer.is_ok();
+                let _ = reply.send(answer);
+                changed
             }
             Command::Status { reply } => {
                 // A read: never a change (STATUS= asks it on every change).
@@ -595,6 +730,35 @@ impl Scheduler {
         }
     }
 
+    /// Suspend a declared step: written through, then in effect at once
+    /// (the container made ahead of its next fire is removed).
+    fn suspend(&mut self, step: &str) -> Result<DateTime<Utc>, String> {
+        if !self.steps.contains_key(step) {
+            return Err(format!("no scheduled step {step} is declared"));
+        }
+        let (since, doc) = suspend::suspend(&self.store, step, self.clock.now())
+            .map_err(|e| format!("cannot suspend {step}: {e}"))?;
+        self.suspended = doc;
+        self.firer.readier().forget(step);
+        tracing::info!(MESH_STEP = %step, "step {step} suspended by the operator (since {}): its due times pass unrun until mesh-host resume {step}", since.to_rfc3339());
+        Ok(since)
+    }
+
+    /// Lift a suspension: the step fires again from its next due time.
+    fn resume(&mut self, step: &str) -> Result<Option<DateTime<Utc>>, String> {
+        if !self.steps.contains_key(step) && self.suspended.since(step).is_none() {
+            return Err(format!("no scheduled step {step} is declared"));
+        }
+        let (was, doc) =
+            suspend::resume(&self.store, step).map_err(|e| format!("cannot resume {step}: {e}"))?;
+        self.suspended = doc;
+        if was.is_some() {
+            tracing::info!(MESH_STEP = %step, "step {step} resumed by the operator: it fires again from its next due time");
+        }
+        self.make_ready(step);
+        Ok(was)
+    }
+
     fn save_history(&self) {
         if let Err(e) = self.store.save(HISTORY_DOC, &self.history) {
             tracing::error!("cannot save step history: {e}");
@@ -613,8 +777,17 @@ impl Scheduler {
                     .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
                 running: self.table.in_flight(&s.def.id),
                 ready: self.firer.readier().state(&s.def.id),
+                suspended_since: self.suspended.since(&s.def.id),
                 history: self.history.get(&s.def.id).cloned().unwrap_or_default(),
             })
             .collect()
     }
+}
+
+/// Why `run STEP` refuses a suspended step.
+pub fn suspended_refusal(step: &str, since: DateTime<Utc>) -> String {
+    format!(
+        "step {step} is suspended (since {}): not run; mesh-host run {step} --force runs it anyway, mesh-host resume {step} lifts the suspension",
+        since.format("%Y-%m-%d %H:%M:%S UTC")
+    )
 }

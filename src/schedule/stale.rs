@@ -25,6 +25,10 @@ impl StaleWatch {
         let mut out = Vec::new();
         for s in steps {
             let since = *self.first_seen.entry(s.step.clone()).or_insert(now);
+            // Suspended on purpose: no success is expected (status says so).
+            if s.suspended_since.is_some() {
+                continue;
+            }
             let Some(period) = period(s) else { continue };
             let last_ok = s.history.last_success.unwrap_or(since);
             if now - last_ok > period * 2 {
@@ -58,7 +62,7 @@ impl StaleWatch {
     pub fn next_check(&self, steps: &[StepStatus]) -> Option<DateTime<Utc>> {
         steps
             .iter()
-            .filter(|s| !self.reported.contains_key(&s.step))
+            .filter(|s| !self.reported.contains_key(&s.step) && s.suspended_since.is_none())
             .filter_map(|s| {
                 let since = s
                     .history
@@ -96,6 +100,7 @@ mod tests {
             delay_ms: None,
             running: false,
             ready: None,
+            suspended_since: None,
             history: StepHistory {
                 last_success: last_success.map(t),
                 ..StepHistory::default()

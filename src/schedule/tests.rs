@@ -186,6 +186,11 @@ async fn a_start_that_fails_is_reported_and_the_others_still_start() {
     // The record is erased all the same: the alert is the way out, and the
     // next apply converges the container.
     assert!(r.store.windows().expect("records").is_empty());
+    // The alert is recorded for `status` too.
+    let alerts = crate::schedule::alerts::since(&r.store, None).expect("alerts");
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0].event, "will-not-start-again");
+    assert_eq!(alerts[0].container.as_deref(), Some("app"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -790,7 +795,7 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
         .sync(vec![ScheduledStep { def, timing }])
         .await
         .expect("sync");
-    let report = handle.run_now("gc").await.expect("a report");
+    let report = handle.run_now("gc", false).await.expect("a report");
     assert!(
         matches!(&report.outcome, RunOutcome::Error { reason } if reason.contains("panic")),
         "{:?}",
@@ -800,7 +805,7 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
     assert!(!status[0].running, "the step is free");
     assert!(status[0].history.last_outcome.is_some());
     // Free to fire again (and failing the same way, not hanging).
-    let again = handle.run_now("gc").await.expect("a second report");
+    let again = handle.run_now("gc", false).await.expect("a second report");
     assert!(!again.ok());
     stop.send(true).expect("stop");
     task.await.expect("scheduler");
@@ -860,6 +865,12 @@ async fn started_again_means_healthy_and_an_unhealthy_one_does_not_hold_up_the_o
     );
     assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
     assert!(r.store.windows().expect("records").is_empty());
+    let alerts = crate::schedule::alerts::since(&r.store, None).expect("alerts");
+    let unhealthy: Vec<_> = alerts
+        .iter()
+        .map(|a| (a.event.as_str(), a.container.as_deref()))
+        .collect();
+    assert_eq!(unhealthy, vec![("held-unhealthy", Some("app"))]);
 }
 
 /// A live process that is not this one, as a window owner: `(pid, start)`.

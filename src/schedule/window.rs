@@ -535,7 +535,7 @@ impl Windows {
                 let reason = format!("closing the window failed: {e}");
                 let mut report = CloseReport::default();
                 for name in window.record.held_names() {
-                    alert_lost(&window.record, name, &reason);
+                    self.alert_lost(&window.record, name, &reason);
                     report.lost.push((name.to_string(), reason.clone()));
                 }
                 report
@@ -557,7 +557,7 @@ impl Windows {
         );
         let mut report = CloseReport::default();
         for name in record.held_names() {
-            alert_lost(record, name, &why);
+            self.alert_lost(record, name, &why);
             report.lost.push((name.to_string(), why.clone()));
             report.owed.push(name.to_string());
         }
@@ -655,12 +655,45 @@ impl Windows {
     }
 }
 
-fn alert_lost(record: &WindowRecord, name: &str, reason: &str) {
-    mesh_alert!(
-        MESH_STEP = %record.step,
-        MESH_CONTAINER = %name,
-        MESH_MODULE = %record.module.as_deref().unwrap_or(""),
-        "container {name} WILL NOT START AGAIN after the window of {}: {reason}",
-        record.step
-    );
+impl Windows {
+    /// A held container that will not start again: the alert, in the
+    /// journal and in the record `status` reads ([`super::alerts`]).
+    fn alert_lost(&self, record: &WindowRecord, name: &str, reason: &str) {
+        mesh_alert!(
+            MESH_STEP = %record.step,
+            MESH_CONTAINER = %name,
+            MESH_MODULE = %record.module.as_deref().unwrap_or(""),
+            "container {name} WILL NOT START AGAIN after the window of {}: {reason}",
+            record.step
+        );
+        self.record_alert(
+            crate::events::Event::WillNotStartAgain,
+            &record.step,
+            name,
+            format!(
+                "container {name} WILL NOT START AGAIN after the window of {}: {reason}",
+                record.step
+            ),
+        );
+    }
+
+    /// Record an alert for `status` (beside its journal entry).
+    fn record_alert(
+        &self,
+        event: crate::events::Event,
+        step: &str,
+        container: &str,
+        message: String,
+    ) {
+        super::alerts::record(
+            &self.store,
+            super::alerts::Alert {
+                event: event.name().to_string(),
+                at: chrono::Utc::now(),
+                step: Some(step.to_string()),
+                container: Some(container.to_string()),
+                message,
+            },
+        );
+    }
 }

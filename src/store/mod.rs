@@ -12,6 +12,8 @@
 //! | [`APPLIED`]`.json` | what the last apply applied | the apply engine |
 //! | [`CONTAINER_INPUTS`]`.json` | per container, digests of what it was created reading | the apply engine |
 //! | [`STEP_HISTORY`]`.json` | recent runs of scheduled steps | the scheduler |
+//! | `alerts.json` | the latest alerts (`will-not-start-again`, `held-unhealthy`), for `status` | whoever raised one, under `alerts.lock` |
+//! | `suspended-steps.json` | steps an operator suspended, and since when | `suspend`/`resume`, under `suspended-steps.lock`; the apply engine drops steps no longer declared |
 //! | `windows/<step>.json` | one [`WindowRecord`] per open window ([`window_file_name`]) | the scheduler, under the lock |
 //! | `windows/unreadable/` | files found in `windows/` that are not records this host can read, moved aside ([`Store::set_aside`]) | whoever found them, under `windows.lock` |
 //! | `.<file>.<pid>.<n>.tmp` | a write in progress ([`write_atomic`]) | anyone writing |
@@ -178,6 +180,15 @@ impl Store {
     /// code's reach).
     pub fn records_lock(&self) -> Result<ApplyLock, StoreError> {
         lock::lock(&self.root.join(RECORDS_LOCK_FILE))
+    }
+
+    /// Takes the lock of document `name` (`<root>/<name>.lock`), for a
+    /// short read-modify-write of that document by any process, blocking
+    /// the calling thread meanwhile. Apart from the apply lock, so that
+    /// it is never waited for behind an apply.
+    pub fn document_lock(&self, name: &str) -> Result<ApplyLock, StoreError> {
+        let doc = self.document_path(name)?;
+        lock::lock(&doc.with_extension("lock"))
     }
 
     /// The path of document `name` (`<root>/<name>.json`).

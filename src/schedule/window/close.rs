@@ -20,7 +20,7 @@ use crate::store::WindowRecord;
 
 use super::fence::Fence;
 use super::shared::{AtClose, Bookkept};
-use super::{alert_lost, close_budget, CloseReport, Windows};
+use super::{close_budget, CloseReport, Windows};
 
 /// Attempts to start one held container, when the runtime answers with a
 /// refusal, before it is declared lost.
@@ -177,7 +177,7 @@ impl Windows {
                 Err(failure) => {
                     // An owed container was alerted when it became owed.
                     if !(record.owed && failure.unanswered) {
-                        alert_lost(record, name, &failure.reason);
+                        self.alert_lost(record, name, &failure.reason);
                     }
                     if failure.unanswered {
                         report.owed.push(name.to_string());
@@ -287,6 +287,15 @@ impl Windows {
                     MESH_MODULE = %record.module.as_deref().unwrap_or(""),
                     "container {name} started again after the window of {} but is {status}: last health check said: {output}",
                     record.step
+                );
+                self.record_alert(
+                    Event::HeldUnhealthy,
+                    &record.step,
+                    name,
+                    format!(
+                        "container {name} started again after the window of {} but is {status}",
+                        record.step
+                    ),
                 );
                 report.unhealthy.push((name.to_string(), output));
             }

@@ -152,19 +152,35 @@ impl Windows {
                 "{name} restored: this process's stop of it landed after its window of {} was taken over; no window holds {name}, so it was started again",
                 held.step
             ),
-            Ok(Err(e)) => mesh_alert!(
-                MESH_STEP = %held.step,
-                MESH_CONTAINER = %name,
-                "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and starting it again failed: {e}",
-                held.step
-            ),
-            Err(_) => mesh_alert!(
-                MESH_STEP = %held.step,
-                MESH_CONTAINER = %name,
-                "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and the container runtime did not answer its start within {} s (it may still land); the next apply starts it",
-                held.step,
-                RESTORE_WAIT.as_secs()
-            ),
+            Ok(Err(e)) => {
+                mesh_alert!(
+                    MESH_STEP = %held.step,
+                    MESH_CONTAINER = %name,
+                    "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and starting it again failed: {e}",
+                    held.step
+                );
+                self.record_alert(
+                    crate::events::Event::WillNotStartAgain,
+                    &held.step,
+                    name,
+                    format!("container {name} WILL NOT START AGAIN: its start after a lost window failed: {e}"),
+                );
+            }
+            Err(_) => {
+                mesh_alert!(
+                    MESH_STEP = %held.step,
+                    MESH_CONTAINER = %name,
+                    "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and the container runtime did not answer its start within {} s (it may still land); the next apply starts it",
+                    held.step,
+                    RESTORE_WAIT.as_secs()
+                );
+                self.record_alert(
+                    crate::events::Event::WillNotStartAgain,
+                    &held.step,
+                    name,
+                    format!("container {name} WILL NOT START AGAIN: the runtime did not answer its start after a lost window"),
+                );
+            }
         }
         Fence::Lost
     }

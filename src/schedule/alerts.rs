@@ -1,0 +1,111 @@
+//! Alerts since the last apply, for `status`: every `will-not-start-again`
+//! and `held-unhealthy` is recorded in the state directory ([`DOC`]) by
+//! the process that raised it (the daemon, a local run, an installer's
+//! apply), beside its journal entry.
+//!
+//! `status` names those raised after the last apply and exits 3 for them:
+//! a held container that did not come back needs someone, and the journal
+//! alone is not where an operator looks first. The record is bounded
+//! ([`KEEP`], the latest kept) and changed under its own lock.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::store::Store;
+
+/// The store document (`alerts.json`).
+pub const DOC: &str = "alerts";
+
+/// How many alerts are kept, the latest.
+pub const KEEP: usize = 32;
+
+/// One alert as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Alert {
+    /// Its `MESH_EVENT`.
+    pub event: String,
+    /// When it was raised.
+    pub at: DateTime<Utc>,
+    /// Its step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// Its container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// Its message.
+    pub message: String,
+}
+
+/// The document.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Alerts {
+    /// The latest alerts, oldest first.
+    #[serde(default)]
+    pub recent: Vec<Alert>,
+}
+
+/// Record `alert`; a failure is logged (the alert itself is in the journal).
+pub fn record(store: &Store, alert: Alert) {
+    let result = (|| {
+        let _lock = store.document_lock(DOC).map_err(|e| e.to_string())?;
+        // A damaged record is replaced: the journal keeps every alert.
+        let mut doc: Alerts = store.load(DOC).ok().flatten().unwrap_or_default();
+        doc.recent.push(alert);
+        let over = doc.recent.len().saturating_sub(KEEP);
+        doc.recent.drain(..over);
+        store.save(DOC, &doc).map_err(|e| e.to_string())
+    })();
+    if let Err(e) = result {
+        tracing::error!("cannot record the alert for status: {e}");
+    }
+}
+
+/// The alerts raised after `after` (all of them when `None`).
+pub fn since(store: &Store, after: Option<DateTime<Utc>>) -> Result<Vec<Alert>, String> {
+    let doc: Alerts = store
+        .load(DOC)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    Ok(doc
+        .recent
+        .into_iter()
+        .filter(|a| after.is_none_or(|t| a.at > t))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alert(n: i64) -> Alert {
+        Alert {
+            event: "will-not-start-again".into(),
+            at: DateTime::from_timestamp(1_800_000_000 + n, 0).expect("time"),
+            step: Some("gc".into()),
+            container: Some(format!("c{n}")),
+            message: format!("c{n} WILL NOT START AGAIN"),
+        }
+    }
+
+    #[test]
+    fn alerts_are_kept_bounded_and_read_since_a_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        assert_eq!(since(&store, None), Ok(Vec::new()));
+        for n in 0..(KEEP as i64 + 5) {
+            record(&store, alert(n));
+        }
+        let all = since(&store, None).expect("read");
+        assert_eq!(all.len(), KEEP);
+        assert_eq!(all[0], alert(5), "the oldest went first");
+        let after = DateTime::from_timestamp(1_800_000_000 + KEEP as i64 + 2, 0);
+        assert_eq!(since(&store, after).expect("read").len(), 2);
+        // A damaged record is replaced by the next alert, not kept failing.
+        std::fs::write(dir.path().join("alerts.json"), b"{").expect("damage");
+        assert!(since(&store, None).is_err());
+        record(&store, alert(1));
+        assert_eq!(since(&store, None).expect("read"), vec![alert(1)]);
+    }
+}
