@@ -110,7 +110,9 @@ fn cron_refuses_with_the_field_and_exit_2() {
 #[test]
 fn misuse_is_exit_2_and_every_command_explains_itself() {
     assert_eq!(mesh(&["no-such-command"]).status.code(), Some(2));
-    for cmd in ["check", "cron", "apply", "status", "run", "plan", "daemon"] {
+    for cmd in [
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+    ] {
         let out = mesh(&[cmd, "--help"]);
         assert_eq!(out.status.code(), Some(0), "{cmd}");
         assert!(
@@ -136,7 +138,9 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
     let out = mesh(&["generate", dir.path().to_str().expect("path")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let man = std::fs::read_to_string(dir.path().join("mesh-host.8")).expect("man page");
-    for cmd in ["check", "cron", "apply", "status", "run", "plan", "daemon"] {
+    for cmd in [
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+    ] {
         assert!(man.contains(cmd), "man page lacks {cmd}");
         let page = std::fs::read_to_string(dir.path().join(format!("mesh-host-{cmd}.8")))
             .unwrap_or_else(|e| panic!("mesh-host-{cmd}.8: {e}"));
@@ -187,6 +191,21 @@ fn check_refuses_declared_paths_under_tmp_naming_the_reason() {
             "{id} {path}: {stdout}"
         );
     }
+}
+
+#[test]
+fn logs_refuses_a_service_and_a_count_of_no_fires_with_exit_2() {
+    // Refused before the journal is read: no node needed.
+    let out = mesh(&["logs", "db", "--declaration", &example("webapp.json")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("db is not a step"),
+        "{}",
+        stderr(&out)
+    );
+    let out = mesh(&["logs", "migrate", "--fires", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--fires"), "{}", stderr(&out));
 }
 
 #[test]

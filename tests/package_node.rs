@@ -49,6 +49,7 @@ const STAGED: &[&str] = &[
     "/usr/share/man/man8/mesh-host-check.8.gz",
     "/usr/share/man/man8/mesh-host-cron.8.gz",
     "/usr/share/man/man8/mesh-host-daemon.8.gz",
+    "/usr/share/man/man8/mesh-host-logs.8.gz",
     "/usr/share/man/man8/mesh-host-metrics.8.gz",
     "/usr/share/man/man8/mesh-host-plan.8.gz",
     "/usr/share/man/man8/mesh-host-resume.8.gz",

@@ -20,6 +20,7 @@ use crate::runtime::{
 
 use super::{Action, Halt, Run};
 use crate::container_spec;
+use crate::schedule::output::{run_once_name, to_journal};
 
 impl Run<'_> {
     /// Run a run-once step; `Some` when the apply must halt here (the
@@ -72,7 +73,12 @@ impl Run<'_> {
         let ensured = self.puller.lock().await.ensure(&built.spec.image).await;
         ensured.map_err(|e| fail(format!("image: {e}")))?;
         let began = Instant::now();
-        super::containers::make(self.runtime(), &built.spec, from.as_deref())
+        // Its output goes to the journal as a step's does, under a name of
+        // this run (it has no unit of its own).
+        let mut spec = built.spec;
+        let run = run_once_name(res.id.as_str(), chrono::Utc::now());
+        to_journal(&mut spec, res.id.as_str(), &run);
+        super::containers::make(self.runtime(), &spec, from.as_deref())
             .await
             .map_err(|e| fail(e.to_string()))?;
         let runtime = self.applier.runtime.clone();

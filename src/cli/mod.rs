@@ -14,6 +14,7 @@ mod check;
 mod cron;
 mod generate;
 mod local;
+mod logs;
 mod metrics;
 mod output;
 mod remote;
@@ -209,6 +210,33 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a step's output from the journal: its last fire's, or its last
+    /// N fires'.
+    ///
+    /// Lines are printed as the step's container wrote them, stdout on
+    /// stdout and stderr on stderr, each fire after a `-- FIRE --` line
+    /// when more than one may show. They are read from the journal, where
+    /// the runtime wrote each line with MESH_STEP and MESH_FIRE, so this
+    /// works with or without a running daemon and whatever happened to
+    /// mesh-host meanwhile (`journalctl MESH_STEP=STEP` shows the same
+    /// lines among the step's events). Exits 2 when no step of that id is
+    /// declared or in the journal.
+    Logs {
+        /// The step's resource id (scheduled or run-once).
+        step: String,
+        /// How many of the last fires to print.
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        fires: u32,
+        /// Keep printing new output as it is written, of the fires to come
+        /// too, until interrupted.
+        #[arg(long, short)]
+        follow: bool,
+        /// Print one JSON object per line of output (fire, stream, time,
+        /// message).
+        #[arg(long)]
+        json: bool,
+    },
     /// Consent to take over a shared folder that already holds data: the
     /// next apply sets its entries on what is there (objects owned by root
     /// excepted). Until then apply reports it `refused: holds data`.
@@ -315,6 +343,20 @@ pub fn dispatch(cli: Cli) -> u8 {
             EXIT_OK
         }
         Command::Take { ref id, json } => take::run(&cli, id, json),
+        Command::Logs {
+            ref step,
+            fires,
+            follow,
+            json,
+        } => logs::run(
+            &cli,
+            step,
+            logs::Options {
+                fires: fires as usize,
+                follow,
+                json,
+            },
+        ),
         Command::Run {
             ref step,
             local: true,

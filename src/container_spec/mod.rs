@@ -205,6 +205,9 @@ pub fn build(
         auto_remove: false,
         groups: access.groups,
         health: container.health.as_ref().map(health_spec),
+        // A step's output goes to the journal as its fire's, which only
+        // the run knows (crate::schedule::output).
+        journal: None,
     };
     Ok(BuiltContainer {
         spec,

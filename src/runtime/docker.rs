@@ -86,11 +86,11 @@ impl ContainerRuntime for DockerRuntime {
 #[cfg(test)]
 mod tests {
     use super::client::{pin_version, pinned_version};
-    use super::containers::{create_body, is_podman_stopped, volumes};
+    use super::containers::{create_body, is_podman_stopped, log_config, volumes};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
     use super::*;
-    use crate::runtime::{HealthSpec, MountSpec, RestartPolicy, LABEL_MANAGED};
+    use crate::runtime::{HealthSpec, JournalLog, MountSpec, RestartPolicy, LABEL_MANAGED};
     use bollard::models::{HealthConfig, MountType, RestartPolicyNameEnum};
     use std::collections::BTreeMap;
     use std::time::Duration;
@@ -245,6 +245,7 @@ mod tests {
             auto_remove: false,
             groups: Vec::new(),
             health: None,
+            journal: None,
         };
         let body = create_body(&spec);
         assert_eq!(body.env, Some(vec!["A=1".to_owned(), "B=x=y".to_owned()]));
@@ -266,6 +267,43 @@ mod tests {
             Some(RestartPolicyNameEnum::UNLESS_STOPPED)
         );
         assert_eq!(body.healthcheck, None, "the image's check is kept");
+    }
+
+    #[test]
+    fn output_to_the_journal_carries_labels_on_docker_and_the_tag_alone_on_podman() {
+        let journal = JournalLog {
+            labels: vec!["mesh.step".into(), "mesh.fire".into()],
+            tag: "mesh-host-step".into(),
+            tag_alone: "mesh-host-step-gc-20261203T030000Z.scope".into(),
+        };
+        let spec = ContainerSpec {
+            journal: Some(journal.clone()),
+            ..Default::default()
+        };
+        let docker = create_body(&spec)
+            .host_config
+            .and_then(|h| h.log_config)
+            .expect("a log config");
+        assert_eq!(docker.typ.as_deref(), Some("journald"));
+        let config = docker.config.expect("options");
+        assert_eq!(
+            config.get("labels").map(String::as_str),
+            Some("mesh.step,mesh.fire")
+        );
+        assert_eq!(
+            config.get("tag").map(String::as_str),
+            Some("mesh-host-step")
+        );
+        let podman = log_config(&journal, true);
+        let config = podman.config.expect("options");
+        assert_eq!(
+            config.get("tag").map(String::as_str),
+            Some("mesh-host-step-gc-20261203T030000Z.scope")
+        );
+        assert!(!config.contains_key("labels"), "Podman carries no label");
+        // Without one, the runtime's default driver.
+        let body = create_body(&ContainerSpec::default());
+        assert_eq!(body.host_config.and_then(|h| h.log_config), None);
     }
 
     #[test]

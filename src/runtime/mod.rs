@@ -267,6 +267,25 @@ pub struct ContainerSpec {
     pub groups: Vec<String>,
     /// Its health check; `None` keeps the image's.
     pub health: Option<HealthSpec>,
+    /// Its output written to the journal by the runtime itself; `None`
+    /// keeps the runtime's default log driver.
+    pub journal: Option<JournalLog>,
+}
+
+/// A container's output written to the journal by the runtime (Docker's
+/// `journald` log driver): each line an entry, kept whatever happens to
+/// the process that started the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalLog {
+    /// Labels the runtime turns into fields of each entry (Docker: a
+    /// label `mesh.step` becomes `MESH_STEP`).
+    pub labels: Vec<String>,
+    /// The entries' `SYSLOG_IDENTIFIER` where those labels are carried.
+    pub tag: String,
+    /// The tag where the runtime carries no label (Podman 4.3, whose
+    /// journald driver sets only `CONTAINER_TAG` and `SYSLOG_IDENTIFIER`
+    /// from the tag): then the tag alone must say what the entry is of.
+    pub tag_alone: String,
 }
 
 /// A health check a container is created with (Docker's `Healthcheck`).

@@ -17,6 +17,7 @@ use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
+use crate::schedule::output::fire_name;
 use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
 use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
@@ -186,10 +187,12 @@ impl Firer {
             healthy: Vec::new(),
             unhealthy: Vec::new(),
         };
+        let fire = fire_name(&step.id, due);
         mesh_event!(
             info,
             Event::StepStarted,
             MESH_STEP = %step.id,
+            MESH_FIRE = %fire,
             MESH_CONTAINER = %step.spec.name,
             "step {} started (due {})",
             step.id,
@@ -305,6 +308,7 @@ impl Firer {
 
     fn finish(&self, step: &StepDef, mut report: FireReport, started: Instant) -> FireReport {
         report.duration_secs = started.elapsed().as_secs_f64();
+        let fire = fire_name(&step.id, report.due);
         let status = report
             .outcome
             .exit_status()
@@ -315,6 +319,7 @@ impl Firer {
                 info,
                 Event::StepFinished,
                 MESH_STEP = %step.id,
+                MESH_FIRE = %fire,
                 MESH_MODULE = step.module.as_deref(),
                 MESH_EXIT_STATUS = %status,
                 "step {} finished in {:.1}s",
@@ -325,6 +330,7 @@ impl Firer {
                 warn,
                 Event::StepSkipped,
                 MESH_STEP = %step.id,
+                MESH_FIRE = %fire,
                 MESH_MODULE = step.module.as_deref(),
                 "step {} skipped its fire due {}: {reason}",
                 step.id,
@@ -334,6 +340,7 @@ impl Firer {
                 warn,
                 Event::StepFailed,
                 MESH_STEP = %step.id,
+                MESH_FIRE = %fire,
                 MESH_MODULE = step.module.as_deref(),
                 MESH_EXIT_STATUS = %status,
                 "step {} failed after {:.1}s: {}",
@@ -394,6 +401,8 @@ struct PreparedRun {
     unit: Option<StepUnit>,
     /// The step's lock ([`Readier::take`]).
     step_lock: OwnedMutexGuard<()>,
+    /// The due time of the fire it is for.
+    due: DateTime<Utc>,
     /// The container's ID when it was looked at ahead of the due time
     /// ([`crate::schedule::ready::Ahead::container`]): started by that ID,
     /// with no request before.
@@ -429,6 +438,7 @@ async fn prepare_run(
         return Ok(PreparedRun {
             unit: made_ahead,
             step_lock,
+            due,
             looked_at_ahead,
         });
     }
@@ -460,7 +470,7 @@ async fn prepare_run(
     let unit_name = unit.as_ref().map(|u| u.name.clone());
     crate::fault::pause("pause-after-unit", &step.id).await;
     let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
-    match make_container(runtime, step, existing, parent.as_deref()).await {
+    match make_container(runtime, step, existing, parent.as_deref(), due).await {
         Ok(ready) => tracing::debug!(
             MESH_STEP = %step.id,
             "step {}'s container {}",
@@ -475,6 +485,7 @@ async fn prepare_run(
     Ok(PreparedRun {
         unit,
         step_lock,
+        due,
         looked_at_ahead: None,
     })
 }
@@ -487,16 +498,17 @@ async fn make_container(
     step: &StepDef,
     existing: Option<ContainerInfo>,
     parent: Option<&str>,
+    due: DateTime<Utc>,
 ) -> Result<bool, String> {
     if existing
         .as_ref()
-        .is_some_and(|info| is_ready_for(info, step, parent))
+        .is_some_and(|info| is_ready_for(info, step, parent, due))
     {
         return Ok(true);
     }
     // The last run's, or one made for another unit or declaration: its
     // anonymous volumes are carried to the new one.
-    make_in_place(runtime, &run_spec(step, parent), existing).await?;
+    make_in_place(runtime, &run_spec(step, parent, due), existing).await?;
     Ok(false)
 }
 
@@ -510,6 +522,7 @@ async fn start_prepared(
     step: &StepDef,
     looked_at_ahead: Option<&str>,
     parent: Option<&str>,
+    due: DateTime<Utc>,
 ) -> Result<(), String> {
     let name = &step.spec.name;
     if let Some(id) = looked_at_ahead {
@@ -522,7 +535,7 @@ async fn start_prepared(
                     Ok(existing) => existing,
                     Err(e) => return Err(format!("cannot inspect {name}: {e}")),
                 };
-                make_container(runtime, step, existing, parent).await?;
+                make_container(runtime, step, existing, parent, due).await?;
             }
             other => return judge_start(other),
         }
@@ -556,6 +569,7 @@ async fn run_step(
     let PreparedRun {
         mut unit,
         step_lock,
+        due: prepared_due,
         looked_at_ahead,
     } = prepared;
     let unit_name = unit.as_ref().map(|u| u.name.clone());
@@ -564,7 +578,14 @@ async fn run_step(
     // step's lock): one start request, judged by one inspection after it.
     let started = {
         let _permit = starts.acquire().await;
-        start_prepared(runtime, step, looked_at_ahead.as_deref(), parent.as_deref()).await
+        start_prepared(
+            runtime,
+            step,
+            looked_at_ahead.as_deref(),
+            parent.as_deref(),
+            prepared_due,
+        )
+        .await
     };
     drop(step_lock);
     if let Err(e) = started {

@@ -6,6 +6,7 @@ mod catch_up_tests;
 pub mod clock;
 pub mod fire;
 pub mod jobs;
+pub mod output;
 pub mod plan;
 pub mod ready;
 #[cfg(test)]

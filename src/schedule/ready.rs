@@ -40,6 +40,7 @@ use crate::runtime::{
     replace, replaced_name, ContainerInfo, ContainerRuntime, ContainerSpec, LABEL_MANAGED,
     LABEL_RESOURCE, MANAGED_VALUE,
 };
+use crate::schedule::output::{fire_name, to_journal, LABEL_FIRE};
 use crate::schedule::step::StepDef;
 use crate::systemd::units::{StepUnit, StepUnits};
 use crate::task::AbortOnDrop;
@@ -87,23 +88,34 @@ pub enum ReadyState {
     InUse,
 }
 
-/// The spec a step's container is created from for a fire whose unit gives
-/// `cgroup_parent`.
-pub fn run_spec(def: &StepDef, cgroup_parent: Option<&str>) -> ContainerSpec {
+/// The spec a step's container is created from for its fire due at `due`,
+/// whose unit gives `cgroup_parent`: its output goes to the journal as
+/// that fire's ([`crate::schedule::output`]).
+pub fn run_spec(def: &StepDef, cgroup_parent: Option<&str>, due: DateTime<Utc>) -> ContainerSpec {
     let mut spec = def.spec.clone();
     spec.cgroup_parent = cgroup_parent.map(str::to_string);
     spec.labels.insert(
         LABEL_READY.to_string(),
         cgroup_parent.unwrap_or_default().to_string(),
     );
+    to_journal(&mut spec, &def.id, &fire_name(&def.id, due));
     spec
 }
 
-/// Whether `info` is a container a fire of `def` whose unit gives
-/// `cgroup_parent` can start as it is.
-pub fn is_ready_for(info: &ContainerInfo, def: &StepDef, cgroup_parent: Option<&str>) -> bool {
+/// Whether `info` is a container the fire of `def` due at `due`, whose unit
+/// gives `cgroup_parent`, can start as it is. The fire is compared as well
+/// as the cgroup parent: with the systemd driver every fire's parent is the
+/// step's slice, and a container made for another fire would write its
+/// output under that fire's name.
+pub fn is_ready_for(
+    info: &ContainerInfo,
+    def: &StepDef,
+    cgroup_parent: Option<&str>,
+    due: DateTime<Utc>,
+) -> bool {
     is_made_ready_from(info, def)
         && info.labels.get(LABEL_READY).map(String::as_str) == Some(cgroup_parent.unwrap_or(""))
+        && info.labels.get(LABEL_FIRE) == Some(&fire_name(&def.id, due))
 }
 
 /// Whether `info` was made ready (created, never started) from exactly
@@ -310,7 +322,7 @@ impl Readier {
         };
         let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
         let container = match self.runtime.inspect(&def.spec.name).await {
-            Ok(Some(info)) if is_ready_for(&info, def, parent.as_deref()) => Some(info.id),
+            Ok(Some(info)) if is_ready_for(&info, def, parent.as_deref(), due) => Some(info.id),
             _ => None,
         };
         // Kept for the fire of `due` whatever happens to the arming
@@ -371,7 +383,7 @@ impl Readier {
             Ok(Some(info)) if info.running => {
                 return not_ready(format!("{name} runs (a run is in flight)"))
             }
-            Ok(Some(info)) if is_ready_for(&info, def, parent.as_deref()) => {
+            Ok(Some(info)) if is_ready_for(&info, def, parent.as_deref(), due) => {
                 return ReadyState::Ready {
                     fire: due,
                     reused: true,
@@ -379,7 +391,13 @@ impl Readier {
             }
             Ok(existing) => existing,
         };
-        match make_in_place(&*self.runtime, &run_spec(def, parent.as_deref()), existing).await {
+        match make_in_place(
+            &*self.runtime,
+            &run_spec(def, parent.as_deref(), due),
+            existing,
+        )
+        .await
+        {
             Ok(()) => ReadyState::Ready {
                 fire: due,
                 reused: false,

@@ -193,7 +193,7 @@ async fn a_matching_ready_container_is_reused_after_a_restart() {
     let fake = FakeRuntime::new();
     fake.exit_with("gc-run", 0, Duration::from_secs(1));
     let s = step("gc", "0 3 * * *", "a");
-    fake.add_container(run_spec(&s.def, None), false);
+    fake.add_container(run_spec(&s.def, None, at("2026-06-01T03:00:00Z")), false);
     let r = rig("2026-06-01T02:59:55Z", fake.clone());
     r.handle.sync(vec![s]).await.expect("sync");
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -210,7 +210,10 @@ async fn a_matching_ready_container_is_reused_after_a_restart() {
 async fn a_container_made_otherwise_is_replaced_and_a_running_one_never_touched() {
     let fake = FakeRuntime::new();
     let other = step("gc", "0 3 * * *", "old");
-    fake.add_container(run_spec(&other.def, None), false);
+    fake.add_container(
+        run_spec(&other.def, None, at("2026-06-01T03:00:00Z")),
+        false,
+    );
     let running = step("scan", "0 3 * * *", "a");
     fake.add_container(running.def.spec.clone(), true);
     let r = rig("2026-06-01T02:59:55Z", fake.clone());

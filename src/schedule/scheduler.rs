@@ -26,6 +26,7 @@ use crate::mesh_event;
 use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
+use crate::schedule::output::fire_name;
 use crate::schedule::step::{held_specs, ScheduledStep};
 use crate::schedule::suspend::{self, Suspended};
 use crate::schedule::timer::Woken;
@@ -429,6 +430,7 @@ impl Scheduler {
                     info,
                     Event::StepCaughtUp,
                     MESH_STEP = %step,
+                    MESH_FIRE = %fire_name(&step, due),
                     MESH_MODULE = module.as_deref(),
                     "step {step} catches up its fire due {}, missed while the daemon was down (noticed at {}): it runs once now",
                     due.to_rfc3339(),
@@ -442,6 +444,7 @@ impl Scheduler {
                     warn,
                     Event::StepSkipped,
                     MESH_STEP = %step,
+                    MESH_FIRE = %fire_name(&step, due),
                     "step {step} skipped its fire due {}: the previous run is still in flight",
                     due.to_rfc3339()
                 );
@@ -692,6 +695,7 @@ impl Scheduler {
                     error,
                     Event::StepFailed,
                     MESH_STEP = %step,
+                    MESH_FIRE = %fire_name(&step, due),
                     MESH_MODULE = module.as_deref(),
                     "step {step} failed: its fire panicked ({e}); the step is free to fire again"
                 );

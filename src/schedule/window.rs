@@ -419,6 +419,7 @@ impl Windows {
             info,
             Event::WindowOpened,
             MESH_STEP = %record.step,
+            MESH_FIRE = %crate::schedule::output::fire_name(&record.step, record.fire_time),
             MESH_MODULE = %record.module.as_deref().unwrap_or(""),
             "window of {} opened, holding {}{}",
             record.step,

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, HostConfig, Mount, MountType, RestartPolicy as DockerRestart,
-    RestartPolicyNameEnum,
+    ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount, MountType,
+    RestartPolicy as DockerRestart, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
@@ -21,8 +21,8 @@ use futures_util::StreamExt;
 use super::client::{DockerRuntime, LONG_TIMEOUT};
 use super::health::{health_config, health_decides_within};
 use crate::runtime::{
-    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, RestartPolicy, RuntimeError,
-    VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
+    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
+    RuntimeError, VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Added to a container's own stop grace for the stop request's timeout.
@@ -134,7 +134,13 @@ pub(super) async fn create(
     rt: &DockerRuntime,
     spec: &ContainerSpec,
 ) -> Result<ContainerId, RuntimeError> {
-    create_as(rt, &spec.name, &spec.image, create_body(spec)).await
+    let mut body = create_body(spec);
+    if rt.is_podman() {
+        if let Some(host) = body.host_config.as_mut() {
+            host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
+        }
+    }
+    create_as(rt, &spec.name, &spec.image, body).await
 }
 
 /// One create request of `body` (of `image`) under `name`.
@@ -561,6 +567,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         cgroup_parent: spec.cgroup_parent.clone(),
         auto_remove: Some(spec.auto_remove),
         group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
+        log_config: spec.journal.as_ref().map(|j| log_config(j, false)),
         ..Default::default()
     };
     ContainerCreateBody {
@@ -572,6 +579,28 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         host_config: Some(host_config),
         healthcheck: spec.health.as_ref().map(health_config),
         ..Default::default()
+    }
+}
+
+/// The `journald` log driver's configuration for `journal`. Docker turns
+/// the listed labels into fields of each entry; Podman 4.3 ignores
+/// `labels` and sets only `CONTAINER_TAG` and `SYSLOG_IDENTIFIER` (from
+/// the tag), so there the tag must carry what the labels would.
+pub(super) fn log_config(journal: &JournalLog, podman: bool) -> HostConfigLogConfig {
+    let mut config = HashMap::from([(
+        "tag".to_owned(),
+        if podman {
+            journal.tag_alone.clone()
+        } else {
+            journal.tag.clone()
+        },
+    )]);
+    if !podman {
+        config.insert("labels".to_owned(), journal.labels.join(","));
+    }
+    HostConfigLogConfig {
+        typ: Some("journald".to_owned()),
+        config: Some(config),
     }
 }
 

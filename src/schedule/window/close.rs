@@ -232,6 +232,7 @@ impl Windows {
             info,
             Event::WindowClosed,
             MESH_STEP = %record.step,
+            MESH_FIRE = %crate::schedule::output::fire_name(&record.step, record.fire_time),
             MESH_MODULE = %record.module.as_deref().unwrap_or(""),
             "window of {} closed: started {}{}",
             record.step,
