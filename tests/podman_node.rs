@@ -53,21 +53,30 @@ fn assert_podman(w: &World) {
 /// Podman's own record of what it did to container `name` since `since`
 /// (a `journalctl --since` value): its events, in order.
 fn podman_events(w: &World, name: &str, since: &str) -> Vec<String> {
-    let name_field = format!("PODMAN_NAME={name}");
+    podman_events_of(w, &[name], since)
+        .into_iter()
+        .map(|(_, event)| event)
+        .collect()
+}
+
+/// Podman's record of what it did to any of `names` since `since`, in
+/// order, as `(name, event)`: one journal query, so the order across
+/// containers is Podman's own.
+fn podman_events_of(w: &World, names: &[&str], since: &str) -> Vec<(String, String)> {
+    let mut args: Vec<String> = vec!["-t".into(), "podman".into()];
+    args.extend(names.iter().map(|n| format!("PODMAN_NAME={n}")));
+    args.extend(["--since", since, "-o", "json"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     w.node
-        .journal(&[
-            "-t",
-            "podman",
-            &name_field,
-            "--since",
-            since,
-            "-o",
-            "cat",
-            "--output-fields=PODMAN_EVENT",
-        ])
+        .journal(&args)
         .lines()
-        .map(str::to_string)
-        .filter(|e| !e.is_empty())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| {
+            Some((
+                e["PODMAN_NAME"].as_str()?.to_string(),
+                e["PODMAN_EVENT"].as_str()?.to_string(),
+            ))
+        })
         .collect()
 }
 
@@ -105,8 +114,10 @@ fn podman_runs_what_apply_creates_and_a_noop_apply_makes_it_do_nothing() {
     let events = podman_events(&w, &web, &since);
     assert!(events.is_empty(), "a no-op apply made Podman do {events:?}");
 
-    // A changed command recreates it: Podman says `remove` where Docker
-    // says `destroy`.
+    // A changed command recreates it: the old container is stopped, set
+    // aside as `NAME.replaced` (so its volumes can be handed over), the
+    // new one made with them, and only then is the old one removed.
+    // Podman says `remove` where Docker says `destroy`.
     let mut changed = service("web", &web, &img);
     changed["command"] = json!(["sh", "-c", format!("{SERVICE_CMD} # v2")]);
     let second = w.declaration("d2.json", json!([changed]));
@@ -116,13 +127,28 @@ fn podman_runs_what_apply_creates_and_a_noop_apply_makes_it_do_nothing() {
     assert!(stdout(&out).contains("web recreated"), "{}", stdout(&out));
     assert_ne!(w.inspect(&web, "{{.Id}}"), id);
     assert!(w.running(&web));
-    let events = podman_events(&w, &web, &since);
-    let removed = events.iter().position(|e| e == "remove");
-    let created = events.iter().rposition(|e| e == "create");
-    assert!(
-        matches!((removed, created), (Some(r), Some(c)) if r < c)
-            && events.last().map(String::as_str) == Some("start"),
+    let aside = format!("{web}.replaced");
+    let events = podman_events_of(&w, &[&web, &aside], &since);
+    let at = |name: &str, event: &str| {
+        events
+            .iter()
+            .position(|(n, e)| n == name && e == event)
+            .unwrap_or_else(|| panic!("no {event} of {name} in {events:?}"))
+    };
+    assert!(at(&web, "died") < at(&aside, "rename"), "{events:?}");
+    assert!(at(&aside, "rename") < at(&web, "create"), "{events:?}");
+    assert!(at(&web, "create") < at(&aside, "remove"), "{events:?}");
+    assert_eq!(
+        events.last().map(|(n, e)| (n.as_str(), e.as_str())),
+        Some((web.as_str(), "start")),
         "{events:?}"
+    );
+    assert!(
+        !w.node
+            .docker(&["container", "inspect", &aside])
+            .status
+            .success(),
+        "the set-aside container is gone after the recreate"
     );
 }
 
