@@ -135,7 +135,7 @@ fn environment(cmd: &clap::Command, w: &mut Vec<u8>) {
         );
     }
     w.extend_from_slice(
-        b"An option given on the command line wins over its variable.\n\
+        b".PP\nAn option given on the command line wins over its variable.\n\
           The service takes them from a drop\\-in (\\fBsystemctl edit mesh\\-host\\fR).\n",
     );
 }
