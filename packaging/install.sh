@@ -46,17 +46,32 @@ put 0644 "$repo/units/mesh-host.catalog" usr/lib/systemd/catalog/mesh-host.catal
 # [Install] section and nothing starts it until the operator says so.
 put 0644 "$repo/units/mesh-host-alert@.service" usr/lib/systemd/system/mesh-host-alert@.service
 
-# The man page, compressed as Debian policy and Fedora's guidelines want
-# (-n: no name or time stamp in the header, so builds are reproducible).
-install -d -m 0755 "$dest/usr/share/man/man8"
-for page in "$gen"/mesh-host*.8; do
-	gzip -9n <"$page" >"$dest/usr/share/man/man8/$(basename "$page").gz"
-	chmod 0644 "$dest/usr/share/man/man8/$(basename "$page").gz"
+# The man pages, compressed as Debian policy and Fedora's guidelines want
+# (-n: no name or time stamp in the header, so builds are reproducible):
+# mesh-host(8), one page per command, mesh-host-declaration(5).
+gz() { # SOURCE DEST-RELATIVE-TO-DESTDIR
+	install -d -m 0755 "$(dirname "$dest/$2")"
+	gzip -9n <"$1" >"$dest/$2"
+	chmod 0644 "$dest/$2"
+}
+for page in "$gen"/mesh-host*.[0-9]; do
+	name=$(basename "$page")
+	gz "$page" "usr/share/man/man${name##*.}/$name.gz"
 done
 
 # Prometheus alerting rules on the metrics (docs/metrics.md): data for the
 # operator's Prometheus to point its rule_files at, nothing loads them here.
 put 0644 "$repo/packaging/prometheus/mesh-host-alerts.yml" usr/share/mesh-host/prometheus/mesh-host-alerts.yml
+
+# The documentation, the license terms (machine-readable, DEP-5) and the
+# changelog, where Debian policy puts them (large text compressed).
+doc=usr/share/doc/mesh-host
+gz "$repo/README.md" "$doc/README.md.gz"
+for f in "$repo"/docs/*.md; do
+	gz "$f" "$doc/docs/$(basename "$f").gz"
+done
+put 0644 "$repo/packaging/copyright" "$doc/copyright"
+gz "$repo/packaging/changelog" "$doc/changelog.Debian.gz"
 
 # Completions where each shell looks for a package's own (not /etc).
 put 0644 "$gen/mesh-host.bash" usr/share/bash-completion/completions/mesh-host

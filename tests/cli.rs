@@ -143,7 +143,8 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
     ] {
         assert!(man.contains(cmd), "man page lacks {cmd}");
         let page = std::fs::read_to_string(dir.path().join(format!("mesh-host-{cmd}.8")))
-            .unwrap_or_else(|e| panic!("mesh-host-{cmd}.8: {e}"));
+            .unwrap_or_else(|e| panic!("mesh-host-{cmd}.8: {e}"))
+            .replace("\\-", "-");
         assert!(
             page.contains(&format!("mesh-host-{cmd}")),
             "mesh-host-{cmd}.8 names itself"

@@ -37,37 +37,57 @@ const METRICS_FILE: &str = "/var/lib/prometheus/node-exporter/mesh-host.prom";
 const SECURITY_EXPOSURE: f64 = 2.5;
 const SERVICE_CMD: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
 
-/// Every file the packages install, as packaging/install.sh stages them.
+/// Every file the packages install, as packaging/install.sh stages them,
+/// but the man pages and the docs ([`staged`] adds those).
 const STAGED: &[&str] = &[
     "/usr/bin/mesh-host",
     "/usr/lib/systemd/system/mesh-host.service",
     "/usr/lib/systemd/system/mesh-host.slice",
     "/usr/lib/systemd/system/mesh-host-alert@.service",
     "/usr/lib/systemd/catalog/mesh-host.catalog",
-    "/usr/share/man/man8/mesh-host.8.gz",
-    "/usr/share/man/man8/mesh-host-apply.8.gz",
-    "/usr/share/man/man8/mesh-host-check.8.gz",
-    "/usr/share/man/man8/mesh-host-cron.8.gz",
-    "/usr/share/man/man8/mesh-host-daemon.8.gz",
-    "/usr/share/man/man8/mesh-host-logs.8.gz",
-    "/usr/share/man/man8/mesh-host-metrics.8.gz",
-    "/usr/share/man/man8/mesh-host-plan.8.gz",
-    "/usr/share/man/man8/mesh-host-resume.8.gz",
-    "/usr/share/man/man8/mesh-host-run.8.gz",
-    "/usr/share/man/man8/mesh-host-schema.8.gz",
-    "/usr/share/man/man8/mesh-host-status.8.gz",
-    "/usr/share/man/man8/mesh-host-suspend.8.gz",
-    "/usr/share/man/man8/mesh-host-take.8.gz",
     "/usr/share/mesh-host/prometheus/mesh-host-alerts.yml",
     "/usr/share/bash-completion/completions/mesh-host",
     "/usr/share/zsh/vendor-completions/_mesh-host",
     "/usr/share/fish/vendor_completions.d/mesh-host.fish",
+    "/usr/share/doc/mesh-host/README.md.gz",
+    "/usr/share/doc/mesh-host/copyright",
+    "/usr/share/doc/mesh-host/changelog.Debian.gz",
     "/usr/share/doc/mesh-host/examples/README.md",
     "/usr/share/doc/mesh-host/examples/media.json",
     "/usr/share/doc/mesh-host/examples/refused.json",
     "/usr/share/doc/mesh-host/examples/registry.json",
     "/usr/share/doc/mesh-host/examples/webapp.json",
 ];
+
+/// Every file the packages install: [`STAGED`], a page per man page the
+/// binary generates (a new command brings its own), each of docs/*.md.
+fn staged() -> Vec<String> {
+    let mut out: Vec<String> = STAGED.iter().map(|s| s.to_string()).collect();
+    let gen = tempfile::tempdir().expect("tempdir");
+    let status = Command::new(env!("CARGO_BIN_EXE_mesh-host"))
+        .arg("generate")
+        .arg(gen.path())
+        .status()
+        .expect("mesh-host generate");
+    assert!(status.success(), "mesh-host generate");
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    for page in names(gen.path()) {
+        if let Some((_, section)) = page.rsplit_once('.').filter(|(_, s)| s.len() == 1) {
+            out.push(format!("/usr/share/man/man{section}/{page}.gz"));
+        }
+    }
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    for doc in names(&docs).into_iter().filter(|d| d.ends_with(".md")) {
+        out.push(format!("/usr/share/doc/mesh-host/docs/{doc}.gz"));
+    }
+    out.sort();
+    out
+}
 
 fn text(out: &Output) -> String {
     format!(
@@ -388,8 +408,8 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         "man -w",
     );
     assert_eq!(man.trim(), "/usr/share/man/man8/mesh-host.8.gz");
-    for f in STAGED {
-        assert!(Path::new(f).is_file(), "{f} is not installed");
+    for f in staged() {
+        assert!(Path::new(&f).is_file(), "{f} is not installed");
     }
     let conffiles = must(
         node.command("dpkg-query", &["-W", "-f", "${Conffiles}", "mesh-host"])
@@ -640,14 +660,15 @@ fn check_rpm(rpm: &Path, deb: &Path) {
     };
     let mut rpm_files: Vec<String> = rpm_q(&["-qpl"]).lines().map(str::to_string).collect();
     rpm_files.sort();
-    let mut expected: Vec<String> = STAGED
+    let mut expected: Vec<String> = staged()
         .iter()
         .map(|f| f.replace("/zsh/vendor-completions/", "/zsh/site-functions/"))
         .collect();
     expected.sort();
     assert_eq!(rpm_files, expected, "the rpm's files");
 
-    // The .deb's files (less what cargo-deb adds: copyright) are the same tree.
+    // The .deb's files are the same tree (cargo-deb's copyright and
+    // changelog are the staged ones: the same sources, Cargo.toml).
     let listing = must(
         Command::new("dpkg-deb")
             .arg("-c")
@@ -661,12 +682,9 @@ fn check_rpm(rpm: &Path, deb: &Path) {
         .filter(|l| !l.starts_with('d'))
         .filter_map(|l| l.split_whitespace().last())
         .map(|p| p.trim_start_matches('.').to_string())
-        .filter(|p| p != "/usr/share/doc/mesh-host/copyright")
         .collect();
     deb_files.sort();
-    let mut staged: Vec<String> = STAGED.iter().map(|s| s.to_string()).collect();
-    staged.sort();
-    assert_eq!(deb_files, staged, "the deb's files");
+    assert_eq!(deb_files, staged(), "the deb's files");
 
     let flags = rpm_q(&[
         "-qp",

@@ -15,6 +15,7 @@ mod cron;
 mod generate;
 mod local;
 mod logs;
+mod man;
 mod metrics;
 mod output;
 mod remote;
@@ -29,11 +30,18 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit code: the input was refused or the command misused.
 pub const EXIT_REFUSED: u8 = 2;
 
+/// The heading the global options are listed under, after a command's own.
+pub const GLOBAL_OPTIONS: &str = "Global options";
+
 /// mesh-host converges this node to a declaration (containers, files,
 /// directories, systemd units) and runs scheduled steps, holding the
 /// containers a step names still while it runs and always starting them again.
 #[derive(Debug, Parser)]
 #[command(name = "mesh-host", version, about, long_about = None, propagate_version = true)]
+// Every option has an environment variable (MESH_HOST_<OPTION>, DOCKER_HOST
+// for --docker-host), so that a systemd drop-in can set any of them. The
+// global options come after a command's own in its help.
+#[command(next_help_heading = GLOBAL_OPTIONS)]
 pub struct Cli {
     /// The state directory: the apply lock, what was applied, window records.
     #[arg(
@@ -47,7 +55,7 @@ pub struct Cli {
 
     /// The container runtime's API endpoint (unix:///path or tcp://host:port).
     /// Default: $DOCKER_HOST, else the local Docker socket.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL", env = "DOCKER_HOST")]
     pub docker_host: Option<String>,
 
     /// The node's declaration: the file `apply FILE` installs FILE as, and
@@ -57,24 +65,25 @@ pub struct Cli {
         long,
         global = true,
         value_name = "FILE",
-        default_value = crate::apply::node_declaration::DEFAULT_PATH
+        default_value = crate::apply::node_declaration::DEFAULT_PATH,
+        env = "MESH_HOST_DECLARATION"
     )]
     pub declaration: PathBuf,
 
     /// The daemon's control socket.
-    #[arg(long, global = true, value_name = "PATH", default_value = crate::control::DEFAULT_SOCKET, hide = true)]
+    #[arg(long, global = true, value_name = "PATH", default_value = crate::control::DEFAULT_SOCKET, hide = true, env = "MESH_HOST_CONTROL_SOCKET")]
     pub control_socket: PathBuf,
 
     /// Where unit resources' files are written.
-    #[arg(long, global = true, value_name = "DIR", default_value = crate::apply::units::UNIT_DIR, hide = true)]
+    #[arg(long, global = true, value_name = "DIR", default_value = crate::apply::units::UNIT_DIR, hide = true, env = "MESH_HOST_UNIT_DIR")]
     pub unit_dir: PathBuf,
 
     /// More detail in the log.
-    #[arg(long, short, global = true)]
+    #[arg(long, short, global = true, env = "MESH_HOST_VERBOSE")]
     pub verbose: bool,
 
     /// What to do.
-    #[command(subcommand)]
+    #[command(subcommand, next_help_heading = None)]
     pub command: Command,
 }
 
@@ -250,7 +259,12 @@ pub enum Command {
     /// Run as the node's service (systemd Type=notify).
     Daemon {
         /// Seconds between two reconciliations of the declaration file.
-        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        #[arg(
+            long,
+            default_value_t = 300,
+            value_name = "SECONDS",
+            env = "MESH_HOST_RECONCILE_INTERVAL"
+        )]
         reconcile_interval: u64,
         /// Where to write the metrics for node-exporter's textfile collector
         /// after every fire, apply and window change; an empty value writes

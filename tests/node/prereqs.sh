@@ -30,6 +30,8 @@ packages=(
 	podman crun conmon    # Podman 4.3's Docker-compatible API (MESH_NODE_RUNTIME=podman)
 	netavark              # Podman's network backend, even for --network none/host
 	ca-certificates
+	mandoc                # mandoc -Tlint on the generated man pages (tests/man.rs)
+	lintian               # Debian's checks on the .deb (tests/package_node.rs)
 	"$@"
 )
 missing=()
