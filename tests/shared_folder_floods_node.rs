@@ -1,0 +1,258 @@
+//! A writer in a shared folder against the daemon's shared resources, on
+//! the sandbox node (docs/security.md, "Against a writer in a shared
+//! folder"): the journal, which journald rate-limits per unit and
+//! priority (a flood would have it suppress the daemon's pages too), and
+//! root's inotify watches, which PID 1 and every root service share.
+//!
+//! The writer is a process running as an identity (`setpriv --reuid
+//! --regid --clear-groups /usr/bin/python3`); the daemon is a real unit
+//! (`DaemonUnit`). The node's journal is shared by every test running on
+//! it: only the daemon unit's own entries are counted.
+
+mod support;
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use support::accounts::{as_identity, has_entry, shared_folder};
+use support::daemon_unit::DaemonUnit;
+use support::declare;
+use support::world::World;
+use support::{quote, stdout, unique_name, wait_for, Node};
+
+fn ok(out: std::process::Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+}
+
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The journal's entries (`-o json`), one object each.
+fn entries(journal: &str) -> Vec<Value> {
+    journal
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn field<'v>(entry: &'v Value, name: &str) -> &'v str {
+    entry.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The writer's flood, as the identity, in the folder `sys.argv[1]`:
+/// `full` has its access ACL taken off and its inode filled with `user.*`
+/// attributes (ext4 then refuses to put the ACL back: ENOSPC), `leased`
+/// is held under a write lease (every open by anyone else fails with
+/// EWOULDBLOCK); then `chmod` alternates between them for `sys.argv[2]`
+/// seconds (alternating, so that the kernel does not merge the events).
+/// Prints the chmods done. `ready` is made once the flood begins.
+const FLOOD: &str = r#"
+import errno, fcntl, os, signal, sys, time
+d, secs = sys.argv[1], float(sys.argv[2])
+full, leased = os.path.join(d, "full"), os.path.join(d, "leased")
+open(full, "w").close()
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+lease = os.open(leased, os.O_RDWR | os.O_CREAT, 0o600)
+for attempt in range(500):
+    try:
+        fcntl.fcntl(lease, 1024, fcntl.F_WRLCK)
+        break
+    except OSError:
+        time.sleep(0.01)  # the watch has it open a moment (its new entries)
+else:
+    sys.exit("no lease")
+# The watch puts the ACL back while it can: strip and fill until there is
+# no ACL and no room for one.
+n = 0
+for attempt in range(1000):
+    try:
+        os.removexattr(full, "system.posix_acl_access")
+    except OSError:
+        pass
+    for size in (200, 64, 16, 4, 1):
+        while True:
+            try:
+                os.setxattr(full, "user.f%d" % n, b"v" * size)
+                n += 1
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                break
+    try:
+        os.getxattr(full, "system.posix_acl_access")
+    except OSError as e:
+        if e.errno == errno.ENODATA:
+            break
+else:
+    sys.exit("the ACL kept coming back")
+open(os.path.join(d, "ready"), "w").close()
+end = time.time() + secs
+chmods = 0
+while time.time() < end:
+    os.chmod(full, 0o600 if chmods % 4 < 2 else 0o640)
+    os.chmod(leased, 0o600 if chmods % 4 < 2 else 0o640)
+    chmods += 2
+print(chmods)
+"#;
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_writers_flood_costs_few_journal_lines_and_never_loses_a_page() {
+    let node = Node::from_env();
+    let mut w = World::new("acl-jflood");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    // A paging template that keeps the entry it finds, as documented.
+    let prefix = unique_name("flood-page");
+    let template = format!("{prefix}@.service");
+    let pages = w.path("pages");
+    std::fs::create_dir_all(&pages).expect("pages dir");
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
+        format!(
+            "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'for i in $$(seq 1 20); do \
+             e=$$(journalctl -o json -n 1 --no-pager \"MESH_ALERT_UNIT=$$1\"); [ -n \"$$e\" ] && break; sleep 1; done; \
+             printf \"%%s\\n\" \"$$e\" >>{pages}/page.json' sh %n\n"
+        ),
+    )
+    .expect("template");
+    let _template = node.on_drop(format!(
+        "systemctl stop '{prefix}@*'; rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    node.sh_ok("systemctl daemon-reload");
+    let bad = w.name("fl");
+    let img = w.busybox();
+    w.write_declaration(json!([
+        ia,
+        shared_folder("share", &share, &[("ia", true)]),
+        declare::step(&bad, &bad, &img, "exit 3", &[], 300),
+    ]));
+    let d =
+        DaemonUnit::install_with_args(&w, "", &format!("--metrics-file= --on-alert {template}"));
+    d.start();
+    let sub = format!("{share}/sub");
+    ok(
+        as_identity(
+            &node,
+            ia.uid,
+            "import os,sys; os.mkdir(sys.argv[1])",
+            &[&sub],
+        ),
+        "a directory",
+    );
+    wait_for("the directory's entries", Duration::from_secs(10), || {
+        has_entry(&node, &sub, ia.uid).then_some(())
+    });
+
+    let seconds = 10;
+    let writer = {
+        let node = node.clone();
+        let (share, uid) = (share.clone(), ia.uid);
+        std::thread::spawn(move || as_identity(&node, uid, FLOOD, &[&share, &seconds.to_string()]))
+    };
+    let ready = format!("{share}/ready");
+    wait_for("the flood to begin", Duration::from_secs(60), || {
+        node.sh(&format!("test -e {}", quote(&ready)))
+            .status
+            .success()
+            .then_some(())
+    });
+    let began = now_secs();
+    let began_at = Instant::now();
+    // A step fails while the flood goes on: its page must not be lost.
+    std::thread::sleep(Duration::from_secs(3));
+    let out = d.cli_with_state(&["run", &bad]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let chmods: u64 = ok(writer.join().expect("the writer"), "the flood")
+        .trim()
+        .parse()
+        .expect("a count");
+    let ended = now_secs();
+    eprintln!("{chmods} chmods in {seconds} s");
+    assert!(chmods > 1000, "the flood ran ({chmods} chmods)");
+
+    // The page's instance found the daemon's entry for it.
+    let page_file = format!("{pages}/page.json");
+    let page = wait_for("the page instance", Duration::from_secs(60), || {
+        std::fs::read_to_string(&page_file)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
+    });
+    let page: Value =
+        serde_json::from_str(page.lines().next().unwrap_or("")).unwrap_or_else(|_| {
+            panic!("the page's entry was not in the journal (suppressed?): {page:?}")
+        });
+    assert_eq!(field(&page, "MESH_ALERT_EVENT"), "step-failed", "{page}");
+    assert_eq!(field(&page, "MESH_STEP"), bad, "{page}");
+
+    // What the flood cost: the daemon's own lines meanwhile, but those of
+    // the step that failed and its page.
+    std::thread::sleep(Duration::from_secs(2));
+    let since = format!("@{began:.3}");
+    let until = format!("@{:.3}", ended + 2.0);
+    let all = entries(&d.unit_journal(&["--since", &since, "--until", &until, "-o", "json"]));
+    let flood: Vec<&Value> = all
+        .iter()
+        .filter(|e| field(e, "_SYSTEMD_UNIT") == d.unit)
+        .filter(|e| field(e, "MESH_STEP").is_empty() && field(e, "MESH_ALERT_UNIT").is_empty())
+        .collect();
+    for e in &flood {
+        eprintln!(
+            "{} {}",
+            field(e, "PRIORITY"),
+            field(e, "MESSAGE").chars().take(200).collect::<String>()
+        );
+    }
+    eprintln!("{} lines of the daemon during the flood", flood.len());
+    assert!(
+        flood.len() <= 30,
+        "{} lines of the daemon for {chmods} chmods in {seconds} s",
+        flood.len()
+    );
+    assert!(
+        flood
+            .iter()
+            .any(|e| field(e, "MESH_COUNT").parse().unwrap_or(0) > 1),
+        "the cases are counted"
+    );
+
+    // journald says what it suppressed only when the unit's next entry of
+    // that priority comes after its interval (30 s): one more case, then.
+    let wait = Duration::from_secs(32).saturating_sub(began_at.elapsed());
+    std::thread::sleep(wait);
+    ok(
+        as_identity(
+            &node,
+            ia.uid,
+            "import os,sys\nfor p in sys.argv[1:]: os.chmod(p, 0o600)",
+            &[&format!("{share}/full"), &format!("{share}/leased")],
+        ),
+        "one more chmod",
+    );
+    wait_for("the case after the flood", Duration::from_secs(10), || {
+        let after =
+            entries(&d.unit_journal(&["--since", &format!("@{:.3}", began + 31.0), "-o", "json"]));
+        after
+            .iter()
+            .any(|e| field(e, "PRIORITY") == "4" && !field(e, "MESH_FOLDER").is_empty())
+            .then_some(())
+    });
+    let suppressed: Vec<String> = node
+        .journal(&["-b", "--since", &since, "-o", "cat"])
+        .lines()
+        .filter(|l| l.starts_with("Suppressed") && l.contains(&d.unit))
+        .map(str::to_string)
+        .collect();
+    assert!(suppressed.is_empty(), "journald: {suppressed:?}");
+    assert!(d.active());
+}
