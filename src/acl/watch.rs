@@ -12,9 +12,10 @@
 //! reloads its folders from the store document [`SHARED_FOLDERS`] when told
 //! to, after each apply. It sleeps in `poll` on its inotify descriptor and
 //! an eventfd the daemon signals, with no timeout unless a counted message
-//! or an owed sweep is due: an idle node never wakes it. Each directory costs one inotify watch; a folder
-//! beyond the kernel's `fs.inotify.max_user_watches` is kept by the sweep
-//! at each apply alone, and that is logged.
+//! or an owed sweep is due: an idle node never wakes it. Each directory
+//! costs one inotify watch, within a budget the folders share; a folder
+//! past its share (or the kernel's `fs.inotify.max_user_watches`) is kept
+//! by periodic sweeps, which `status` shows ([`Watcher::folders`]).
 //!
 //! An apply of the same process changes a folder's entries only while it
 //! holds the watch ([`Watcher::hold`]): the watch acts on no object
@@ -42,7 +43,7 @@ use super::watched::State;
 use crate::store::Store;
 
 pub use super::notes::log_restored;
-pub use super::watched::absolute;
+pub use super::watched::{absolute, FolderWatch};
 
 /// What wakes the watch thread: an eventfd, and whether it is to end;
 /// and the gate between it and the applies.
@@ -53,6 +54,8 @@ struct Wake {
     gate: Mutex<Gate>,
     /// Signalled when a hold or the watch's acting ends, and at stop.
     turned: Condvar,
+    /// What the watch keeps of each folder, for `status`.
+    shown: Arc<Mutex<Vec<FolderWatch>>>,
 }
 
 /// Who may touch the folders' entries: the watch acts only while no apply
@@ -74,6 +77,7 @@ impl Wake {
             stop: AtomicBool::new(false),
             gate: Mutex::new(Gate::default()),
             turned: Condvar::new(),
+            shown: Arc::default(),
         }
     }
 
@@ -191,6 +195,20 @@ impl Watcher {
         }
     }
 
+    /// What the watch keeps of each folder: directories watched, and
+    /// those past the folder's share of watches, kept by periodic sweeps.
+    pub fn folders(&self) -> Vec<FolderWatch> {
+        match &self.handle {
+            Some(handle) => handle
+                .0
+                .shown
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            None => Vec::new(),
+        }
+    }
+
     /// Hold the watch still while an apply changes folders' entries:
     /// returns once the watch acts on nothing, and it acts on nothing
     /// until the hold is dropped; then it reads its folders again before
@@ -300,11 +318,15 @@ fn run(store: Store, wake: &Wake) {
                     // The new watches sweep everything: events of the old
                     // ones are moot.
                     pending.clear();
-                    state = State::load(managed);
+                    state = State::load(managed, wake.shown.clone());
                 }
                 None => {
                     pending.clear();
                     state = None;
+                    wake.shown
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clear();
                 }
             }
         }
@@ -340,6 +362,7 @@ fn run(store: Store, wake: &Wake) {
                 break;
             }
         }
+        st.publish();
     }
 }
 

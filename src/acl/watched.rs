@@ -13,9 +13,20 @@
 //!   kernel lost events, a sweep of the whole folder is owed, and owed
 //!   sweeps are one, run at most once per [`RESWEEP_INTERVAL`];
 //! - what it says is rate-limited per folder and kind ([`super::notes`]).
+//!
+//! Watches are root's, counted against `fs.inotify.max_user_watches` with
+//! PID 1's and every root service's: the watch holds at most
+//! [`WATCH_BUDGET`] in all, an equal share per folder. Directories past a
+//! folder's share are not watched, and the folder is then kept by a sweep
+//! of the whole of it every [`PERIODIC_MIN`] or more (never more than 5%
+//! of the time); a folder within its share is never swept on a timer. A
+//! directory moved out of its folder loses its watch, and so does all
+//! beneath it: at its `IN_MOVE_SELF`, and at each whole sweep, which drops
+//! the watches it did not meet.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
@@ -33,6 +44,32 @@ pub const RESWEEP_INTERVAL: Duration = super::notes::INTERVAL;
 /// [`RESWEEP_INTERVAL`]; past it, what is new waits for the owed sweep.
 pub const PROMPT_BUDGET: usize = 20_000;
 
+/// inotify watches the shared folders hold in all (the daemon's other
+/// watch, its window records' directory, is one more).
+pub const WATCH_BUDGET: usize = 8_000;
+
+/// A folder not all watched is swept whole at most this often, and then
+/// never more than 5% of the time (20 times its last sweep's length).
+pub const PERIODIC_MIN: Duration = Duration::from_secs(30);
+
+/// What the watch keeps of one folder, for `status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct FolderWatch {
+    /// The resource id.
+    pub id: String,
+    /// Its path.
+    pub path: String,
+    /// Directories watched.
+    pub watched: usize,
+    /// Its share of [`WATCH_BUDGET`].
+    pub share: usize,
+    /// Directories the last whole sweep met that are not watched.
+    pub unwatched: usize,
+    /// When some are not: seconds between sweeps of the whole folder.
+    pub sweep_every_secs: Option<u64>,
+}
+
 /// One watched folder.
 struct Folder {
     id: String,
@@ -44,6 +81,14 @@ struct Folder {
     wanted: Wanted,
     notes: Notes,
     sweeps: Sweeps,
+    /// Watches it holds, and directories met that are not watched (since
+    /// the last whole sweep began).
+    watched: usize,
+    unwatched: usize,
+    /// Why the last directory was not watched.
+    why: String,
+    /// Time between whole sweeps while some are not watched.
+    every: Option<Duration>,
 }
 
 /// The sweeps of one folder the watch runs, and the one it owes.
@@ -90,6 +135,8 @@ impl Sweeps {
 struct Watched {
     folder: usize,
     link: Link<i32>,
+    /// The last whole sweep of its folder that met it.
+    seen: u64,
 }
 
 /// The watch state: the inotify descriptor and what each watch is.
@@ -104,13 +151,20 @@ pub struct State {
     cache: FdCache<i32>,
     /// The document it was built from.
     source: ManagedFolders,
+    /// Whole sweeps begun so far.
+    passes: u64,
+    /// Each folder's share of [`WATCH_BUDGET`].
+    share: usize,
+    /// Where `status` reads what is kept; `dirty` when it is to be told.
+    shown: Arc<Mutex<Vec<FolderWatch>>>,
+    dirty: bool,
 }
 
 impl State {
     /// Open the recorded folders and watch them (sweeping each once). A
     /// folder whose entries are being taken away (no access left) is not
     /// watched.
-    pub fn load(managed: ManagedFolders) -> Option<State> {
+    pub fn load(managed: ManagedFolders, shown: Arc<Mutex<Vec<FolderWatch>>>) -> Option<State> {
         let inotify = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
             Ok(fd) => fd,
             Err(e) => {
@@ -125,6 +179,10 @@ impl State {
             inodes: HashMap::new(),
             cache: FdCache::new(CACHED_FDS),
             source: managed.clone(),
+            passes: 0,
+            share: WATCH_BUDGET,
+            shown,
+            dirty: true,
         };
         let now = Instant::now();
         for (id, folder) in managed.folders {
@@ -149,8 +207,13 @@ impl State {
                 wanted: Wanted::of(&folder.pairs()),
                 notes: Notes::default(),
                 sweeps: Sweeps::new(now),
+                watched: 0,
+                unwatched: 0,
+                why: String::new(),
+                every: None,
             });
         }
+        st.share = WATCH_BUDGET / st.folders.len().max(1);
         for index in 0..st.folders.len() {
             st.sweep_folder(index);
         }
@@ -197,6 +260,27 @@ impl State {
             }
         }
         self.flush(false);
+        self.publish();
+    }
+
+    /// Tell `status` what is kept, when that changed.
+    pub fn publish(&mut self) {
+        if self.dirty {
+            self.dirty = false;
+            let shown: Vec<FolderWatch> = self
+                .folders
+                .iter()
+                .map(|f| FolderWatch {
+                    id: f.id.clone(),
+                    path: f.path.clone(),
+                    watched: f.watched,
+                    share: self.share,
+                    unwatched: f.unwatched,
+                    sweep_every_secs: f.every.map(|e| e.as_secs()),
+                })
+                .collect();
+            *self.shown.lock().unwrap_or_else(PoisonError::into_inner) = shown;
+        }
     }
 
     /// Log what is counted (everything, when `all`).
@@ -229,13 +313,38 @@ impl State {
     /// Sweep folder `index` from its top, whole (owed sweeps are this).
     fn sweep_folder(&mut self, index: usize) {
         let now = Instant::now();
-        let sweeps = &mut self.folders[index].sweeps;
-        sweeps.due = None;
-        sweeps.last = now;
-        let Ok(top) = rustix::io::fcntl_dupfd_cloexec(&self.folders[index].root, 0) else {
+        self.passes += 1;
+        self.dirty = true;
+        let folder = &mut self.folders[index];
+        folder.sweeps.due = None;
+        folder.sweeps.last = now;
+        folder.unwatched = 0;
+        let Ok(top) = rustix::io::fcntl_dupfd_cloexec(&folder.root, 0) else {
             return;
         };
-        self.sweep(index, top.as_fd(), None, true, SWEEP_BOUND);
+        let (_, truncated) = self.sweep(index, top.as_fd(), None, true, SWEEP_BOUND);
+        if !truncated {
+            // What it did not meet is not in the folder any more.
+            let pass = self.passes;
+            let gone: Vec<i32> = self
+                .dirs
+                .iter()
+                .filter(|(_, w)| w.folder == index && w.seen != pass)
+                .map(|(wd, _)| *wd)
+                .collect();
+            for wd in gone {
+                self.unwatch(wd);
+            }
+        }
+        let took = now.elapsed();
+        let folder = &mut self.folders[index];
+        if folder.unwatched == 0 {
+            folder.every = None;
+            return;
+        }
+        let every = PERIODIC_MIN.max(took * 20);
+        folder.every = Some(every);
+        folder.sweeps.due = Some(now + every);
     }
 
     /// Set the directory open at `start` and beneath it, visiting at most
@@ -251,14 +360,18 @@ impl State {
         restored: bool,
         bound: usize,
     ) -> (usize, bool) {
-        let folder = &self.folders[index];
+        let share = self.share;
+        let pass = self.passes;
+        let folder = &mut self.folders[index];
         let inotify = &self.inotify;
         let dirs = &mut self.dirs;
         let inodes = &mut self.inodes;
-        let mut unwatched: Option<Errno> = None;
+        let wanted = folder.wanted.clone();
+        let mut refused: Option<Errno> = None;
+        let (mut watched, mut unwatched) = (folder.watched, 0usize);
         // The sweep's index of each directory → its watch.
         let mut wd_of: Vec<Option<i32>> = Vec::new();
-        let sweep = walk::sweep(start, Op::Set(&folder.wanted), bound, |visit| {
+        let sweep = walk::sweep(start, Op::Set(&wanted), bound, |visit| {
             let i = visit.index as usize;
             if wd_of.len() <= i {
                 wd_of.resize(i + 1, None);
@@ -270,9 +383,17 @@ impl State {
                     Some(wd) => (Some(wd), visit.link.name.clone()),
                     // Its parent is not watched: neither is it (sweeps
                     // keep it).
-                    None => return,
+                    None => {
+                        unwatched += 1;
+                        return;
+                    }
                 },
             };
+            let known = inodes.contains_key(&(visit.link.dev, visit.link.ino));
+            if !known && watched >= share {
+                unwatched += 1;
+                return;
+            }
             match inotify::add_watch(inotify, walk::fd_path(visit.fd), WATCHED) {
                 Ok(wd) => {
                     wd_of[i] = Some(wd);
@@ -285,21 +406,45 @@ impl State {
                     // Watched already (the same inode): this is where it
                     // is now.
                     inodes.insert((link.dev, link.ino), wd);
-                    dirs.insert(
-                        wd,
-                        Watched {
-                            folder: index,
-                            link,
-                        },
-                    );
+                    let w = Watched {
+                        folder: index,
+                        link,
+                        seen: pass,
+                    };
+                    if dirs.insert(wd, w).is_none() {
+                        watched += 1;
+                    }
                 }
-                Err(e) => unwatched = Some(e),
+                Err(e) => {
+                    refused = Some(e);
+                    unwatched += 1;
+                }
             }
         });
-        if let Some(e) = unwatched {
-            let what = format!("directories beneath {} are not all watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps them", folder.path);
-            let path = folder.path.clone();
-            self.note(index, Kind::Unwatched, 1, &path, &what);
+        folder.watched = watched;
+        folder.unwatched += unwatched;
+        self.dirty = true;
+        if unwatched > 0 {
+            folder.why = match refused {
+                Some(e) => format!(
+                    "the kernel refused more watches: {e}; raise fs.inotify.max_user_watches"
+                ),
+                None => format!("past the folder's share of {share} inotify watches"),
+            };
+            // Kept by sweeps of the whole folder from now on.
+            if folder.every.is_none() {
+                folder.every = Some(PERIODIC_MIN);
+                let what = format!(
+                    "directories are not watched ({}); a sweep of the whole folder every {} s or more keeps them",
+                    folder.why,
+                    PERIODIC_MIN.as_secs()
+                );
+                let path = folder.path.clone();
+                if folder.sweeps.due.is_none() {
+                    folder.sweeps.due = Some(Instant::now() + PERIODIC_MIN);
+                }
+                self.note(index, Kind::Unwatched, unwatched as u64, &path, &what);
+            }
         }
         let shown = match parent {
             Some((wd, name)) => self.shown(Some(wd), Some(name), index),
@@ -343,8 +488,58 @@ impl State {
             if self.inodes.get(&(w.link.dev, w.link.ino)) == Some(&wd) {
                 self.inodes.remove(&(w.link.dev, w.link.ino));
             }
+            let folder = &mut self.folders[w.folder];
+            folder.watched = folder.watched.saturating_sub(1);
+            self.dirty = true;
         }
         self.cache.forget(wd);
+    }
+
+    /// Stop watching `wd` (its directory left the folder).
+    fn unwatch(&mut self, wd: i32) {
+        let _ = inotify::remove_watch(&self.inotify, wd);
+        self.forget(wd);
+    }
+
+    /// Watch `wd` fired `IN_MOVE_SELF`: a directory moved within its
+    /// folder was relinked at its `IN_MOVED_TO`, before this; one that
+    /// cannot be reached at its link left the folder (or went beneath a
+    /// directory not watched): it and all beneath it are not watched any
+    /// more.
+    fn moved(&mut self, wd: i32) {
+        // Its cached descriptor still reaches it wherever it went: it is
+        // looked for from its parent, by name, again.
+        self.cache.forget(wd);
+        if self.open_watched(wd).is_ok() || !self.dirs.contains_key(&wd) {
+            return;
+        }
+        // Every watch whose chain of parents reaches `wd`, each chain
+        // walked once.
+        let mut below: HashMap<i32, bool> = HashMap::from([(wd, true)]);
+        let keys: Vec<i32> = self.dirs.keys().copied().collect();
+        for start in keys {
+            let mut chain = Vec::new();
+            let mut k = Some(start);
+            let verdict = loop {
+                let Some(at) = k else { break false };
+                if let Some(&v) = below.get(&at) {
+                    break v;
+                }
+                if chain.len() > self.dirs.len() {
+                    break false;
+                }
+                chain.push(at);
+                k = self.dirs.get(&at).and_then(|w| w.link.parent);
+            };
+            for at in chain {
+                below.insert(at, verdict);
+            }
+        }
+        for (at, gone) in below {
+            if gone {
+                self.unwatch(at);
+            }
+        }
     }
 
     /// Act on one inotify event.
@@ -361,6 +556,10 @@ impl State {
         }
         if flags.contains(ReadFlags::IGNORED) {
             self.forget(wd);
+            return;
+        }
+        if flags.contains(ReadFlags::MOVE_SELF) {
+            self.moved(wd);
             return;
         }
         let (index, dir_fd) = match self.open_watched(wd) {
@@ -458,10 +657,11 @@ impl State {
 }
 
 /// What each directory's watch reports: its entries' changes, what is
-/// made or moved into it.
+/// made or moved into it, its own move.
 const WATCHED: WatchFlags = WatchFlags::ATTRIB
     .union(WatchFlags::CREATE)
     .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::MOVE_SELF)
     .union(WatchFlags::ONLYDIR)
     .union(WatchFlags::EXCL_UNLINK);
 
