@@ -581,6 +581,7 @@ impl Daemon {
                         "at": l.at, "ok": l.ok, "summary": l.summary })),
                     "steps": steps,
                     "open-windows": windows,
+                    "shared-folders": self.folders.folders(),
                 });
                 Response {
                     exit: 0,
