@@ -256,3 +256,205 @@ fn a_writers_flood_costs_few_journal_lines_and_never_loses_a_page() {
     assert!(suppressed.is_empty(), "journald: {suppressed:?}");
     assert!(d.active());
 }
+
+/// The inotify watches process `pid` holds (every `inotify wd:` line of
+/// its descriptors' fdinfo).
+fn watches(node: &Node, pid: &str) -> usize {
+    node.sh_ok(&format!(
+        "cat /proc/{pid}/fdinfo/* 2>/dev/null | grep -c '^inotify wd:' ; true"
+    ))
+    .trim()
+    .parse()
+    .unwrap_or(0)
+}
+
+/// Under `sys.argv[1]`: 90 directories of 100 directories each (9,090),
+/// then `deep/a/b` holding a file `f`: the deepest level, made last.
+const NINE_THOUSAND: &str = r#"
+import os, sys
+root = sys.argv[1]
+for i in range(90):
+    top = os.path.join(root, "t%d" % i)
+    os.mkdir(top)
+    for j in range(100):
+        os.mkdir(os.path.join(top, "d%d" % j))
+os.makedirs(os.path.join(root, "deep", "a", "b"))
+open(os.path.join(root, "deep", "a", "b", "f"), "w").write("x")
+"#;
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn nine_thousand_directories_cost_a_bounded_number_of_watches_and_are_still_kept() {
+    let mut w = World::new("acl-watches");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(
+        &w,
+        json!([ia, shared_folder("share", &share, &[("ia", true)])]),
+    );
+    let pid = d.main_pid();
+    ok(
+        as_identity(&w.node, ia.uid, NINE_THOUSAND, &[&share]),
+        "the tree",
+    );
+    let deep = format!("{share}/deep/a/b/f");
+    wait_for("the deepest file's entry", Duration::from_secs(60), || {
+        has_entry(&w.node, &deep, ia.uid).then_some(())
+    });
+    // Settled: the count stays put.
+    let mut last = usize::MAX;
+    let held = wait_for("the watches to settle", Duration::from_secs(60), || {
+        std::thread::sleep(Duration::from_secs(1));
+        let n = watches(&w.node, &pid);
+        let settled = n == last;
+        last = n;
+        settled.then_some(n)
+    });
+    eprintln!("{held} inotify watches for 9,094 directories");
+    assert!(held <= 8192, "{held} inotify watches held");
+    assert!(held > 7000, "the folder's share is used ({held})");
+    let status = stdout(&d.cli(&["status"]));
+    assert!(
+        status.contains("NOT WATCHED") && status.contains("kept by a sweep"),
+        "{status}"
+    );
+    // Root strips the entries of a file beneath a directory that is not
+    // watched: no event; the periodic sweep puts them back.
+    w.node.sh_ok(&format!("setfacl -b {}", quote(&deep)));
+    assert!(!has_entry(&w.node, &deep, ia.uid));
+    let stripped = Instant::now();
+    wait_for("the periodic sweep", Duration::from_secs(90), || {
+        has_entry(&w.node, &deep, ia.uid).then_some(())
+    });
+    let took = stripped.elapsed();
+    eprintln!("put back after {took:?}");
+    assert!(took <= Duration::from_secs(45), "put back after {took:?}");
+    assert!(watches(&w.node, &pid) <= 8192);
+    assert!(d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_directory_moved_out_of_its_folder_is_no_longer_watched() {
+    let mut w = World::new("acl-moveout");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    // A directory of the writer's own beside the folder, same filesystem.
+    let outside = w.path("outside");
+    w.node.sh_ok(&format!(
+        "mkdir {o} && chown {u}:{u} {o}",
+        o = quote(&outside),
+        u = ia.uid
+    ));
+    let d = DaemonUnit::started(
+        &w,
+        json!([ia, shared_folder("share", &share, &[("ia", true)])]),
+    );
+    let pid = d.main_pid();
+    let base = watches(&w.node, &pid);
+    ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys\nfor t in ('tree', 'kept'):\n  for i in range(300):\n    os.makedirs(os.path.join(sys.argv[1], t, 'x%d' % i))",
+            &[&share],
+        ),
+        "two trees",
+    );
+    let full = wait_for("both trees watched", Duration::from_secs(30), || {
+        let n = watches(&w.node, &pid);
+        (n >= base + 602).then_some(n)
+    });
+    // Moved within the folder: still watched, and still acted on.
+    ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys; os.rename(sys.argv[1] + '/kept', sys.argv[1] + '/kept2')",
+            &[&share],
+        ),
+        "a move within",
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(watches(&w.node, &pid), full, "a move within the folder");
+    let inner = format!("{share}/kept2/x7");
+    ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys; os.chmod(sys.argv[1], 0o700)",
+            &[&inner],
+        ),
+        "chmod",
+    );
+    wait_for(
+        "the moved tree's watch to act",
+        Duration::from_secs(5),
+        || has_entry(&w.node, &inner, ia.uid).then_some(()),
+    );
+    // Moved out: its 301 watches go.
+    ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys; os.rename(sys.argv[1] + '/tree', sys.argv[2] + '/tree')",
+            &[&share, &outside],
+        ),
+        "a move out",
+    );
+    let after = wait_for(
+        "the moved-out watches dropped",
+        Duration::from_secs(10),
+        || {
+            let n = watches(&w.node, &pid);
+            (n + 301 <= full).then_some(n)
+        },
+    );
+    eprintln!("{base} watches idle, {full} with both trees, {after} once one left");
+    assert!(d.active());
+}
+
+/// Voluntary context switches of every thread of `pid` (one per sleep
+/// after a wake).
+fn switches(node: &Node, pid: &str) -> u64 {
+    node.sh_ok(&format!(
+        "cat /proc/{pid}/task/*/status | awk '/^voluntary_ctxt_switches:/ {{ s += $2 }} END {{ print s }}'"
+    ))
+    .trim()
+    .parse()
+    .unwrap_or(0)
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_folder_within_its_share_adds_no_wake_ups_to_the_idle_daemon() {
+    let mut w = World::new("acl-idle");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(
+        &w,
+        json!([ia, shared_folder("share", &share, &[("ia", true)])]),
+    );
+    ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys\nfor i in range(200): os.makedirs(os.path.join(sys.argv[1], 'd%d' % i, 'e'))",
+            &[&share],
+        ),
+        "a tree",
+    );
+    let pid = d.main_pid();
+    // Settled: its events handled, its messages said.
+    std::thread::sleep(Duration::from_secs(12));
+    let status = stdout(&d.cli(&["status"]));
+    assert!(
+        status.contains("shared folder share: 401 directories watched\n"),
+        "{status}"
+    );
+    let before = switches(&w.node, &pid);
+    std::thread::sleep(Duration::from_secs(30));
+    let woke = switches(&w.node, &pid) - before;
+    eprintln!("{woke} wake-ups in 30 s");
+    assert!(woke <= 10, "{woke} wake-ups in 30 s");
+}
