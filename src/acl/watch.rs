@@ -213,8 +213,10 @@ impl Watcher {
     /// returns once the watch acts on nothing, and it acts on nothing
     /// until the hold is dropped; then it reads its folders again before
     /// acting. Blocks for what the watch was doing: one event (a new
-    /// directory is one bounded sweep), or a sweep of every folder after a
-    /// reload or a lost queue; call it off the async runtime's workers. The apply must have recorded the folders' new
+    /// directory is one bounded sweep), a sweep of one whole folder (owed
+    /// after lost events, or periodic past its share of watches), or a
+    /// sweep of every folder after a reload; call it off the async
+    /// runtime's workers. The apply must have recorded the folders' new
     /// entries before it drops the hold.
     pub fn hold(&self) -> Hold {
         let Some(handle) = &self.handle else {

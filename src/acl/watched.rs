@@ -675,3 +675,30 @@ pub fn absolute(path: &str, rel: &str) -> String {
     };
     tree::bounded(&full, tree::PATH_SHOWN + path.len().min(tree::PATH_SHOWN))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owed_sweeps_are_one_and_run_at_most_once_per_interval() {
+        let start = Instant::now();
+        let mut s = Sweeps::new(start);
+        // The budget of prompt sweeps: spent, then back after an interval.
+        assert_eq!(s.left(start), PROMPT_BUDGET);
+        s.spent = PROMPT_BUDGET + 5;
+        assert_eq!(s.left(start + Duration::from_secs(1)), 0);
+        assert_eq!(s.left(start + RESWEEP_INTERVAL), PROMPT_BUDGET);
+        // Owed many times: one sweep, not before an interval after the last.
+        for i in 0..1000 {
+            s.owe(start + Duration::from_millis(i));
+        }
+        assert_eq!(s.due, Some(start + RESWEEP_INTERVAL));
+        // Long after the last sweep, an owed one is due at once.
+        let later = start + 5 * RESWEEP_INTERVAL;
+        s.last = start;
+        s.due = None;
+        s.owe(later);
+        assert_eq!(s.due, Some(later));
+    }
+}
