@@ -458,3 +458,56 @@ fn a_folder_within_its_share_adds_no_wake_ups_to_the_idle_daemon() {
     eprintln!("{woke} wake-ups in 30 s");
     assert!(woke <= 10, "{woke} wake-ups in 30 s");
 }
+
+/// CPU time (user and system, in clock ticks) process `pid` has used.
+fn cpu_ticks(node: &Node, pid: &str) -> u64 {
+    let stat = node.sh_ok(&format!("cat /proc/{pid}/stat"));
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of the line: the 12th and 13th after the name.
+    fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0)
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn renaming_a_big_tree_back_and_forth_does_not_sweep_it_again() {
+    let mut w = World::new("acl-rename");
+    let ia = w.identity("ia");
+    let share = w.shared_path("share");
+    let d = DaemonUnit::started(
+        &w,
+        json!([ia, shared_folder("share", &share, &[("ia", true)])]),
+    );
+    let pid = d.main_pid();
+    // 50 directories of 400 files: 20,050 names.
+    ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys\nfor i in range(50):\n  p = os.path.join(sys.argv[1], 'big', 'd%d' % i); os.makedirs(p)\n  for j in range(400): open(os.path.join(p, 'f%d' % j), 'w').close()",
+            &[&share],
+        ),
+        "the tree",
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let before = cpu_ticks(&w.node, &pid);
+    let n = ok(
+        as_identity(
+            &w.node,
+            ia.uid,
+            "import os,sys,time\nd = sys.argv[1]; end = time.time() + 10; n = 0\nwhile time.time() < end:\n  os.rename(d + '/big', d + '/big2'); time.sleep(0.05); os.rename(d + '/big2', d + '/big'); time.sleep(0.05); n += 2\nprint(n)",
+            &[&share],
+        ),
+        "the rename loop",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_ticks(&w.node, &pid) - before;
+    eprintln!(
+        "{} renames in 10 s cost the daemon {used} ticks of CPU",
+        n.trim()
+    );
+    // Each rename is a relink, not a sweep of 20,050 names.
+    assert!(used < 100, "{used} ticks of CPU for {} renames", n.trim());
+    assert!(has_entry(&w.node, &format!("{share}/big/d7/f9"), ia.uid));
+    assert!(d.active());
+}
