@@ -19,6 +19,15 @@ use tracing_subscriber::Layer;
 /// The target of alert-priority events; only they are mapped to priority 1.
 pub const ALERT_TARGET: &str = "mesh_host::alert";
 
+/// The target of the paging path's own entries (the hand-off an
+/// `--on-alert` instance reads back, and why a page was not sent): stored
+/// at priority 2 (`crit`), whatever their level. journald rate-limits each
+/// unit per priority group (emerg–crit, err, warning, notice–info, debug):
+/// crit shares its group only with the alerts that page, and no message a
+/// writer in a shared folder can cause (warning, notice) is in it, so a
+/// flood of those never suppresses a page.
+pub const PAGE_TARGET: &str = "mesh_host::page";
+
 /// One kind of event the host logs. The names and ids are part of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
@@ -242,9 +251,10 @@ pub fn init_logging(verbose: bool) -> LogSink {
         );
     }
     layers.push(crate::tap::layer());
-    if let Some((normal, alert)) = journal {
+    if let Some((normal, alert, page)) = journal {
         layers.push(normal.with_filter(env_filter()).boxed());
         layers.push(alert);
+        layers.push(page);
     }
     // A second init (tests) keeps the first logger; that is fine.
     let _ = tracing_subscriber::registry().with(layers).try_init();
@@ -253,9 +263,10 @@ pub fn init_logging(verbose: bool) -> LogSink {
 
 type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
 
-/// Two journald layers: one for everything but alerts with the default
-/// priority mapping, one for the alert target that maps ERROR to `alert`.
-fn journal_layers() -> Option<(BoxedLayer, BoxedLayer)> {
+/// Three journald layers: one for everything but alerts and pages with
+/// the default priority mapping, one for the alert target that maps ERROR
+/// to `alert`, one for the paging target that maps every level to `crit`.
+fn journal_layers() -> Option<(BoxedLayer, BoxedLayer, BoxedLayer)> {
     let make = || {
         tracing_journald::layer().ok().map(|l| {
             l.with_field_prefix(None)
@@ -263,7 +274,9 @@ fn journal_layers() -> Option<(BoxedLayer, BoxedLayer)> {
         })
     };
     let normal = make()?
-        .with_filter(filter_fn(|m| m.target() != ALERT_TARGET))
+        .with_filter(filter_fn(|m| {
+            m.target() != ALERT_TARGET && m.target() != PAGE_TARGET
+        }))
         .boxed();
     let mut alert_prio = tracing_journald::PriorityMappings::new();
     alert_prio.error = tracing_journald::Priority::Alert;
@@ -271,7 +284,15 @@ fn journal_layers() -> Option<(BoxedLayer, BoxedLayer)> {
         .with_priority_mappings(alert_prio)
         .with_filter(filter_fn(|m| m.target() == ALERT_TARGET))
         .boxed();
-    Some((normal, alert))
+    let crit = tracing_journald::Priority::Critical;
+    let mut page_prio = tracing_journald::PriorityMappings::new();
+    (page_prio.error, page_prio.warn, page_prio.info) = (crit, crit, crit);
+    (page_prio.debug, page_prio.trace) = (crit, crit);
+    let page = make()?
+        .with_priority_mappings(page_prio)
+        .with_filter(filter_fn(|m| m.target() == PAGE_TARGET))
+        .boxed();
+    Some((normal, alert, page))
 }
 
 #[cfg(test)]

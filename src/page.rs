@@ -274,6 +274,7 @@ impl Pager {
                     .find(|u| self.template.is_instance_of(u, &o.event, o.step.as_deref()))
                 {
                     tracing::warn!(
+                        target: crate::events::PAGE_TARGET,
                         MESH_STEP = o.step.as_deref(),
                         "{earlier} is still running for an earlier {} of step {}: not started again for this one ({})",
                         o.event,
@@ -296,7 +297,9 @@ impl Pager {
             String::new()
         };
         // The instance reads these fields back: journalctl MESH_ALERT_UNIT=%n.
+        // At `crit`, beyond the reach of a writer's flood (PAGE_TARGET).
         tracing::warn!(
+            target: crate::events::PAGE_TARGET,
             MESH_ALERT_UNIT = %unit,
             MESH_ALERT_ID = %id,
             MESH_ALERT_EVENT = %o.event,
@@ -311,6 +314,7 @@ impl Pager {
         );
         if let Err(e) = self.units.start(&unit).await {
             tracing::error!(
+                target: crate::events::PAGE_TARGET,
                 MESH_ALERT_UNIT = %unit,
                 "cannot start {unit} to page {} of step {}: {e}",
                 o.event,

@@ -99,6 +99,30 @@ pub fn fire(report: &FireReport) -> String {
 }
 
 /// The daemon's status answer (its JSON form).
+/// One line per shared folder the watch keeps: how many directories it
+/// watches, and those past the folder's share of watches, kept by sweeps.
+fn folder_lines(folders: Option<&serde_json::Value>) -> String {
+    let mut out = String::new();
+    for f in folders.and_then(|v| v.as_array()).into_iter().flatten() {
+        let n = |k: &str| f.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        let id = f.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+        out.push_str(&format!(
+            "shared folder {id}: {} directories watched",
+            n("watched")
+        ));
+        if n("unwatched") > 0 {
+            out.push_str(&format!(
+                "; {} NOT WATCHED (past its share of {} inotify watches): kept by a sweep of the whole folder every {} s",
+                n("unwatched"),
+                n("share"),
+                n("sweep-every-secs")
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 pub fn daemon_status(status: &serde_json::Value) -> String {
     let text = |v: Option<&serde_json::Value>, none: &str| -> String {
         v.and_then(|v| v.as_str()).unwrap_or(none).to_string()
@@ -164,6 +188,7 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
     if let Some(checks) = status.get("health") {
         out.push_str(&health_lines(checks));
     }
+    out.push_str(&folder_lines(status.get("shared-folders")));
     let steps = status
         .get("steps")
         .and_then(|v| v.as_array())
@@ -305,6 +330,23 @@ mod tests {
         );
         assert!(text.contains("  db: WILL NOT START AGAIN\n"), "{text}");
         assert!(!text.contains("T03:00:00"), "{text}");
+    }
+
+    #[test]
+    fn daemon_status_says_which_folders_are_kept_by_sweeps() {
+        let status = json!({"shared-folders": [
+            {"id": "a", "path": "/srv/a", "watched": 12, "share": 4000, "unwatched": 0, "sweep-every-secs": null},
+            {"id": "b", "path": "/srv/b", "watched": 4000, "share": 4000, "unwatched": 5001, "sweep-every-secs": 30}
+        ]});
+        let text = daemon_status(&status);
+        assert!(
+            text.contains("shared folder a: 12 directories watched\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("shared folder b: 4000 directories watched; 5001 NOT WATCHED (past its share of 4000 inotify watches): kept by a sweep of the whole folder every 30 s\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -13,9 +13,11 @@
 //! [`watch`] keeps it so between applies.
 
 pub mod folders;
+mod notes;
 pub mod tree;
 pub mod walk;
 pub mod watch;
+mod watched;
 
 use std::fmt;
 

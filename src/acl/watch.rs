@@ -2,17 +2,20 @@
 //! every directory of each folder the host took (`IN_ATTRIB`, `IN_CREATE`,
 //! `IN_MOVED_TO`). A changed object is set again at once; one whose entries
 //! had been removed or narrowed (say by `chmod 700`) is logged as
-//! `acl-restored`. A lost event queue (`IN_Q_OVERFLOW`) sweeps every folder
-//! again. Watches are added through the descriptors of the walk
-//! (`/proc/self/fd/N`), so a link is never followed to add one.
+//! `acl-restored`. A lost event queue (`IN_Q_OVERFLOW`) owes every folder
+//! a sweep. Watches are added through the descriptors of the walk
+//! (`/proc/self/fd/N`), so a link is never followed to add one. What the
+//! watch holds and what an event does, its work and its messages bounded
+//! per folder whatever a writer does, is [`super::watched`].
 //!
 //! The watch runs on a thread of its own (it only makes system calls) and
 //! reloads its folders from the store document [`SHARED_FOLDERS`] when told
 //! to, after each apply. It sleeps in `poll` on its inotify descriptor and
-//! an eventfd the daemon signals, with no timeout: an idle node never wakes
-//! it. Each directory costs one inotify watch; a folder
-//! beyond the kernel's `fs.inotify.max_user_watches` is kept by the sweep
-//! at each apply alone, and that is logged.
+//! an eventfd the daemon signals, with no timeout unless a counted message
+//! or an owed sweep is due: an idle node never wakes it. Each directory
+//! costs one inotify watch, within a budget the folders share; a folder
+//! past its share (or the kernel's `fs.inotify.max_user_watches`) is kept
+//! by periodic sweeps, which `status` shows ([`Watcher::folders`]).
 //!
 //! An apply of the same process changes a folder's entries only while it
 //! holds the watch ([`Watcher::hold`]): the watch acts on no object
@@ -24,23 +27,23 @@
 //! back every entry the apply took (and the default entries new objects
 //! inherit), for good.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags};
-use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::fs::inotify::{self, ReadFlags};
 use rustix::io::Errno;
 
 use super::folders::{ManagedFolders, SHARED_FOLDERS};
-use super::tree::{self, FdCache, Link, CACHED_FDS};
-use super::walk::{self, Child, Op, Wanted, SWEEP_BOUND};
-use crate::events::Event;
-use crate::mesh_event;
+use super::watched::State;
 use crate::store::Store;
+
+pub use super::notes::log_restored;
+pub use super::watched::{absolute, FolderWatch};
 
 /// What wakes the watch thread: an eventfd, and whether it is to end;
 /// and the gate between it and the applies.
@@ -51,6 +54,8 @@ struct Wake {
     gate: Mutex<Gate>,
     /// Signalled when a hold or the watch's acting ends, and at stop.
     turned: Condvar,
+    /// What the watch keeps of each folder, for `status`.
+    shown: Arc<Mutex<Vec<FolderWatch>>>,
 }
 
 /// Who may touch the folders' entries: the watch acts only while no apply
@@ -72,6 +77,7 @@ impl Wake {
             stop: AtomicBool::new(false),
             gate: Mutex::new(Gate::default()),
             turned: Condvar::new(),
+            shown: Arc::default(),
         }
     }
 
@@ -189,12 +195,28 @@ impl Watcher {
         }
     }
 
+    /// What the watch keeps of each folder: directories watched, and
+    /// those past the folder's share of watches, kept by periodic sweeps.
+    pub fn folders(&self) -> Vec<FolderWatch> {
+        match &self.handle {
+            Some(handle) => handle
+                .0
+                .shown
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            None => Vec::new(),
+        }
+    }
+
     /// Hold the watch still while an apply changes folders' entries:
     /// returns once the watch acts on nothing, and it acts on nothing
     /// until the hold is dropped; then it reads its folders again before
     /// acting. Blocks for what the watch was doing: one event (a new
-    /// directory is one bounded sweep), or a sweep of every folder after a
-    /// reload or a lost queue; call it off the async runtime's workers. The apply must have recorded the folders' new
+    /// directory is one bounded sweep), a sweep of one whole folder (owed
+    /// after lost events, or periodic past its share of watches), or a
+    /// sweep of every folder after a reload; call it off the async
+    /// runtime's workers. The apply must have recorded the folders' new
     /// entries before it drops the hold.
     pub fn hold(&self) -> Hold {
         let Some(handle) = &self.handle else {
@@ -228,73 +250,6 @@ fn spawn(store: Store) -> Option<Arc<Wake>> {
     Some(wake)
 }
 
-/// One watched folder.
-struct Folder {
-    id: String,
-    path: String,
-    root: OwnedFd,
-    /// The folder's filesystem: the watch never leaves it.
-    dev: u64,
-    module: Option<String>,
-    wanted: Wanted,
-    /// Restorations not yet logged (see [`RESTORED_INTERVAL`]).
-    restored: Restored,
-}
-
-/// The `acl-restored` events of one folder: the first restoration is
-/// logged at once, and those that follow within [`RESTORED_INTERVAL`] are
-/// counted into one event at its end, so a writer looping `chmod` cannot
-/// flood the journal (and push other events out of its rate limit).
-#[derive(Debug, Default)]
-struct Restored {
-    /// When the last event was logged.
-    last: Option<Instant>,
-    /// Restorations since, and the last path.
-    pending: u64,
-    path: String,
-}
-
-/// At most one `acl-restored` event per folder in this time.
-pub const RESTORED_INTERVAL: Duration = Duration::from_secs(10);
-
-/// One watched directory: its folder and how to reach it again (its
-/// parent's watch, its name, its device and inode; never its path).
-struct Watched {
-    folder: usize,
-    link: Link<i32>,
-}
-
-/// The watch state: the inotify descriptor and what each watch is.
-struct State {
-    inotify: OwnedFd,
-    folders: Vec<Folder>,
-    /// Watch descriptor → directory.
-    dirs: HashMap<i32, Watched>,
-    /// A few directories' descriptors, by watch descriptor.
-    cache: FdCache<i32>,
-    full_logged: bool,
-    /// The document it was built from.
-    source: ManagedFolders,
-}
-
-impl State {
-    /// Whether it still watches what `managed` records: the same folders,
-    /// each still the directory found at its path (not one removed and
-    /// made again, which would leave the watches on the old one).
-    fn current(&self, managed: &ManagedFolders) -> bool {
-        self.source == *managed
-            && self.folders.iter().all(|f| {
-                let (Ok(now), Ok(held)) = (
-                    walk::open_path(&f.path).and_then(|fd| rustix::fs::fstat(&fd)),
-                    rustix::fs::fstat(&f.root),
-                ) else {
-                    return false;
-                };
-                now.st_dev == held.st_dev && now.st_ino == held.st_ino
-            })
-    }
-}
-
 /// One inotify event: watch, flags, name.
 type Raw = (i32, ReadFlags, Option<Vec<u8>>);
 
@@ -305,8 +260,8 @@ fn run(store: Store, wake: &Wake) {
     let mut pending: VecDeque<Raw> = VecDeque::new();
     let mut seen = 0;
     loop {
-        // Asleep until the daemon signals, a watched directory changes, or
-        // counted restorations are due to be logged.
+        // Asleep until the daemon signals, a watched directory changes,
+        // counted messages are due to be logged or an owed sweep to run.
         let due = match pending.is_empty() {
             true => state.as_ref().and_then(State::next_due),
             false => Some(Instant::now()),
@@ -314,7 +269,7 @@ fn run(store: Store, wake: &Wake) {
         let (woken, changed) = {
             let mut fds = vec![PollFd::new(&wake.fd, PollFlags::IN)];
             if let Some(st) = &state {
-                fds.push(PollFd::new(&st.inotify, PollFlags::IN));
+                fds.push(PollFd::new(st.inotify(), PollFlags::IN));
             }
             let timeout = due.map(|due| {
                 let left = due.saturating_duration_since(Instant::now());
@@ -343,9 +298,6 @@ fn run(store: Store, wake: &Wake) {
             }
             return;
         };
-        if let Some(st) = state.as_mut() {
-            st.flush(false);
-        }
         if woken {
             wake.drain();
             if wake.stop.load(Ordering::SeqCst) {
@@ -368,22 +320,29 @@ fn run(store: Store, wake: &Wake) {
                     // The new watches sweep everything: events of the old
                     // ones are moot.
                     pending.clear();
-                    state = load(managed);
+                    state = State::load(managed, wake.shown.clone());
                 }
                 None => {
                     pending.clear();
                     state = None;
+                    wake.shown
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clear();
                 }
             }
         }
         let Some(st) = state.as_mut() else {
             continue;
         };
+        // With the folders as they are now: owed sweeps that are due, and
+        // counted messages.
+        st.tick();
         // Read only once the last read is acted on: what waits is one
         // buffer at most (the kernel's queue holds the rest, and says when
         // it lost some).
         if changed && pending.is_empty() {
-            let mut reader = inotify::Reader::new(&st.inotify, &mut buf);
+            let mut reader = inotify::Reader::new(st.inotify(), &mut buf);
             loop {
                 match reader.next() {
                     Ok(ev) => pending.push_back((
@@ -405,6 +364,7 @@ fn run(store: Store, wake: &Wake) {
                 break;
             }
         }
+        st.publish();
     }
 }
 
@@ -419,335 +379,10 @@ fn read(store: &Store) -> Option<ManagedFolders> {
     }
 }
 
-/// Open the recorded folders and watch them (sweeping each once). A folder
-/// whose entries are being taken away (no access left) is not watched.
-fn load(managed: ManagedFolders) -> Option<State> {
-    let inotify = match inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC) {
-        Ok(fd) => fd,
-        Err(e) => {
-            tracing::error!("shared folders are not watched between applies: inotify: {e}");
-            return None;
-        }
-    };
-    let mut st = State {
-        inotify,
-        folders: Vec::new(),
-        dirs: HashMap::new(),
-        cache: FdCache::new(CACHED_FDS),
-        full_logged: false,
-        source: managed.clone(),
-    };
-    for (id, folder) in managed.folders {
-        if folder.access.is_empty() {
-            continue;
-        }
-        let root = match walk::open_path(&folder.path) {
-            Ok(fd) => fd,
-            Err(e) => {
-                tracing::warn!("shared folder {id}: not watched: {e}");
-                continue;
-            }
-        };
-        let dev = match rustix::fs::fstat(&root) {
-            Ok(stat) => stat.st_dev,
-            Err(e) => {
-                tracing::warn!("shared folder {id}: not watched: {e}");
-                continue;
-            }
-        };
-        st.folders.push(Folder {
-            id,
-            path: folder.path.clone(),
-            root,
-            dev,
-            module: folder.module.clone(),
-            wanted: Wanted::of(&folder.pairs()),
-            restored: Restored::default(),
-        });
-    }
-    for index in 0..st.folders.len() {
-        st.sweep_folder(index, true);
-    }
-    Some(st)
-}
-
-impl State {
-    /// The path of watched directory `wd` (and `name` beneath it) to show.
-    fn shown(&self, wd: Option<i32>, name: Option<&[u8]>, folder: &Folder) -> String {
-        let rel = tree::shown(wd, name, |k| self.dirs.get(&k).map(|w| &w.link));
-        absolute(&folder.path, &rel)
-    }
-
-    /// Sweep folder `index` from its top.
-    fn sweep_folder(&mut self, index: usize, restored: bool) {
-        let Ok(top) = rustix::io::fcntl_dupfd_cloexec(&self.folders[index].root, 0) else {
-            return;
-        };
-        self.sweep(index, top.as_fd(), None, restored);
-    }
-
-    /// Set the directory open at `start` and beneath it, watching each
-    /// directory; `parent` is the watch of its parent and its name there
-    /// (`None`: it is the folder itself). Changes are counted as
-    /// restorations when `restored`.
-    fn sweep(
-        &mut self,
-        index: usize,
-        start: BorrowedFd<'_>,
-        parent: Option<(i32, &[u8])>,
-        restored: bool,
-    ) {
-        let folder = &self.folders[index];
-        let inotify = &self.inotify;
-        let dirs = &mut self.dirs;
-        let full_logged = &mut self.full_logged;
-        // The sweep's index of each directory → its watch.
-        let mut wd_of: Vec<Option<i32>> = Vec::new();
-        let sweep = walk::sweep(start, Op::Set(&folder.wanted), SWEEP_BOUND, |visit| {
-            let i = visit.index as usize;
-            if wd_of.len() <= i {
-                wd_of.resize(i + 1, None);
-            }
-            let (parent_wd, name) = match (visit.link.parent, parent) {
-                (None, None) => (None, Box::default()),
-                (None, Some((wd, name))) => (Some(wd), Box::from(name)),
-                (Some(p), _) => match wd_of.get(p as usize).copied().flatten() {
-                    Some(wd) => (Some(wd), visit.link.name.clone()),
-                    // Its parent is not watched: neither is it (the sweep
-                    // at each apply keeps it).
-                    None => return,
-                },
-            };
-            let flags = WatchFlags::ATTRIB
-                | WatchFlags::CREATE
-                | WatchFlags::MOVED_TO
-                | WatchFlags::ONLYDIR
-                | WatchFlags::EXCL_UNLINK;
-            match inotify::add_watch(inotify, walk::fd_path(visit.fd), flags) {
-                Ok(wd) => {
-                    wd_of[i] = Some(wd);
-                    let link = Link {
-                        parent: parent_wd,
-                        name,
-                        dev: visit.link.dev,
-                        ino: visit.link.ino,
-                    };
-                    dirs.insert(
-                        wd,
-                        Watched {
-                            folder: index,
-                            link,
-                        },
-                    );
-                }
-                Err(e) => {
-                    if !*full_logged {
-                        *full_logged = true;
-                        tracing::warn!("shared folder {}: directories beneath {} are not all watched ({e}: raise fs.inotify.max_user_watches); the sweep at each apply keeps them", folder.id, folder.path);
-                    }
-                }
-            }
-        });
-        if !sweep.errors.is_empty() {
-            tracing::warn!(
-                "shared folder {}: {} object(s) could not be set: {}",
-                folder.id,
-                sweep.failed,
-                sweep.errors.join("; ")
-            );
-        }
-        if restored && sweep.changed > 0 {
-            let path = match parent {
-                Some((wd, name)) => self.shown(Some(wd), Some(name), folder),
-                None => folder.path.clone(),
-            };
-            self.restored(index, path, sweep.changed as u64);
-        }
-    }
-
-    /// Count `n` restorations on folder `index` (the last at `path`),
-    /// logging at once when none was logged within the interval.
-    fn restored(&mut self, index: usize, path: String, n: u64) {
-        let r = &mut self.folders[index].restored;
-        r.pending += n;
-        r.path = path;
-        if r.last
-            .is_none_or(|last| last.elapsed() >= RESTORED_INTERVAL)
-        {
-            self.folders[index].log_pending();
-        }
-    }
-
-    /// When counted restorations are next due to be logged.
-    fn next_due(&self) -> Option<Instant> {
-        self.folders
-            .iter()
-            .filter(|f| f.restored.pending > 0)
-            .filter_map(|f| f.restored.last.map(|l| l + RESTORED_INTERVAL))
-            .min()
-    }
-
-    /// Log what is due (everything pending, when `all`).
-    fn flush(&mut self, all: bool) {
-        for folder in &mut self.folders {
-            let r = &folder.restored;
-            if r.pending > 0 && (all || r.last.is_none_or(|l| l.elapsed() >= RESTORED_INTERVAL)) {
-                folder.log_pending();
-            }
-        }
-    }
-
-    /// The directory watched as `wd`, opened again: the very one recorded.
-    fn open_watched(&mut self, wd: i32) -> Result<(usize, OwnedFd), Errno> {
-        let folder = self.dirs.get(&wd).ok_or(Errno::STALE)?.folder;
-        let dirs = &self.dirs;
-        let fd = tree::reopen(
-            self.folders[folder].root.as_fd(),
-            &mut self.cache,
-            wd,
-            |k| dirs.get(&k).map(|w| &w.link),
-            dirs.len(),
-        )?;
-        Ok((folder, fd))
-    }
-
-    fn handle(&mut self, wd: i32, flags: ReadFlags, name: Option<Vec<u8>>) {
-        if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-            tracing::warn!("the shared-folder watch lost events; sweeping every folder");
-            for index in 0..self.folders.len() {
-                self.sweep_folder(index, true);
-            }
-            return;
-        }
-        if flags.contains(ReadFlags::IGNORED) {
-            self.dirs.remove(&wd);
-            self.cache.forget(wd);
-            return;
-        }
-        let (index, dir_fd) = match self.open_watched(wd) {
-            Ok(found) => found,
-            // Moved away, replaced, or gone: where it went is watched (or
-            // is not the folder's any more); nothing here is acted on.
-            Err(_) => return,
-        };
-        let folder = &self.folders[index];
-        let Some(name) = name else {
-            // The watched directory itself changed: act on the descriptor
-            // just checked to be it, unless it is root's now.
-            match rustix::fs::fstat(&dir_fd) {
-                Ok(stat) if stat.st_uid == 0 => {}
-                Ok(_) => match walk::converge_fd(dir_fd.as_fd(), true, Op::Set(&folder.wanted)) {
-                    Ok(true) => {
-                        let path = self.shown(Some(wd), None, folder);
-                        self.restored(index, path, 1);
-                    }
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(
-                        "shared folder {}: {}: {e}",
-                        folder.id,
-                        self.shown(Some(wd), None, folder)
-                    ),
-                },
-                Err(_) => {}
-            }
-            return;
-        };
-        let Ok(cname) = std::ffi::CString::new(name.clone()) else {
-            return;
-        };
-        // A new object only gets its entries (its mode may have narrowed
-        // what it inherited); a changed one had them taken away.
-        let new = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
-        match walk::open_child(dir_fd.as_fd(), &cname, folder.dev, false) {
-            Ok(Child::Open {
-                fd,
-                is_dir: true,
-                uid,
-                ..
-            }) if uid != 0 && new => {
-                // A new directory: set it and all it holds, and watch it,
-                // through the descriptor just checked.
-                self.sweep(index, fd.as_fd(), Some((wd, &name)), false);
-            }
-            Ok(Child::Open {
-                fd, is_dir, uid, ..
-            }) if uid != 0 => {
-                match walk::converge_fd(fd.as_fd(), is_dir, Op::Set(&folder.wanted)) {
-                    Ok(true) if !new => {
-                        let path = self.shown(Some(wd), Some(&name), folder);
-                        self.restored(index, path, 1);
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(
-                        "shared folder {}: {}: {e}",
-                        folder.id,
-                        self.shown(Some(wd), Some(&name), folder)
-                    ),
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(
-                "shared folder {}: {}: {e}",
-                folder.id,
-                self.shown(Some(wd), Some(&name), folder)
-            ),
-        }
-    }
-}
-
-impl Folder {
-    fn log_pending(&mut self) {
-        let r = &mut self.restored;
-        log_restored(&self.id, self.module.as_deref(), &r.path, r.pending);
-        r.pending = 0;
-        r.last = Some(Instant::now());
-    }
-}
-
-/// `rel` (relative to folder `path`, `.` for itself) as an absolute path,
-/// bounded for a message or a journal field.
-pub fn absolute(path: &str, rel: &str) -> String {
-    let full = if rel == "." {
-        path.to_string()
-    } else {
-        format!("{path}/{rel}")
-    };
-    tree::bounded(&full, tree::PATH_SHOWN + path.len().min(tree::PATH_SHOWN))
-}
-
-/// Log `acl-restored`: shared folder `id`'s (of `module`) entries put
-/// back on `count` objects, the last at `path` (`MESH_COUNT`).
-pub fn log_restored(id: &str, module: Option<&str>, path: &str, count: u64) {
-    let path = tree::bounded(path, 2 * tree::PATH_SHOWN);
-    let what = if count == 1 {
-        format!("shared folder {id}: entries restored on {path}")
-    } else {
-        format!("shared folder {id}: entries restored on {count} objects, the last {path}")
-    };
-    match module {
-        Some(module) => mesh_event!(
-            info,
-            Event::AclRestored,
-            MESH_FOLDER = %id,
-            MESH_MODULE = %module,
-            MESH_PATH = %path,
-            MESH_COUNT = count,
-            "{what}"
-        ),
-        None => mesh_event!(
-            info,
-            Event::AclRestored,
-            MESH_FOLDER = %id,
-            MESH_PATH = %path,
-            MESH_COUNT = count,
-            "{what}"
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// Voluntary context switches of this process's `acl-watch` threads
     /// (one sleep each after a wake); `None` when there is no such thread.

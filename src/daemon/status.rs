@@ -94,6 +94,7 @@ impl Daemon {
                 "line": e.line() })),
             "steps": steps,
             "open-windows": windows,
+            "shared-folders": self.folders.folders(),
             "attention": attention,
         });
         Response {
