@@ -1111,3 +1111,58 @@ fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
     });
     assert!(w.running(&svc));
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_that_only_sleeps_runs_until_its_timeout_across_a_daemon_sigkill() {
+    // A step whose only process is `sleep infinity` (its parent Docker's
+    // shim, no mesh-host) looks like an old keeper by its command line.
+    // The daemon is SIGKILLed mid-window; the next one sweeps orphaned
+    // scopes at its start and again after the window it took over: the
+    // step's scope must not be taken for one. The step runs on until its
+    // timeout ends it, then the window closes.
+    let mut w = World::new("sleeper");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let id = w.name("step");
+    let img = w.pulled_busybox();
+    let mut step = declare::step(&id, &run, &img, "", &["svc"], 30);
+    step["command"] = json!(["sleep", "infinity"]);
+    w.write_declaration(json!([declare::service("svc", &svc, &img), step]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    let since = w.journal_now();
+    let client = d.cli_spawn(&["run", &id]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    let began = std::time::Instant::now();
+    let first = d.main_pid();
+    w.node.sh_ok(&format!("kill -KILL {first}"));
+    reap(client);
+    wait_for("the daemon to run again", Duration::from_secs(60), || {
+        (d.active() && d.main_pid() != first).then_some(())
+    });
+    // Its start-up sweep is done once it is ready; give the adopter's
+    // sweep a moment too.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        w.running(&run),
+        "the step's scope was stopped as an orphan's: {}",
+        d.journal(&since, &["-g", "orphan|keeper"])
+    );
+    assert!(!w.running(&svc), "still held while the step runs");
+    wait_for("the window to close", Duration::from_secs(90), || {
+        w.running(&svc).then_some(())
+    });
+    assert!(
+        began.elapsed() >= Duration::from_secs(20),
+        "the step ran until its timeout, not {:?}",
+        began.elapsed()
+    );
+    let status = w.inspect(&run, "{{.State.ExitCode}}");
+    assert!(
+        ["137", "143"].contains(&status.trim()),
+        "stopped at its timeout: {status}"
+    );
+}
