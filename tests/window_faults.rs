@@ -1166,3 +1166,81 @@ fn a_step_that_only_sleeps_runs_until_its_timeout_across_a_daemon_sigkill() {
         "stopped at its timeout: {status}"
     );
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_owner_killed_right_after_its_late_stop_landed_leaves_svc_to_the_daemon() {
+    // As above, the local run is frozen past its check for stopping svc
+    // and loses its window to the daemon, which closes it. Continued, its
+    // stop lands, and it is SIGKILLed right then (held by the fault point
+    // `pause-after-stop`), before it looks again and undoes it. The
+    // daemon, which watched the owner it superseded, sees it die with svc
+    // stopped and no window holding it, and starts svc.
+    let h = Held::start("latekill", "sleep 2; echo done", |_| String::new());
+    let (w, svc, run, id) = (&h.w, &h.svc, &h.run, &h.id);
+    let state_path = w.path("state");
+    let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
+    let log = EventLog::start(w, &[svc, run]);
+    let local = w.mesh_spawn_faulted(
+        &format!("pause-before-stop:{id},pause-after-stop:{id}"),
+        &["run", id, "--local"],
+        None,
+    );
+    wait_for("the window to open", Duration::from_secs(30), || {
+        (!records(&w.dir.join("state")).is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(w.running(svc), "the owner waits before its stop of svc");
+    w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
+    wait_lease_taken_over(&h);
+    wait_for("the record to go", Duration::from_secs(30), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+    assert!(w.running(svc), "the daemon closed the window");
+
+    let continued = log.events().len();
+    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the wrapper");
+    wait_for(
+        "the late stop in Docker's events",
+        Duration::from_secs(60),
+        || {
+            log.events()[continued..]
+                .iter()
+                .any(|(n, a)| n == svc && a == "stop")
+                .then_some(())
+        },
+    );
+    assert!(w.kill_local_run(id), "killed in its pause after the stop");
+    reap(local);
+    wait_for("svc to run again", Duration::from_secs(15), || {
+        w.running(svc).then_some(())
+    });
+    wait_for(
+        "the journal to say svc was restored",
+        Duration::from_secs(10),
+        || {
+            let journal =
+                w.journal(&[&format!("MESH_STEP={id}"), &format!("MESH_CONTAINER={svc}")]);
+            journal
+                .contains(&format!("{svc} restored: pid"))
+                .then_some(())
+        },
+    );
+    let all = log.finish();
+    assert_eq!(count(&all, run, "start"), 0, "the step never ran");
+    let after = &all[continued..];
+    assert_eq!(
+        after
+            .iter()
+            .filter(|(n, a)| n == svc && a == "start")
+            .count(),
+        1,
+        "svc started again once, after its late stop: {after:?}"
+    );
+    assert!(h.d.active());
+}
