@@ -19,6 +19,12 @@
 //!   container, for a minute: a node test stops the process there
 //!   (SIGSTOP) until its lease lapses, so that its stop lands late.
 //!
+//! - `pause-after-stop` (a pause): in an opening window, once a stop of
+//!   a held container has returned and before the owner looks again
+//!   whether the window is still its own, for a minute: a node test kills
+//!   the process there, its late stop landed. Pauses may be combined,
+//!   separated by commas (`pause-before-stop:S,pause-after-stop:S`).
+//!
 //! - `pause-before-naming` (a pause), on a container's name: a container of
 //!   network `none` made whole under its making name, not yet renamed to
 //!   its own (src/runtime/docker/network_none.rs), for a minute: a node
@@ -67,8 +73,11 @@ pub fn point(name: &str, subject: &str) {
 /// aside, the new one not made, or made and the old one not removed).
 #[cfg(debug_assertions)]
 pub async fn pause(name: &str, subject: &str) {
-    let asked =
-        std::env::var("MESH_HOST_FAULT").is_ok_and(|v| v.split_once(':') == Some((name, subject)));
+    // Several pauses may be asked at once, separated by commas.
+    let asked = std::env::var("MESH_HOST_FAULT").is_ok_and(|v| {
+        v.split(',')
+            .any(|f| f.split_once(':') == Some((name, subject)))
+    });
     if asked {
         tracing::warn!("pausing at {name} in {subject} (MESH_HOST_FAULT)");
         tokio::time::sleep(Duration::from_secs(60)).await;

@@ -1111,3 +1111,136 @@ fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
     });
     assert!(w.running(&svc));
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_that_only_sleeps_runs_until_its_timeout_across_a_daemon_sigkill() {
+    // A step whose only process is `sleep infinity` (its parent Docker's
+    // shim, no mesh-host) looks like an old keeper by its command line.
+    // The daemon is SIGKILLed mid-window; the next one sweeps orphaned
+    // scopes at its start and again after the window it took over: the
+    // step's scope must not be taken for one. The step runs on until its
+    // timeout ends it, then the window closes.
+    let mut w = World::new("sleeper");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let id = w.name("step");
+    let img = w.pulled_busybox();
+    let mut step = declare::step(&id, &run, &img, "", &["svc"], 30);
+    step["command"] = json!(["sleep", "infinity"]);
+    w.write_declaration(json!([declare::service("svc", &svc, &img), step]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    let since = w.journal_now();
+    let client = d.cli_spawn(&["run", &id]);
+    wait_for("the step to run", Duration::from_secs(30), || {
+        w.running(&run).then_some(())
+    });
+    let began = std::time::Instant::now();
+    let first = d.main_pid();
+    w.node.sh_ok(&format!("kill -KILL {first}"));
+    reap(client);
+    wait_for("the daemon to run again", Duration::from_secs(60), || {
+        (d.active() && d.main_pid() != first).then_some(())
+    });
+    // Its start-up sweep is done once it is ready; give the adopter's
+    // sweep a moment too.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        w.running(&run),
+        "the step's scope was stopped as an orphan's: {}",
+        d.journal(&since, &["-g", "orphan|keeper"])
+    );
+    assert!(!w.running(&svc), "still held while the step runs");
+    wait_for("the window to close", Duration::from_secs(90), || {
+        w.running(&svc).then_some(())
+    });
+    assert!(
+        began.elapsed() >= Duration::from_secs(20),
+        "the step ran until its timeout, not {:?}",
+        began.elapsed()
+    );
+    let status = w.inspect(&run, "{{.State.ExitCode}}");
+    assert!(
+        ["137", "143"].contains(&status.trim()),
+        "stopped at its timeout: {status}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_owner_killed_right_after_its_late_stop_landed_leaves_svc_to_the_daemon() {
+    // As above, the local run is frozen past its check for stopping svc
+    // and loses its window to the daemon, which closes it. Continued, its
+    // stop lands, and it is SIGKILLed right then (held by the fault point
+    // `pause-after-stop`), before it looks again and undoes it. The
+    // daemon, which watched the owner it superseded, sees it die with svc
+    // stopped and no window holding it, and starts svc.
+    let h = Held::start("latekill", "sleep 2; echo done", |_| String::new());
+    let (w, svc, run, id) = (&h.w, &h.svc, &h.run, &h.id);
+    let state_path = w.path("state");
+    let pattern = quote(&format!("[r]un {id} --local --state-dir {state_path}"));
+    let log = EventLog::start(w, &[svc, run]);
+    let local = w.mesh_spawn_faulted(
+        &format!("pause-before-stop:{id},pause-after-stop:{id}"),
+        &["run", id, "--local"],
+        None,
+    );
+    wait_for("the window to open", Duration::from_secs(30), || {
+        (!records(&w.dir.join("state")).is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(w.running(svc), "the owner waits before its stop of svc");
+    w.node.sh_ok(&format!("pkill -STOP -f -- {pattern}"));
+    wait_lease_taken_over(&h);
+    wait_for("the record to go", Duration::from_secs(30), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
+    assert!(w.running(svc), "the daemon closed the window");
+
+    let continued = log.events().len();
+    w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
+        rustix::process::Signal::CONT,
+    )
+    .expect("SIGCONT the wrapper");
+    wait_for(
+        "the late stop in Docker's events",
+        Duration::from_secs(60),
+        || {
+            log.events()[continued..]
+                .iter()
+                .any(|(n, a)| n == svc && a == "stop")
+                .then_some(())
+        },
+    );
+    assert!(w.kill_local_run(id), "killed in its pause after the stop");
+    reap(local);
+    wait_for("svc to run again", Duration::from_secs(15), || {
+        w.running(svc).then_some(())
+    });
+    wait_for(
+        "the journal to say svc was restored",
+        Duration::from_secs(10),
+        || {
+            let journal =
+                w.journal(&[&format!("MESH_STEP={id}"), &format!("MESH_CONTAINER={svc}")]);
+            journal
+                .contains(&format!("{svc} restored: pid"))
+                .then_some(())
+        },
+    );
+    let all = log.finish();
+    assert_eq!(count(&all, run, "start"), 0, "the step never ran");
+    let after = &all[continued..];
+    assert_eq!(
+        after
+            .iter()
+            .filter(|(n, a)| n == svc && a == "start")
+            .count(),
+        1,
+        "svc started again once, after its late stop: {after:?}"
+    );
+    assert!(h.d.active());
+}

@@ -292,3 +292,108 @@ async fn a_suspended_step_with_catch_up_catches_nothing_up_at_start_or_resume() 
     assert_eq!(starts(&r.fake), 0, "nor does the next start");
     r.stop().await;
 }
+
+/// The window of `gc` from before a power cut, holding `db`, not closed
+/// yet (its record is of another boot).
+fn window_from_before(store: &Store) {
+    let owner = Owner::current().expect("owner");
+    store
+        .write_window(&crate::store::WindowRecord {
+            step: "gc".into(),
+            module: None,
+            fire_time: at("2026-01-01T03:30:00Z"),
+            opened_at: at("2026-01-01T03:30:00Z"),
+            boot_id: "a-boot-before-the-power-cut".into(),
+            pid: owner.pid,
+            pid_start_time: owner.pid_start_time + 12345,
+            step_container: "gc-run".into(),
+            step_timeout_secs: Some(3600),
+            opened_since_boot_secs: None,
+            lease_since_boot_secs: None,
+            owed: false,
+            held: vec![crate::store::HeldContainer {
+                id: "db".into(),
+                name: "db".into(),
+                was_running: true,
+                starting: false,
+            }],
+        })
+        .expect("record");
+}
+
+fn daily_gc_holding_db() -> ScheduledStep {
+    let mut gc = daily_gc(true);
+    gc.def.holds = vec![("db".into(), "db".into())];
+    gc
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_skipped_for_a_window_still_closing_runs_once_it_has_closed() {
+    // Powered off on the 1st mid-window; back on the 4th, that window not
+    // closed yet when the catch-up comes due: the fire is skipped...
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        history_with_last_due(s, "2026-01-01T03:30:00Z");
+        window_from_before(s);
+    });
+    r.fake.add_container(
+        ContainerSpec {
+            name: "db".into(),
+            image: "img@sha256:00".into(),
+            ..ContainerSpec::default()
+        },
+        true,
+    );
+    r.handle
+        .sync(vec![daily_gc_holding_db()])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "skipped while that window is open");
+    let h = r.history().await;
+    assert_eq!(h.last_due, Some(at("2026-01-04T03:30:00Z")));
+    assert_eq!(h.catch_up_owed, Some(at("2026-01-04T03:30:00Z")));
+    // ...and owed, across a restart too.
+    let saved: BTreeMap<String, StepHistory> =
+        r.store.load(STEP_HISTORY).expect("load").expect("saved");
+    r.stop().await;
+    let r = rig(at("2026-01-04T09:10:00Z"), |s| {
+        s.save(STEP_HISTORY, &saved).expect("history");
+        window_from_before(s);
+    });
+    r.fake.add_container(
+        ContainerSpec {
+            name: "db".into(),
+            image: "img@sha256:00".into(),
+            ..ContainerSpec::default()
+        },
+        true,
+    );
+    r.handle
+        .sync(vec![daily_gc_holding_db()])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(starts(&r.fake), 0, "still in its way");
+    // The window closes: the catch-up runs, once.
+    r.store.remove_window("gc").expect("closed");
+    let mut changes = r.handle.changes();
+    let ran = tokio::time::timeout(Duration::from_secs(10), async {
+        while r.history().await.last_run.is_none() {
+            changes.changed().await.expect("changes");
+        }
+    });
+    ran.await
+        .expect("the catch-up runs within seconds of the window's close");
+    assert_eq!(starts(&r.fake), 1);
+    let h = r.history().await;
+    assert_eq!(h.last_outcome.as_deref(), Some("succeeded"));
+    assert_eq!(h.catch_up_owed, None);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    r.handle
+        .sync(vec![daily_gc_holding_db()])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(starts(&r.fake), 1, "never more than once");
+    r.stop().await;
+}

@@ -63,6 +63,9 @@ pub enum RunOutcome {
     },
 }
 
+/// How the reason of a fire skipped for a window begins.
+const SKIPPED_FOR_A_WINDOW: &str = "the window of ";
+
 impl RunOutcome {
     /// The exit status, when the container ran and exited.
     pub fn exit_status(&self) -> Option<i64> {
@@ -74,6 +77,13 @@ impl RunOutcome {
             | RunOutcome::Interrupted { status } => *status,
             RunOutcome::Error { .. } | RunOutcome::Skipped { .. } => None,
         }
+    }
+
+    /// Whether the fire was skipped because a window record (another
+    /// window's, or one of this step still closing) was in its way: a
+    /// catch-up skipped so is owed, and runs once that window has closed.
+    pub fn skipped_for_a_window(&self) -> bool {
+        matches!(self, RunOutcome::Skipped { reason } if reason.starts_with(SKIPPED_FOR_A_WINDOW))
     }
 }
 
@@ -230,7 +240,7 @@ impl Firer {
                 Err(OpenError::Busy { other, container }) => {
                     self.units.end(prepared.unit).await;
                     report.outcome = RunOutcome::Skipped {
-                        reason: format!("the window of {other} holds {container}"),
+                        reason: format!("{SKIPPED_FOR_A_WINDOW}{other} holds {container}"),
                     };
                     return self.finish(step, report, started);
                 }

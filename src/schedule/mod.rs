@@ -5,6 +5,7 @@ pub mod alerts;
 mod catch_up_tests;
 pub mod clock;
 pub mod fire;
+pub mod history;
 pub mod jobs;
 pub mod output;
 pub mod plan;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -31,6 +31,11 @@ use crate::schedule::step::{held_specs, ScheduledStep};
 use crate::schedule::suspend::{self, Suspended};
 use crate::schedule::timer::Woken;
 use crate::store::Store;
+
+pub use crate::schedule::history::StepHistory;
+use crate::schedule::history::{load_history, HISTORY_DOC};
+
+mod owed;
 
 /// The watchdog as the scheduler's loop feeds it: `feed` is called every
 /// `every` (and once at start), from the loop itself.
@@ -62,58 +67,9 @@ impl Watchdog {
     }
 }
 
-/// The store document holding each step's history.
-const HISTORY_DOC: &str = crate::store::STEP_HISTORY;
-
-/// What the host remembers of a step across restarts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct StepHistory {
-    /// The last due time handled (fired or skipped).
-    pub last_due: Option<DateTime<Utc>>,
-    /// When the last run ended.
-    pub last_run: Option<DateTime<Utc>>,
-    /// How it ended, in words.
-    pub last_outcome: Option<String>,
-    /// Its exit status, if it exited.
-    pub last_exit_status: Option<i64>,
-    /// When a run last succeeded.
-    pub last_success: Option<DateTime<Utc>>,
-    /// When the step was armed while it had no handled due time: what
-    /// fires missed before its first one are counted from (and caught up).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub armed_at: Option<DateTime<Utc>>,
-}
-
-/// The steps' history as the store has it. A damaged file is an error in
-/// the journal, never a crash: it is set aside (renamed `*.damaged`, for the
-/// operator to read) and the scheduler starts without it, so fires missed
-/// while the daemon was down are neither counted nor caught up this once.
-fn load_history(store: &Store) -> BTreeMap<String, StepHistory> {
-    let e = match store.load::<BTreeMap<String, StepHistory>>(HISTORY_DOC) {
-        Ok(h) => return h.unwrap_or_default(),
-        Err(e) => e,
-    };
-    let set_aside = store
-        .document_path(HISTORY_DOC)
-        .map_err(|e| e.to_string())
-        .and_then(|path| {
-            let aside = path.with_extension("json.damaged");
-            std::fs::rename(&path, &aside)
-                .map(|()| aside)
-                .map_err(|e| format!("{}: {e}", path.display()))
-        });
-    match set_aside {
-        Ok(aside) => tracing::error!(
-            "step history unreadable ({e}): set aside as {}; starting without it (no fire missed while the daemon was down is counted or caught up)",
-            aside.display()
-        ),
-        Err(moved) => tracing::error!(
-            "step history unreadable ({e}), and it could not be set aside ({moved}); starting without it"
-        ),
-    }
-    BTreeMap::new()
-}
+/// How often a catch-up owed is looked at again (is the window in its way
+/// closed yet).
+const CATCH_UP_POLL: Duration = Duration::from_secs(2);
 
 /// One step in a status answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -267,9 +223,12 @@ pub struct Scheduler {
     store: Store,
     inbox: mpsc::Receiver<Command>,
     running: JoinSet<(String, FireReport)>,
-    /// The step and due time of each fire task, by task id: a task that
-    /// panicked still frees its step.
-    fires: BTreeMap<tokio::task::Id, (String, DateTime<Utc>)>,
+    /// The step and due time of each fire task, by task id, and whether it
+    /// is a catch-up: a task that panicked still frees its step.
+    fires: BTreeMap<tokio::task::Id, (String, DateTime<Utc>, bool)>,
+    /// Catch-ups skipped for a window still closing, by step: each runs
+    /// (once) when nothing is in its way any more.
+    owed_catch_ups: BTreeMap<String, DateTime<Utc>>,
     waiting: BTreeMap<String, Vec<oneshot::Sender<Result<FireReport, String>>>>,
     /// Where each fire's report goes once its history is saved (metrics).
     reports: Option<mpsc::UnboundedSender<FireReport>>,
@@ -309,6 +268,7 @@ impl Scheduler {
             inbox,
             running: JoinSet::new(),
             fires: BTreeMap::new(),
+            owed_catch_ups: BTreeMap::new(),
             waiting: BTreeMap::new(),
             reports: None,
             watchdog,
@@ -334,7 +294,15 @@ impl Scheduler {
         let clock = self.clock.clone();
         let mut watchdog = self.watchdog.take();
         let mut feed_at = Instant::now();
+        let mut catch_up_at = Instant::now() + CATCH_UP_POLL;
         loop {
+            if !self.owed_catch_ups.is_empty() && Instant::now() >= catch_up_at {
+                if self.retry_catch_ups() {
+                    self.changed();
+                }
+                catch_up_at = Instant::now() + CATCH_UP_POLL;
+            }
+            let owed = !self.owed_catch_ups.is_empty();
             let now = clock.now();
             let decisions = self.table.due(now);
             if !decisions.is_empty() {
@@ -363,6 +331,7 @@ impl Scheduler {
                     );
                 },
                 () = tokio::time::sleep_until(feed_at), if fed => {}
+                () = tokio::time::sleep_until(catch_up_at), if owed => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
             if changed {
@@ -403,8 +372,8 @@ impl Scheduler {
         }
         // Saved before any of them fires: a due time is never fired twice.
         self.save_history();
-        for (step, due) in fires {
-            self.spawn_fire(&step, due);
+        for (step, due, catch_up) in fires {
+            self.spawn_fire(&step, due, catch_up);
         }
     }
 
@@ -413,7 +382,7 @@ impl Scheduler {
         &mut self,
         decision: Decision,
         now: DateTime<Utc>,
-    ) -> Option<(String, DateTime<Utc>)> {
+    ) -> Option<(String, DateTime<Utc>, bool)> {
         if let Some(since) = self.suspension_of(&decision) {
             self.pass_suspended(decision, since, now);
             return None;
@@ -421,7 +390,7 @@ impl Scheduler {
         match decision {
             Decision::Fire { step, due } => {
                 self.record_due(&step, due);
-                Some((step, due))
+                Some((step, due, false))
             }
             Decision::CatchUp { step, due } => {
                 self.record_due(&step, due);
@@ -436,7 +405,7 @@ impl Scheduler {
                     due.to_rfc3339(),
                     now.to_rfc3339()
                 );
-                Some((step, due))
+                Some((step, due, true))
             }
             Decision::Skip { step, due } => {
                 self.record_due(&step, due);
@@ -551,7 +520,7 @@ impl Scheduler {
         }
     }
 
-    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>) {
+    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool) {
         let Some(def) = self.steps.get(step).map(|s| s.def.clone()) else {
             return;
         };
@@ -562,7 +531,8 @@ impl Scheduler {
             let report = firer.fire(&def, due).await;
             (id, report)
         });
-        self.fires.insert(task.id(), (step.to_string(), due));
+        self.fires
+            .insert(task.id(), (step.to_string(), due, catch_up));
     }
 
     /// Answer a command; whether the steps' state may have changed.
@@ -605,6 +575,12 @@ impl Scheduler {
                 if armed || self.history.len() != remembered {
                     self.save_history();
                 }
+                // A catch-up owed before a restart is owed still.
+                for (id, h) in &self.history {
+                    if let Some(due) = h.catch_up_owed {
+                        self.owed_catch_ups.entry(id.clone()).or_insert(due);
+                    }
+                }
                 if !missed.is_empty() {
                     self.decide_all(missed, now);
                 }
@@ -634,7 +610,7 @@ impl Scheduler {
                     false
                 } else {
                     let now = self.clock.now();
-                    self.spawn_fire(&step, now);
+                    self.spawn_fire(&step, now, false);
                     self.waiting.entry(step).or_default().push(reply);
                     true
                 }
@@ -663,16 +639,17 @@ impl Scheduler {
         &mut self,
         done: Result<(tokio::task::Id, (String, FireReport)), tokio::task::JoinError>,
     ) {
+        let mut catch_up = false;
         let (step, report) = match done {
             Ok((id, done)) => {
-                self.fires.remove(&id);
+                catch_up = self.fires.remove(&id).is_some_and(|(_, _, c)| c);
                 done
             }
             Err(e) => {
                 // A fire task can only end like this by a panic outside the
                 // step body (its window, if one opened, closes on a task of
                 // its own). The step is freed and the fire reported failed.
-                let Some((step, due)) = self.fires.remove(&e.id()) else {
+                let Some((step, due, _)) = self.fires.remove(&e.id()) else {
                     tracing::error!("a fire task of an unknown step failed: {e}");
                     return;
                 };
@@ -706,6 +683,14 @@ impl Scheduler {
             }
         };
         self.table.set_in_flight(&step, false);
+        if catch_up && report.outcome.skipped_for_a_window() {
+            self.owe_catch_up(&step, report.due);
+        } else if !matches!(report.outcome, RunOutcome::Skipped { .. })
+            && self.owed_catch_ups.remove(&step).is_some()
+        {
+            // It ran since: nothing is owed any more.
+            self.history.entry(step.clone()).or_default().catch_up_owed = None;
+        }
         self.make_ready(&step);
         let now = self.clock.now();
         let h = self.history.entry(step.clone()).or_default();

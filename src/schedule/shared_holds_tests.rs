@@ -330,3 +330,39 @@ async fn a_late_stop_is_undone_only_when_no_window_holds_the_container() {
     assert_eq!(windows(&r).after_stop(&gc, "db").await, Fence::Lost);
     assert!(r.fake.is_running("db"));
 }
+
+// A window opening between a lost owner's late stop and its undo finds
+// the container stopped and records it so. The undo must not start it
+// beside that window's step: it hands it to that window, whose close
+// starts it once its step has ended.
+#[tokio::test(start_paused = true)]
+async fn a_late_stop_is_handed_to_a_window_that_opened_over_it_not_undone_beside_it() {
+    use crate::schedule::window::Fence;
+    let boot = crate::store::boot_id().expect("boot id");
+    // gc's owner lost its window (taken over and closed); its late stop
+    // of db has landed.
+    let r = rig(&[("db", false)]);
+    let gc = own_window("gc", &boot);
+    r.fake.exit_with("scan-run", 0, Duration::from_secs(60));
+    let firer = r.firer.clone();
+    let scan = tokio::spawn(async move { firer.fire(&step("scan", &["db"], None), t0()).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(r.fake.calls().contains(&Call::Start(s("scan-run"))));
+    let records = r.store.windows().expect("records");
+    assert_eq!(records.len(), 1, "scan's window is open: {records:?}");
+    // Now gc's owner looks again.
+    let windows = r.firer.windows().clone();
+    assert_eq!(windows.after_stop(&gc, "db").await, Fence::Lost);
+    assert!(
+        !r.fake.is_running("db"),
+        "db is never started beside scan's step: {:?}",
+        moves(&r.fake)
+    );
+    assert!(r.store.windows().expect("records")[0].keeps_stopped("db"));
+    let scan = scan.await.expect("scan fire");
+    assert!(scan.ok(), "{scan:?}");
+    assert_eq!(scan.started_again, vec!["db"], "started by scan's close");
+    assert!(r.fake.is_running("db"));
+    assert_eq!(count(&r, &Call::Start(s("db"))), 1, "{:?}", moves(&r.fake));
+    assert!(r.store.windows().expect("records").is_empty());
+}

@@ -57,6 +57,7 @@ mod close_tests;
 mod fence;
 mod shared;
 mod stops;
+mod superseded;
 mod takeover;
 
 pub(crate) use fence::Fence;

@@ -10,6 +10,15 @@
 //! gone: a scope holding anything else (a step container's processes) or a
 //! keeper whose mesh-host still runs (a fire between its scope and its
 //! container) is left alone.
+//!
+//! A keeper is told by what a container cannot imitate: it sits in the
+//! scope's own cgroup, where mesh-host started it, while a container's
+//! processes sit in the container's cgroup below it. A step whose only
+//! process is `sleep infinity` or `cat -` (its parent the shim, no
+//! mesh-host) is a container's, never a keeper. And a keeper that is gone
+//! by the time its parent is read is no proof of an orphan (a live fire
+//! drops its keeper once its container is in): the scope is left for the
+//! next sweep.
 
 use zbus_systemd::systemd1::ManagerProxy;
 
@@ -52,9 +61,9 @@ pub async fn stop_orphaned_scopes(manager: &ManagerProxy<'_>) -> Vec<String> {
             }
         };
         let orphaned = !processes.is_empty()
-            && processes
-                .iter()
-                .all(|(_, pid, cmdline)| is_keeper(cmdline) && !owner_runs(*pid));
+            && processes.iter().all(|(cgroup, pid, cmdline)| {
+                in_own_cgroup(cgroup, &name) && is_keeper(cmdline) && !owner_runs(*pid)
+            });
         if !orphaned {
             continue;
         }
@@ -69,6 +78,13 @@ pub async fn stop_orphaned_scopes(manager: &ManagerProxy<'_>) -> Vec<String> {
         }
     }
     stopped
+}
+
+/// Whether a process in `cgroup` (as systemd gives it, from the root of
+/// its hierarchy) sits in the cgroup of `unit` itself, as a keeper does,
+/// rather than in one below it (a container's).
+fn in_own_cgroup(cgroup: &str, unit: &str) -> bool {
+    cgroup.trim_end_matches('/').rsplit('/').next() == Some(unit)
 }
 
 /// Whether `cmdline` (as systemd gives it: arguments joined by spaces,
@@ -86,8 +102,10 @@ fn is_keeper(cmdline: &str) -> bool {
 /// scope is stopped only when its keeper is known to be an orphan.
 fn owner_runs(pid: u32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        // Gone meanwhile: nothing of it to keep.
-        return false;
+        // Gone meanwhile: a live fire may have dropped it, its container
+        // in the scope now. Not known to be an orphan: left alone (an
+        // orphan's scope is seen again by the next sweep, if it lasts).
+        return true;
     };
     let Some(ppid) = stat
         .rfind(')')
@@ -128,6 +146,24 @@ mod tests {
         assert!(!owner_runs(child.id()));
         let _ = child.kill();
         let _ = child.wait();
-        assert!(!owner_runs(child.id()), "gone");
+        assert!(owner_runs(child.id()), "gone: not known to be an orphan");
+    }
+
+    #[test]
+    fn only_a_process_in_the_scope_s_own_cgroup_can_be_a_keeper() {
+        let unit = "mesh-host-step-gc-1767238200.scope";
+        assert!(in_own_cgroup(
+            "/mesh.slice/mesh-host.slice/mesh-host-step-gc-1767238200.scope",
+            unit
+        ));
+        // A step container's `sleep infinity`, in its container's cgroup.
+        assert!(!in_own_cgroup(
+            "/mesh.slice/mesh-host.slice/mesh-host-step-gc-1767238200.scope/0123abcd",
+            unit
+        ));
+        assert!(!in_own_cgroup(
+            "/mesh.slice/mesh-host.slice/other.scope",
+            unit
+        ));
     }
 }

@@ -85,8 +85,14 @@ impl Windows {
         // is kept off the path between two starts: the decision on the
         // next container, and taking the last one started off the record,
         // are one locked rewrite made while Docker starts the current one.
-        let mut current = record.clone();
-        let mut held: Vec<String> = record.held_names().map(str::to_string).collect();
+        // The record on disk, when it is still this window: a container
+        // handed to it since it opened (a lost owner's late stop, see
+        // `after_stop`) is held by it and started by this close.
+        let mut current = match self.store.window(&record.step) {
+            Ok(Some(now)) if now.same_window_and_owner(record) => now,
+            _ => record.clone(),
+        };
+        let mut held: Vec<String> = current.held_names().map(str::to_string).collect();
         held.reverse();
         // The first decision precedes every start.
         let mut next = {

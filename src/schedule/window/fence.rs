@@ -143,6 +143,39 @@ impl Windows {
             );
             return Fence::Lost;
         }
+        // A window of this boot that opened after the stop landed (and
+        // before this look) found `name` stopped and recorded it so: its
+        // step may run now. Starting `name` would run it beside that step;
+        // it is handed to that window instead, as held (it was running
+        // before this process stopped it), and its close starts it.
+        if let Some(other) = scan.records.iter().find(|r| {
+            r.step != held.step
+                && r.boot_id == held.boot_id
+                && r.held.iter().any(|c| c.name == name && !c.was_running)
+        }) {
+            let mut handed = other.clone();
+            for c in handed.held.iter_mut().filter(|c| c.name == name) {
+                c.was_running = true;
+            }
+            match self.store.write_window(&handed) {
+                Ok(()) => {
+                    tracing::warn!(
+                        MESH_STEP = %held.step,
+                        MESH_CONTAINER = %name,
+                        "{name}, stopped by this process after it lost the window of {}, is handed to the window of {}, which opened while it was stopped: that window's close starts it",
+                        held.step,
+                        other.step
+                    );
+                    return Fence::Lost;
+                }
+                Err(e) => tracing::error!(
+                    MESH_STEP = %held.step,
+                    MESH_CONTAINER = %name,
+                    "cannot hand {name} to the window of {}: {e}; starting it again",
+                    other.step
+                ),
+            }
+        }
         // Bounded: `windows.lock` is held, and every owner renews its
         // lease under it.
         match tokio::time::timeout(RESTORE_WAIT, self.runtime.start(name)).await {

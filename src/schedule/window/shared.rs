@@ -95,6 +95,28 @@ impl Windows {
         Ok(out)
     }
 
+    /// The step of a window record that would make a window of `step`,
+    /// holding `holds` (runtime names), skip its fire now: one that names
+    /// `step` itself, or one of another boot not yet closed that holds one
+    /// of them (as [`Windows::open`] decides, read without the lock). A
+    /// fire owed its run (a catch-up) waits while there is one.
+    pub fn opening_blocked_by(
+        &self,
+        step: &str,
+        holds: &[String],
+    ) -> Result<Option<String>, StoreError> {
+        let scan = self.store.scan_windows()?;
+        Ok(scan
+            .records
+            .iter()
+            .find(|r| {
+                r.step == step
+                    || (r.boot_id != self.owner.boot_id
+                        && r.held_names().any(|n| holds.iter().any(|h| h == n)))
+            })
+            .map(|r| r.step.clone()))
+    }
+
     /// How long an opener waits for another window's close to start a
     /// container again before it skips its fire.
     pub(super) fn starting_wait() -> Duration {

@@ -63,7 +63,10 @@ impl Windows {
                     match this.runtime.stop(&stop_name).await {
                         // The stop may have landed after the window was
                         // taken over and closed: look again (see `after_stop`).
-                        Ok(()) => Ok(this.after_stop(&record, &stop_name).await),
+                        Ok(()) => {
+                            crate::fault::pause("pause-after-stop", &record.step).await;
+                            Ok(this.after_stop(&record, &stop_name).await)
+                        }
                         Err(e) => Err(e),
                     }
                 });

@@ -138,6 +138,9 @@ impl Windows {
         } else if !record.owner_alive() {
             format!("pid {}, which is gone", record.pid)
         } else if record.lease_lapsed(&at) {
+            // Alive: a stop it passed its check for may still land, and
+            // it may die before it undoes it.
+            self.watch_superseded(record.clone());
             format!(
                 "pid {}, which has not renewed its lease for {}s (stopped or hung)",
                 record.pid,
