@@ -37,7 +37,7 @@ use super::pull::{Ensured, Puller};
 use super::state::ContainerInputs;
 use super::{Action, ReportLine, Run};
 use crate::container_spec::{
-    self, BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
+    BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
 };
 
 /// Reason of a recreate forced by a container made under an older format.
@@ -56,13 +56,13 @@ pub(super) enum Work {
     /// under its former name, if any).
     Create {
         id: String,
-        built: BuiltContainer,
+        built: Arc<BuiltContainer>,
         renamed: Option<String>,
     },
     /// A container of another identity: recreate it.
     Recreate {
         id: String,
-        built: BuiltContainer,
+        built: Arc<BuiltContainer>,
         name: String,
         reason: String,
     },
@@ -70,7 +70,7 @@ pub(super) enum Work {
     /// a file it restarts on changed in this apply (`restart_on`: its path).
     Keep {
         id: String,
-        built: BuiltContainer,
+        built: Arc<BuiltContainer>,
         name: String,
         running: bool,
         restart_on: Option<String>,
@@ -128,7 +128,7 @@ impl Run<'_> {
         if let Some(why) = self.held.get(name).cloned() {
             return done(Action::HeldStill, Some(why));
         }
-        let built = match container_spec::build(self.decl, res, c) {
+        let built = match self.builds.build(res, c) {
             Ok(b) => b,
             Err(e) => return done(Action::Failed, Some(e.reason)),
         };
@@ -283,7 +283,7 @@ impl Work {
 async fn create_service(
     ex: &Executor,
     id: &str,
-    built: BuiltContainer,
+    built: Arc<BuiltContainer>,
     renamed: Option<String>,
 ) -> Outcome {
     let pulled = match ex.puller.lock().await.ensure(&built.spec.image).await {
@@ -328,7 +328,7 @@ async fn create_service(
 async fn recreate(
     ex: &Executor,
     id: &str,
-    built: BuiltContainer,
+    built: Arc<BuiltContainer>,
     name: &str,
     reason: String,
 ) -> Outcome {
@@ -367,7 +367,7 @@ async fn recreate(
 async fn keep(
     ex: &Executor,
     id: &str,
-    built: BuiltContainer,
+    built: Arc<BuiltContainer>,
     name: &str,
     running: bool,
     restart_on: Option<String>,

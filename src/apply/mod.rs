@@ -49,11 +49,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::container_spec::Builds;
 use crate::declaration::{Declaration, ResourceKind};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
-use crate::schedule::step::scheduled_steps;
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
 use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
@@ -310,8 +310,11 @@ struct Run<'a> {
     written_units: BTreeSet<String>,
     /// The unit manager's `prepare` answer, once asked.
     prepared: Option<Result<BTreeMap<String, FileChange>, String>>,
-    /// Scheduled steps as the scheduler takes them, by id (or why not).
-    step_defs: BTreeMap<String, Result<ScheduledStep, String>>,
+    /// Every container of the declaration built once, each file read once
+    /// (forgotten whenever the apply changed something a container reads).
+    builds: Builds<'a>,
+    /// `/etc/machine-id`, for steps' randomized delays.
+    machine_id: String,
     /// Scheduled steps the last apply installed (or found unchanged), as
     /// it declared them: one declared alike now is `unchanged`.
     steps_before: BTreeMap<String, serde_json::Value>,
@@ -353,14 +356,6 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        let (defs, errors) = scheduled_steps(decl);
-        let mut step_defs: BTreeMap<String, Result<ScheduledStep, String>> = defs
-            .into_iter()
-            .map(|s| (s.def.id.clone(), Ok(s)))
-            .collect();
-        for e in errors {
-            step_defs.insert(e.resource.clone(), Err(e.reason));
-        }
         let written_files = previous
             .as_ref()
             .map(|p| p.files.clone())
@@ -400,7 +395,8 @@ impl<'a> Run<'a> {
             written_files,
             written_units,
             prepared: None,
-            step_defs,
+            builds: Builds::new(decl),
+            machine_id: crate::schedule::splay::machine_id(),
             steps_before,
             puller,
             lines: Vec::new(),

@@ -18,7 +18,6 @@ use crate::runtime::{
 };
 
 use super::{Action, Halt, Run};
-use crate::container_spec;
 
 impl Run<'_> {
     /// Run a run-once step; `Some` when the apply must halt here (the
@@ -57,7 +56,7 @@ impl Run<'_> {
     ) -> Result<Duration, (Option<i64>, String)> {
         let name = c.name.as_str();
         let fail = |reason: String| (None, reason);
-        let built = container_spec::build(self.decl, res, c).map_err(|e| fail(e.reason))?;
+        let built = self.builds.build(res, c).map_err(|e| fail(e.reason))?;
         let leftover = match &self.listing {
             Ok(listing) => listing.contains_key(name),
             Err(e) => return Err(fail(format!("cannot list the managed containers: {e}"))),
