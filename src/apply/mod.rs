@@ -80,6 +80,9 @@ pub use report::{Action, ApplyReport, Halt, ReportLine, WindowLine};
 pub use state::{AppliedState, ContainerInputs};
 pub use units::{FileChange, UnitManager, UnitReport};
 
+/// The one listing of managed containers, in flight.
+type Listing = tokio::task::JoinHandle<Result<Vec<ContainerSummary>, crate::runtime::RuntimeError>>;
+
 /// The apply engine of one process. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Applier {
@@ -150,7 +153,10 @@ impl Applier {
     pub async fn apply(&self, decl: &Declaration) -> ApplyReport {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
-            Ok(_lock) => self.apply_locked(decl, started_at).await,
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                self.apply_locked(decl, started_at, listing).await
+            }
             Err(report) => report,
         };
         log_finished(&report);
@@ -169,20 +175,74 @@ impl Applier {
     ) -> ApplyReport {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
-            Ok(_lock) => match node_declaration::install(path, bytes) {
-                Ok(()) => self.apply_locked(decl, started_at).await,
-                Err(e) => ApplyReport::failed_before_start(started_at, e.to_string()),
-            },
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                self.install_locked(decl, bytes, path, started_at, listing)
+                    .await
+            }
             Err(report) => report,
         };
         log_finished(&report);
         report
     }
 
+    /// `apply FILE` from its bytes: the apply lock is taken first, the
+    /// runtime asked for its listing, and FILE validated while Docker
+    /// answers (a declaration of thousands of resources takes about as
+    /// long to validate as Docker takes to list them); then as
+    /// [`Applier::install_and_apply`]. A refused FILE changes nothing and
+    /// says why.
+    pub async fn parse_install_and_apply(
+        &self,
+        bytes: &[u8],
+        path: &std::path::Path,
+    ) -> Result<(Declaration, ApplyReport), crate::declaration::Refusal> {
+        let started_at = Utc::now();
+        let (decl, report) = match self.lock(started_at).await {
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                let decl = match crate::declaration::parse(bytes) {
+                    Ok(decl) => decl,
+                    Err(refusal) => {
+                        listing.abort();
+                        return Err(refusal);
+                    }
+                };
+                let report = self
+                    .install_locked(&decl, bytes, path, started_at, listing)
+                    .await;
+                (decl, report)
+            }
+            Err(report) => (crate::declaration::parse(bytes)?, report),
+        };
+        log_finished(&report);
+        Ok((decl, report))
+    }
+
+    /// Install `bytes` at `path`, then converge to `decl`; the caller
+    /// holds the apply lock and asked for `listing`.
+    async fn install_locked(
+        &self,
+        decl: &Declaration,
+        bytes: &[u8],
+        path: &std::path::Path,
+        started_at: DateTime<Utc>,
+        listing: Listing,
+    ) -> ApplyReport {
+        match node_declaration::install(path, bytes) {
+            Ok(()) => self.apply_locked(decl, started_at, listing).await,
+            Err(e) => {
+                listing.abort();
+                ApplyReport::failed_before_start(started_at, e.to_string())
+            }
+        }
+    }
+
     /// Read the node's declaration at `path` under the apply lock (so it is
     /// the one the last apply installed, whichever process did) and
     /// converge to it. An unreadable or refused file applies nothing: the
-    /// error says why (and no `apply-finished` is logged).
+    /// error says why (and no `apply-finished` is logged). The listing is
+    /// asked for before the file is read and validated.
     pub async fn apply_node_declaration(
         &self,
         path: &std::path::Path,
@@ -190,8 +250,15 @@ impl Applier {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
             Ok(_lock) => {
-                let decl = node_declaration::read(path)?;
-                let report = self.apply_locked(&decl, started_at).await;
+                let listing = self.start_listing();
+                let decl = match node_declaration::read(path) {
+                    Ok(decl) => decl,
+                    Err(e) => {
+                        listing.abort();
+                        return Err(e);
+                    }
+                };
+                let report = self.apply_locked(&decl, started_at, listing).await;
                 log_finished(&report);
                 return Ok((decl, report));
             }
@@ -201,6 +268,15 @@ impl Applier {
         // Not even read: the declaration is what the file holds now.
         let decl = node_declaration::read(path)?;
         Ok((decl, report))
+    }
+
+    /// The one listing of managed containers, asked for now and awaited
+    /// when the apply needs it: Docker answers (tens of milliseconds for a
+    /// thousand containers) while the declaration is validated and the
+    /// state read. It only reads, so one that is not used changes nothing.
+    fn start_listing(&self) -> Listing {
+        let runtime = self.runtime.clone();
+        tokio::spawn(async move { runtime.list_managed().await })
     }
 
     /// The apply lock, held for a whole apply: no window opens meanwhile,
@@ -214,20 +290,23 @@ impl Applier {
         })
     }
 
-    /// The apply itself; the caller holds the apply lock.
-    async fn apply_locked(&self, decl: &Declaration, started_at: DateTime<Utc>) -> ApplyReport {
+    /// The apply itself; the caller holds the apply lock and asked for
+    /// `listing`.
+    async fn apply_locked(
+        &self,
+        decl: &Declaration,
+        started_at: DateTime<Utc>,
+        listing: Listing,
+    ) -> ApplyReport {
         let refuse = |e: String| {
             ApplyReport::failed_before_start(
                 started_at,
                 format!("{e}; the apply refuses to guess and changed nothing (repair or remove the file)"),
             )
         };
-        // The one listing is asked for first and awaited last: Docker
-        // answers it (tens of milliseconds for a thousand containers)
-        // while the state is read. A state that cannot be read still
-        // changes nothing: the listing only reads.
-        let runtime = self.runtime.clone();
-        let listing = tokio::spawn(async move { runtime.list_managed().await });
+        // The listing was asked for first and is awaited last: Docker
+        // answers it while the state is read. A state that cannot be read
+        // still changes nothing: the listing only reads.
         let state = (|| {
             let previous: Option<AppliedState> =
                 self.store.load(APPLIED).map_err(|e| e.to_string())?;

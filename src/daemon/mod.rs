@@ -36,7 +36,7 @@ use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
-use crate::declaration::{self, Declaration};
+use crate::declaration::Declaration;
 use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
@@ -392,8 +392,8 @@ impl Daemon {
             .apply_node_declaration(&self.cfg.declaration)
             .await
         {
-            Ok((decl, report)) => {
-                self.after_apply(decl, &report).await;
+            Ok((decl, mut report)) => {
+                self.after_apply(decl, &mut report).await;
                 Some(report)
             }
             Err(e) => {
@@ -409,27 +409,34 @@ impl Daemon {
         }
     }
 
-    /// `apply FILE` through the socket: FILE (validated as `decl`) becomes
-    /// the node's declaration file, then the node converges to it.
-    async fn install_and_apply(&self, decl: Declaration, bytes: &[u8]) -> ApplyReport {
+    /// `apply FILE` through the socket: FILE (validated under the apply
+    /// lock while the runtime lists the containers) becomes the node's
+    /// declaration file, then the node converges to it.
+    async fn install_and_apply(
+        &self,
+        bytes: &[u8],
+    ) -> Result<ApplyReport, crate::declaration::Refusal> {
         let _serial = self.applying.lock().await;
-        let report = self
+        let (decl, mut report) = self
             .applier
-            .install_and_apply(&decl, bytes, &self.cfg.declaration)
-            .await;
-        self.after_apply(decl, &report).await;
-        report
+            .parse_install_and_apply(bytes, &self.cfg.declaration)
+            .await?;
+        self.after_apply(decl, &mut report).await;
+        Ok(report)
     }
 
     /// Schedules follow only an apply that went through the whole
     /// declaration; after one that halted or could not start they stay as
     /// armed (CONTRACT "Apply").
-    async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
+    ///
+    /// The report's steps are handed to the scheduler (taken, not copied).
+    async fn after_apply(&self, decl: Declaration, report: &mut ApplyReport) {
         self.folders.reload();
         let modules = crate::metrics::service::modules(&decl);
         let ended = Utc::now();
         if report.complete {
-            if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
+            let steps = std::mem::take(&mut report.steps);
+            if let Some(sync) = self.scheduler.sync(steps).await {
                 tracing::info!(
                     "schedules: {} kept, {} added, {} re-armed, {} dropped",
                     sync.kept.len(),
@@ -438,10 +445,19 @@ impl Daemon {
                     sync.dropped.len()
                 );
             }
-            if let Err(e) = armed::remember(&self.store, &decl) {
-                tracing::warn!("cannot record the declaration the schedules are armed from: {e}");
+            let mut armed_now = self.declaration.lock().await;
+            // Written when it changed (or first in this daemon's life): a
+            // no-op apply of a large declaration rewrote and fsynced a
+            // copy of it each time.
+            if armed_now.as_ref() != Some(&decl) {
+                if let Err(e) = armed::remember(&self.store, &decl) {
+                    tracing::warn!(
+                        "cannot record the declaration the schedules are armed from: {e}"
+                    );
+                }
             }
-            *self.declaration.lock().await = Some(decl);
+            *armed_now = Some(decl);
+            drop(armed_now);
         } else {
             tracing::warn!(
                 "the apply did not go through the whole declaration ({}): the schedules stay as armed",
@@ -499,21 +515,20 @@ impl Daemon {
 
     async fn handle(&self, request: Request) -> Response {
         match request {
-            Request::Apply { declaration } => match declaration::parse(declaration.as_bytes()) {
-                Err(refusal) => Response {
-                    exit: 2,
-                    text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
-                    json: serde_json::to_value(&refusal).unwrap_or_default(),
-                },
-                Ok(decl) => {
-                    let report = self.install_and_apply(decl, declaration.as_bytes()).await;
-                    Response {
+            Request::Apply { declaration } => {
+                match self.install_and_apply(declaration.as_bytes()).await {
+                    Err(refusal) => Response {
+                        exit: 2,
+                        text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
+                        json: serde_json::to_value(&refusal).unwrap_or_default(),
+                    },
+                    Ok(report) => Response {
                         exit: if report.ok { 0 } else { 1 },
                         text: report.to_string(),
                         json: serde_json::to_value(&report).unwrap_or_default(),
-                    }
+                    },
                 }
-            },
+            }
             Request::Run { step } => match self.scheduler.run_now(&step).await {
                 Ok(report) => Response {
                     exit: if report.ok() { 0 } else { 1 },
