@@ -56,7 +56,7 @@ use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
-use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
+use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS, LAST_APPLY};
 
 mod containers;
 mod files;
@@ -77,7 +77,7 @@ pub mod units;
 pub use order::APPLY_WIDTH;
 pub use pull::PullPolicy;
 pub use report::{Action, ApplyReport, Halt, ReportLine, WindowLine};
-pub use state::{AppliedState, ContainerInputs};
+pub use state::{load_applied, AppliedState, ContainerInputs, LastApply};
 pub use units::{FileChange, UnitManager, UnitReport};
 
 /// The one listing of managed containers, in flight.
@@ -364,6 +364,9 @@ fn log_finished(report: &ApplyReport) {
 struct Run<'a> {
     applier: &'a Applier,
     decl: &'a Declaration,
+    /// What the last apply recorded (`applied.json`), to write it again
+    /// only when this apply records something else.
+    previous: Option<AppliedState>,
     /// What each container was created reading, by container name.
     inputs: BTreeMap<String, ContainerInputs>,
     /// The same as read from the state directory (`None`: no file), so an
@@ -462,6 +465,7 @@ impl<'a> Run<'a> {
         Run {
             applier,
             decl,
+            previous,
             inputs,
             inputs_on_disk,
             live,
@@ -538,8 +542,23 @@ impl<'a> Run<'a> {
             units: self.written_units.iter().cloned().collect(),
             containers: known.into_iter().collect(),
         };
-        if let Err(e) = self.applier.store.save(APPLIED, &applied) {
-            error = Some(format!("cannot record what was applied: {e}"));
+        // The record of what was applied is the size of the declaration,
+        // twice: written only when it says something new; the time of the
+        // apply always.
+        let same = self
+            .previous
+            .as_ref()
+            .is_some_and(|p| p.same_but_time(&applied));
+        if !same {
+            if let Err(e) = self.applier.store.save(APPLIED, &applied) {
+                error = Some(format!("cannot record what was applied: {e}"));
+            }
+        }
+        let last = LastApply {
+            applied_at: finished_at,
+        };
+        if let Err(e) = self.applier.store.save(LAST_APPLY, &last) {
+            error = Some(format!("cannot record when the apply ended: {e}"));
         }
         ApplyReport {
             ok: self.ok && error.is_none(),

@@ -1050,8 +1050,8 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
 }
 
 #[tokio::test]
-async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
-    use crate::store::{APPLIED, CONTAINER_INPUTS};
+async fn a_no_op_apply_rewrites_only_the_time_of_the_apply() {
+    use crate::store::{APPLIED, CONTAINER_INPUTS, LAST_APPLY};
     let r = Rig::new();
     r.fake.add_image(&img(1));
     r.fake.add_image(&img(2));
@@ -1074,13 +1074,20 @@ async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
     let compact = serde_json::to_string(&recorded).expect("json");
     std::fs::write(&inputs_path, &compact).expect("write");
     let applied_at = |r: &Rig| {
-        r.store
-            .load::<super::AppliedState>(APPLIED)
+        super::load_applied(&r.store)
             .expect("load")
             .expect("present")
             .applied_at
     };
+    let applied_path = r.store.document_path(APPLIED).expect("path");
+    let last_path = r.store.document_path(LAST_APPLY).expect("path");
+    // The first no-op records its lines as `unchanged` (they said
+    // `created`); from then on what was applied is the same.
+    let noop = r.apply(services(&img(1))).await;
+    assert!(noop.ok, "{noop}");
+    let applied_before = std::fs::read(&applied_path).expect("read");
     let first_at = applied_at(&r);
+    let last_before = std::fs::read(&last_path).expect("read");
 
     let noop = r.apply(services(&img(1))).await;
     assert_eq!(
@@ -1092,6 +1099,12 @@ async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
         compact,
         "unchanged, so not written again"
     );
+    assert_eq!(
+        std::fs::read(&applied_path).expect("read"),
+        applied_before,
+        "what was applied is the same, so not written again"
+    );
+    assert_ne!(std::fs::read(&last_path).expect("read"), last_before);
     assert!(applied_at(&r) > first_at, "the apply itself is recorded");
 
     let changed = r.apply(services(&img(2))).await;
