@@ -20,6 +20,9 @@ use super::{build_with, sha256_hex, BuiltContainer, SpecError};
 use crate::declaration::{Container, Declaration, Resource, ResourceKind};
 use crate::runtime::ContainerSpec;
 
+/// What a mount gives to read: path → SHA-256 (`None`: absent).
+type MountReads = BTreeMap<String, Option<String>>;
+
 /// Files read while building, by path: what each build of one apply reads
 /// is read once.
 #[derive(Debug, Default)]
@@ -27,7 +30,7 @@ pub(super) struct FileReads {
     /// Env-files: text and SHA-256, or why it could not be read.
     env: HashMap<PathBuf, Result<(String, String), String>>,
     /// What a bind mount gives to read, by source and read-only flag.
-    mounts: HashMap<(PathBuf, bool), Result<BTreeMap<String, Option<String>>, String>>,
+    mounts: HashMap<(PathBuf, bool), Result<MountReads, String>>,
 }
 
 impl FileReads {
@@ -54,8 +57,8 @@ impl FileReads {
         &mut self,
         source: &Path,
         read_only: bool,
-        read: impl FnOnce(&Path, bool) -> Result<BTreeMap<String, Option<String>>, String>,
-    ) -> Result<&BTreeMap<String, Option<String>>, String> {
+        read: impl FnOnce(&Path, bool) -> Result<MountReads, String>,
+    ) -> Result<&MountReads, String> {
         let entry = self
             .mounts
             .entry((source.to_path_buf(), read_only))
