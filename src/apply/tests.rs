@@ -1171,3 +1171,72 @@ async fn steps_among_many_services_are_unchanged_only_when_declared_alike() {
     let back = r.apply(declared("0 3 * * *")).await;
     assert_eq!(back.line("gc").expect("gc").action.to_string(), "installed");
 }
+
+#[tokio::test]
+async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_reading_it() {
+    // Every container is built once per apply and every file read once:
+    // the file written by this apply is still what the service after it,
+    // the step reading it and the steps holding the service see.
+    use crate::schedule::jobs::JobTable;
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_image(&img(2));
+    let env = r.path("etc/app/env");
+    let declared = |content: &str| {
+        json!([
+            file("env", &env, content),
+            with_env_file(service("web", &img(1)), &env),
+            with_env_file(step("gc", &img(2), &["web"]), &env),
+            step("other", &img(2), &["web"]),
+        ])
+    };
+    let mut table = JobTable::new();
+    let mut arm = |report: &ApplyReport| {
+        let timings = report.steps.iter().map(|s| s.timing.clone()).collect();
+        table.sync(timings, &BTreeMap::new(), Utc::now()).0
+    };
+    let held_env = |report: &ApplyReport| {
+        let other = report.steps.iter().find(|s| s.def.id == "other");
+        other.expect("other installed").def.hold_specs["web"]
+            .env
+            .clone()
+    };
+    let first = r.apply(declared("A=1\n")).await;
+    assert!(first.ok, "{first}");
+    assert_eq!(arm(&first).added, vec!["gc", "other"]);
+
+    let same = r.apply(declared("A=1\n")).await;
+    assert_eq!(
+        same.line("web").expect("web").action.to_string(),
+        "unchanged"
+    );
+    assert_eq!(arm(&same).kept, vec!["gc", "other"]);
+
+    let changed = r.apply(declared("A=2\n")).await;
+    assert_eq!(reason(&changed, "web"), format!("{env} changed"));
+    assert_eq!(r.fake.spec_of("web").expect("web").env[0].1, "2");
+    let synced = arm(&changed);
+    assert_eq!(synced.rearmed, vec!["gc"], "the step reading the file");
+    assert_eq!(synced.kept, vec!["other"]);
+    assert_eq!(held_env(&changed), vec![("A".to_string(), "2".to_string())]);
+    let gc = changed.steps.iter().find(|s| s.def.id == "gc").expect("gc");
+    assert_eq!(gc.def.spec.env, vec![("A".to_string(), "2".to_string())]);
+
+    // The service declared before the file: built before the write, and
+    // built again after it for the step that holds it.
+    let reordered = r
+        .apply(json!([
+            with_env_file(service("web", &img(1)), &env),
+            file("env", &env, "A=3\n"),
+            step("other", &img(2), &["web"]),
+        ]))
+        .await;
+    assert_eq!(
+        reordered.line("web").expect("web").action.to_string(),
+        "unchanged"
+    );
+    assert_eq!(
+        held_env(&reordered),
+        vec![("A".to_string(), "3".to_string())]
+    );
+}
