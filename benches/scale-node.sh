@@ -314,7 +314,7 @@ measure_fires() {
 sleep_until() {
 	local now=$EPOCHREALTIME
 	local left
-	left=$(awk -v t="$1" -v n="$now" 'BEGIN { d = t - n; printf "%.6f", d > 0 ? d : 0 }')
+	left=$(awk -v t="$1" -v n="$now" 'BEGIN { d = t - n; printf "%.6f", (d > 0 ? d : 0) }')
 	sleep "$left"
 }
 
