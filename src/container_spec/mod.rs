@@ -22,9 +22,10 @@
 
 mod cache;
 pub mod grants;
+mod reads;
 
 pub use cache::Builds;
-use cache::FileReads;
+use reads::FileReads;
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
@@ -377,7 +378,7 @@ fn read_env_file(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_string())
 }
 
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
