@@ -152,7 +152,10 @@ inside() {
 	# 4. Idle wake-ups, every daemon and dockerd over the same windows.
 	local docker_pid
 	docker_pid=$(systemctl show -P MainPID docker.service)
-	sleep 5
+	# Settle past the 10 s after which tokio's idle blocking threads end:
+	# a thread that ends takes its switches with it (a window would count
+	# fewer than none).
+	sleep 15
 	for ((r = 0; r < idle_runs; r++)); do
 		local -A b=()
 		for s in "${sides[@]}"; do b[$s]=$(switches "${side_pid[$s]}"); done
