@@ -153,8 +153,7 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
     let windows = status
         .get("open-windows")
         .and_then(|v| v.as_array())
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[][..], Vec::as_slice);
     if windows.is_empty() {
         out.push_str("open windows: none\n");
     }
@@ -192,8 +191,7 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
     let steps = status
         .get("steps")
         .and_then(|v| v.as_array())
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[][..], Vec::as_slice);
     for s in steps {
         let last = match s.get("last-outcome").and_then(|v| v.as_str()) {
             Some(outcome) => format!("last {outcome} ({})", when(s.get("last-run"), "?")),

@@ -42,7 +42,7 @@ use super::pull::{Ensured, Puller};
 use super::state::ContainerInputs;
 use super::{Action, ReportLine, Run};
 use crate::container_spec::{
-    self, BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
+    BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
 };
 
 /// Reason of a recreate forced by a container made under an older format.
@@ -62,14 +62,14 @@ pub(super) enum Work {
     /// (`leftover`), if any, carrying its volumes.
     Create {
         id: String,
-        built: BuiltContainer,
+        built: Arc<BuiltContainer>,
         renamed: Option<String>,
         leftover: Option<String>,
     },
     /// A container of another identity: recreate it.
     Recreate {
         id: String,
-        built: BuiltContainer,
+        built: Arc<BuiltContainer>,
         name: String,
         reason: String,
     },
@@ -77,7 +77,7 @@ pub(super) enum Work {
     /// a file it restarts on changed in this apply (`restart_on`: its path).
     Keep {
         id: String,
-        built: BuiltContainer,
+        built: Arc<BuiltContainer>,
         name: String,
         running: bool,
         restart_on: Option<String>,
@@ -133,7 +133,7 @@ impl Run<'_> {
         if let Some(why) = self.held.get(name).cloned() {
             return done(Action::HeldStill, Some(why));
         }
-        let built = match container_spec::build(self.decl, res, c) {
+        let built = match self.builds.build(res, c) {
             Ok(b) => b,
             Err(e) => return done(Action::Failed, Some(e.reason)),
         };
@@ -296,7 +296,7 @@ impl Work {
 async fn create_service(
     ex: &Executor,
     id: &str,
-    built: BuiltContainer,
+    built: Arc<BuiltContainer>,
     renamed: Option<String>,
     leftover: Option<String>,
 ) -> Outcome {
@@ -358,7 +358,7 @@ async fn create_service(
 async fn recreate(
     ex: &Executor,
     id: &str,
-    built: BuiltContainer,
+    built: Arc<BuiltContainer>,
     name: &str,
     reason: String,
 ) -> Outcome {
@@ -440,7 +440,7 @@ pub(super) async fn make(
 async fn keep(
     ex: &Executor,
     id: &str,
-    built: BuiltContainer,
+    built: Arc<BuiltContainer>,
     name: &str,
     running: bool,
     restart_on: Option<String>,

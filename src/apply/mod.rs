@@ -49,14 +49,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::container_spec::Builds;
 use crate::declaration::{Declaration, ResourceKind};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::runtime::{ContainerRuntime, ContainerSummary};
-use crate::schedule::step::scheduled_steps;
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
-use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
+use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS, LAST_APPLY};
 
 mod containers;
 pub mod empty;
@@ -79,8 +79,20 @@ pub use empty::EmptyRefused;
 pub use order::APPLY_WIDTH;
 pub use pull::PullPolicy;
 pub use report::{Action, ApplyReport, Halt, ReportLine, WindowLine};
-pub use state::{AppliedState, ContainerInputs};
+pub use state::{load_applied, AppliedState, ContainerInputs, LastApply};
+
+/// Why `apply FILE` through the daemon changed nothing.
+#[derive(Debug)]
+pub enum InstallRefused {
+    /// FILE is not a valid declaration.
+    Invalid(crate::declaration::Refusal),
+    /// FILE declares nothing over a node where resources are applied.
+    Empty(EmptyRefused),
+}
 pub use units::{FileChange, UnitManager, UnitReport};
+
+/// The one listing of managed containers, in flight.
+type Listing = tokio::task::JoinHandle<Result<Vec<ContainerSummary>, crate::runtime::RuntimeError>>;
 
 /// The apply engine of one process. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -152,7 +164,10 @@ impl Applier {
     pub async fn apply(&self, decl: &Declaration) -> ApplyReport {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
-            Ok(_lock) => self.apply_locked(decl, started_at).await,
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                self.apply_locked(decl, started_at, listing).await
+            }
             Err(report) => report,
         };
         log_finished(&report);
@@ -176,17 +191,20 @@ impl Applier {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
             Ok(_lock) => {
-                empty::guard(
+                let listing = self.start_listing();
+                if let Err(refused) = empty::guard(
                     &self.store,
                     &*self.runtime,
                     decl.resources.len(),
                     allow_empty,
                 )
-                .await?;
-                match node_declaration::install(path, bytes) {
-                    Ok(()) => self.apply_locked(decl, started_at).await,
-                    Err(e) => ApplyReport::failed_before_start(started_at, e.to_string()),
+                .await
+                {
+                    listing.abort();
+                    return Err(refused);
                 }
+                self.install_locked(decl, bytes, path, started_at, listing)
+                    .await
             }
             Err(report) => report,
         };
@@ -194,12 +212,81 @@ impl Applier {
         Ok(report)
     }
 
+    /// `apply FILE` from its bytes: the apply lock is taken first, the
+    /// runtime asked for its listing, and FILE validated while Docker
+    /// answers (a declaration of thousands of resources takes about as
+    /// long to validate as Docker takes to list them); then as
+    /// [`Applier::install_and_apply`]. A refused FILE (invalid, or empty
+    /// over an applied node without `allow_empty`) changes nothing and says
+    /// why.
+    pub async fn parse_install_and_apply(
+        &self,
+        bytes: &[u8],
+        path: &std::path::Path,
+        allow_empty: bool,
+    ) -> Result<(Declaration, ApplyReport), InstallRefused> {
+        let started_at = Utc::now();
+        let (decl, report) = match self.lock(started_at).await {
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                let decl = match crate::declaration::parse(bytes) {
+                    Ok(decl) => decl,
+                    Err(refusal) => {
+                        listing.abort();
+                        return Err(InstallRefused::Invalid(refusal));
+                    }
+                };
+                if let Err(refused) = empty::guard(
+                    &self.store,
+                    &*self.runtime,
+                    decl.resources.len(),
+                    allow_empty,
+                )
+                .await
+                {
+                    listing.abort();
+                    return Err(InstallRefused::Empty(refused));
+                }
+                let report = self
+                    .install_locked(&decl, bytes, path, started_at, listing)
+                    .await;
+                (decl, report)
+            }
+            Err(report) => (
+                crate::declaration::parse(bytes).map_err(InstallRefused::Invalid)?,
+                report,
+            ),
+        };
+        log_finished(&report);
+        Ok((decl, report))
+    }
+
+    /// Install `bytes` at `path`, then converge to `decl`; the caller
+    /// holds the apply lock and asked for `listing`.
+    async fn install_locked(
+        &self,
+        decl: &Declaration,
+        bytes: &[u8],
+        path: &std::path::Path,
+        started_at: DateTime<Utc>,
+        listing: Listing,
+    ) -> ApplyReport {
+        match node_declaration::install(path, bytes) {
+            Ok(()) => self.apply_locked(decl, started_at, listing).await,
+            Err(e) => {
+                listing.abort();
+                ApplyReport::failed_before_start(started_at, e.to_string())
+            }
+        }
+    }
+
     /// Read the node's declaration at `path` under the apply lock (so it is
     /// the one the last apply installed, whichever process did) and
     /// converge to it. An unreadable or refused file applies nothing: the
     /// error says why (and no `apply-finished` is logged); so does a file
     /// declaring nothing over a node where resources are applied
-    /// ([`empty`]: only `apply --allow-empty FILE` removes everything).
+    /// ([`empty`]: only `apply --allow-empty FILE` removes everything). The
+    /// listing is asked for before the file is read and validated.
     pub async fn apply_node_declaration(
         &self,
         path: &std::path::Path,
@@ -207,14 +294,24 @@ impl Applier {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
             Ok(_lock) => {
-                let decl = node_declaration::read(path)?;
-                empty::guard(&self.store, &*self.runtime, decl.resources.len(), false)
-                    .await
-                    .map_err(|refused| node_declaration::DeclarationFileError::Empty {
+                let listing = self.start_listing();
+                let decl = match node_declaration::read(path) {
+                    Ok(decl) => decl,
+                    Err(e) => {
+                        listing.abort();
+                        return Err(e);
+                    }
+                };
+                if let Err(refused) =
+                    empty::guard(&self.store, &*self.runtime, decl.resources.len(), false).await
+                {
+                    listing.abort();
+                    return Err(node_declaration::DeclarationFileError::Empty {
                         path: path.display().to_string(),
                         refused,
-                    })?;
-                let report = self.apply_locked(&decl, started_at).await;
+                    });
+                }
+                let report = self.apply_locked(&decl, started_at, listing).await;
                 log_finished(&report);
                 return Ok((decl, report));
             }
@@ -224,6 +321,15 @@ impl Applier {
         // Not even read: the declaration is what the file holds now.
         let decl = node_declaration::read(path)?;
         Ok((decl, report))
+    }
+
+    /// The one listing of managed containers, asked for now and awaited
+    /// when the apply needs it: Docker answers (tens of milliseconds for a
+    /// thousand containers) while the declaration is validated and the
+    /// state read. It only reads, so one that is not used changes nothing.
+    fn start_listing(&self) -> Listing {
+        let runtime = self.runtime.clone();
+        tokio::spawn(async move { runtime.list_managed().await })
     }
 
     /// The apply lock, held for a whole apply: no window opens meanwhile,
@@ -237,20 +343,23 @@ impl Applier {
         })
     }
 
-    /// The apply itself; the caller holds the apply lock.
-    async fn apply_locked(&self, decl: &Declaration, started_at: DateTime<Utc>) -> ApplyReport {
+    /// The apply itself; the caller holds the apply lock and asked for
+    /// `listing`.
+    async fn apply_locked(
+        &self,
+        decl: &Declaration,
+        started_at: DateTime<Utc>,
+        listing: Listing,
+    ) -> ApplyReport {
         let refuse = |e: String| {
             ApplyReport::failed_before_start(
                 started_at,
                 format!("{e}; the apply refuses to guess and changed nothing (repair or remove the file)"),
             )
         };
-        // The one listing is asked for first and awaited last: Docker
-        // answers it (tens of milliseconds for a thousand containers)
-        // while the state is read. A state that cannot be read still
-        // changes nothing: the listing only reads.
-        let runtime = self.runtime.clone();
-        let listing = tokio::spawn(async move { runtime.list_managed().await });
+        // The listing was asked for first and is awaited last: Docker
+        // answers it while the state is read. A state that cannot be read
+        // still changes nothing: the listing only reads.
         let state = (|| {
             let previous: Option<AppliedState> =
                 self.store.load(APPLIED).map_err(|e| e.to_string())?;
@@ -308,6 +417,9 @@ fn log_finished(report: &ApplyReport) {
 struct Run<'a> {
     applier: &'a Applier,
     decl: &'a Declaration,
+    /// What the last apply recorded (`applied.json`), to write it again
+    /// only when this apply records something else.
+    previous: Option<AppliedState>,
     /// What each container was created reading, by container name.
     inputs: BTreeMap<String, ContainerInputs>,
     /// The same as read from the state directory (`None`: no file), so an
@@ -333,8 +445,11 @@ struct Run<'a> {
     written_units: BTreeSet<String>,
     /// The unit manager's `prepare` answer, once asked.
     prepared: Option<Result<BTreeMap<String, FileChange>, String>>,
-    /// Scheduled steps as the scheduler takes them, by id (or why not).
-    step_defs: BTreeMap<String, Result<ScheduledStep, String>>,
+    /// Every container of the declaration built once, each file read once
+    /// (forgotten whenever the apply changed something a container reads).
+    builds: Builds<'a>,
+    /// `/etc/machine-id`, for steps' randomized delays.
+    machine_id: String,
     /// Scheduled steps the last apply installed (or found unchanged), as
     /// it declared them: one declared alike now is `unchanged`.
     steps_before: BTreeMap<String, serde_json::Value>,
@@ -376,14 +491,6 @@ impl<'a> Run<'a> {
                 );
             }
         }
-        let (defs, errors) = scheduled_steps(decl);
-        let mut step_defs: BTreeMap<String, Result<ScheduledStep, String>> = defs
-            .into_iter()
-            .map(|s| (s.def.id.clone(), Ok(s)))
-            .collect();
-        for e in errors {
-            step_defs.insert(e.resource.clone(), Err(e.reason));
-        }
         let written_files = previous
             .as_ref()
             .map(|p| p.files.clone())
@@ -411,6 +518,7 @@ impl<'a> Run<'a> {
         Run {
             applier,
             decl,
+            previous,
             inputs,
             inputs_on_disk,
             live,
@@ -423,7 +531,8 @@ impl<'a> Run<'a> {
             written_files,
             written_units,
             prepared: None,
-            step_defs,
+            builds: Builds::new(decl),
+            machine_id: crate::schedule::splay::machine_id(),
             steps_before,
             puller,
             lines: Vec::new(),
@@ -486,8 +595,23 @@ impl<'a> Run<'a> {
             units: self.written_units.iter().cloned().collect(),
             containers: known.into_iter().collect(),
         };
-        if let Err(e) = self.applier.store.save(APPLIED, &applied) {
-            error = Some(format!("cannot record what was applied: {e}"));
+        // The record of what was applied is the size of the declaration,
+        // twice: written only when it says something new; the time of the
+        // apply always.
+        let same = self
+            .previous
+            .as_ref()
+            .is_some_and(|p| p.same_but_time(&applied));
+        if !same {
+            if let Err(e) = self.applier.store.save(APPLIED, &applied) {
+                error = Some(format!("cannot record what was applied: {e}"));
+            }
+        }
+        let last = LastApply {
+            applied_at: finished_at,
+        };
+        if let Err(e) = self.applier.store.save(LAST_APPLY, &last) {
+            error = Some(format!("cannot record when the apply ended: {e}"));
         }
         if self.halted.is_none() {
             // A step that left the declaration loses its suspension (an

@@ -69,6 +69,13 @@ impl<'a> Run<'a> {
             if let ResourceKind::Container(c) = &res.kind {
                 self.note_unhealthy_grants(id, c);
             }
+            // A file written, a run-once step run, a folder made, an
+            // account added: a container built from here on reads the
+            // machine as it is now, not as it was first read.
+            if !matches!(&res.kind, ResourceKind::Container(c) if matches!(c.role, Role::Scheduled(_)))
+            {
+                self.builds.invalidate();
+            }
         }
         self.converge_batch(&mut batch).await;
     }

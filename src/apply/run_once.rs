@@ -19,7 +19,6 @@ use crate::runtime::{
 };
 
 use super::{Action, Halt, Run};
-use crate::container_spec;
 use crate::schedule::output::{run_once_name, to_journal};
 
 impl Run<'_> {
@@ -59,7 +58,7 @@ impl Run<'_> {
     ) -> Result<Duration, (Option<i64>, String)> {
         let name = c.name.as_str();
         let fail = |reason: String| (None, reason);
-        let built = container_spec::build(self.decl, res, c).map_err(|e| fail(e.reason))?;
+        let built = self.builds.build(res, c).map_err(|e| fail(e.reason))?;
         // The previous run's container, or one an interrupted replace set
         // aside: the new run carries its anonymous volumes.
         let from = match &self.listing {
@@ -75,7 +74,7 @@ impl Run<'_> {
         let began = Instant::now();
         // Its output goes to the journal as a step's does, under a name of
         // this run (it has no unit of its own).
-        let mut spec = built.spec;
+        let mut spec = built.spec.clone();
         let run = run_once_name(res.id.as_str(), chrono::Utc::now());
         to_journal(&mut spec, res.id.as_str(), &run);
         super::containers::make(self.runtime(), &spec, from.as_deref())

@@ -10,15 +10,28 @@
 use super::pull::Ensured;
 use super::report::{Action, ReportLine};
 use super::Run;
-use crate::declaration::{Container, Resource};
+use crate::declaration::{Container, Resource, Role, Step};
+use crate::schedule::step::scheduled_step;
 
 impl Run<'_> {
     /// A scheduled step: handed to the scheduler with its image present.
     /// Never fails the apply.
     pub(super) async fn scheduled(&mut self, res: &Resource, c: &Container) {
         let id = res.id.as_str();
-        match self.step_defs.remove(id) {
-            Some(Ok(step)) => {
+        let Role::Scheduled(schedule) = &c.role else {
+            return self.push(
+                id,
+                Action::Failed,
+                Some("not found among the scheduled steps".to_string()),
+            );
+        };
+        let step = Step {
+            resource: res,
+            container: c,
+            schedule,
+        };
+        match scheduled_step(&self.builds, &step, &self.machine_id) {
+            Ok(step) => {
                 let mut action = Action::Installed;
                 let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;
                 let reason = match ensured {
@@ -36,19 +49,14 @@ impl Run<'_> {
                 self.steps.push(step);
                 self.lines.push(ReportLine::new(id, action, reason));
             }
-            Some(Err(reason)) => {
+            Err(e) => {
                 // Reported, but never fails the apply (CONTRACT "Apply").
                 self.lines.push(ReportLine::new(
                     id,
                     Action::Failed,
-                    Some(format!("schedule not installed: {reason}")),
+                    Some(format!("schedule not installed: {}", e.reason)),
                 ));
             }
-            None => self.push(
-                id,
-                Action::Failed,
-                Some("not found among the scheduled steps".to_string()),
-            ),
         }
     }
 

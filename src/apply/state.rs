@@ -8,6 +8,12 @@
 //!   from ([`ContainerInputs`]), so a recreate can say which file or field
 //!   changed.
 //!
+//! - [`LAST_APPLY`](crate::store::LAST_APPLY) (`last-apply.json`): when
+//!   the last apply ended ([`LastApply`]). Every apply writes it;
+//!   `applied.json`, the size of the declaration twice, is written only
+//!   when something in it other than the time changed. [`load_applied`]
+//!   reads the two as one.
+//!
 //! Both are read before an apply changes anything; one that does not parse
 //! fails the apply (the store names the file) instead of being taken as
 //! empty.
@@ -54,6 +60,44 @@ pub struct AppliedState {
     /// made before this state existed, are left alone).
     #[serde(default)]
     pub containers: Vec<String>,
+}
+
+impl AppliedState {
+    /// Whether `self` says all `other` says but when the apply ended.
+    pub fn same_but_time(&self, other: &AppliedState) -> bool {
+        self.format == other.format
+            && self.ok == other.ok
+            && self.halted == other.halted
+            && self.lines == other.lines
+            && self.files == other.files
+            && self.units == other.units
+            && self.containers == other.containers
+            && self.declaration == other.declaration
+    }
+}
+
+/// When the last apply ended (`last-apply.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LastApply {
+    /// When it ended.
+    pub applied_at: DateTime<Utc>,
+}
+
+/// What the last apply applied, with when it ended: `applied.json`, its
+/// time the later of its own and `last-apply.json`'s (an apply that
+/// changed nothing writes only the latter; one killed between the two
+/// writes leaves the former's, which is its own).
+pub fn load_applied(
+    store: &crate::store::Store,
+) -> Result<Option<AppliedState>, crate::store::StoreError> {
+    let Some(mut applied) = store.load::<AppliedState>(crate::store::APPLIED)? else {
+        return Ok(None);
+    };
+    if let Some(last) = store.load::<LastApply>(crate::store::LAST_APPLY)? {
+        applied.applied_at = applied.applied_at.max(last.applied_at);
+    }
+    Ok(Some(applied))
 }
 
 /// What one container was created from (`container-inputs.json`, by name).

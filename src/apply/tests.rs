@@ -1056,8 +1056,8 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
 }
 
 #[tokio::test]
-async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
-    use crate::store::{APPLIED, CONTAINER_INPUTS};
+async fn a_no_op_apply_rewrites_only_the_time_of_the_apply() {
+    use crate::store::{APPLIED, CONTAINER_INPUTS, LAST_APPLY};
     let r = Rig::new();
     r.fake.add_image(&img(1));
     r.fake.add_image(&img(2));
@@ -1080,13 +1080,20 @@ async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
     let compact = serde_json::to_string(&recorded).expect("json");
     std::fs::write(&inputs_path, &compact).expect("write");
     let applied_at = |r: &Rig| {
-        r.store
-            .load::<super::AppliedState>(APPLIED)
+        super::load_applied(&r.store)
             .expect("load")
             .expect("present")
             .applied_at
     };
+    let applied_path = r.store.document_path(APPLIED).expect("path");
+    let last_path = r.store.document_path(LAST_APPLY).expect("path");
+    // The first no-op records its lines as `unchanged` (they said
+    // `created`); from then on what was applied is the same.
+    let noop = r.apply(services(&img(1))).await;
+    assert!(noop.ok, "{noop}");
+    let applied_before = std::fs::read(&applied_path).expect("read");
     let first_at = applied_at(&r);
+    let last_before = std::fs::read(&last_path).expect("read");
 
     let noop = r.apply(services(&img(1))).await;
     assert_eq!(
@@ -1098,6 +1105,12 @@ async fn a_no_op_apply_rewrites_only_the_record_of_the_apply() {
         compact,
         "unchanged, so not written again"
     );
+    assert_eq!(
+        std::fs::read(&applied_path).expect("read"),
+        applied_before,
+        "what was applied is the same, so not written again"
+    );
+    assert_ne!(std::fs::read(&last_path).expect("read"), last_before);
     assert!(applied_at(&r) > first_at, "the apply itself is recorded");
 
     let changed = r.apply(services(&img(2))).await;
@@ -1260,6 +1273,75 @@ async fn a_step_that_leaves_the_declaration_loses_its_suspension() {
     let left = suspend::load(&r.store).expect("load");
     assert!(left.since("gc").is_some());
     assert_eq!(left.since("backup"), None);
+}
+
+#[tokio::test]
+async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_reading_it() {
+    // Every container is built once per apply and every file read once:
+    // the file written by this apply is still what the service after it,
+    // the step reading it and the steps holding the service see.
+    use crate::schedule::jobs::JobTable;
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r.fake.add_image(&img(2));
+    let env = r.path("etc/app/env");
+    let declared = |content: &str| {
+        json!([
+            file("env", &env, content),
+            with_env_file(service("web", &img(1)), &env),
+            with_env_file(step("gc", &img(2), &["web"]), &env),
+            step("other", &img(2), &["web"]),
+        ])
+    };
+    let mut table = JobTable::new();
+    let mut arm = |report: &ApplyReport| {
+        let timings = report.steps.iter().map(|s| s.timing.clone()).collect();
+        table.sync(timings, &BTreeMap::new(), Utc::now()).0
+    };
+    let held_env = |report: &ApplyReport| {
+        let other = report.steps.iter().find(|s| s.def.id == "other");
+        other.expect("other installed").def.hold_specs["web"]
+            .env
+            .clone()
+    };
+    let first = r.apply(declared("A=1\n")).await;
+    assert!(first.ok, "{first}");
+    assert_eq!(arm(&first).added, vec!["gc", "other"]);
+
+    let same = r.apply(declared("A=1\n")).await;
+    assert_eq!(
+        same.line("web").expect("web").action.to_string(),
+        "unchanged"
+    );
+    assert_eq!(arm(&same).kept, vec!["gc", "other"]);
+
+    let changed = r.apply(declared("A=2\n")).await;
+    assert_eq!(reason(&changed, "web"), format!("{env} changed"));
+    assert_eq!(r.fake.spec_of("web").expect("web").env[0].1, "2");
+    let synced = arm(&changed);
+    assert_eq!(synced.rearmed, vec!["gc"], "the step reading the file");
+    assert_eq!(synced.kept, vec!["other"]);
+    assert_eq!(held_env(&changed), vec![("A".to_string(), "2".to_string())]);
+    let gc = changed.steps.iter().find(|s| s.def.id == "gc").expect("gc");
+    assert_eq!(gc.def.spec.env, vec![("A".to_string(), "2".to_string())]);
+
+    // The service declared before the file: built before the write, and
+    // built again after it for the step that holds it.
+    let reordered = r
+        .apply(json!([
+            with_env_file(service("web", &img(1)), &env),
+            file("env", &env, "A=3\n"),
+            step("other", &img(2), &["web"]),
+        ]))
+        .await;
+    assert_eq!(
+        reordered.line("web").expect("web").action.to_string(),
+        "unchanged"
+    );
+    assert_eq!(
+        held_env(&reordered),
+        vec![("A".to_string(), "3".to_string())]
+    );
 }
 
 #[path = "volume_tests.rs"]

@@ -8,7 +8,12 @@ use crate::control::{client, Request};
 /// Send `request` to the daemon, print its answer, return its exit code.
 pub fn call(cli: &Cli, request: &Request, json: bool) -> u8 {
     block_on(async {
-        match client::call(&cli.control_socket, request).await {
+        let form = if json {
+            client::Form::Json
+        } else {
+            client::Form::Text
+        };
+        match client::call_for(&cli.control_socket, request, form).await {
             Ok(response) => {
                 if json {
                     print_json(&response.json);

@@ -15,7 +15,7 @@ use crate::declaration::{self, Declaration};
 use crate::render;
 use crate::schedule::scheduler::StepHistory;
 use crate::schedule::splay;
-use crate::store::{boot_id, Store, APPLIED, STEP_HISTORY};
+use crate::store::{boot_id, Store, STEP_HISTORY};
 
 /// The whole answer of `status --local`.
 #[derive(Debug, Serialize)]
@@ -98,7 +98,8 @@ pub fn run_local(cli: &Cli, json: bool) -> u8 {
 
 fn gather(cli: &Cli) -> Result<Status, String> {
     let store = Store::open(&cli.state_dir).map_err(|e| e.to_string())?;
-    let applied: Option<AppliedState> = store.load(APPLIED).map_err(|e| e.to_string())?;
+    let applied: Option<AppliedState> =
+        crate::apply::load_applied(&store).map_err(|e| e.to_string())?;
     let history: BTreeMap<String, StepHistory> = store
         .load(STEP_HISTORY)
         .map_err(|e| e.to_string())?

@@ -20,7 +20,12 @@
 //! itself is resolved as the runtime resolves it (a source that is a link,
 //! such as `/etc/localtime`, is mounted as its target).
 
+mod cache;
 pub mod grants;
+mod reads;
+
+pub use cache::Builds;
+use reads::FileReads;
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
@@ -87,10 +92,23 @@ pub fn role_name(role: &Role) -> &'static str {
 }
 
 /// Build the runtime spec of `container` (resource `res` of `decl`).
+///
+/// Reads every file it needs; an apply builds through [`Builds`] instead,
+/// which builds each container once and reads each file once.
 pub fn build(
     decl: &Declaration,
     res: &Resource,
     container: &Container,
+) -> Result<BuiltContainer, SpecError> {
+    build_with(decl, res, container, &mut FileReads::default())
+}
+
+/// [`build`], the files read through `files` (each read once).
+fn build_with(
+    decl: &Declaration,
+    res: &Resource,
+    container: &Container,
+    files: &mut FileReads,
 ) -> Result<BuiltContainer, SpecError> {
     let err = |reason: String| SpecError {
         resource: res.id.to_string(),
@@ -99,11 +117,12 @@ pub fn build(
     let mut reads = BTreeMap::new();
     let mut env: Vec<(String, String)> = Vec::new();
     for file in &container.env_files {
-        let text = read_env_file(file.as_path())
+        let (text, digest) = files
+            .env_file(file.as_path(), read_env_file)
             .map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?;
-        reads.insert(file.as_str().to_string(), Some(sha256_hex(text.as_bytes())));
+        reads.insert(file.as_str().to_string(), Some(digest.to_string()));
         env.extend(
-            parse_env_file(&text).map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?,
+            parse_env_file(text).map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?,
         );
     }
     // Declared env wins over env-files, as `docker run --env-file -e` does.
@@ -112,7 +131,14 @@ pub fn build(
     for m in &container.mounts {
         let source = match &m.source {
             MountSource::Path(p) => {
-                record_mount_reads(decl, p.as_path(), m.read_only, &mut reads).map_err(err)?;
+                let found = files
+                    .mount(p.as_path(), m.read_only, |source, read_only| {
+                        let mut found = BTreeMap::new();
+                        record_mount_reads(decl, source, read_only, &mut found)?;
+                        Ok(found)
+                    })
+                    .map_err(err)?;
+                reads.extend(found.iter().map(|(k, v)| (k.clone(), v.clone())));
                 p.as_str().to_string()
             }
             MountSource::Volume(v) => v.to_string(),

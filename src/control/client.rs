@@ -10,6 +10,65 @@ use super::{Request, Response};
 /// Send one request and wait for its response (as long as the daemon takes:
 /// an apply or a run can take minutes).
 pub async fn call(socket: &Path, request: &Request) -> Result<Response, String> {
+    call_for(socket, request, Form::Both).await
+}
+
+/// Which of a response's two forms the caller reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `text` only: `json` is skipped, not built (the `status` of five
+    /// thousand steps is megabytes of it).
+    Text,
+    /// `json` only: `text` is skipped.
+    Json,
+    /// Both.
+    Both,
+}
+
+/// A response of which only `text` is read.
+#[derive(serde::Deserialize)]
+struct TextOnly {
+    exit: u8,
+    text: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    json: serde::de::IgnoredAny,
+}
+
+/// A response of which only `json` is read.
+#[derive(serde::Deserialize)]
+struct JsonOnly {
+    exit: u8,
+    json: serde_json::Value,
+    #[serde(default)]
+    #[allow(dead_code)]
+    text: serde::de::IgnoredAny,
+}
+
+fn parse(answer: &[u8], form: Form) -> serde_json::Result<Response> {
+    Ok(match form {
+        Form::Both => serde_json::from_slice(answer)?,
+        Form::Text => {
+            let r: TextOnly = serde_json::from_slice(answer)?;
+            Response {
+                exit: r.exit,
+                text: r.text,
+                json: serde_json::Value::Null,
+            }
+        }
+        Form::Json => {
+            let r: JsonOnly = serde_json::from_slice(answer)?;
+            Response {
+                exit: r.exit,
+                text: String::new(),
+                json: r.json,
+            }
+        }
+    })
+}
+
+/// [`call`], reading only the `form` the caller needs.
+pub async fn call_for(socket: &Path, request: &Request, form: Form) -> Result<Response, String> {
     let mut stream = UnixStream::connect(socket).await.map_err(|e| {
         format!(
             "no mesh-host daemon answers on {} ({e}); is mesh-host.service running? Use --local to work without it",
@@ -26,7 +85,7 @@ pub async fn call(socket: &Path, request: &Request) -> Result<Response, String> 
         .read_to_end(&mut answer)
         .await
         .map_err(|e| format!("cannot read the daemon's answer: {e}"))?;
-    match (serde_json::from_slice(&answer), sent) {
+    match (parse(&answer, form), sent) {
         (Ok(response), _) => Ok(response),
         (Err(_), Err(e)) => Err(format!("cannot send the request: {e}")),
         (Err(e), Ok(())) => Err(format!("malformed answer from the daemon: {e}")),

@@ -38,7 +38,7 @@ use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
-use crate::declaration::{self, Declaration};
+use crate::declaration::Declaration;
 use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
@@ -420,8 +420,8 @@ impl Daemon {
             .apply_node_declaration(&self.cfg.declaration)
             .await
         {
-            Ok((decl, report)) => {
-                self.after_apply(decl, &report).await;
+            Ok((decl, mut report)) => {
+                self.after_apply(decl, &mut report).await;
                 Some(report)
             }
             Err(DeclarationFileError::Empty { path, refused }) => {
@@ -474,28 +474,30 @@ impl Daemon {
         );
     }
 
-    /// `apply FILE` through the socket: FILE (validated as `decl`) becomes
-    /// the node's declaration file, then the node converges to it (unless
-    /// it is refused as empty: see [`crate::apply::empty`]).
+    /// `apply FILE` through the socket: FILE (validated under the apply
+    /// lock while the runtime lists the containers) becomes the node's
+    /// declaration file, then the node converges to it (unless it is
+    /// refused as empty: see [`crate::apply::empty`]).
     async fn install_and_apply(
         &self,
-        decl: Declaration,
         bytes: &[u8],
         allow_empty: bool,
-    ) -> Result<ApplyReport, crate::apply::EmptyRefused> {
+    ) -> Result<ApplyReport, crate::apply::InstallRefused> {
         let _serial = self.applying.lock().await;
-        let report = self
+        let (decl, mut report) = self
             .applier
-            .install_and_apply(&decl, bytes, &self.cfg.declaration, allow_empty)
+            .parse_install_and_apply(bytes, &self.cfg.declaration, allow_empty)
             .await?;
-        self.after_apply(decl, &report).await;
+        self.after_apply(decl, &mut report).await;
         Ok(report)
     }
 
     /// Schedules follow only an apply that went through the whole
     /// declaration; after one that halted or could not start they stay as
     /// armed (CONTRACT "Apply").
-    async fn after_apply(&self, decl: Declaration, report: &ApplyReport) {
+    ///
+    /// The report's steps are handed to the scheduler (taken, not copied).
+    async fn after_apply(&self, decl: Declaration, report: &mut ApplyReport) {
         // The declaration read was applied: an empty one refused before
         // no longer stands.
         *self.empty_refused.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -503,7 +505,8 @@ impl Daemon {
         let modules = crate::metrics::service::modules(&decl);
         let ended = Utc::now();
         if report.complete {
-            if let Some(sync) = self.scheduler.sync(report.steps.clone()).await {
+            let steps = std::mem::take(&mut report.steps);
+            if let Some(sync) = self.scheduler.sync(steps).await {
                 tracing::info!(
                     "schedules: {} kept, {} added, {} re-armed, {} dropped",
                     sync.kept.len(),
@@ -512,10 +515,19 @@ impl Daemon {
                     sync.dropped.len()
                 );
             }
-            if let Err(e) = armed::remember(&self.store, &decl) {
-                tracing::warn!("cannot record the declaration the schedules are armed from: {e}");
+            let mut armed_now = self.declaration.lock().await;
+            // Written when it changed (or first in this daemon's life): a
+            // no-op apply of a large declaration rewrote and fsynced a
+            // copy of it each time.
+            if armed_now.as_ref() != Some(&decl) {
+                if let Err(e) = armed::remember(&self.store, &decl) {
+                    tracing::warn!(
+                        "cannot record the declaration the schedules are armed from: {e}"
+                    );
+                }
             }
-            *self.declaration.lock().await = Some(decl);
+            *armed_now = Some(decl);
+            drop(armed_now);
         } else {
             tracing::warn!(
                 "the apply did not go through the whole declaration ({}): the schedules stay as armed",
@@ -576,34 +588,32 @@ impl Daemon {
             Request::Apply {
                 declaration,
                 allow_empty,
-            } => match declaration::parse(declaration.as_bytes()) {
-                Err(refusal) => Response {
+            } => match self
+                .install_and_apply(declaration.as_bytes(), allow_empty)
+                .await
+            {
+                Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
                     exit: 2,
                     text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
                     json: serde_json::to_value(&refusal).unwrap_or_default(),
                 },
-                Ok(decl) => match self
-                    .install_and_apply(decl, declaration.as_bytes(), allow_empty)
-                    .await
-                {
-                    Ok(report) => Response {
-                        exit: if report.ok { 0 } else { 1 },
-                        text: report.to_string(),
-                        json: serde_json::to_value(&report).unwrap_or_default(),
-                    },
-                    Err(refused) => {
-                        tracing::warn!("apply refused: {refused}");
-                        Response {
-                            exit: 2,
-                            text: refused.to_string(),
-                            json: serde_json::json!({
-                                "accepted": false,
-                                "error": refused.to_string(),
-                                "empty": refused,
-                            }),
-                        }
-                    }
+                Ok(report) => Response {
+                    exit: if report.ok { 0 } else { 1 },
+                    text: report.to_string(),
+                    json: serde_json::to_value(&report).unwrap_or_default(),
                 },
+                Err(crate::apply::InstallRefused::Empty(refused)) => {
+                    tracing::warn!("apply refused: {refused}");
+                    Response {
+                        exit: 2,
+                        text: refused.to_string(),
+                        json: serde_json::json!({
+                            "accepted": false,
+                            "error": refused.to_string(),
+                            "empty": refused,
+                        }),
+                    }
+                }
             },
             Request::Run { step, force } => match self.scheduler.run_now(&step, force).await {
                 Ok(report) => Response {

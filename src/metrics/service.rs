@@ -19,7 +19,7 @@ use crate::declaration::Declaration;
 use crate::schedule::fire::{FireReport, RunOutcome};
 use crate::schedule::scheduler::{SchedulerHandle, StepHistory, StepStatus};
 use crate::schedule::window::Windows;
-use crate::store::{Store, APPLIED, STEP_HISTORY};
+use crate::store::{Store, STEP_HISTORY};
 use crate::tap::Observed;
 
 /// Each scheduled step's module (`""` when none), by step id.
@@ -276,7 +276,8 @@ impl MetricsService {
 /// --local`): the last recorded apply, step history and counters, the
 /// window records, next fires computed from the applied declaration.
 pub fn local(store: &Store) -> Result<String, String> {
-    let applied: Option<AppliedState> = store.load(APPLIED).map_err(|e| e.to_string())?;
+    let applied: Option<AppliedState> =
+        crate::apply::load_applied(store).map_err(|e| e.to_string())?;
     let history: BTreeMap<String, StepHistory> = store
         .load(STEP_HISTORY)
         .map_err(|e| e.to_string())?

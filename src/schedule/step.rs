@@ -2,11 +2,12 @@
 //! declaration.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::container_spec;
+use crate::container_spec::{self, Builds};
 use crate::cron::local_zone;
 use crate::declaration::{Declaration, Step};
 use crate::runtime::ContainerSpec;
@@ -27,8 +28,9 @@ pub struct StepDef {
     /// `(resource id, runtime name)` of the containers held still, in stop order.
     pub holds: Vec<(String, String)>,
     /// How each held container is created, by runtime name, as declared:
-    /// one removed during the window is created again from it.
-    pub hold_specs: std::collections::BTreeMap<String, ContainerSpec>,
+    /// one removed during the window is created again from it. Shared
+    /// with every other step holding the same container.
+    pub hold_specs: std::collections::BTreeMap<String, Arc<ContainerSpec>>,
 }
 
 /// A scheduled step as the scheduler holds it: what a fire runs and when
@@ -48,8 +50,9 @@ pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container
     let mut steps = Vec::new();
     let mut errors = Vec::new();
     let machine_id = splay::machine_id();
+    let builds = Builds::new(decl);
     for step in decl.steps() {
-        match scheduled_step(decl, &step, &machine_id) {
+        match scheduled_step(&builds, &step, &machine_id) {
             Ok(s) => steps.push(s),
             Err(e) => errors.push(e),
         }
@@ -60,7 +63,7 @@ pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container
 /// The spec of every container `steps` hold, by container name: what a
 /// window closed without its opener's plan creates again
 /// ([`crate::schedule::window::Windows::know_held_specs`]).
-pub fn held_specs(steps: &[ScheduledStep]) -> BTreeMap<String, ContainerSpec> {
+pub fn held_specs(steps: &[ScheduledStep]) -> BTreeMap<String, Arc<ContainerSpec>> {
     steps
         .iter()
         .flat_map(|s| s.def.hold_specs.iter())
@@ -73,22 +76,26 @@ pub fn find(decl: &Declaration, id: &str) -> Result<ScheduledStep, String> {
     let step = decl
         .step(id)
         .ok_or_else(|| format!("no scheduled step {id} is declared"))?;
-    scheduled_step(decl, &step, &splay::machine_id()).map_err(|e| e.to_string())
+    scheduled_step(&Builds::new(decl), &step, &splay::machine_id()).map_err(|e| e.to_string())
 }
 
-fn scheduled_step(
-    decl: &Declaration,
+/// Step `step` of the declaration `builds` builds, ready for the
+/// scheduler: its container and those it holds built through `builds`
+/// (each once however many steps hold it), held ids found by index.
+pub fn scheduled_step(
+    builds: &Builds<'_>,
     step: &Step<'_>,
     machine_id: &str,
 ) -> Result<ScheduledStep, container_spec::SpecError> {
-    let built = container_spec::build(decl, step.resource, step.container)?;
+    let built = builds.build(step.resource, step.container)?;
     let holds = step
         .schedule
         .while_stopped
         .iter()
         .filter_map(|id| {
-            decl.container(id.as_str())
-                .map(|c| (id.to_string(), c.name.to_string()))
+            builds
+                .container(id.as_str())
+                .map(|(_, c)| (id.to_string(), c.name.to_string()))
         })
         .collect();
     // A held container removed during the window is created again from
@@ -98,11 +105,10 @@ fn scheduled_step(
         .while_stopped
         .iter()
         .filter_map(|id| {
-            let resource = decl.get(id.as_str())?;
-            let container = decl.container(id.as_str())?;
-            container_spec::build(decl, resource, container)
-                .ok()
-                .map(|b| (container.name.to_string(), b.spec))
+            let (_, container) = builds.container(id.as_str())?;
+            builds
+                .spec(id.as_str())
+                .map(|spec| (container.name.to_string(), spec))
         })
         .collect();
     // Anything about the step changing re-arms it: its resource as declared
@@ -119,7 +125,7 @@ fn scheduled_step(
         def: StepDef {
             id: step.resource.id.to_string(),
             module: step.resource.module.as_ref().map(|m| m.to_string()),
-            spec: built.spec,
+            spec: built.spec.clone(),
             timeout: step.container.timeout,
             holds,
             hold_specs,

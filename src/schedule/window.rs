@@ -107,7 +107,7 @@ pub struct WindowPlan {
     pub holds: Vec<(String, String)>,
     /// How each held container is created (by runtime name): one removed
     /// during the window is created again from it at the close.
-    pub hold_specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+    pub hold_specs: std::collections::BTreeMap<String, Arc<crate::runtime::ContainerSpec>>,
 }
 
 /// Why a window did not open.
@@ -156,7 +156,7 @@ pub struct OpenWindow {
     record: WindowRecord,
     watcher: Option<JoinHandle<()>>,
     /// See [`WindowPlan::hold_specs`]; none for a resumed window.
-    specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+    specs: std::collections::BTreeMap<String, Arc<crate::runtime::ContainerSpec>>,
 }
 
 impl OpenWindow {
@@ -288,8 +288,9 @@ pub struct Windows {
     stopping: Option<tokio::sync::watch::Receiver<bool>>,
     /// The spec of every container the armed declaration's steps hold, by
     /// name ([`Windows::know_held_specs`]).
-    known_specs:
-        Arc<std::sync::RwLock<std::collections::BTreeMap<String, crate::runtime::ContainerSpec>>>,
+    known_specs: Arc<
+        std::sync::RwLock<std::collections::BTreeMap<String, Arc<crate::runtime::ContainerSpec>>>,
+    >,
     /// Whether the lease renewer of this engine runs
     /// ([`Windows::renew_leases`]).
     renewing: Arc<std::sync::atomic::AtomicBool>,
@@ -322,7 +323,7 @@ impl Windows {
     /// during it, rather than reporting it lost.
     pub fn know_held_specs(
         &self,
-        specs: std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+        specs: std::collections::BTreeMap<String, Arc<crate::runtime::ContainerSpec>>,
     ) {
         *self.known_specs.write().unwrap_or_else(|e| e.into_inner()) = specs;
     }
@@ -332,8 +333,8 @@ impl Windows {
     fn held_spec(
         &self,
         name: &str,
-        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
-    ) -> Option<crate::runtime::ContainerSpec> {
+        specs: &std::collections::BTreeMap<String, Arc<crate::runtime::ContainerSpec>>,
+    ) -> Option<Arc<crate::runtime::ContainerSpec>> {
         specs.get(name).cloned().or_else(|| {
             self.known_specs
                 .read()

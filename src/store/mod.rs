@@ -69,6 +69,10 @@ pub const DEFAULT_ROOT: &str = "/var/lib/mesh-host";
 /// Document name for what the last apply applied (`applied.json`).
 pub const APPLIED: &str = "applied";
 
+/// Document name for when the last apply ended (`last-apply.json`): every
+/// apply writes it; `applied.json` only when what was applied changed.
+pub const LAST_APPLY: &str = "last-apply";
+
 /// Document name for the digests of what each container was created reading
 /// (`container-inputs.json`).
 pub const CONTAINER_INPUTS: &str = "container-inputs";

@@ -75,7 +75,7 @@ impl Windows {
         &self,
         record: &WindowRecord,
         budget: Duration,
-        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+        specs: &std::collections::BTreeMap<String, std::sync::Arc<crate::runtime::ContainerSpec>>,
     ) -> CloseReport {
         let deadline = tokio::time::Instant::now() + budget;
         let mut report = CloseReport::default();
@@ -258,7 +258,7 @@ impl Windows {
         &self,
         record: &WindowRecord,
         name: &str,
-        specs: &std::collections::BTreeMap<String, crate::runtime::ContainerSpec>,
+        specs: &std::collections::BTreeMap<String, std::sync::Arc<crate::runtime::ContainerSpec>>,
         deadline: tokio::time::Instant,
         report: &mut CloseReport,
     ) -> Result<(), StartFailure> {

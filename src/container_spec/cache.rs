@@ -1,0 +1,156 @@
+//! One apply's builds: each container built once, each file it reads read
+//! and hashed once, and resources found by id without a scan.
+//!
+//! A declaration of a thousand services and five thousand steps each
+//! holding two of them built every held service again for each step that
+//! holds it (its env-file and mounted file read and hashed each time), and
+//! found each held id by walking the whole declaration: ten thousand builds
+//! and sixty million comparisons per apply, for what a thousand builds say.
+//!
+//! What is kept is only as fresh as the files: an apply that writes a file,
+//! runs a run-once step or changes anything else a container may read calls
+//! [`Builds::invalidate`] before it builds again (`apply::order`), so a
+//! container built after that reads the files as they are then.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::reads::FileReads;
+use super::{build_with, BuiltContainer, SpecError};
+use crate::declaration::{Container, Declaration, Resource, ResourceKind};
+use crate::runtime::ContainerSpec;
+
+/// Builds of one declaration's containers; see the module documentation.
+pub struct Builds<'d> {
+    decl: &'d Declaration,
+    index: HashMap<&'d str, &'d Resource>,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    built: HashMap<String, Result<Arc<BuiltContainer>, SpecError>>,
+    specs: HashMap<String, Arc<ContainerSpec>>,
+    files: FileReads,
+}
+
+impl std::fmt::Debug for Builds<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builds")
+            .field("resources", &self.index.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'d> Builds<'d> {
+    /// Nothing built yet; `decl`'s resources indexed by id.
+    pub fn new(decl: &'d Declaration) -> Self {
+        Builds {
+            decl,
+            index: decl.resources.iter().map(|r| (r.id.as_str(), r)).collect(),
+            kept: Mutex::new(Kept::default()),
+        }
+    }
+
+    /// The declaration built from.
+    pub fn declaration(&self) -> &'d Declaration {
+        self.decl
+    }
+
+    /// The resource with this id.
+    pub fn resource(&self, id: &str) -> Option<&'d Resource> {
+        self.index.get(id).copied()
+    }
+
+    /// The container with this id, with its resource.
+    pub fn container(&self, id: &str) -> Option<(&'d Resource, &'d Container)> {
+        let res = self.resource(id)?;
+        match &res.kind {
+            ResourceKind::Container(c) => Some((res, c)),
+            _ => None,
+        }
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Container `c` (resource `res` of the declaration), built once.
+    pub fn build(&self, res: &Resource, c: &Container) -> Result<Arc<BuiltContainer>, SpecError> {
+        let mut kept = self.kept();
+        if let Some(built) = kept.built.get(res.id.as_str()) {
+            return built.clone();
+        }
+        let built = build_with(self.decl, res, c, &mut kept.files).map(Arc::new);
+        kept.built.insert(res.id.to_string(), built.clone());
+        built
+    }
+
+    /// The spec of container `id`, shared by every step that holds it;
+    /// `None` when there is no such container or it cannot be built.
+    pub fn spec(&self, id: &str) -> Option<Arc<ContainerSpec>> {
+        if let Some(spec) = self.kept().specs.get(id) {
+            return Some(spec.clone());
+        }
+        let (res, c) = self.container(id)?;
+        let spec = Arc::new(self.build(res, c).ok()?.spec.clone());
+        self.kept().specs.insert(id.to_string(), spec.clone());
+        Some(spec)
+    }
+
+    /// Forget every build and file read: what the apply did since may
+    /// have changed what a container reads.
+    pub fn invalidate(&self) {
+        *self.kept() = Kept::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn decl(env: &Path) -> Declaration {
+        let image = format!("registry.test/app@sha256:{}", "ab".repeat(32));
+        let doc = json!({"declaration": 1, "resources": [
+            {"id": "web", "type": "container", "name": "web", "image": image,
+             "env-files": [env.display().to_string()]},
+            {"id": "gc", "type": "container", "name": "gc", "image": image,
+             "schedule": "0 3 * * *", "while-stopped": ["web"]}
+        ]});
+        crate::declaration::parse(doc.to_string().as_bytes()).expect("valid")
+    }
+
+    #[test]
+    fn a_file_is_read_once_until_invalidated() {
+        let dir = crate::test_dirs::test_dir();
+        let env = dir.path().join("web.env");
+        std::fs::write(&env, b"A=1\n").expect("write");
+        let d = decl(&env);
+        let builds = Builds::new(&d);
+        let (res, c) = builds.container("web").expect("web");
+        let first = builds.build(res, c).expect("built");
+        // Read once: a change meanwhile is not seen by the same apply...
+        std::fs::write(&env, b"A=2\n").expect("write");
+        assert_eq!(
+            builds.build(res, c).expect("built").identity,
+            first.identity
+        );
+        assert_eq!(
+            builds.spec("web").expect("spec").env,
+            vec![("A".to_string(), "1".to_string())]
+        );
+        // ...until what the apply did may have changed it.
+        builds.invalidate();
+        let again = builds.build(res, c).expect("built");
+        assert_ne!(again.identity, first.identity);
+        assert_eq!(
+            again.identity,
+            super::super::build(&d, res, c).expect("built").identity
+        );
+        assert!(builds.container("gc").is_some());
+        assert!(builds.container("nope").is_none());
+        assert!(builds.spec("nope").is_none());
+    }
+}
