@@ -40,6 +40,7 @@ use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::{self, Declaration};
 use crate::metrics::service::{MetricsHandle, MetricsService};
+use crate::progress::Reporter;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::Firer;
@@ -380,7 +381,7 @@ async fn answer(
             if matches!(incoming.request, Request::Run { .. } | Request::Plan { .. }) {
                 let _ = armed.wait_for(|a| *a).await;
             }
-            let response = d.handle(incoming.request).await;
+            let response = d.handle(incoming.request, incoming.progress).await;
             let _ = incoming.reply.send(response);
         });
     }
@@ -482,10 +483,13 @@ impl Daemon {
         decl: Declaration,
         bytes: &[u8],
         allow_empty: bool,
+        progress: Reporter,
     ) -> Result<ApplyReport, crate::apply::EmptyRefused> {
         let _serial = self.applying.lock().await;
         let report = self
             .applier
+            .clone()
+            .with_progress(progress)
             .install_and_apply(&decl, bytes, &self.cfg.declaration, allow_empty)
             .await?;
         self.after_apply(decl, &report).await;
@@ -571,11 +575,12 @@ impl Daemon {
         self.applied.notify_one();
     }
 
-    async fn handle(&self, request: Request) -> Response {
+    async fn handle(&self, request: Request, progress: Reporter) -> Response {
         match request {
             Request::Apply {
                 declaration,
                 allow_empty,
+                progress: _,
             } => match declaration::parse(declaration.as_bytes()) {
                 Err(refusal) => Response {
                     exit: 2,
@@ -583,7 +588,7 @@ impl Daemon {
                     json: serde_json::to_value(&refusal).unwrap_or_default(),
                 },
                 Ok(decl) => match self
-                    .install_and_apply(decl, declaration.as_bytes(), allow_empty)
+                    .install_and_apply(decl, declaration.as_bytes(), allow_empty, progress)
                     .await
                 {
                     Ok(report) => Response {
@@ -605,7 +610,11 @@ impl Daemon {
                     }
                 },
             },
-            Request::Run { step, force } => match self.scheduler.run_now(&step, force).await {
+            Request::Run { step, force, .. } => match self
+                .scheduler
+                .run_now_reporting(&step, force, progress)
+                .await
+            {
                 Ok(report) => Response {
                     exit: if report.ok() { 0 } else { 1 },
                     text: crate::render::fire(&report),

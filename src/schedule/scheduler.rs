@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use crate::events::Event;
 use crate::mesh_event;
+use crate::progress::Reporter;
 use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
@@ -161,6 +162,8 @@ pub enum Command {
         step: String,
         /// Run it even though it is suspended.
         force: bool,
+        /// Told of the fire's name and phases.
+        progress: Reporter,
         /// The fire's report, or why it could not be fired.
         reply: oneshot::Sender<Result<FireReport, String>>,
     },
@@ -203,11 +206,23 @@ impl SchedulerHandle {
     /// Fire a step now and wait for its report; a suspended step only
     /// with `force`.
     pub async fn run_now(&self, step: &str, force: bool) -> Result<FireReport, String> {
+        self.run_now_reporting(step, force, Reporter::none()).await
+    }
+
+    /// [`SchedulerHandle::run_now`], telling `progress` of the fire's name
+    /// and phases ([`Firer::fire_reporting`]).
+    pub async fn run_now_reporting(
+        &self,
+        step: &str,
+        force: bool,
+        progress: Reporter,
+    ) -> Result<FireReport, String> {
         let (reply, rx) = oneshot::channel();
         self.inbox
             .send(Command::RunNow {
                 step: step.to_string(),
                 force,
+                progress,
                 reply,
             })
             .await
@@ -552,6 +567,10 @@ impl Scheduler {
     }
 
     fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>) {
+        self.spawn_fire_reporting(step, due, Reporter::none());
+    }
+
+    fn spawn_fire_reporting(&mut self, step: &str, due: DateTime<Utc>, progress: Reporter) {
         let Some(def) = self.steps.get(step).map(|s| s.def.clone()) else {
             return;
         };
@@ -559,7 +578,7 @@ impl Scheduler {
         let firer = self.firer.clone();
         let id = step.to_string();
         let task = self.running.spawn(async move {
-            let report = firer.fire(&def, due).await;
+            let report = firer.fire_reporting(&def, due, &progress).await;
             (id, report)
         });
         self.fires.insert(task.id(), (step.to_string(), due));
@@ -620,7 +639,12 @@ impl Scheduler {
                 let _ = reply.send(report);
                 true
             }
-            Command::RunNow { step, force, reply } => {
+            Command::RunNow {
+                step,
+                force,
+                progress,
+                reply,
+            } => {
                 if !self.steps.contains_key(&step) {
                     let _ = reply.send(Err(format!("no scheduled step {step} is declared")));
                     false
@@ -634,7 +658,7 @@ impl Scheduler {
                     false
                 } else {
                     let now = self.clock.now();
-                    self.spawn_fire(&step, now);
+                    self.spawn_fire_reporting(&step, now, progress);
                     self.waiting.entry(step).or_default().push(reply);
                     true
                 }
