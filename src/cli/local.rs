@@ -134,7 +134,7 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
                 Ok(Some(since)) => {
                     eprintln!(
                         "mesh-host: {}",
-                        crate::schedule::scheduler::suspended_refusal(step_id, since)
+                        crate::schedule::suspend::refusal(step_id, since)
                     );
                     return EXIT_REFUSED;
                 }

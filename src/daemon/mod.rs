@@ -610,18 +610,16 @@ impl Daemon {
                     }
                 },
             },
-            Request::Run { step, force, .. } => match self
-                .scheduler
-                .run_now_reporting(&step, force, progress)
-                .await
-            {
-                Ok(report) => Response {
-                    exit: if report.ok() { 0 } else { 1 },
-                    text: crate::render::fire(&report),
-                    json: serde_json::to_value(&report).unwrap_or_default(),
-                },
-                Err(e) => Response::error(refusal_exit(&e), e),
-            },
+            Request::Run { step, force, .. } => {
+                match self.scheduler.run_now(&step, force, progress).await {
+                    Ok(report) => Response {
+                        exit: if report.ok() { 0 } else { 1 },
+                        text: crate::render::fire(&report),
+                        json: serde_json::to_value(&report).unwrap_or_default(),
+                    },
+                    Err(e) => Response::error(refusal_exit(&e), e),
+                }
+            }
             Request::Suspend { step } => self.suspend(&step).await,
             Request::Resume { step } => self.resume(&step).await,
             Request::Plan { step } => {

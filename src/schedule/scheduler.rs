@@ -205,13 +205,8 @@ impl SchedulerHandle {
 
     /// Fire a step now and wait for its report; a suspended step only
     /// with `force`.
-    pub async fn run_now(&self, step: &str, force: bool) -> Result<FireReport, String> {
-        self.run_now_reporting(step, force, Reporter::none()).await
-    }
-
-    /// [`SchedulerHandle::run_now`], telling `progress` of the fire's name
-    /// and phases ([`Firer::fire_reporting`]).
-    pub async fn run_now_reporting(
+    /// `progress` is told of its fire ([`Firer::fire_reporting`]).
+    pub async fn run_now(
         &self,
         step: &str,
         force: bool,
@@ -419,7 +414,7 @@ impl Scheduler {
         // Saved before any of them fires: a due time is never fired twice.
         self.save_history();
         for (step, due) in fires {
-            self.spawn_fire(&step, due);
+            self.spawn_fire(&step, due, Reporter::none());
         }
     }
 
@@ -566,11 +561,7 @@ impl Scheduler {
         }
     }
 
-    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>) {
-        self.spawn_fire_reporting(step, due, Reporter::none());
-    }
-
-    fn spawn_fire_reporting(&mut self, step: &str, due: DateTime<Utc>, progress: Reporter) {
+    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, progress: Reporter) {
         let Some(def) = self.steps.get(step).map(|s| s.def.clone()) else {
             return;
         };
@@ -649,7 +640,7 @@ impl Scheduler {
                     let _ = reply.send(Err(format!("no scheduled step {step} is declared")));
                     false
                 } else if let Some(since) = self.suspended.since(&step).filter(|_| !force) {
-                    let _ = reply.send(Err(suspended_refusal(&step, since)));
+                    let _ = reply.send(Err(suspend::refusal(&step, since)));
                     false
                 } else if self.table.in_flight(&step) {
                     let _ = reply.send(Err(format!(
@@ -658,7 +649,7 @@ impl Scheduler {
                     false
                 } else {
                     let now = self.clock.now();
-                    self.spawn_fire_reporting(&step, now, progress);
+                    self.spawn_fire(&step, now, progress);
                     self.waiting.entry(step).or_default().push(reply);
                     true
                 }
@@ -802,12 +793,4 @@ impl Scheduler {
             })
             .collect()
     }
-}
-
-/// Why `run STEP` refuses a suspended step.
-pub fn suspended_refusal(step: &str, since: DateTime<Utc>) -> String {
-    format!(
-        "step {step} is suspended (since {}): not run; mesh-host run {step} --force runs it anyway, mesh-host resume {step} lifts the suspension",
-        since.format("%Y-%m-%d %H:%M:%S UTC")
-    )
 }
