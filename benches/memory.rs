@@ -150,7 +150,10 @@ async fn run(fires: usize, applies: u32, measure: bool) {
         }
     };
     let fire = |handle: mesh_host::schedule::scheduler::SchedulerHandle| async move {
-        let report = handle.run_now("gc", false).await.expect("fire");
+        let report = handle
+            .run_now("gc", false, mesh_host::progress::Reporter::none())
+            .await
+            .expect("fire");
         assert!(report.ok(), "{report:?}");
     };
 

@@ -21,6 +21,7 @@ pub mod fault;
 pub mod metrics;
 pub mod page;
 pub mod plain_log;
+pub mod progress;
 pub mod render;
 pub mod runtime;
 pub mod schedule;

@@ -53,6 +53,7 @@ use crate::container_spec::Builds;
 use crate::declaration::{Declaration, ResourceKind};
 use crate::events::Event;
 use crate::mesh_event;
+use crate::progress::{Progress, Reporter};
 use crate::runtime::{ContainerRuntime, ContainerSummary};
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::window::Windows;
@@ -105,6 +106,8 @@ pub struct Applier {
     pull: PullPolicy,
     /// The daemon's shared-folder watch, held while entries change.
     folder_watch: Option<crate::acl::watch::Watcher>,
+    /// Who is told of each resource as it is decided, and of each wait.
+    progress: Reporter,
 }
 
 /// Why unit resources fail when no unit manager was given.
@@ -123,7 +126,15 @@ impl Applier {
             units_missing: NO_UNIT_MANAGER.to_string(),
             pull: PullPolicy::default(),
             folder_watch: None,
+            progress: Reporter::none(),
         }
+    }
+
+    /// Tell `progress` of each resource as it is decided and of what the
+    /// apply waits on (a pull, a run-once step, an open window).
+    pub fn with_progress(mut self, progress: Reporter) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// Hold `watcher` still while shared folders' entries change, so that
@@ -386,6 +397,9 @@ impl Applier {
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("the listing did not finish: {e}")),
         };
+        self.progress.send(Progress::Apply {
+            resources: decl.resources.len(),
+        });
         let mut run = Run::new(self, decl, previous, inputs_on_disk, live, listing);
         run.resources().await;
         if run.halted.is_none() {
@@ -514,6 +528,7 @@ impl<'a> Run<'a> {
             applier.windows.clone(),
             applier.pull.clone(),
             pull::window_bounds(decl),
+            applier.progress.clone(),
         )));
         Run {
             applier,
@@ -551,6 +566,11 @@ impl<'a> Run<'a> {
         if action == Action::Failed {
             self.ok = false;
         }
+        self.applier.progress.send(Progress::Decided {
+            id: id.to_string(),
+            action: action.as_str().to_string(),
+            reason: reason.clone(),
+        });
         self.lines.push(ReportLine::new(id, action, reason));
     }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::declaration::Declaration;
+use crate::progress::{Progress, Reporter};
 use crate::runtime::{ContainerRuntime, RuntimeError};
 use crate::schedule::window::Windows;
 
@@ -70,6 +71,8 @@ pub struct Puller {
     spent: Duration,
     /// Images known present in this apply.
     present: BTreeSet<String>,
+    /// Told of each pull and each wait for a window.
+    progress: Reporter,
 }
 
 impl Puller {
@@ -81,8 +84,10 @@ impl Puller {
         windows: Windows,
         policy: PullPolicy,
         bounds: BTreeMap<String, Duration>,
+        progress: Reporter,
     ) -> Self {
         Puller {
+            progress,
             runtime,
             windows,
             policy,
@@ -115,6 +120,10 @@ impl Puller {
         let mut waited_for_windows = false;
         loop {
             let began = Instant::now();
+            self.progress.send(Progress::Waiting {
+                id: None,
+                on: format!("pulling {image}"),
+            });
             let error = match self.runtime.pull(image).await {
                 Ok(()) => return Ok(()),
                 Err(e @ RuntimeError::RegistryUnavailable { .. }) => e,
@@ -125,6 +134,12 @@ impl Puller {
                     tracing::info!(
                         "{error}; a maintenance window is open on this machine: waiting for it to close before trying again"
                     );
+                    self.progress.send(Progress::Waiting {
+                        id: None,
+                        on: format!(
+                            "the registry of {image} does not answer: waiting for the open window to close"
+                        ),
+                    });
                     self.wait_for_windows(deadline).await;
                     // Windows cannot open again while the apply holds the
                     // lock: from here on, only the budget applies.
@@ -140,6 +155,13 @@ impl Puller {
                 ));
             }
             tracing::info!("{error}; trying again in {}s", backoff.as_secs_f64());
+            self.progress.send(Progress::Waiting {
+                id: None,
+                on: format!(
+                    "the registry of {image} does not answer: trying again in {}s",
+                    backoff.as_secs_f64()
+                ),
+            });
             tokio::time::sleep(backoff).await;
             self.spent += backoff;
             backoff = (backoff * 2).min(self.policy.max_backoff);

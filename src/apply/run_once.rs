@@ -31,6 +31,12 @@ impl Run<'_> {
             self.push(id, Action::HeldStill, Some(why));
             return None;
         }
+        self.applier
+            .progress
+            .send(crate::progress::Progress::Waiting {
+                id: Some(id.to_string()),
+                on: format!("running {name} to completion"),
+            });
         match self.run_to_completion(res, c).await {
             Ok(took) => {
                 let reason = format!("exit status 0 in {:.1}s", took.as_secs_f64());

@@ -68,6 +68,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
             Ok(h) => h,
             Err(code) => return code,
         };
+        let (reporter, rx) = crate::progress::Reporter::channel();
         let applier = crate::apply::units::with_systemd(
             Applier::new(
                 host.store.clone(),
@@ -76,11 +77,19 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
             ),
             &cli.unit_dir,
         )
+        .await
+        .with_progress(reporter);
+        let mut view = super::progress::View::apply(std::time::Instant::now());
+        let applied = super::progress::show(
+            super::progress::style(json),
+            &mut view,
+            rx,
+            None,
+            applier.install_and_apply(&decl, &bytes, &cli.declaration, allow_empty),
+            |_| false,
+        )
         .await;
-        let report = match applier
-            .install_and_apply(&decl, &bytes, &cli.declaration, allow_empty)
-            .await
-        {
+        let report = match applied {
             Ok(report) => report,
             Err(refused) => {
                 if json {

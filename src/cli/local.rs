@@ -117,8 +117,9 @@ pub fn shutdown_on_signal() -> watch::Receiver<bool> {
     rx
 }
 
-/// `mesh-host run STEP --local`: a suspended step only with `force`.
-pub fn run_step(cli: &Cli, step_id: &str, force: bool, json: bool) -> u8 {
+/// `mesh-host run STEP --local`: a suspended step only with `force`; on
+/// a terminal with its phases, and with `follow` its output.
+pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool) -> u8 {
     block_on(async {
         let step = match load_step(cli, step_id) {
             Ok(s) => s,
@@ -133,7 +134,7 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, json: bool) -> u8 {
                 Ok(Some(since)) => {
                     eprintln!(
                         "mesh-host: {}",
-                        crate::schedule::scheduler::suspended_refusal(step_id, since)
+                        crate::schedule::suspend::refusal(step_id, since)
                     );
                     return EXIT_REFUSED;
                 }
@@ -171,7 +172,33 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, json: bool) -> u8 {
             units,
             shutdown_on_signal(),
         );
-        let report = firer.fire(&step.def, chrono::Utc::now()).await;
+        let mut follower = None;
+        let followed = if follow {
+            match super::logs::follow(cli, step_id) {
+                Ok((f, events)) => {
+                    follower = Some(f);
+                    Some(super::progress::Followed::new(events))
+                }
+                Err(e) => {
+                    eprintln!("mesh-host: the step's output will not be shown: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let (reporter, rx) = crate::progress::Reporter::channel();
+        let mut view = super::progress::View::run(step_id, std::time::Instant::now());
+        let report = super::progress::show(
+            super::progress::style(json),
+            &mut view,
+            rx,
+            followed,
+            firer.fire_reporting(&step.def, chrono::Utc::now(), &reporter),
+            |_| true,
+        )
+        .await;
+        drop(follower);
         print_report(&report, json);
         if report.ok() {
             EXIT_OK

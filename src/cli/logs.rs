@@ -144,7 +144,7 @@ enum Kind {
 
 /// A line of output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-struct Line {
+pub struct Line {
     /// `stdout` or `stderr`.
     stream: &'static str,
     /// Its text, without the newline.
@@ -351,7 +351,7 @@ struct JsonLine<'a> {
 }
 
 /// Prints lines, a header before each fire when more than one may show.
-struct Printer {
+pub struct Printer {
     opts: Options,
     headers: bool,
     current: Option<String>,
@@ -360,6 +360,20 @@ struct Printer {
 }
 
 impl Printer {
+    /// A printer of one fire's lines as text, with no header.
+    pub fn plain() -> Printer {
+        Printer {
+            opts: Options {
+                fires: 1,
+                follow: true,
+                json: false,
+            },
+            headers: false,
+            current: None,
+            open: None,
+        }
+    }
+
     fn header(&mut self, fire: &str, out: &mut impl Write) -> std::io::Result<()> {
         if self.current.as_deref() == Some(fire) {
             return Ok(());
@@ -373,14 +387,15 @@ impl Printer {
     }
 
     /// Ends a partial line left open, so that what follows starts a line.
-    fn close(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+    pub fn close(&mut self, out: &mut impl Write) -> std::io::Result<()> {
         if self.open.take().is_some() {
             writeln!(out)?;
         }
         Ok(())
     }
 
-    fn line(
+    /// Print one line of `fire`: stdout's on `out`, stderr's on `err`.
+    pub fn line(
         &mut self,
         fire: &str,
         line: &Line,
@@ -458,6 +473,97 @@ fn print(path: &str, query: &Query, selection: &Selection, opts: Options) -> std
     })?;
     printer.close(&mut out)?;
     out.flush()
+}
+
+/// What following a step's entries in the journal gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowEvent {
+    /// A line the step's container wrote in `fire`.
+    Line {
+        /// The fire.
+        fire: String,
+        /// The line.
+        line: Line,
+    },
+    /// The fire's `step-finished`, `step-failed` or `step-skipped`: the
+    /// fire ended.
+    Ended {
+        /// The fire.
+        fire: String,
+    },
+}
+
+/// Follows the journal for a step's entries from now on, for `run
+/// --follow`; ends its `journalctl` when dropped.
+pub struct Follower {
+    child: Child,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Follow what the journal gets of step `step` from now on (its output
+/// by its fire, and the end of each fire), with the same query as `logs
+/// --follow`; each is sent on the channel returned.
+pub fn follow(
+    cli: &Cli,
+    step: &str,
+) -> Result<(Follower, tokio::sync::mpsc::UnboundedReceiver<FollowEvent>), String> {
+    let container = declared_step(&cli.declaration, step)
+        .ok()
+        .and_then(Result::ok);
+    let journalctl_path = JOURNALCTL
+        .iter()
+        .copied()
+        .find(|p| Path::new(p).exists())
+        .ok_or_else(|| format!("no journalctl at {}", JOURNALCTL.join(" or ")))?;
+    let query = Query {
+        step,
+        container: container.as_deref(),
+    };
+    let from = tail_cursor(journalctl_path).map_err(|e| format!("cannot read the journal: {e}"))?;
+    let mut args = vec!["--follow".to_string()];
+    args.extend(from.map(|c| format!("--after-cursor={c}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = journalctl(journalctl_path, &args, &query)
+        .map_err(|e| format!("cannot read the journal: {e}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("journalctl's output was not piped to this process")?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let step = step.to_string();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+            let entry = serde_json::from_slice::<Value>(&buf);
+            buf.clear();
+            let Some(e) = entry.ok().and_then(|v| classify(&v, &step)) else {
+                continue;
+            };
+            let event = match e.kind {
+                Kind::Output(line) => FollowEvent::Line { fire: e.fire, line },
+                Kind::Event(name)
+                    if matches!(
+                        name.as_str(),
+                        "step-finished" | "step-failed" | "step-skipped"
+                    ) =>
+                {
+                    FollowEvent::Ended { fire: e.fire }
+                }
+                Kind::Event(_) => continue,
+            };
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    Ok((Follower { child }, rx))
 }
 
 #[cfg(test)]

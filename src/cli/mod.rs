@@ -18,6 +18,7 @@ mod logs;
 mod man;
 mod metrics;
 mod output;
+mod progress;
 mod remote;
 mod status;
 mod suspend;
@@ -133,6 +134,10 @@ pub enum Command {
     /// machine to it and report one line per resource. A refused FILE
     /// changes nothing. Containers an open maintenance window holds are left
     /// alone (`held-still`).
+    ///
+    /// On a terminal, a line on stderr shows each resource as it is decided
+    /// and what the apply waits on (a pull, a run-once step, an open
+    /// window), erased before the report.
     Apply {
         /// The declaration file (`-` for standard input).
         file: PathBuf,
@@ -166,6 +171,13 @@ pub enum Command {
     /// (window, record, no stacking), wait for it and print its outcome.
     /// Exits 0 only when the step succeeded and every container it held
     /// runs again.
+    ///
+    /// On a terminal, a line on stderr shows the fire's phase (preparing,
+    /// stopping held containers, running, starting them again) and the
+    /// time since it began. Interrupted (Ctrl-C), `run` leaves the fire to
+    /// the daemon, says so and exits 130: the fire goes on and its window
+    /// still closes (with --local the fire is this process's own: the
+    /// step is stopped and its window closed before it exits).
     Run {
         /// The step's resource id.
         step: String,
@@ -175,6 +187,11 @@ pub enum Command {
         /// Run it even though it is suspended (it stays suspended).
         #[arg(long)]
         force: bool,
+        /// Print the step's output as it writes it (stdout on stdout,
+        /// stderr on stderr), read from the journal as `logs` reads it,
+        /// before the outcome.
+        #[arg(long, short, conflicts_with = "json")]
+        follow: bool,
         /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
@@ -375,8 +392,9 @@ pub fn dispatch(cli: Cli) -> u8 {
             ref step,
             local: true,
             force,
+            follow,
             json,
-        } => local::run_step(&cli, step, force, json),
+        } => local::run_step(&cli, step, force, follow, json),
         Command::Plan {
             ref step,
             local: true,
@@ -386,15 +404,9 @@ pub fn dispatch(cli: Cli) -> u8 {
             ref step,
             local: false,
             force,
+            follow,
             json,
-        } => remote::call(
-            &cli,
-            &crate::control::Request::Run {
-                step: step.clone(),
-                force,
-            },
-            json,
-        ),
+        } => remote::run(&cli, step, force, follow, json),
         Command::Suspend {
             ref step,
             local: false,
@@ -442,14 +454,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         } => match check::read_or_refuse(file) {
             Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(declaration) => remote::call(
-                    &cli,
-                    &crate::control::Request::Apply {
-                        declaration,
-                        allow_empty,
-                    },
-                    json,
-                ),
+                Ok(declaration) => remote::apply(&cli, declaration, allow_empty, json),
                 Err(_) => {
                     eprintln!("mesh-host: {} is not UTF-8 text", file.display());
                     EXIT_REFUSED
@@ -520,7 +525,7 @@ mod tests {
                 .expect("parses");
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
         assert!(
-            matches!(cli.command, Command::Run { ref step, local: true, force: false, json: false } if step == "gc")
+            matches!(cli.command, Command::Run { ref step, local: true, force: false, follow: false, json: false } if step == "gc")
         );
     }
 

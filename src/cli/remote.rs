@@ -1,34 +1,150 @@
 //! Commands answered by the daemon over its control socket.
 
+use std::time::Instant;
+
 use super::local::block_on;
 use super::output::print_json;
-use super::Cli;
-use crate::control::{client, Request};
+use super::progress::{self, Followed, View};
+use super::{logs, Cli};
+use crate::control::{client, Request, Response};
+use crate::progress::Reporter;
+
+/// The exit code of a `run` interrupted (SIGINT), as a shell reports a
+/// command ended by it.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Send `request` to the daemon, print its answer, return its exit code.
 pub fn call(cli: &Cli, request: &Request, json: bool) -> u8 {
     block_on(async {
-        let form = if json {
-            client::Form::Json
-        } else {
-            client::Form::Text
-        };
-        match client::call_for(&cli.control_socket, request, form).await {
-            Ok(response) => {
-                if json {
-                    print_json(&response.json);
-                } else {
-                    print!("{}", response.text);
-                    if !response.text.ends_with('\n') {
-                        println!();
-                    }
+        let answer = client::call_for(&cli.control_socket, request, form(json)).await;
+        print_answer(answer, json)
+    })
+}
+
+/// The form of the daemon's answer the command line prints: only that one
+/// is read (the `status` of thousands of steps is megabytes of JSON).
+fn form(json: bool) -> client::Form {
+    if json {
+        client::Form::Json
+    } else {
+        client::Form::Text
+    }
+}
+
+fn print_answer(answer: Result<Response, String>, json: bool) -> u8 {
+    match answer {
+        Ok(response) => {
+            if json {
+                print_json(&response.json);
+            } else {
+                print!("{}", response.text);
+                if !response.text.ends_with('\n') {
+                    println!();
                 }
-                response.exit
             }
-            Err(e) => {
-                eprintln!("mesh-host: {e}");
-                super::EXIT_FAILED
+            response.exit
+        }
+        Err(e) => {
+            eprintln!("mesh-host: {e}");
+            super::EXIT_FAILED
+        }
+    }
+}
+
+/// `apply FILE`: on a terminal, with the apply's progress from the daemon.
+pub fn apply(cli: &Cli, declaration: String, allow_empty: bool, json: bool) -> u8 {
+    let style = progress::style(json);
+    let request = Request::Apply {
+        declaration,
+        allow_empty,
+        progress: style.is_some(),
+    };
+    block_on(async {
+        let (reporter, rx) = Reporter::channel();
+        let mut view = View::apply(Instant::now());
+        let answer = progress::show(
+            style,
+            &mut view,
+            rx,
+            None,
+            client::call_with_progress(&cli.control_socket, &request, form(json), |p| {
+                reporter.send(p)
+            }),
+            |_| false,
+        )
+        .await;
+        print_answer(answer, json)
+    })
+}
+
+/// `run STEP`: on a terminal, with the fire's phases from the daemon;
+/// with `follow`, the step's output from the journal as it is written.
+/// Interrupted, it leaves the fire to the daemon and says so.
+pub fn run(cli: &Cli, step: &str, force: bool, follow: bool, json: bool) -> u8 {
+    let style = progress::style(json);
+    let request = Request::Run {
+        step: step.to_string(),
+        force,
+        progress: style.is_some() || follow,
+    };
+    block_on(async {
+        // Followed from before the request: no line of the fire is missed.
+        let mut follower = None;
+        let followed = if follow {
+            match logs::follow(cli, step) {
+                Ok((f, events)) => {
+                    follower = Some(f);
+                    Some(Followed::new(events))
+                }
+                Err(e) => {
+                    eprintln!("mesh-host: the step's output will not be shown: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let (reporter, rx) = Reporter::channel();
+        let mut view = View::run(step, Instant::now());
+        let answer = progress::show(style, &mut view, rx, followed, async {
+            tokio::select! {
+                answer = client::call_with_progress(&cli.control_socket, &request, form(json), |p| reporter.send(p)) => Some(answer),
+                _ = tokio::signal::ctrl_c() => None,
+            }
+        }, |answer| matches!(answer, Some(Ok(_))))
+        .await;
+        drop(follower);
+        match answer {
+            Some(answer) => print_answer(answer, json),
+            None => {
+                eprintln!("{}", interrupted(step, view.fire()));
+                EXIT_INTERRUPTED
             }
         }
     })
+}
+
+/// What `run` says when interrupted: the fire is the daemon's.
+pub fn interrupted(step: &str, fire: Option<&str>) -> String {
+    let fire = fire.map(|f| format!(" ({f})")).unwrap_or_default();
+    format!(
+        "mesh-host: interrupted; the fire of {step}{fire} goes on in the daemon and its window still closes. \
+         Its output: mesh-host logs {step} --follow; its outcome: mesh-host status"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_run_says_the_fire_goes_on() {
+        let said = interrupted("gc", Some("mesh-host-step-gc-20261203T030000Z.scope"));
+        assert!(
+            said.contains("the fire of gc (mesh-host-step-gc-20261203T030000Z.scope) goes on in the daemon and its window still closes"),
+            "{said}"
+        );
+        assert!(said.contains("mesh-host logs gc --follow"), "{said}");
+        assert!(interrupted("gc", None).contains("the fire of gc goes on"));
+    }
 }

@@ -2,10 +2,11 @@
 
 use std::path::Path;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-use super::{Request, Response};
+use super::{Frame, Request, Response};
+use crate::progress::Progress;
 
 /// Send one request and wait for its response (as long as the daemon takes:
 /// an apply or a run can take minutes).
@@ -69,6 +70,32 @@ fn parse(answer: &[u8], form: Form) -> serde_json::Result<Response> {
 
 /// [`call`], reading only the `form` the caller needs.
 pub async fn call_for(socket: &Path, request: &Request, form: Form) -> Result<Response, String> {
+    call_with_progress(socket, request, form, |_| {}).await
+}
+
+/// [`call_for`], giving `each` the progress frames that come before the
+/// answer when `request` asks for them. A daemon that does not know
+/// progress frames refuses such a request: it is then sent again
+/// without asking for them.
+pub async fn call_with_progress(
+    socket: &Path,
+    request: &Request,
+    form: Form,
+    mut each: impl FnMut(Progress),
+) -> Result<Response, String> {
+    let response = exchange(socket, request, form, &mut each).await?;
+    if request.wants_progress() && response.exit == 2 && response.text.contains("`progress`") {
+        return exchange(socket, &request.without_progress(), form, &mut each).await;
+    }
+    Ok(response)
+}
+
+async fn exchange(
+    socket: &Path,
+    request: &Request,
+    form: Form,
+    each: &mut impl FnMut(Progress),
+) -> Result<Response, String> {
     let mut stream = UnixStream::connect(socket).await.map_err(|e| {
         format!(
             "no mesh-host daemon answers on {} ({e}); is mesh-host.service running? Use --local to work without it",
@@ -80,11 +107,30 @@ pub async fn call_for(socket: &Path, request: &Request, form: Form) -> Result<Re
     // close its side: then the write fails, but its answer is still there.
     let sent = stream.write_all(&body).await;
     let _ = stream.shutdown().await;
+    let mut reader = BufReader::new(stream);
     let mut answer = Vec::new();
-    stream
-        .read_to_end(&mut answer)
-        .await
-        .map_err(|e| format!("cannot read the daemon's answer: {e}"))?;
+    loop {
+        answer.clear();
+        let read = reader
+            .read_until(b'\n', &mut answer)
+            .await
+            .map_err(|e| format!("cannot read the daemon's answer: {e}"))?;
+        if read == 0 || !answer.ends_with(b"\n") {
+            break;
+        }
+        // A line before the answer is a progress frame; the answer itself
+        // is the last line, with no newline after it.
+        match serde_json::from_slice::<Frame>(&answer) {
+            Ok(frame) => each(frame.progress),
+            Err(_) => {
+                reader
+                    .read_to_end(&mut answer)
+                    .await
+                    .map_err(|e| format!("cannot read the daemon's answer: {e}"))?;
+                break;
+            }
+        }
+    }
     match (parse(&answer, form), sent) {
         (Ok(response), _) => Ok(response),
         (Err(_), Err(e)) => Err(format!("cannot send the request: {e}")),

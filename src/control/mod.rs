@@ -2,7 +2,12 @@
 //! (`/run/mesh-host/control.sock`).
 //!
 //! One request per connection, as one JSON object; one response back, as
-//! one JSON object. Only root may talk to it: the peer's credentials are
+//! one JSON object. An `apply` or `run` that asks for `progress` gets,
+//! before that response, one line per piece of progress
+//! (`{"progress": {...}}` and a newline, see [`crate::progress`]): a
+//! request that does not ask gets the response alone, as ever, and a
+//! daemon that does not know the field refuses the request, which the
+//! client then sends again without it. Only root may talk to it: the peer's credentials are
 //! checked before a byte is read. Requests are bounded in size, each
 //! connection in time (to send the request, and to take the answer), and
 //! connections in number, so no client can stall the daemon; the scheduler and its watchdog run on their own task and are
@@ -43,6 +48,9 @@ pub enum Request {
         /// not know it refuses the request rather than ignoring it.
         #[serde(default, skip_serializing_if = "is_false")]
         allow_empty: bool,
+        /// Stream progress frames before the answer (sent only when set).
+        #[serde(default, skip_serializing_if = "is_false")]
+        progress: bool,
     },
     /// Report status.
     Status,
@@ -54,6 +62,9 @@ pub enum Request {
         /// set (a daemon that does not know it refuses the request).
         #[serde(default, skip_serializing_if = "is_false")]
         force: bool,
+        /// Stream progress frames before the answer (sent only when set).
+        #[serde(default, skip_serializing_if = "is_false")]
+        progress: bool,
     },
     /// Suspend a step: its due times pass unrun until it is resumed.
     Suspend {
@@ -76,6 +87,34 @@ pub enum Request {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+impl Request {
+    /// Whether the client asked for progress frames.
+    pub fn wants_progress(&self) -> bool {
+        matches!(
+            self,
+            Request::Apply { progress: true, .. } | Request::Run { progress: true, .. }
+        )
+    }
+
+    /// The same request without progress frames, for a daemon that does
+    /// not know them.
+    pub fn without_progress(&self) -> Request {
+        let mut plain = self.clone();
+        if let Request::Apply { progress, .. } | Request::Run { progress, .. } = &mut plain {
+            *progress = false;
+        }
+        plain
+    }
+}
+
+/// One piece of progress on the wire: a line before the answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Frame {
+    /// The progress.
+    pub progress: crate::progress::Progress,
 }
 
 /// What the daemon answers.

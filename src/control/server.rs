@@ -7,7 +7,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
-use super::{Request, Response, ANSWER_TIMEOUT, MAX_CONNECTIONS, MAX_REQUEST, REQUEST_TIMEOUT};
+use super::{
+    Frame, Request, Response, ANSWER_TIMEOUT, MAX_CONNECTIONS, MAX_REQUEST, REQUEST_TIMEOUT,
+};
+use crate::progress::{Progress, Reporter};
 
 /// A request with the channel its answer goes back on.
 #[derive(Debug)]
@@ -16,6 +19,9 @@ pub struct Incoming {
     pub request: Request,
     /// Where to send the response.
     pub reply: oneshot::Sender<Response>,
+    /// Where progress goes: to the client when it asked for it
+    /// ([`Request::wants_progress`]), else nowhere.
+    pub progress: Reporter,
 }
 
 /// Bind the socket (replacing a stale one), root-only (0600).
@@ -125,13 +131,26 @@ async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
         }
     };
     let (reply, answer) = oneshot::channel();
-    if to_daemon.send(Incoming { request, reply }).await.is_err() {
+    let (progress, frames) = if request.wants_progress() {
+        let (progress, frames) = Reporter::channel();
+        (progress, Some(frames))
+    } else {
+        (Reporter::none(), None)
+    };
+    let incoming = Incoming {
+        request,
+        reply,
+        progress,
+    };
+    if to_daemon.send(incoming).await.is_err() {
         refuse(stream, "the daemon is stopping").await;
         return;
     }
-    let response = answer
-        .await
-        .unwrap_or_else(|_| Response::error(1, "the daemon stopped before answering"));
+    let response = match frames {
+        Some(frames) => stream_progress(&mut stream, frames, answer).await,
+        None => answer.await,
+    }
+    .unwrap_or_else(|_| Response::error(1, "the daemon stopped before answering"));
     let body = serde_json::to_vec(&response).unwrap_or_default();
     let written = tokio::time::timeout(ANSWER_TIMEOUT, async {
         stream.write_all(&body).await?;
@@ -144,6 +163,47 @@ async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
             ANSWER_TIMEOUT.as_secs()
         );
     }
+}
+
+/// Write each piece of progress to the client as a line until the answer
+/// comes, then what was sent before it, and return the answer. A client
+/// that does not take a frame within [`ANSWER_TIMEOUT`] gets no more of
+/// them: the request goes on, and its answer is still written.
+async fn stream_progress(
+    stream: &mut UnixStream,
+    mut frames: tokio::sync::mpsc::UnboundedReceiver<Progress>,
+    mut answer: oneshot::Receiver<Response>,
+) -> Result<Response, oneshot::error::RecvError> {
+    let mut streaming = true;
+    loop {
+        tokio::select! {
+            biased;
+            response = &mut answer => {
+                while let (true, Ok(progress)) = (streaming, frames.try_recv()) {
+                    streaming = write_frame(stream, progress).await;
+                }
+                return response;
+            }
+            Some(progress) = frames.recv(), if streaming => {
+                streaming = write_frame(stream, progress).await;
+                if !streaming {
+                    frames.close();
+                }
+            }
+        }
+    }
+}
+
+/// Write one progress frame; `false` when the client did not take it.
+async fn write_frame(stream: &mut UnixStream, progress: Progress) -> bool {
+    let Ok(mut line) = serde_json::to_vec(&Frame { progress }) else {
+        return true;
+    };
+    line.push(b'\n');
+    matches!(
+        tokio::time::timeout(ANSWER_TIMEOUT, stream.write_all(&line)).await,
+        Ok(Ok(()))
+    )
 }
 
 /// Read until the client shuts its side, at most [`MAX_REQUEST`] bytes.

@@ -40,6 +40,7 @@ use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::Declaration;
 use crate::metrics::service::{MetricsHandle, MetricsService};
+use crate::progress::Reporter;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::Firer;
@@ -380,7 +381,7 @@ async fn answer(
             if matches!(incoming.request, Request::Run { .. } | Request::Plan { .. }) {
                 let _ = armed.wait_for(|a| *a).await;
             }
-            let response = d.handle(incoming.request).await;
+            let response = d.handle(incoming.request, incoming.progress).await;
             let _ = incoming.reply.send(response);
         });
     }
@@ -482,10 +483,13 @@ impl Daemon {
         &self,
         bytes: &[u8],
         allow_empty: bool,
+        progress: Reporter,
     ) -> Result<ApplyReport, crate::apply::InstallRefused> {
         let _serial = self.applying.lock().await;
         let (decl, mut report) = self
             .applier
+            .clone()
+            .with_progress(progress)
             .parse_install_and_apply(bytes, &self.cfg.declaration, allow_empty)
             .await?;
         self.after_apply(decl, &mut report).await;
@@ -583,13 +587,14 @@ impl Daemon {
         self.applied.notify_one();
     }
 
-    async fn handle(&self, request: Request) -> Response {
+    async fn handle(&self, request: Request, progress: Reporter) -> Response {
         match request {
             Request::Apply {
                 declaration,
                 allow_empty,
+                progress: _,
             } => match self
-                .install_and_apply(declaration.as_bytes(), allow_empty)
+                .install_and_apply(declaration.as_bytes(), allow_empty, progress)
                 .await
             {
                 Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
@@ -615,14 +620,16 @@ impl Daemon {
                     }
                 }
             },
-            Request::Run { step, force } => match self.scheduler.run_now(&step, force).await {
-                Ok(report) => Response {
-                    exit: if report.ok() { 0 } else { 1 },
-                    text: crate::render::fire(&report),
-                    json: serde_json::to_value(&report).unwrap_or_default(),
-                },
-                Err(e) => Response::error(refusal_exit(&e), e),
-            },
+            Request::Run { step, force, .. } => {
+                match self.scheduler.run_now(&step, force, progress).await {
+                    Ok(report) => Response {
+                        exit: if report.ok() { 0 } else { 1 },
+                        text: crate::render::fire(&report),
+                        json: serde_json::to_value(&report).unwrap_or_default(),
+                    },
+                    Err(e) => Response::error(refusal_exit(&e), e),
+                }
+            }
             Request::Suspend { step } => self.suspend(&step).await,
             Request::Resume { step } => self.resume(&step).await,
             Request::Plan { step } => {

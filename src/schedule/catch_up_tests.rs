@@ -9,6 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::progress::Reporter;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
 use crate::schedule::clock::FakeClock;
@@ -238,12 +239,20 @@ async fn a_suspended_step_passes_its_due_times_unrun_and_runs_only_forced() {
     assert_eq!(starts(&r.fake), 0, "a suspended due time is not run");
     assert_eq!(r.history().await.last_due, Some(at("2026-01-01T03:30:00Z")));
     // `run` refuses it; `run --force` runs it, and it stays suspended.
-    let refused = r.handle.run_now("gc", false).await.expect_err("suspended");
+    let refused = r
+        .handle
+        .run_now("gc", false, Reporter::none())
+        .await
+        .expect_err("suspended");
     assert!(
         refused.contains("is suspended") && refused.contains("--force"),
         "{refused}"
     );
-    let report = r.handle.run_now("gc", true).await.expect("forced");
+    let report = r
+        .handle
+        .run_now("gc", true, Reporter::none())
+        .await
+        .expect("forced");
     assert!(report.ok(), "{report:?}");
     assert_eq!(starts(&r.fake), 1);
     assert!(r.handle.status().await.expect("status")[0]

@@ -16,6 +16,7 @@ use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 
 use crate::events::Event;
 use crate::mesh_event;
+use crate::progress::{Phase, Progress, Reporter};
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
 use crate::schedule::output::fire_name;
 use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
@@ -184,6 +185,43 @@ impl Firer {
 
     /// Fire `step` for `due`, wait for it, and report.
     pub async fn fire(&self, step: &StepDef, due: DateTime<Utc>) -> FireReport {
+        self.fire_reporting(step, due, &Reporter::none()).await
+    }
+
+    /// [`Firer::fire`], telling `progress` of the fire's name and of each
+    /// phase as the fire enters it.
+    pub async fn fire_reporting(
+        &self,
+        step: &StepDef,
+        due: DateTime<Utc>,
+        progress: &Reporter,
+    ) -> FireReport {
+        let phase = |phase: Phase, detail: Option<String>| {
+            progress.send(Progress::Phase {
+                step: step.id.clone(),
+                phase,
+                detail,
+            })
+        };
+        let held = step
+            .holds
+            .iter()
+            .map(|(_, name)| name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let report = self.fire_phases(step, due, progress, &phase, &held).await;
+        phase(Phase::Done, None);
+        report
+    }
+
+    async fn fire_phases(
+        &self,
+        step: &StepDef,
+        due: DateTime<Utc>,
+        progress: &Reporter,
+        phase: &impl Fn(Phase, Option<String>),
+        held: &str,
+    ) -> FireReport {
         let started = Instant::now();
         let mut report = FireReport {
             step: step.id.clone(),
@@ -208,6 +246,11 @@ impl Firer {
             step.id,
             due.to_rfc3339()
         );
+        progress.send(Progress::Fire {
+            step: step.id.clone(),
+            fire: fire.clone(),
+        });
+        phase(Phase::Preparing, Some(step.spec.name.clone()));
         // Everything a run needs is made before anything is held: its
         // transient unit and its container (ready already, or created
         // now), so that a window's last stop is followed by the start alone.
@@ -235,6 +278,7 @@ impl Firer {
                 holds: step.holds.clone(),
                 hold_specs: step.hold_specs.clone(),
             };
+            phase(Phase::Holding, Some(held.to_string()));
             match self.windows.open(&plan).await {
                 Ok(w) => window = Some(w),
                 Err(OpenError::Busy { other, container }) => {
@@ -265,6 +309,7 @@ impl Firer {
                 }
             }
         }
+        phase(Phase::Running, Some(step.spec.name.clone()));
         // The body on a task of its own: a panic in it is caught here.
         let body = {
             let (runtime, units, shutdown, step, starts) = (
@@ -307,6 +352,7 @@ impl Firer {
         // in this fire to close it (the scheduler hands it over).
         crate::fault::point("panic-in-fire", &step.id);
         if let Some(mut w) = window {
+            phase(Phase::Releasing, Some(held.to_string()));
             let closed = match ended {
                 Ok(()) => self.windows.close(&mut w).await,
                 Err(reason) => self.windows.close_unconfirmed(&mut w, &reason).await,

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use crate::events::Event;
 use crate::mesh_event;
+use crate::progress::Reporter;
 use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
@@ -117,6 +118,8 @@ pub enum Command {
         step: String,
         /// Run it even though it is suspended.
         force: bool,
+        /// Told of the fire's name and phases.
+        progress: Reporter,
         /// The fire's report, or why it could not be fired.
         reply: oneshot::Sender<Result<FireReport, String>>,
     },
@@ -158,12 +161,19 @@ impl SchedulerHandle {
 
     /// Fire a step now and wait for its report; a suspended step only
     /// with `force`.
-    pub async fn run_now(&self, step: &str, force: bool) -> Result<FireReport, String> {
+    /// `progress` is told of its fire ([`Firer::fire_reporting`]).
+    pub async fn run_now(
+        &self,
+        step: &str,
+        force: bool,
+        progress: Reporter,
+    ) -> Result<FireReport, String> {
         let (reply, rx) = oneshot::channel();
         self.inbox
             .send(Command::RunNow {
                 step: step.to_string(),
                 force,
+                progress,
                 reply,
             })
             .await
@@ -373,7 +383,7 @@ impl Scheduler {
         // Saved before any of them fires: a due time is never fired twice.
         self.save_history();
         for (step, due, catch_up) in fires {
-            self.spawn_fire(&step, due, catch_up);
+            self.spawn_fire(&step, due, catch_up, Reporter::none());
         }
     }
 
@@ -520,7 +530,7 @@ impl Scheduler {
         }
     }
 
-    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool) {
+    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool, progress: Reporter) {
         let Some(def) = self.steps.get(step).map(|s| s.def.clone()) else {
             return;
         };
@@ -528,7 +538,7 @@ impl Scheduler {
         let firer = self.firer.clone();
         let id = step.to_string();
         let task = self.running.spawn(async move {
-            let report = firer.fire(&def, due).await;
+            let report = firer.fire_reporting(&def, due, &progress).await;
             (id, report)
         });
         self.fires
@@ -596,12 +606,17 @@ impl Scheduler {
                 let _ = reply.send(report);
                 true
             }
-            Command::RunNow { step, force, reply } => {
+            Command::RunNow {
+                step,
+                force,
+                progress,
+                reply,
+            } => {
                 if !self.steps.contains_key(&step) {
                     let _ = reply.send(Err(format!("no scheduled step {step} is declared")));
                     false
                 } else if let Some(since) = self.suspended.since(&step).filter(|_| !force) {
-                    let _ = reply.send(Err(suspended_refusal(&step, since)));
+                    let _ = reply.send(Err(suspend::refusal(&step, since)));
                     false
                 } else if self.table.in_flight(&step) {
                     let _ = reply.send(Err(format!(
@@ -610,7 +625,7 @@ impl Scheduler {
                     false
                 } else {
                     let now = self.clock.now();
-                    self.spawn_fire(&step, now, false);
+                    self.spawn_fire(&step, now, false, progress);
                     self.waiting.entry(step).or_default().push(reply);
                     true
                 }
@@ -763,12 +778,4 @@ impl Scheduler {
             })
             .collect()
     }
-}
-
-/// Why `run STEP` refuses a suspended step.
-pub fn suspended_refusal(step: &str, since: DateTime<Utc>) -> String {
-    format!(
-        "step {step} is suspended (since {}): not run; mesh-host run {step} --force runs it anyway, mesh-host resume {step} lifts the suspension",
-        since.format("%Y-%m-%d %H:%M:%S UTC")
-    )
 }

@@ -124,6 +124,14 @@ pub fn retain(store: &Store, declared: &BTreeSet<String>) -> Result<Vec<String>,
     .map(|(gone, _)| gone)
 }
 
+/// Why `run STEP` refuses a suspended step.
+pub fn refusal(step: &str, since: DateTime<Utc>) -> String {
+    format!(
+        "step {step} is suspended (since {}): not run; mesh-host run {step} --force runs it anyway, mesh-host resume {step} lifts the suspension",
+        since.format("%Y-%m-%d %H:%M:%S UTC")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::progress::Reporter;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
 use crate::schedule::clock::{Clock, FakeClock};
@@ -798,7 +799,10 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
         .sync(vec![ScheduledStep { def, timing }])
         .await
         .expect("sync");
-    let report = handle.run_now("gc", false).await.expect("a report");
+    let report = handle
+        .run_now("gc", false, Reporter::none())
+        .await
+        .expect("a report");
     assert!(
         matches!(&report.outcome, RunOutcome::Error { reason } if reason.contains("panic")),
         "{:?}",
@@ -808,7 +812,10 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
     assert!(!status[0].running, "the step is free");
     assert!(status[0].history.last_outcome.is_some());
     // Free to fire again (and failing the same way, not hanging).
-    let again = handle.run_now("gc", false).await.expect("a second report");
+    let again = handle
+        .run_now("gc", false, Reporter::none())
+        .await
+        .expect("a second report");
     assert!(!again.ok());
     stop.send(true).expect("stop");
     task.await.expect("scheduler");

@@ -189,6 +189,36 @@ impl DaemonUnit {
             .expect("mesh-host")
     }
 
+    /// A command through the daemon's control socket on a terminal: run
+    /// under `script` (util-linux) on a pseudo-terminal with `TERM=xterm`
+    /// and `env` (`VAR=value` words), its stdin piped to the terminal
+    /// (`\x03` is a Ctrl-C) and what the terminal shows on stdout (its
+    /// stdout and stderr alike). Not waited for.
+    pub fn cli_pty_spawn(&self, args: &[&str], env: &[&str]) -> Child {
+        let words: Vec<String> = std::iter::once(self.bin.clone())
+            .chain(self.args(args))
+            .map(|a| quote(&a))
+            .collect();
+        let cmd = format!("TERM=xterm {} exec {}", env.join(" "), words.join(" "));
+        self.node
+            .command("script", &["-qefc", &cmd, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("script")
+    }
+
+    /// [`DaemonUnit::cli_pty_spawn`], waited for; its output is logged.
+    pub fn cli_pty(&self, args: &[&str], env: &[&str]) -> Output {
+        let out = self
+            .cli_pty_spawn(args, env)
+            .wait_with_output()
+            .expect("script");
+        log(args, &out);
+        out
+    }
+
     /// `journalctl -u UNIT -t mesh-host ARGS -o cat` since `since` (a
     /// `journalctl --since` value).
     pub fn journal(&self, since: &str, args: &[&str]) -> String {
