@@ -36,6 +36,11 @@
 //!   the new one, or created it and not yet removed the old one, for a
 //!   minute: a node test kills the process there.
 //!
+//! - `pause-before-reloading:sighup` (a pause): the daemon's main loop,
+//!   given SIGHUP, before it says `RELOADING=1`, for a minute: a daemon
+//!   slow to take the signal, which a bare `kill -HUP` as `ExecReload=`
+//!   lets `systemctl reload` return before (tests/daemon_node.rs).
+//!
 //! `MESH_HOST_MAKING_GRACE_SECS=N` shortens the age (ten minutes) at which
 //! an apply takes a container under a making name for one an interrupted
 //! create left, so that a node test need not wait for it

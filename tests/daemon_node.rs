@@ -493,6 +493,48 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
+fn systemctl_reload_returns_once_the_reload_has_applied() {
+    // systemd 252 ends a reload job when ExecReload= exits, unless the
+    // daemon said RELOADING=1 before: with a bare `kill -HUP`, a daemon
+    // slow to take the signal (here a fault point makes it so, in the
+    // SIGHUP path) let `systemctl reload` return before it read the file.
+    // The reload's apply here runs a step of 4 s: `systemctl reload`
+    // returns only after it ran, and says nothing of failure.
+    let mut w = World::new("reloadsync");
+    let a = w.name("a");
+    let slow = w.name("slow");
+    let img = w.busybox();
+    w.write_declaration(json!([declare::service("a", &a, &img)]));
+    let d = DaemonUnit::install_with_args(
+        &w,
+        "Environment=MESH_HOST_FAULT=pause-before-reloading:sighup",
+        "--metrics-file=",
+    );
+    d.start();
+    w.write_declaration(json!([
+        declare::service("a", &a, &img),
+        {"id": "slow", "type": "container", "module": "m", "name": slow, "image": img,
+         "command": ["sh", "-c", "sleep 4"], "network": "none", "run-once": true,
+         "timeout": 120}
+    ]));
+    let out = d.node.sh(&format!("systemctl reload {}", quote(&d.unit)));
+    assert!(out.status.success(), "{}", text(&out));
+    let exit = d.node.docker_ok(&[
+        "inspect",
+        "-f",
+        "{{.State.Status}} {{.State.ExitCode}}",
+        &slow,
+    ]);
+    assert_eq!(
+        exit.trim(),
+        "exited 0",
+        "systemctl reload returned before its apply ran the step"
+    );
+    assert_eq!(d.prop("ActiveState"), "active");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
 fn a_slow_reload_leaves_status_and_sigterm_answered() {
     let mut w = World::new("reload");
     let a = w.name("a");

@@ -316,6 +316,11 @@ pub enum Command {
     /// rules between resources (unique ids, what `while-stopped` names)
     /// are its alone.
     Schema,
+    /// Ask the daemon to apply its declaration file again, as
+    /// `systemctl reload mesh-host` does, and return once that is done:
+    /// what the unit's ExecReload= runs.
+    #[command(hide = true)]
+    Reload,
     /// Write the man page and shell completions into a directory.
     #[command(hide = true)]
     Generate {
@@ -447,6 +452,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Status { local: false, json } => {
             remote::call(&cli, &crate::control::Request::Status, json)
         }
+        Command::Reload => remote::reload(&cli),
         Command::Apply {
             ref file,
             local: false,

@@ -51,6 +51,33 @@ fn print_answer(answer: Result<Response, String>, json: bool) -> u8 {
     }
 }
 
+/// `reload`, the unit's `ExecReload=`: the daemon applies its declaration
+/// file again and answers once that apply has ended. SIGTERM (systemd
+/// stopping the unit while it reloads) ends the wait with success: the
+/// stop supersedes the reload, and the daemon lets the apply in flight
+/// finish before it exits.
+pub fn reload(cli: &Cli) -> u8 {
+    block_on(async {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(e) => {
+                    eprintln!("mesh-host: cannot handle SIGTERM: {e}");
+                    return super::EXIT_FAILED;
+                }
+            };
+        tokio::select! {
+            answer = client::call_for(&cli.control_socket, &Request::Reload, client::Form::Text) => {
+                print_answer(answer, false)
+            }
+            _ = term.recv() => {
+                println!("the daemon is being stopped: the reload is left to it");
+                0
+            }
+        }
+    })
+}
+
 /// `apply FILE`: on a terminal, with the apply's progress from the daemon.
 pub fn apply(cli: &Cli, declaration: String, allow_empty: bool, json: bool) -> u8 {
     let style = progress::style(json);

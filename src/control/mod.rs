@@ -83,6 +83,10 @@ pub enum Request {
     },
     /// The metrics text.
     Metrics,
+    /// Apply the node's declaration file again, as SIGHUP does, and answer
+    /// once that reload has ended (what the unit's `ExecReload=` runs, so
+    /// that `systemctl reload` returns when the reload is done).
+    Reload,
 }
 
 fn is_false(b: &bool) -> bool {

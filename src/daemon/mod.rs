@@ -112,6 +112,10 @@ struct Daemon {
     metrics: MetricsHandle,
     /// Keeps shared folders' entries between applies.
     folders: crate::acl::watch::Watcher,
+    /// `systemctl reload`s asked for and done.
+    reloads: reload::Reloads,
+    /// Set when the daemon stops.
+    stopping: watch::Receiver<bool>,
 }
 
 /// Run the daemon; returns the process exit code.
@@ -217,6 +221,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         &cfg.unit_dir,
     )
     .await;
+    let (reloads, queued_reloads) = reload::Reloads::new();
     let daemon = Arc::new(Daemon {
         applier,
         store: store.clone(),
@@ -232,6 +237,8 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         notifier: notifier.clone(),
         metrics,
         folders,
+        reloads,
+        stopping: shutdown.clone(),
     });
 
     // 3. The control socket, answered at once: `status` while the
@@ -264,15 +271,17 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let mut reconciling: Option<tokio::task::JoinHandle<Option<ApplyReport>>> = None;
     // Reloads apply on a task of their own: this loop stays free to answer
     // SIGTERM and control requests meanwhile.
-    let (to_reloader, reloads) = mpsc::channel::<()>(1);
-    tokio::spawn(reload::worker(daemon.clone(), reloads, shutdown.clone()));
+    tokio::spawn(reload::worker(
+        daemon.clone(),
+        queued_reloads,
+        shutdown.clone(),
+    ));
     loop {
         tokio::select! {
             _ = hup.recv() => {
+                crate::fault::pause("pause-before-reloading", "sighup").await;
                 notifier.reloading();
-                if !reload::request(&to_reloader) {
-                    tracing::info!("reload: one is queued already; it reads the file after this request");
-                }
+                daemon.reloads.request();
             }
             _ = reconcile.tick() => {
                 // One reconciliation at a time: a slow apply is not queued
@@ -663,6 +672,20 @@ impl Daemon {
                 None => Response::error(1, "the metrics task has stopped"),
             },
             Request::Status => self.status_response().await,
+            Request::Reload => {
+                self.notifier.reloading();
+                let ticket = self.reloads.request();
+                if self.reloads.served(ticket, self.stopping.clone()).await {
+                    let status = self.status_line().await;
+                    Response {
+                        exit: 0,
+                        text: format!("reloaded: {status}"),
+                        json: serde_json::json!({ "reloaded": true, "status": status }),
+                    }
+                } else {
+                    Response::error(1, "the daemon stopped before the reload ended")
+                }
+            }
         }
     }
 

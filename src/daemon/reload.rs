@@ -9,8 +9,16 @@
 //! `READY=1` when no other reload is queued. A SIGHUP that arrives during a
 //! reload queues one more (the file may have changed after it was read);
 //! further ones are folded into that one.
+//!
+//! Each request takes a ticket ([`Reloads`]); the worker notes the last
+//! ticket given before it reads the file and, when its apply ends, marks
+//! every ticket up to it done. `mesh-host reload` (the unit's
+//! `ExecReload=`) waits for its ticket: systemd 252 ends a reload job when
+//! `ExecReload=` exits, whatever the daemon says after, so a bare
+//! `kill -HUP` let `systemctl reload` return before anything was applied.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,10 +31,47 @@ use super::Daemon;
 /// or reload (each request asks for [`super::notify::EXTEND_BY`]).
 const EXTEND_EVERY: Duration = Duration::from_secs(30);
 
-/// Queue a reload for the worker; `false` when one is queued already (it
-/// will read the file after this request, so it serves it too).
-pub(super) fn request(to_worker: &mpsc::Sender<()>) -> bool {
-    to_worker.try_send(()).is_ok()
+/// Reloads asked for and done, by ticket.
+pub(super) struct Reloads {
+    /// The last ticket given.
+    asked: AtomicU64,
+    /// Every ticket up to this one is served by a reload that has ended.
+    done: watch::Sender<u64>,
+    to_worker: mpsc::Sender<()>,
+}
+
+impl Reloads {
+    /// The requests' side, and the worker's receiver.
+    pub(super) fn new() -> (Reloads, mpsc::Receiver<()>) {
+        // One queued reload serves every request made before it reads the
+        // file.
+        let (to_worker, queued) = mpsc::channel(1);
+        let reloads = Reloads {
+            asked: AtomicU64::new(0),
+            done: watch::channel(0).0,
+            to_worker,
+        };
+        (reloads, queued)
+    }
+
+    /// Queue a reload for the worker; its ticket.
+    pub(super) fn request(&self) -> u64 {
+        let ticket = self.asked.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.to_worker.try_send(()).is_err() {
+            tracing::info!("reload: one is queued already; it reads the file after this request");
+        }
+        ticket
+    }
+
+    /// Once a reload that read the file after `ticket` was given has
+    /// ended; `false` if the daemon stops first.
+    pub(super) async fn served(&self, ticket: u64, mut shutdown: watch::Receiver<bool>) -> bool {
+        let mut done = self.done.subscribe();
+        tokio::select! {
+            r = done.wait_for(|d| *d >= ticket) => r.is_ok(),
+            _ = shutdown.wait_for(|s| *s) => false,
+        }
+    }
 }
 
 /// Run `work`, asking systemd for more start-up or reload time every
@@ -58,12 +103,15 @@ pub(super) async fn worker(
         if *shutdown.borrow() {
             return;
         }
+        // Every ticket given so far was given before the file is read.
+        let serves = daemon.reloads.asked.load(Ordering::SeqCst);
         tracing::info!("reload: applying {}", daemon.cfg.declaration.display());
         daemon.notifier.status(&format!(
             "reloading: applying {}",
             daemon.cfg.declaration.display()
         ));
         extended(&daemon.notifier, daemon.apply_file(super::Trigger::Reload)).await;
+        daemon.reloads.done.send_replace(serves);
         if queued.is_empty() && !*shutdown.borrow() {
             daemon.notifier.ready(&daemon.status_line().await);
             tracing::info!("reload finished");

@@ -5,12 +5,11 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 
 use super::world::World;
-use super::{quote, wait_for, Node};
+use super::{quote, Node};
 
 /// See the module documentation. Stopped and removed when dropped.
 pub struct DaemonUnit {
@@ -78,6 +77,8 @@ impl DaemonUnit {
             .map(|l| {
                 if l.starts_with("ExecStart=") {
                     exec.clone()
+                } else if l.starts_with("ExecReload=/usr/bin/mesh-host") {
+                    format!("ExecReload={} reload --control-socket {socket}", w.bin)
                 } else if l == "[Service]" && !extra.is_empty() {
                     format!("[Service]\n{extra}")
                 } else {
@@ -108,15 +109,17 @@ impl DaemonUnit {
             .sh_ok(&format!("systemctl start {}", quote(&self.unit)));
     }
 
-    /// `systemctl reload` the daemon and wait until its reload is done:
-    /// the reload job ends once SIGHUP is sent, while the daemon says
-    /// RELOADING=1 until its apply has finished and READY=1 follows.
+    /// `systemctl reload` the daemon: it returns once the reload's apply
+    /// has ended (the unit's ExecReload= waits for it). The unit is then
+    /// active again.
     pub fn reload_and_wait(&self) {
         self.node
             .sh_ok(&format!("systemctl reload {}", quote(&self.unit)));
-        wait_for("the reload to finish", Duration::from_secs(60), || {
-            (self.prop("ActiveState") == "active").then_some(())
-        });
+        assert_eq!(
+            self.prop("ActiveState"),
+            "active",
+            "systemctl reload returned before the reload ended"
+        );
     }
 
     /// `systemctl restart`: returns once the new daemon is READY.
