@@ -77,8 +77,8 @@ impl DaemonUnit {
             .map(|l| {
                 if l.starts_with("ExecStart=") {
                     exec.clone()
-                } else if l.starts_with("ExecReload=/usr/bin/mesh-host") {
-                    format!("ExecReload={} reload --control-socket {socket}", w.bin)
+                } else if l.starts_with("ExecReload=+/usr/bin/mesh-host") {
+                    format!("ExecReload=+{} reload --control-socket {socket}", w.bin)
                 } else if l == "[Service]" && !extra.is_empty() {
                     format!("[Service]\n{extra}")
                 } else {
@@ -113,8 +113,22 @@ impl DaemonUnit {
     /// has ended (the unit's ExecReload= waits for it). The unit is then
     /// active again.
     pub fn reload_and_wait(&self) {
-        self.node
-            .sh_ok(&format!("systemctl reload {}", quote(&self.unit)));
+        let reload = self
+            .node
+            .sh(&format!("systemctl reload {}", quote(&self.unit)));
+        if !reload.status.success() {
+            let unit = quote(&self.unit);
+            let status = self.node.sh(&format!(
+                "systemctl status --no-pager -l {unit}; journalctl --no-pager -n 40 -u {unit}"
+            ));
+            panic!(
+                "systemctl reload {} failed ({}): {}\n{}",
+                self.unit,
+                reload.status,
+                String::from_utf8_lossy(&reload.stderr),
+                String::from_utf8_lossy(&status.stdout)
+            );
+        }
         assert_eq!(
             self.prop("ActiveState"),
             "active",
