@@ -569,13 +569,9 @@ fn a_slow_reload_leaves_status_and_sigterm_answered() {
     // apply in flight finish before it exits.
     d.node
         .sh_ok(&format!("systemctl stop --no-block {}", quote(&d.unit)));
-    wait_for("the daemon to be stopping", Duration::from_secs(10), || {
-        (d.prop("ActiveState") == "deactivating").then_some(())
-    });
+    d.wait_active_state("deactivating", Duration::from_secs(10));
     assert!(w.running(&slow), "stopping while the apply still ran");
-    wait_for("the daemon to stop", Duration::from_secs(60), || {
-        (d.prop("ActiveState") == "inactive").then_some(())
-    });
+    d.wait_active_state("inactive", Duration::from_secs(60));
     assert_eq!(d.prop("Result"), "success");
     let exit = d.node.docker_ok(&[
         "inspect",

@@ -675,28 +675,34 @@ fn ran_beside(events: &[(String, String)], step: &str, held: &[&str], held_runni
 fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
     // A window of the step from before a reboot: its held containers are
     // stopped and owed a start. The daemon closes it, and that takes
-    // seconds: `flaky` (last held, so started first) exits at once each
-    // time it is started, and is tried three times. Meanwhile a fire of the
-    // same step is asked for. It must not open a window beside that
+    // a while: `slow` (last held, so started first) reports healthy only
+    // once its first health check, of 20 s, has passed, and the close
+    // waits for that before it starts svc. Meanwhile a fire of the same
+    // step is asked for. It must not open a window beside that
     // record: the old close would start svc beside the running step and
     // erase the new record. It is skipped, and the next fire, once the old
     // window closed, runs alone.
     let mut w = World::new("prevboot");
     let svc = w.name("svc");
-    let flaky = w.name("flaky");
+    let slow = w.name("slow");
     let run = w.name("run");
     let id = w.name("step");
     let img = w.pulled_busybox();
     w.node.docker_ok(&[
         "create",
         "--name",
-        &flaky,
+        &slow,
         "--network",
         "none",
+        "--health-cmd",
+        "sleep 20",
+        "--health-interval",
+        "1s",
+        "--health-timeout",
+        "40s",
         &img,
-        "sh",
-        "-c",
-        "exit 1",
+        "sleep",
+        "3600",
     ]);
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
@@ -714,7 +720,7 @@ fn a_record_of_the_previous_boot_is_claimed_and_no_fire_opens_beside_it() {
         "boot-id": "00000000-0000-0000-0000-000000000001", "pid": 4242, "pid-start-time": 1,
         "step-container": run, "step-timeout-secs": 120, "owed": false,
         "held": [{"id": "svc", "name": svc, "was-running": true},
-                 {"id": "flaky", "name": flaky, "was-running": true}]
+                 {"id": "slow", "name": slow, "was-running": true}]
     });
     w.plant_window_record(&id, &record);
     // At once, while the daemon's adopter closes the old window.

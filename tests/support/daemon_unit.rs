@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -134,6 +135,30 @@ impl DaemonUnit {
             "active",
             "systemctl reload returned before the reload ended"
         );
+    }
+
+    /// Wait up to `timeout` for the unit's ActiveState to be `state`; on a
+    /// timeout, the panic carries the unit's status and its journal.
+    pub fn wait_active_state(&self, state: &str, timeout: Duration) {
+        let start = std::time::Instant::now();
+        loop {
+            let now = self.prop("ActiveState");
+            if now == state {
+                return;
+            }
+            if start.elapsed() >= timeout {
+                let unit = quote(&self.unit);
+                let status = self.node.sh(&format!(
+                    "systemctl status --no-pager -l {unit}; journalctl --no-pager -n 60 -u {unit}"
+                ));
+                panic!(
+                    "{} still {now} after {timeout:?}, waiting for {state}:\n{}",
+                    self.unit,
+                    String::from_utf8_lossy(&status.stdout)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// `systemctl restart`: returns once the new daemon is READY.
