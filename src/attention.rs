@@ -169,6 +169,7 @@ mod tests {
                 id: "web".into(),
                 action: Action::Created,
                 reason: None,
+                diff: None,
             }],
             None,
         );
@@ -190,6 +191,7 @@ mod tests {
                 id: "db".into(),
                 action: Action::Failed,
                 reason: Some("no such image".into()),
+                diff: None,
             }],
             None,
         );

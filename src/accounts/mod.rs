@@ -222,6 +222,15 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
 /// Make what is missing of `identity`: a system group with its gid, a
 /// system account with its uid, that group, no home and no login shell.
 /// The caller has checked [`Accounts::conflicts`].
+/// What [`make`] would make for `identity`, making nothing (a preview).
+pub fn to_make(identity: &Identity, accounts: &Accounts) -> Made {
+    let name = identity.name.as_str();
+    Made {
+        user: accounts.user(name).is_none(),
+        group: accounts.group(name).is_none(),
+    }
+}
+
 pub fn make(identity: &Identity, accounts: &Accounts) -> Result<Made, String> {
     let name = identity.name.as_str();
     let (uid, gid) = (identity.uid.to_string(), identity.gid.to_string());

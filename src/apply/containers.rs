@@ -293,6 +293,65 @@ impl Work {
     }
 }
 
+impl Work {
+    /// What [`Work::execute`] would report, with no runtime call: the
+    /// preview's line (`diff`).
+    pub(super) fn preview(self) -> Outcome {
+        match self {
+            Work::Done(line) => Outcome {
+                line,
+                inputs: Inputs::Untouched,
+                consumed: None,
+                recreated: None,
+            },
+            Work::Create {
+                id,
+                renamed,
+                leftover,
+                ..
+            } => match (renamed, leftover) {
+                (Some(old), _) => Outcome::line(
+                    &id,
+                    Action::Recreated,
+                    Some(format!("name changed (was {old})")),
+                ),
+                (None, Some(aside)) => Outcome::line(
+                    &id,
+                    Action::Recreated,
+                    Some(format!(
+                        "an interrupted recreate is finished (its volumes carried from {aside})"
+                    )),
+                ),
+                (None, None) => Outcome::line(&id, Action::Created, None),
+            },
+            Work::Recreate { id, reason, .. } => {
+                Outcome::line(&id, Action::Recreated, Some(reason))
+            }
+            Work::Keep {
+                id,
+                running,
+                restart_on,
+                ..
+            } => match (running, restart_on) {
+                (false, Some(path)) => Outcome::line(
+                    &id,
+                    Action::Started,
+                    Some(format!("was not running (and restart-on: {path} changed)")),
+                ),
+                (false, None) => {
+                    Outcome::line(&id, Action::Started, Some("was not running".to_string()))
+                }
+                (true, Some(path)) => Outcome::line(
+                    &id,
+                    Action::Started,
+                    Some(format!("restart-on: {path} changed")),
+                ),
+                (true, None) => Outcome::line(&id, Action::Unchanged, None),
+            },
+        }
+    }
+}
+
 async fn create_service(
     ex: &Executor,
     id: &str,

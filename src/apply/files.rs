@@ -62,36 +62,76 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Mode of parent directories the walk creates.
 const PARENT_MODE: u32 = 0o755;
 
+/// Whether a convergence acts, or only decides (a preview: `diff`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Act {
+    /// Decide and do it.
+    Write,
+    /// Decide only: nothing is created, written or changed.
+    Preview,
+}
+
+/// What converging a file decided, and, in a preview, its content before.
+#[derive(Debug)]
+pub(crate) struct FileOutcome {
+    pub(crate) change: Change,
+    /// SHA-256 of the declared content.
+    pub(crate) digest: String,
+    /// The content found, when a preview found a regular file.
+    pub(crate) before: Option<Vec<u8>>,
+}
+
 /// Converge a declared file; returns what changed and the SHA-256 of its
 /// content as it now is.
+#[cfg(test)]
 pub(crate) fn converge_file(file: &File) -> Result<(Change, String), String> {
+    decide_file(file, Act::Write).map(|o| (o.change, o.digest))
+}
+
+/// Converge (or, with [`Act::Preview`], only decide) a declared file:
+/// the one set of decisions both the apply and its preview make.
+pub(crate) fn decide_file(file: &File, act: Act) -> Result<FileOutcome, String> {
     let path = file.path.as_str();
-    let (dir, name) = open_parent(&file.path)?;
     let digest = sha256_hex(&file.content);
+    let outcome = |change, before| FileOutcome {
+        change,
+        digest: digest.clone(),
+        before,
+    };
+    let Some((dir, name)) = open_parent_as(&file.path, act)? else {
+        // A preview whose parents are missing: the apply makes them.
+        return Ok(outcome(Change::Created, None));
+    };
     let mode = file.mode.bits();
-    let write = |dir: &OwnedFd| write_new(dir, path, name, &file.content, mode, file.owner);
+    let write = |dir: &OwnedFd| match act {
+        Act::Write => write_new(dir, path, name, &file.content, mode, file.owner),
+        Act::Preview => Ok(()),
+    };
     // An undeclared owner is left as it is: a rewrite keeps the old file's.
     let rewrite = |dir: &OwnedFd, uid: u32, gid: u32| {
         let owner = file.owner.or(Some(Owner { uid, gid }));
-        write_new(dir, path, name, &file.content, mode, owner)
+        match act {
+            Act::Write => write_new(dir, path, name, &file.content, mode, owner),
+            Act::Preview => Ok(()),
+        }
     };
     let stat = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
         Err(Errno::NOENT) => {
             write(&dir)?;
-            return Ok((Change::Created, digest));
+            return Ok(outcome(Change::Created, None));
         }
         Err(e) => return Err(format!("cannot inspect {path}: {e}")),
     };
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::Symlink => {
             write(&dir)?;
-            return Ok((
+            return Ok(outcome(
                 Change::Updated(
                     "was a symbolic link: replaced by the declared file, its target left untouched"
                         .to_string(),
                 ),
-                digest,
+                None,
             ));
         }
         FileType::RegularFile => {}
@@ -112,9 +152,9 @@ pub(crate) fn converge_file(file: &File) -> Result<(Change, String), String> {
         // Turned into a link since the stat: replace the link.
         Err(Errno::LOOP) => {
             write(&dir)?;
-            return Ok((
+            return Ok(outcome(
                 Change::Updated("was a symbolic link: replaced by the declared file".to_string()),
-                digest,
+                None,
             ));
         }
         Err(e) => return Err(format!("cannot open {path}: {e}")),
@@ -130,30 +170,42 @@ pub(crate) fn converge_file(file: &File) -> Result<(Change, String), String> {
     reader
         .read_to_end(&mut current)
         .map_err(|e| format!("cannot read {path}: {e}"))?;
+    let before = (act == Act::Preview).then(|| current.clone());
     if current != file.content {
         rewrite(&dir, stat.st_uid, stat.st_gid)?;
-        return Ok((Change::Updated("content changed".to_string()), digest));
+        return Ok(outcome(
+            Change::Updated("content changed".to_string()),
+            before,
+        ));
     }
     let fixes = differences(stat.st_mode, stat.st_uid, stat.st_gid, mode, file.owner);
     if fixes.is_empty() {
-        return Ok((Change::Unchanged, digest));
+        return Ok(outcome(Change::Unchanged, before));
     }
     let mut why = fixes.join(", ");
     if stat.st_nlink > 1 {
         // Changing the inode would change it under its other names too.
         rewrite(&dir, stat.st_uid, stat.st_gid)?;
         why.push_str(" (rewritten: the file had other hard links)");
-    } else {
+    } else if act == Act::Write {
         set_owner_and_mode(reader.as_fd(), path, mode, file.owner)?;
     }
-    Ok((Change::Updated(why), digest))
+    Ok(outcome(Change::Updated(why), before))
 }
 
 /// Converge a declared directory. A symbolic link at its path is refused
 /// (replacing it would hide what the link pointed to).
+#[cfg(test)]
 pub(crate) fn converge_directory(dir: &Directory) -> Result<Change, String> {
+    decide_directory(dir, Act::Write)
+}
+
+/// Converge (or, with [`Act::Preview`], only decide) a declared directory.
+pub(crate) fn decide_directory(dir: &Directory, act: Act) -> Result<Change, String> {
     let path = dir.path.as_str();
-    let (parent, name) = open_parent(&dir.path)?;
+    let Some((parent, name)) = open_parent_as(&dir.path, act)? else {
+        return Ok(Change::Created);
+    };
     let mode = dir.mode.bits();
     let open = |parent: &OwnedFd| {
         rustix::fs::openat(
@@ -165,6 +217,7 @@ pub(crate) fn converge_directory(dir: &Directory) -> Result<Change, String> {
     };
     let stat = match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
+        Err(Errno::NOENT) if act == Act::Preview => return Ok(Change::Created),
         Err(Errno::NOENT) => {
             // Private until its owner and mode are set.
             match rustix::fs::mkdirat(&parent, name, FsMode::from_raw_mode(0o700)) {
@@ -195,7 +248,9 @@ pub(crate) fn converge_directory(dir: &Directory) -> Result<Change, String> {
     if fixes.is_empty() {
         return Ok(Change::Unchanged);
     }
-    set_owner_and_mode(fd.as_fd(), path, mode, dir.owner)?;
+    if act == Act::Write {
+        set_owner_and_mode(fd.as_fd(), path, mode, dir.owner)?;
+    }
     Ok(Change::Updated(fixes.join(", ")))
 }
 
@@ -203,6 +258,12 @@ pub(crate) fn converge_directory(dir: &Directory) -> Result<Change, String> {
 /// creating missing directories on the way. Returns it and the last
 /// component.
 pub(super) fn open_parent(path: &AbsPath) -> Result<(OwnedFd, &str), String> {
+    open_parent_as(path, Act::Write)?.ok_or_else(|| format!("cannot open the parent of {path}"))
+}
+
+/// [`open_parent`]; in a preview nothing is made, and a missing parent is
+/// `None` (the apply would make it, and the path with it).
+fn open_parent_as(path: &AbsPath, act: Act) -> Result<Option<(OwnedFd, &str)>, String> {
     let components: Vec<&str> = path.as_str().split('/').filter(|c| !c.is_empty()).collect();
     let Some((name, parents)) = components.split_last() else {
         return Err(format!("{path} names no file"));
@@ -215,6 +276,7 @@ pub(super) fn open_parent(path: &AbsPath) -> Result<(OwnedFd, &str), String> {
         walked.push('/');
         walked.push_str(component);
         let next = match rustix::fs::openat(&dir, *component, flags, FsMode::empty()) {
+            Err(Errno::NOENT) if act == Act::Preview => return Ok(None),
             Err(Errno::NOENT) => {
                 let made =
                     match rustix::fs::mkdirat(&dir, *component, FsMode::from_raw_mode(PARENT_MODE))
@@ -253,7 +315,7 @@ pub(super) fn open_parent(path: &AbsPath) -> Result<(OwnedFd, &str), String> {
             Err(e) => return Err(format!("cannot open {walked} (a parent of {path}): {e}")),
         };
     }
-    Ok((dir, name))
+    Ok(Some((dir, name)))
 }
 
 /// Writes `content` to a new temporary file in `dir` (owner and mode set on
@@ -380,16 +442,41 @@ impl Run<'_> {
     /// A file resource: converged, its digest recorded, and its change
     /// noted for the containers that `restart-on` it.
     pub(super) fn file(&mut self, id: &str, file: &File) {
-        match converge_file(file) {
-            Ok((change, digest)) => {
+        let act = if self.preview {
+            Act::Preview
+        } else {
+            Act::Write
+        };
+        match decide_file(file, act) {
+            Ok(FileOutcome {
+                change,
+                digest,
+                before,
+            }) => {
                 self.written_files
                     .insert(file.path.as_str().to_string(), digest);
-                if !matches!(change, Change::Unchanged) {
+                let changed = !matches!(change, Change::Unchanged);
+                if changed {
                     self.changed_files
                         .insert(id.to_string(), file.path.as_str().to_string());
                 }
                 let (action, reason) = change.into_action();
                 self.push(id, action, reason);
+                if self.preview && changed {
+                    // What follows is decided as if it were written.
+                    self.builds
+                        .pretend_written(file.path.as_path(), &file.content);
+                    let shown = super::preview::content_diff(file, before.as_deref());
+                    if let Some(line) = self.lines.last_mut() {
+                        line.diff = shown.diff;
+                        if let Some(note) = shown.note {
+                            line.reason = Some(match line.reason.take() {
+                                Some(reason) => format!("{reason}; {note}"),
+                                None => note,
+                            });
+                        }
+                    }
+                }
             }
             Err(e) => self.push(id, Action::Failed, Some(e)),
         }
@@ -397,7 +484,12 @@ impl Run<'_> {
 
     /// A directory resource.
     pub(super) fn directory(&mut self, id: &str, dir: &Directory) {
-        match converge_directory(dir) {
+        let act = if self.preview {
+            Act::Preview
+        } else {
+            Act::Write
+        };
+        match decide_directory(dir, act) {
             Ok(change) => {
                 let (action, reason) = change.into_action();
                 self.push(id, action, reason);

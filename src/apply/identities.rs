@@ -65,6 +65,20 @@ impl Run<'_> {
                 .join("; ");
             return self.push(id, Action::Failed, Some(reason));
         }
+        if self.preview {
+            let made = accounts::to_make(identity, &accounts);
+            if made == Made::default() {
+                return self.push(id, Action::Unchanged, None);
+            }
+            let reason = format!(
+                "{} {} {}:{}",
+                made_what(&made),
+                identity.name,
+                identity.uid,
+                identity.gid
+            );
+            return self.push(id, Action::Created, Some(reason));
+        }
         let Some(mut record) = self.made_accounts(id) else {
             return;
         };
@@ -97,11 +111,7 @@ impl Run<'_> {
             let reason = format!("made {name}, but cannot record it: {e}");
             return self.push(id, Action::Failed, Some(reason));
         }
-        let what = match (made.user, made.group) {
-            (true, true) => "account and group",
-            (true, false) => "account (its group existed)",
-            _ => "group (the account existed)",
-        };
+        let what = made_what(&made);
         self.push(
             id,
             Action::Created,
@@ -136,6 +146,10 @@ impl Run<'_> {
             .map(|(n, m)| (n.clone(), m.clone()))
             .collect();
         for (name, m) in gone {
+            if self.preview {
+                self.push(&m.id, Action::Removed, Some(format!("account {name}")));
+                continue;
+            }
             let made = Made {
                 user: m.user,
                 group: m.group,
@@ -157,9 +171,21 @@ impl Run<'_> {
                 ),
             }
         }
+        if self.preview {
+            return;
+        }
         if let Err(e) = self.applier.store.save(ACCOUNTS, &record) {
             self.warnings
                 .push(format!("cannot record the accounts removed: {e}"));
         }
+    }
+}
+
+/// What was (or would be) made, in the report's words.
+fn made_what(made: &Made) -> &'static str {
+    match (made.user, made.group) {
+        (true, true) => "account and group",
+        (true, false) => "account (its group existed)",
+        _ => "group (the account existed)",
     }
 }

@@ -65,6 +65,7 @@ mod files;
 mod identities;
 pub mod node_declaration;
 mod order;
+mod preview;
 pub mod pull;
 pub mod report;
 mod run_once;
@@ -79,7 +80,7 @@ pub mod units;
 pub use empty::EmptyRefused;
 pub use order::APPLY_WIDTH;
 pub use pull::PullPolicy;
-pub use report::{Action, ApplyReport, Halt, ReportLine, WindowLine};
+pub use report::{Action, ApplyReport, Halt, PreviewText, ReportLine, WindowLine};
 pub use state::{load_applied, AppliedState, ContainerInputs, LastApply};
 
 /// Why `apply FILE` through the daemon changed nothing.
@@ -183,6 +184,61 @@ impl Applier {
         };
         log_finished(&report);
         report
+    }
+
+    /// `diff FILE`: what [`Applier::apply`] of `decl` would do, decided by
+    /// the same walk over the same listing, state and window records, with
+    /// every act left out: no runtime write, no file, unit, account or ACL
+    /// change, no state written. Taken under the apply lock, so that it
+    /// sees the node as the next apply would.
+    pub async fn preview(&self, decl: &Declaration) -> ApplyReport {
+        let started_at = Utc::now();
+        match self.lock(started_at).await {
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                self.run_locked(decl, started_at, listing, true).await
+            }
+            Err(report) => report,
+        }
+    }
+
+    /// `diff FILE` from its bytes: FILE validated and judged as
+    /// [`Applier::parse_install_and_apply`] would (a refused FILE is the
+    /// same refusal), then previewed, nothing installed.
+    pub async fn parse_and_preview(
+        &self,
+        bytes: &[u8],
+        allow_empty: bool,
+    ) -> Result<ApplyReport, InstallRefused> {
+        let started_at = Utc::now();
+        match self.lock(started_at).await {
+            Ok(_lock) => {
+                let listing = self.start_listing();
+                let decl = match crate::declaration::parse(bytes) {
+                    Ok(decl) => decl,
+                    Err(refusal) => {
+                        listing.abort();
+                        return Err(InstallRefused::Invalid(refusal));
+                    }
+                };
+                if let Err(refused) = empty::guard(
+                    &self.store,
+                    &*self.runtime,
+                    decl.resources.len(),
+                    allow_empty,
+                )
+                .await
+                {
+                    listing.abort();
+                    return Err(InstallRefused::Empty(refused));
+                }
+                Ok(self.run_locked(&decl, started_at, listing, true).await)
+            }
+            Err(report) => {
+                crate::declaration::parse(bytes).map_err(InstallRefused::Invalid)?;
+                Ok(report)
+            }
+        }
     }
 
     /// `apply FILE`: under the apply lock, install `bytes` (FILE, already
@@ -362,6 +418,17 @@ impl Applier {
         started_at: DateTime<Utc>,
         listing: Listing,
     ) -> ApplyReport {
+        self.run_locked(decl, started_at, listing, false).await
+    }
+
+    /// An apply, or its preview (`preview`: decided, nothing done).
+    async fn run_locked(
+        &self,
+        decl: &Declaration,
+        started_at: DateTime<Utc>,
+        listing: Listing,
+        preview: bool,
+    ) -> ApplyReport {
         let refuse = |e: String| {
             ApplyReport::failed_before_start(
                 started_at,
@@ -397,10 +464,13 @@ impl Applier {
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("the listing did not finish: {e}")),
         };
-        self.progress.send(Progress::Apply {
-            resources: decl.resources.len(),
-        });
+        if !preview {
+            self.progress.send(Progress::Apply {
+                resources: decl.resources.len(),
+            });
+        }
         let mut run = Run::new(self, decl, previous, inputs_on_disk, live, listing);
+        run.preview = preview;
         run.resources().await;
         if run.halted.is_none() {
             run.removals().await;
@@ -472,6 +542,8 @@ struct Run<'a> {
     puller: Arc<tokio::sync::Mutex<pull::Puller>>,
     lines: Vec<ReportLine>,
     ok: bool,
+    /// A preview (`diff`): every decision made, nothing done.
+    preview: bool,
     halted: Option<Halt>,
     warnings: Vec<String>,
     steps: Vec<ScheduledStep>,
@@ -552,6 +624,7 @@ impl<'a> Run<'a> {
             puller,
             lines: Vec::new(),
             ok: true,
+            preview: false,
             halted: None,
             warnings: Vec::new(),
             steps: Vec::new(),
@@ -565,6 +638,10 @@ impl<'a> Run<'a> {
     fn push(&mut self, id: &str, action: Action, reason: Option<String>) {
         if action == Action::Failed {
             self.ok = false;
+        }
+        if self.preview {
+            self.lines.push(ReportLine::new(id, action, reason));
+            return;
         }
         self.applier.progress.send(Progress::Decided {
             id: id.to_string(),
@@ -580,6 +657,9 @@ impl<'a> Run<'a> {
     /// no such file): a no-op apply of many services then costs one
     /// atomic write (the record of the apply), not two.
     fn finish(mut self, started_at: DateTime<Utc>) -> ApplyReport {
+        if self.preview {
+            return self.previewed(started_at);
+        }
         let mut error = None;
         if self.inputs_on_disk.as_ref() != Some(&self.inputs) {
             if let Err(e) = self.applier.store.save(CONTAINER_INPUTS, &self.inputs) {
@@ -654,6 +734,7 @@ impl<'a> Run<'a> {
         }
         ApplyReport {
             ok: self.ok && error.is_none(),
+            changed: self.lines.iter().any(|l| l.action.changes_something()),
             started_at,
             finished_at,
             lines: self.lines,
@@ -663,6 +744,23 @@ impl<'a> Run<'a> {
             error,
             warnings: self.warnings,
             steps: self.steps,
+        }
+    }
+
+    /// A preview's report: what the apply would say, nothing written.
+    fn previewed(self, started_at: DateTime<Utc>) -> ApplyReport {
+        ApplyReport {
+            ok: self.ok,
+            changed: self.lines.iter().any(|l| l.action.changes_something()),
+            started_at,
+            finished_at: Utc::now(),
+            lines: self.lines,
+            windows: self.live.iter().map(WindowLine::of).collect(),
+            complete: self.halted.is_none(),
+            halted: self.halted,
+            error: None,
+            warnings: self.warnings,
+            steps: Vec::new(),
         }
     }
 }

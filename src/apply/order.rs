@@ -86,6 +86,15 @@ impl<'a> Run<'a> {
         if batch.is_empty() {
             return;
         }
+        if self.preview {
+            for (res, work) in std::mem::take(batch) {
+                self.commit_service(res, work.preview());
+                if let ResourceKind::Container(c) = &res.kind {
+                    self.note_unhealthy_grants(&res.id, c);
+                }
+            }
+            return;
+        }
         let executor = Executor {
             runtime: self.applier.runtime.clone(),
             puller: self.puller.clone(),

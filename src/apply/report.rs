@@ -63,6 +63,14 @@ impl Action {
         }
     }
 
+    /// Whether it changes the machine: anything but `unchanged`,
+    /// `held-still`, `failed` and the shared folders' `waiting` and
+    /// `refused` (what `changed` in a report counts).
+    pub fn changes_something(&self) -> bool {
+        !matches!(self, Action::Unchanged | Action::HeldStill | Action::Failed)
+            && !matches!(self, Action::Other(w) if w == "waiting" || w == "refused" || w == "unchanged")
+    }
+
     /// The action named `word`.
     pub fn parse(word: &str) -> Action {
         match word {
@@ -110,6 +118,10 @@ pub struct ReportLine {
     /// Why, or what changed; `None` when the action says it all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A preview's unified diff of a file's content (never of a secret
+    /// file: one others may not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
 }
 
 impl ReportLine {
@@ -118,6 +130,7 @@ impl ReportLine {
             id: id.into(),
             action,
             reason,
+            diff: None,
         }
     }
 }
@@ -194,6 +207,10 @@ pub struct ApplyReport {
     /// Whether every resource converged (a scheduled step that could not be
     /// installed does not count against it).
     pub ok: bool,
+    /// Whether a line changes something (a preview: would change):
+    /// computed from the lines whenever the report is serialised.
+    #[serde(default)]
+    pub changed: bool,
     /// When the apply began.
     pub started_at: DateTime<Utc>,
     /// When it ended.
@@ -228,6 +245,7 @@ impl ApplyReport {
     pub(super) fn failed_before_start(started_at: DateTime<Utc>, error: String) -> Self {
         ApplyReport {
             ok: false,
+            changed: false,
             started_at,
             finished_at: Utc::now(),
             lines: Vec::new(),
@@ -269,6 +287,78 @@ impl ApplyReport {
             ),
             (None, None) if self.ok => format!("ok: {counted}"),
             (None, None) => format!("failed: {counted}"),
+        }
+    }
+}
+
+/// A preview's report (`mesh-host diff`), as text and as an exit code.
+#[derive(Debug)]
+pub struct PreviewText<'a>(pub &'a ApplyReport);
+
+impl ApplyReport {
+    /// Exit code of `diff`, as `diff(1)`: 0 nothing would change, 1 some
+    /// thing would, 2 the preview could not be made or a resource would
+    /// fail.
+    pub fn diff_exit(&self) -> u8 {
+        if self.error.is_some() || self.lines.iter().any(|l| l.action == Action::Failed) {
+            2
+        } else if self.changed {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+impl fmt::Display for PreviewText<'_> {
+    /// One `ID ACTION[: reason]` line per resource that would change (or
+    /// fail, or stay held), then the unified diffs, the open windows, and
+    /// a last line `diff: ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let report = self.0;
+        let shown = |l: &&ReportLine| l.action != Action::Unchanged;
+        for line in report.lines.iter().filter(shown) {
+            writeln!(f, "{line}")?;
+        }
+        for line in report.lines.iter().filter(|l| l.diff.is_some()) {
+            if let Some(diff) = &line.diff {
+                write!(f, "{diff}")?;
+                if !diff.ends_with('\n') {
+                    writeln!(f)?;
+                }
+            }
+        }
+        for window in &report.windows {
+            writeln!(f, "{window}")?;
+        }
+        for warning in &report.warnings {
+            writeln!(f, "warning: {warning}")?;
+        }
+        if let Some(error) = &report.error {
+            return write!(f, "diff failed: {error}");
+        }
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for line in &report.lines {
+            *counts.entry(line.action.as_str()).or_default() += 1;
+        }
+        let unchanged = counts.remove("unchanged").unwrap_or(0);
+        let changing = report
+            .lines
+            .iter()
+            .filter(|l| l.action.changes_something())
+            .count();
+        let counted = counts
+            .iter()
+            .map(|(action, n)| format!("{n} {action}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if changing == 0 && counted.is_empty() {
+            write!(f, "diff: nothing would change ({unchanged} unchanged)")
+        } else {
+            write!(
+                f,
+                "diff: apply would change {changing} resource(s): {counted}; {unchanged} unchanged"
+            )
         }
     }
 }

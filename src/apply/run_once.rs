@@ -31,6 +31,15 @@ impl Run<'_> {
             self.push(id, Action::HeldStill, Some(why));
             return None;
         }
+        if self.preview {
+            // An apply runs it, every time, to completion.
+            self.push(
+                id,
+                Action::Ran,
+                Some(format!("{name} would run to completion")),
+            );
+            return None;
+        }
         self.applier
             .progress
             .send(crate::progress::Progress::Waiting {
@@ -134,6 +143,13 @@ impl Run<'_> {
             .map_or(0, |d| d.as_secs() as i64);
         let grace = crate::fault::making_grace(MAKING_GRACE);
         for (name, summary) in &listing {
+            if self.preview
+                && (is_left_from_making(summary, now, grace) || replaced_base(name).is_some())
+            {
+                // Leftovers of an interrupted create or replace: tidied by
+                // the apply, never a resource's line.
+                continue;
+            }
             if is_left_from_making(summary, now, grace) {
                 self.remove_left_from_making(summary, &declared).await;
                 continue;
@@ -161,6 +177,12 @@ impl Run<'_> {
                 );
                 continue;
             }
+            if self.preview {
+                let note = self.volumes_kept_by_removing(name).await;
+                let reason = format!("container {name} is no longer declared");
+                self.push(&id, Action::Removed, Some(with_note(reason, note)));
+                continue;
+            }
             match self.remove_keeping_volumes(name, false).await {
                 Ok(note) => {
                     self.inputs.remove(name);
@@ -184,6 +206,15 @@ impl Run<'_> {
             .collect();
         for name in undeclared {
             self.inputs.remove(&name);
+        }
+    }
+
+    /// What removing `name` would keep, as the removal's line says it (an
+    /// inspect: a preview reads, never writes).
+    async fn volumes_kept_by_removing(&self, name: &str) -> Option<String> {
+        match self.runtime().inspect(name).await {
+            Ok(Some(info)) => kept_volumes_note(&info.volumes),
+            _ => None,
         }
     }
 

@@ -31,6 +31,16 @@ impl Run<'_> {
             schedule,
         };
         match scheduled_step(&self.builds, &step, &self.machine_id) {
+            Ok(_) if self.preview => {
+                // Installing pulls its image: a preview only says whether
+                // the step is new or changed.
+                let action = if self.declared_alike_before(res) {
+                    Action::Unchanged
+                } else {
+                    Action::Installed
+                };
+                self.lines.push(ReportLine::new(id, action, None));
+            }
             Ok(step) => {
                 let mut action = Action::Installed;
                 let ensured = self.puller.lock().await.ensure(c.image.as_str()).await;

@@ -205,6 +205,10 @@ impl Run<'_> {
         let mut created = false;
         let root = match walk::open_path(path) {
             Ok(fd) => fd,
+            Err(Errno::NOENT) if self.preview => {
+                let reason = grants_said(&access, &[]);
+                return self.push(id, Action::Created, reason);
+            }
             Err(Errno::NOENT) => match make(&folder.path) {
                 Ok((fd, made)) => {
                     // Made by someone else between the two (EEXIST): what
@@ -254,6 +258,21 @@ impl Run<'_> {
                 ));
                 return;
             }
+        }
+        if self.preview {
+            // Entries are set by a sweep of the whole tree: a preview says
+            // which identities gain or lose access, not each object.
+            let before = previous
+                .as_ref()
+                .map(|p| p.access.clone())
+                .unwrap_or_default();
+            let reason = grants_said(&access, &before);
+            let action = if reason.is_some() {
+                Action::Updated
+            } else {
+                Action::Unchanged
+            };
+            return self.push(id, action, reason);
         }
         // From the first change until the new entries are recorded, the
         // watch acts on nothing here.
@@ -359,6 +378,13 @@ impl Run<'_> {
         if gone.is_empty() {
             return;
         }
+        if self.preview {
+            for (id, m) in gone {
+                let reason = format!("entries taken away from {}, data left", m.path);
+                self.push(&id, Action::Removed, Some(reason));
+            }
+            return;
+        }
         // Until the folders' removal is recorded, the watch acts on
         // nothing (it still watches them).
         let _hold = self.hold_watch().await;
@@ -409,6 +435,25 @@ impl Run<'_> {
                 .push(format!("cannot record the shared folders: {e}"));
         }
     }
+}
+
+/// The grants set and taken away going from `before` to `wanted`, as a
+/// preview says them; `None` when they are the same.
+fn grants_said(wanted: &[FolderAccess], before: &[FolderAccess]) -> Option<String> {
+    let word = |w: bool| if w { "write" } else { "read" };
+    let mut said = Vec::new();
+    for a in wanted {
+        match before.iter().find(|b| b.uid == a.uid) {
+            Some(b) if b.write == a.write => {}
+            _ => said.push(format!("grant set: uid {} {}", a.uid, word(a.write))),
+        }
+    }
+    for b in before {
+        if !wanted.iter().any(|a| a.uid == b.uid) {
+            said.push(format!("grant taken away: uid {}", b.uid));
+        }
+    }
+    (!said.is_empty()).then(|| said.join(", "))
 }
 
 /// Make a missing folder (and its parents, as `mkdir -p`), private to root

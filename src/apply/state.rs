@@ -241,6 +241,7 @@ mod tests {
                 id: "web".into(),
                 action: super::super::Action::HeldStill,
                 reason: Some("held".into()),
+                diff: None,
             }],
             files: BTreeMap::from([("/etc/x".to_string(), "ab".to_string())]),
             units: vec!["a.service".into()],

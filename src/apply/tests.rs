@@ -1344,5 +1344,122 @@ async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_readin
     );
 }
 
+/// Every file under `dir`, with its content: what a preview must leave
+/// as it found it.
+fn tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.insert(
+                    path.display().to_string(),
+                    std::fs::read(&path).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_preview_decides_as_the_apply_after_it_and_changes_nothing() {
+    let r = Rig::new();
+    let conf = r.path("etc/app/app.conf");
+    let env = r.path("etc/app/env");
+    let readable = |id: &str, path: &str, content: &str| json!({"id": id, "type": "file", "path": path, "content": content, "mode": "0644"});
+    let first = r
+        .apply(json!([
+            readable("conf", &conf, "a=1\nb=2\n"),
+            file("env", &env, "A=1\n"),
+            with_env_file(service("web", &img(1)), &env),
+            service("old", &img(1)),
+            step("gc", &img(2), &["web"]),
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+    let next = decl(json!([
+        readable("conf", &conf, "a=1\nb=3\n"),
+        file("env", &env, "A=2\n"),
+        with_env_file(service("web", &img(1)), &env),
+        service("new", &img(1)),
+        readable("fresh", &r.path("srv/new/file"), "x\n"),
+        step("gc", &img(3), &["web"]),
+    ]));
+    let calls_before = r.fake.calls().len();
+    let files_before = tree(r.dir.path());
+    let preview = r.applier().preview(&next).await;
+    // Nothing written: no runtime call but reads, no file, no state.
+    let writes: Vec<_> = r.fake.calls()[calls_before..]
+        .iter()
+        .filter(|c| !matches!(c, Call::ListManaged | Call::Inspect(_)))
+        .cloned()
+        .collect();
+    assert!(writes.is_empty(), "a preview called {writes:?}");
+    assert_eq!(tree(r.dir.path()), files_before, "a preview wrote");
+    assert!(preview.changed);
+    assert_eq!(preview.diff_exit(), 1);
+    let conf_line = preview.line("conf").expect("conf");
+    let diff = conf_line.diff.as_deref().expect("a readable file's diff");
+    assert!(diff.contains("-b=2\n+b=3\n"), "{diff}");
+    let env_line = preview.line("env").expect("env");
+    assert!(
+        env_line.diff.is_none(),
+        "a secret file's content is never shown"
+    );
+    assert!(
+        env_line
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("not readable by others"),
+        "{env_line}"
+    );
+    // The apply after it does what the preview said, for the same reasons.
+    let applied = r.applier().apply(&next).await;
+    assert!(applied.ok, "{applied}");
+    let said = |report: &ApplyReport| {
+        report
+            .lines
+            .iter()
+            .map(|l| {
+                let reason = match l.action {
+                    super::Action::Recreated | super::Action::Updated => l.reason.clone(),
+                    _ => None,
+                };
+                (l.id.clone(), l.action.to_string(), reason)
+            })
+            .collect::<Vec<_>>()
+    };
+    // Reasons of files: the preview adds what it does not show.
+    let strip = |mut lines: Vec<(String, String, Option<String>)>| {
+        for l in &mut lines {
+            if l.0 == "env" {
+                l.2 = None;
+            }
+        }
+        lines
+    };
+    assert_eq!(strip(said(&preview)), strip(said(&applied)));
+    assert_eq!(
+        preview.line("web").map(|l| l.action.to_string()),
+        Some("recreated".to_string())
+    );
+    assert_eq!(
+        preview.line("old").map(|l| l.action.to_string()),
+        Some("removed".to_string())
+    );
+    // And then nothing would change.
+    let again = r.applier().preview(&next).await;
+    assert!(!again.changed, "{}", super::PreviewText(&again));
+    assert_eq!(again.diff_exit(), 0);
+}
+
 #[path = "volume_tests.rs"]
 mod volume_tests;

@@ -43,6 +43,9 @@ pub trait UnitManager: Send + Sync + std::fmt::Debug {
     /// Stop, disable and delete the files of units the host wrote and no
     /// longer declares; one report per unit name.
     async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport>;
+
+    /// Where `prepare` writes the file of unit `name` (a preview reads it).
+    fn file_of(&self, name: &str) -> std::path::PathBuf;
 }
 
 #[async_trait::async_trait]
@@ -60,6 +63,10 @@ impl UnitManager for crate::systemd::unit_files::UnitFiles {
 
     async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport> {
         crate::systemd::unit_files::UnitFiles::remove(self, unit_names).await
+    }
+
+    fn file_of(&self, name: &str) -> std::path::PathBuf {
+        self.dir().join(name)
     }
 }
 
@@ -88,6 +95,9 @@ impl Run<'_> {
             self.push(id, Action::Failed, Some(reason));
             return;
         };
+        if self.preview {
+            return self.preview_unit(id, unit, &*manager);
+        }
         if self.prepared.is_none() {
             let declared: Vec<(String, Unit)> = self
                 .decl
@@ -129,6 +139,40 @@ impl Run<'_> {
         self.unit_line(report);
     }
 
+    /// A preview of a unit: its file as `prepare` would write it. Its
+    /// state and enablement are converged by the apply and not previewed.
+    fn preview_unit(&mut self, id: &str, unit: &Unit, manager: &dyn UnitManager) {
+        let path = manager.file_of(unit.name.as_str());
+        let before = match std::fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                let reason = format!("cannot read {}: {e}", path.display());
+                return self.push(id, Action::Failed, Some(reason));
+            }
+        };
+        let declared = unit.content.as_bytes();
+        let (action, reason) = match &before {
+            None => (
+                Action::Created,
+                Some(format!("unit file {}", path.display())),
+            ),
+            Some(b) if b.as_slice() == declared => (Action::Unchanged, None),
+            Some(_) => (
+                Action::Updated,
+                Some(format!("unit file {} changed", path.display())),
+            ),
+        };
+        let changed = action != Action::Unchanged;
+        self.push(id, action, reason);
+        if changed {
+            let shown = super::preview::unit_diff(&path, declared, before.as_deref());
+            if let Some(line) = self.lines.last_mut() {
+                line.diff = shown;
+            }
+        }
+    }
+
     fn unit_line(&mut self, report: UnitReport) {
         if !report.ok {
             self.ok = false;
@@ -159,6 +203,16 @@ impl Run<'_> {
             .cloned()
             .collect();
         if gone.is_empty() {
+            return;
+        }
+        if self.preview {
+            for name in gone {
+                self.push(
+                    &name,
+                    Action::Removed,
+                    Some("no longer declared: stopped, disabled, its file deleted".to_string()),
+                );
+            }
             return;
         }
         let Some(manager) = self.applier.units.clone() else {
@@ -207,6 +261,10 @@ impl FakeUnits {
 #[cfg(test)]
 #[async_trait::async_trait]
 impl UnitManager for FakeUnits {
+    fn file_of(&self, name: &str) -> std::path::PathBuf {
+        std::path::Path::new("/nonexistent/fake-units").join(name)
+    }
+
     async fn prepare(
         &self,
         units: &[(String, Unit)],

@@ -12,6 +12,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod apply;
 mod check;
 mod cron;
+mod diff;
 mod generate;
 mod local;
 mod logs;
@@ -151,6 +152,28 @@ pub enum Command {
         #[arg(long)]
         allow_empty: bool,
         /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what `apply FILE` would do, doing none of it: containers
+    /// created, recreated (and why), started or removed (and the volumes a
+    /// removal keeps), held still by an open window; files, directories
+    /// and unit files created or changed, with a unified diff of their
+    /// content (a file others may not read: only its size); accounts made
+    /// or removed; shared-folder grants set or taken away. The decisions
+    /// are the apply's own. Exits 0 when nothing would change, 1 when
+    /// something would, 2 when FILE is refused or the preview failed.
+    Diff {
+        /// The declaration file (`-` for standard input).
+        file: PathBuf,
+        /// Work in this process instead of asking the daemon.
+        #[arg(long)]
+        local: bool,
+        /// Preview FILE even when it declares no resources while resources
+        /// are applied (apply refuses it without `--allow-empty`).
+        #[arg(long)]
+        allow_empty: bool,
+        /// Print the preview as JSON (the shape of `apply --json`).
         #[arg(long)]
         json: bool,
     },
@@ -475,6 +498,18 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         } => apply::run_local(&cli, file, allow_empty, json),
         Command::Status { local: true, json } => status::run_local(&cli, json),
+        Command::Diff {
+            ref file,
+            local,
+            allow_empty,
+            json,
+        } => {
+            if local {
+                diff::run_local(&cli, file, allow_empty, json)
+            } else {
+                diff::run_remote(&cli, file, allow_empty, json)
+            }
+        }
         Command::Metrics { local: false } => {
             remote::call(&cli, &crate::control::Request::Metrics, false)
         }

@@ -25,6 +25,8 @@ pub struct Builds<'d> {
     decl: &'d Declaration,
     index: HashMap<&'d str, &'d Resource>,
     kept: Mutex<Kept>,
+    /// Files a preview would have written (see [`Builds::pretend_written`]).
+    pending: Mutex<super::Pending>,
 }
 
 #[derive(Debug, Default)]
@@ -49,6 +51,7 @@ impl<'d> Builds<'d> {
             decl,
             index: decl.resources.iter().map(|r| (r.id.as_str(), r)).collect(),
             kept: Mutex::new(Kept::default()),
+            pending: Mutex::new(super::Pending::new()),
         }
     }
 
@@ -81,7 +84,9 @@ impl<'d> Builds<'d> {
         if let Some(built) = kept.built.get(res.id.as_str()) {
             return built.clone();
         }
-        let built = build_with(self.decl, res, c, &mut kept.files).map(Arc::new);
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let built = build_with(self.decl, res, c, &mut kept.files, &pending).map(Arc::new);
+        drop(pending);
         kept.built.insert(res.id.to_string(), built.clone());
         built
     }
@@ -96,6 +101,16 @@ impl<'d> Builds<'d> {
         let spec = Arc::new(self.build(res, c).ok()?.spec.clone());
         self.kept().specs.insert(id.to_string(), spec.clone());
         Some(spec)
+    }
+
+    /// A preview: builds from here on read `path` as holding `content`,
+    /// as the apply would have written it (and every build is forgotten).
+    pub fn pretend_written(&self, path: &std::path::Path, content: &[u8]) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), content.to_vec());
+        self.invalidate();
     }
 
     /// Forget every build and file read: what the apply did since may

@@ -100,7 +100,13 @@ pub fn build(
     res: &Resource,
     container: &Container,
 ) -> Result<BuiltContainer, SpecError> {
-    build_with(decl, res, container, &mut FileReads::default())
+    build_with(
+        decl,
+        res,
+        container,
+        &mut FileReads::default(),
+        &Pending::new(),
+    )
 }
 
 /// [`build`], the files read through `files` (each read once).
@@ -109,6 +115,7 @@ fn build_with(
     res: &Resource,
     container: &Container,
     files: &mut FileReads,
+    pending: &Pending,
 ) -> Result<BuiltContainer, SpecError> {
     let err = |reason: String| SpecError {
         resource: res.id.to_string(),
@@ -118,7 +125,11 @@ fn build_with(
     let mut env: Vec<(String, String)> = Vec::new();
     for file in &container.env_files {
         let (text, digest) = files
-            .env_file(file.as_path(), read_env_file)
+            .env_file(file.as_path(), |path| match pending.get(path) {
+                Some(content) => String::from_utf8(content.clone())
+                    .map_err(|_| "it is not UTF-8 text".to_string()),
+                None => read_env_file(path),
+            })
             .map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?;
         reads.insert(file.as_str().to_string(), Some(digest.to_string()));
         env.extend(
@@ -134,7 +145,7 @@ fn build_with(
                 let found = files
                     .mount(p.as_path(), m.read_only, |source, read_only| {
                         let mut found = BTreeMap::new();
-                        record_mount_reads(decl, source, read_only, &mut found)?;
+                        record_mount_reads(decl, source, read_only, &mut found, pending)?;
                         Ok(found)
                     })
                     .map_err(err)?;
@@ -265,8 +276,16 @@ fn record_mount_reads(
     source: &Path,
     read_only: bool,
     reads: &mut BTreeMap<String, Option<String>>,
+    pending: &Pending,
 ) -> Result<(), String> {
     let shown = source.display();
+    if let Some(content) = pending.get(source) {
+        // A file a preview would write first: read as it would be.
+        if read_only {
+            reads.insert(source.display().to_string(), Some(pending_digest(content)));
+        }
+        return Ok(());
+    }
     match std::fs::metadata(source) {
         Ok(meta) if meta.is_file() => {
             if !read_only {
@@ -291,7 +310,10 @@ fn record_mount_reads(
                 if let ResourceKind::File(f) = &r.kind {
                     let path = f.path.as_path();
                     if path != source && path.starts_with(source) {
-                        let digest = declared_file_under(source, path)?;
+                        let digest = match pending.get(path) {
+                            Some(content) => Some(pending_digest(content)),
+                            None => declared_file_under(source, path)?,
+                        };
                         reads.insert(f.path.as_str().to_string(), digest);
                     }
                 }
@@ -302,6 +324,15 @@ fn record_mount_reads(
         _ => {}
     }
     Ok(())
+}
+
+/// Files a preview would have written by now, by path, with their
+/// declared content: builds read them as the apply would find them.
+pub(crate) type Pending = std::collections::HashMap<std::path::PathBuf, Vec<u8>>;
+
+/// The digest of a pending file, as reading it from disk would give it.
+fn pending_digest(content: &[u8]) -> String {
+    crate::store::hash_reader(content).unwrap_or_default()
 }
 
 /// The digest of declared file `path` under the mounted directory `source`,

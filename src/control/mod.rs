@@ -52,6 +52,15 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "is_false")]
         progress: bool,
     },
+    /// What applying this declaration would do, doing none of it.
+    Diff {
+        /// The declaration.
+        declaration: String,
+        /// `--allow-empty`: preview a declaration of no resources over
+        /// applied ones (sent only when set).
+        #[serde(default, skip_serializing_if = "is_false")]
+        allow_empty: bool,
+    },
     /// Report status.
     Status,
     /// Fire a step now and wait for it.

@@ -629,6 +629,34 @@ impl Daemon {
                     }
                 }
             },
+            Request::Diff {
+                declaration,
+                allow_empty,
+            } => match self
+                .applier
+                .parse_and_preview(declaration.as_bytes(), allow_empty)
+                .await
+            {
+                Ok(report) => Response {
+                    exit: report.diff_exit(),
+                    text: crate::apply::PreviewText(&report).to_string(),
+                    json: serde_json::to_value(&report).unwrap_or_default(),
+                },
+                Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
+                    exit: 2,
+                    text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
+                    json: serde_json::to_value(&refusal).unwrap_or_default(),
+                },
+                Err(crate::apply::InstallRefused::Empty(refused)) => Response {
+                    exit: 2,
+                    text: format!("apply would refuse it: {refused}"),
+                    json: serde_json::json!({
+                        "accepted": false,
+                        "error": refused.to_string(),
+                        "empty": refused,
+                    }),
+                },
+            },
             Request::Run { step, force, .. } => {
                 match self.scheduler.run_now(&step, force, progress).await {
                     Ok(report) => Response {
