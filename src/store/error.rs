@@ -37,6 +37,17 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    /// A lock was held by another process for longer than its bound: the
+    /// wait was given up, and the holder named.
+    #[error("{} is held by {holder}: waited {waited_secs} s, given up", path.display())]
+    LockHeld {
+        /// The lock file.
+        path: PathBuf,
+        /// Who holds it (pid, command, state).
+        holder: String,
+        /// How long it was waited for.
+        waited_secs: u64,
+    },
     /// A value could not be encoded as JSON (a map with non-string keys, a
     /// failing `Serialize` implementation): nothing was written to `path`.
     #[error("failed to encode {} as JSON: {source}", path.display())]

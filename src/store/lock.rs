@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
@@ -77,6 +78,42 @@ pub(crate) fn lock(path: &Path) -> Result<ApplyLock, StoreError> {
                 })
             }
         }
+    }
+}
+
+/// Takes the lock, waiting at most `bound` for its holder to release it;
+/// past that, [`StoreError::LockHeld`] names the holder. Polled, so that
+/// a holder that never lets go (stopped, hung) costs a bounded wait.
+pub(crate) fn lock_within(path: &Path, bound: Duration) -> Result<ApplyLock, StoreError> {
+    let file = open_lock_file(path)?;
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                return Ok(ApplyLock {
+                    file,
+                    path: path.to_owned(),
+                })
+            }
+            Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => {}
+            Err(errno) => {
+                return Err(StoreError::Lock {
+                    path: path.to_owned(),
+                    source: errno.into(),
+                })
+            }
+        }
+        let waited = start.elapsed();
+        if waited >= bound {
+            return Err(StoreError::LockHeld {
+                path: path.to_owned(),
+                holder: super::holder::describe(&file),
+                waited_secs: waited.as_secs(),
+            });
+        }
+        std::thread::sleep(pause.min(bound - waited));
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 

@@ -38,6 +38,7 @@ mod atomic;
 mod boot;
 mod digest;
 mod error;
+mod holder;
 mod lock;
 mod unreadable;
 mod window;
@@ -86,6 +87,13 @@ const LOCK_FILE: &str = "lock";
 /// Name of the lock file that serialises writing window records (opening
 /// one, and a process taking over the record of a dead owner).
 const RECORDS_LOCK_FILE: &str = "windows.lock";
+
+/// How long `windows.lock` is waited for before the wait is given up,
+/// naming its holder. Every holder of this code keeps it for a record's
+/// read and write (and, at most, a container's start of 10 s): a holder
+/// past this is stopped or hung, and a window's close then goes on
+/// without it, starting its held containers (docs/security.md).
+pub const RECORDS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Name of the directory of window records under the root.
 const WINDOWS_DIR: &str = "windows";
@@ -171,7 +179,7 @@ impl Store {
     pub async fn records_lock_async(&self) -> Result<ApplyLock, StoreError> {
         let path = self.root.join(RECORDS_LOCK_FILE);
         let wait_path = path.clone();
-        tokio::task::spawn_blocking(move || lock::lock(&wait_path))
+        tokio::task::spawn_blocking(move || lock::lock_within(&wait_path, RECORDS_LOCK_WAIT))
             .await
             .map_err(|join| StoreError::Lock {
                 path,
@@ -183,7 +191,7 @@ impl Store {
     /// the short, synchronous record writes of a caller outside async
     /// code's reach).
     pub fn records_lock(&self) -> Result<ApplyLock, StoreError> {
-        lock::lock(&self.root.join(RECORDS_LOCK_FILE))
+        lock::lock_within(&self.root.join(RECORDS_LOCK_FILE), RECORDS_LOCK_WAIT)
     }
 
     /// Takes the lock of document `name` (`<root>/<name>.lock`), for a

@@ -1,0 +1,86 @@
+//! A lock of the state directory held hostage: a process of another kind
+//! takes `windows.lock` while a window is open, and is then stopped
+//! (SIGSTOP). The window's close must not wait for it for ever: it gives
+//! the lock up after a bounded wait, names the holder and its state, and
+//! starts the held service again. Docker says the service runs.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::declare::{self, text};
+use support::wait_for;
+use support::world::World;
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
+    let mut w = World::new("hostage");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
+    let step = w.name("step");
+    w.write_declaration(json!([
+        declare::service("svc", &svc, &img),
+        declare::step("gc", &step, &img, "sleep 5; echo done", &["svc"], 120),
+    ]));
+    let lock = w.dir.join("state").join("windows.lock");
+    let lock = lock.display().to_string();
+    let mut local = w.spawn_local("gc");
+    wait_for("the window to hold svc", Duration::from_secs(60), || {
+        (!w.running(&svc)).then_some(())
+    });
+    // A holder of another kind: flock(1), stopped once it has the lock.
+    let pid = w
+        .node
+        .sh_ok(&format!("flock {lock} sleep 617 >/dev/null 2>&1 & echo $!"))
+        .trim()
+        .to_string();
+    wait_for(
+        "flock(1) to hold windows.lock",
+        Duration::from_secs(10),
+        || {
+            w.node
+                .sh(&format!("grep -q ' {pid} ' /proc/locks"))
+                .status
+                .success()
+                .then_some(())
+        },
+    );
+    w.node.sh_ok(&format!("kill -STOP {pid}"));
+    let released = || {
+        let _ = w.node.sh(&format!(
+            "kill -CONT {pid}; kill {pid}; pkill -f 'sleep 617'"
+        ));
+    };
+    // The run ends and svc runs again, the lock still held.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let out = loop {
+        if let Ok(Some(_)) = local.try_wait() {
+            break local.wait_with_output().expect("the local run's output");
+        }
+        if std::time::Instant::now() > deadline {
+            released();
+            let _ = local.kill();
+            panic!("the window stayed open behind a stopped holder of windows.lock");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let still_held = w
+        .node
+        .sh(&format!("grep -q ' {pid} ' /proc/locks"))
+        .status
+        .success();
+    let running = w.running(&svc);
+    let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=gc"]));
+    released();
+    assert!(
+        still_held,
+        "the holder let go before the close: the test proves nothing"
+    );
+    assert!(running, "svc was not started again: {said}");
+    assert!(
+        said.contains(&format!("is held by pid {pid} (flock, state T: stopped)")),
+        "the holder is not named with its state: {said}"
+    );
+}
