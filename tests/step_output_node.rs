@@ -353,11 +353,16 @@ fn step_output_of_a_fire_on_its_schedule_comes_from_the_container_made_ready_for
         (!lines.is_empty()).then_some(lines)
     });
     assert_eq!(lines, vec![("6".to_string(), format!("tick {host}"))]);
-    let started = fires_by_event(&w.node, &id).remove("step-started");
+    // The fire it was made for started once. (A fire due before the test
+    // first saw a container made ready, when the daemon started just
+    // before a minute turned, may have started too: it had its own.)
+    let started = fires_by_event(&w.node, &id)
+        .remove("step-started")
+        .unwrap_or_default();
     assert_eq!(
-        started.as_deref(),
-        Some(&[fire][..]),
-        "one fire, the one it was made for"
+        started.iter().filter(|f| **f == fire).count(),
+        1,
+        "the fire it was made for started once: {started:?}"
     );
 }
 
