@@ -674,6 +674,16 @@ async fn events_report_start_die_and_stop_of_named_containers() {
     // Started before the stream is first polled: still reported.
     runtime.start(&other).await.expect("start other");
     runtime.start(&watched).await.expect("start watched");
+    // Stopped once its TERM trap is set (its loop's first `sleep` runs):
+    // a SIGTERM before it would be ignored by PID 1 and end in a SIGKILL.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !docker_cli(&node, &["top", &watched]).contains("sleep 1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{watched} never reached its loop"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     runtime.stop(&watched).await.expect("stop watched");
 
     let mut seen = Vec::new();
