@@ -214,24 +214,7 @@ impl Applier {
         match self.lock(started_at).await {
             Ok(_lock) => {
                 let listing = self.start_listing();
-                let decl = match crate::declaration::parse(bytes) {
-                    Ok(decl) => decl,
-                    Err(refusal) => {
-                        listing.abort();
-                        return Err(InstallRefused::Invalid(refusal));
-                    }
-                };
-                if let Err(refused) = empty::guard(
-                    &self.store,
-                    &*self.runtime,
-                    decl.resources.len(),
-                    allow_empty,
-                )
-                .await
-                {
-                    listing.abort();
-                    return Err(InstallRefused::Empty(refused));
-                }
+                let decl = self.parse_and_judge(bytes, allow_empty, &listing).await?;
                 Ok(self.run_locked(&decl, started_at, listing, true).await)
             }
             Err(report) => {
@@ -296,24 +279,7 @@ impl Applier {
         let (decl, report) = match self.lock(started_at).await {
             Ok(_lock) => {
                 let listing = self.start_listing();
-                let decl = match crate::declaration::parse(bytes) {
-                    Ok(decl) => decl,
-                    Err(refusal) => {
-                        listing.abort();
-                        return Err(InstallRefused::Invalid(refusal));
-                    }
-                };
-                if let Err(refused) = empty::guard(
-                    &self.store,
-                    &*self.runtime,
-                    decl.resources.len(),
-                    allow_empty,
-                )
-                .await
-                {
-                    listing.abort();
-                    return Err(InstallRefused::Empty(refused));
-                }
+                let decl = self.parse_and_judge(bytes, allow_empty, &listing).await?;
                 let report = self
                     .install_locked(&decl, bytes, path, started_at, listing)
                     .await;
@@ -326,6 +292,33 @@ impl Applier {
         };
         log_finished(&report);
         Ok((decl, report))
+    }
+
+    /// FILE's bytes validated, then judged by the empty guard, while the
+    /// runtime answers `listing` (aborted when FILE is refused: a refused
+    /// FILE changes nothing).
+    async fn parse_and_judge(
+        &self,
+        bytes: &[u8],
+        allow_empty: bool,
+        listing: &Listing,
+    ) -> Result<Declaration, InstallRefused> {
+        let judged = match crate::declaration::parse(bytes) {
+            Err(refusal) => Err(InstallRefused::Invalid(refusal)),
+            Ok(decl) => empty::guard(
+                &self.store,
+                &*self.runtime,
+                decl.resources.len(),
+                allow_empty,
+            )
+            .await
+            .map(|()| decl)
+            .map_err(InstallRefused::Empty),
+        };
+        if judged.is_err() {
+            listing.abort();
+        }
+        judged
     }
 
     /// Install `bytes` at `path`, then converge to `decl`; the caller

@@ -51,7 +51,16 @@ pub(super) fn content_diff(file: &File, before: Option<&[u8]>) -> Shown {
             )),
         };
     };
-    let old_name = if before.is_some() {
+    Shown {
+        diff: unified(path, old, new, before.is_some()),
+        note: None,
+    }
+}
+
+/// `diff -u` of `old` to `new` at `path` (`existed`: else from
+/// `/dev/null`); `None` when they are the same.
+fn unified(path: &str, old: &str, new: &str, existed: bool) -> Option<String> {
+    let old_name = if existed {
         format!("a{path}")
     } else {
         "/dev/null".to_string()
@@ -61,10 +70,7 @@ pub(super) fn content_diff(file: &File, before: Option<&[u8]>) -> Shown {
         .context_radius(CONTEXT)
         .header(&old_name, &format!("b{path}"))
         .to_string();
-    Shown {
-        diff: (!text.is_empty()).then_some(text),
-        note: None,
-    }
+    (!text.is_empty()).then_some(text)
 }
 
 /// The diff of a unit file at `path`: declared against `before`.
@@ -75,18 +81,7 @@ pub(super) fn unit_diff(
 ) -> Option<String> {
     let old = std::str::from_utf8(before.unwrap_or_default()).ok()?;
     let new = std::str::from_utf8(declared).ok()?;
-    let shown = path.display();
-    let old_name = if before.is_some() {
-        format!("a{shown}")
-    } else {
-        "/dev/null".to_string()
-    };
-    let text = similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(CONTEXT)
-        .header(&old_name, &format!("b{shown}"))
-        .to_string();
-    (!text.is_empty()).then_some(text)
+    unified(&path.display().to_string(), old, new, before.is_some())
 }
 
 #[cfg(test)]

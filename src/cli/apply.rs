@@ -92,16 +92,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
         let report = match applied {
             Ok(report) => report,
             Err(refused) => {
-                if json {
-                    print_json(&serde_json::json!({
-                        "file": shown,
-                        "accepted": false,
-                        "error": refused.to_string(),
-                        "empty": refused,
-                    }));
-                } else {
-                    eprintln!("mesh-host: {shown}: {refused}");
-                }
+                print_empty_refused(&shown, &refused, "", json);
                 return EXIT_REFUSED;
             }
         };
@@ -124,5 +115,25 @@ pub fn print_report(report: &ApplyReport, json: bool) {
     } else {
         let text = report.to_string();
         println!("{text}");
+    }
+}
+
+/// A declaration of nothing refused over applied resources, as `apply`
+/// (and `diff`, with `said` before the reason) prints it.
+pub(super) fn print_empty_refused(
+    shown: &str,
+    refused: &crate::apply::EmptyRefused,
+    said: &str,
+    json: bool,
+) {
+    if json {
+        print_json(&serde_json::json!({
+            "file": shown,
+            "accepted": false,
+            "error": refused.to_string(),
+            "empty": refused,
+        }));
+    } else {
+        eprintln!("mesh-host: {shown}: {said}{refused}");
     }
 }

@@ -27,29 +27,10 @@ pub fn run_remote(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
         declaration,
         allow_empty,
     };
-    let form = if json {
-        client::Form::Json
-    } else {
-        client::Form::Text
-    };
     block_on(async {
-        match client::call_for(&cli.control_socket, &request, form).await {
-            Ok(response) => {
-                if json {
-                    print_json(&response.json);
-                } else {
-                    print!("{}", response.text);
-                    if !response.text.ends_with('\n') {
-                        println!();
-                    }
-                }
-                response.exit
-            }
-            Err(e) => {
-                eprintln!("mesh-host: {e}");
-                EXIT_REFUSED
-            }
-        }
+        let answer =
+            client::call_for(&cli.control_socket, &request, super::remote::form(json)).await;
+        super::remote::print_answer_or(answer, json, EXIT_REFUSED)
     })
 }
 
@@ -101,16 +82,12 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
                 EXIT_REFUSED
             }
             Err(InstallRefused::Empty(refused)) => {
-                if json {
-                    print_json(&serde_json::json!({
-                        "file": shown,
-                        "accepted": false,
-                        "error": refused.to_string(),
-                        "empty": refused,
-                    }));
-                } else {
-                    eprintln!("mesh-host: {shown}: apply would refuse it: {refused}");
-                }
+                super::apply::print_empty_refused(
+                    &shown,
+                    &refused,
+                    "apply would refuse it: ",
+                    json,
+                );
                 EXIT_REFUSED
             }
         }

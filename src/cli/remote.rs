@@ -23,7 +23,7 @@ pub fn call(cli: &Cli, request: &Request, json: bool) -> u8 {
 
 /// The form of the daemon's answer the command line prints: only that one
 /// is read (the `status` of thousands of steps is megabytes of JSON).
-fn form(json: bool) -> client::Form {
+pub(super) fn form(json: bool) -> client::Form {
     if json {
         client::Form::Json
     } else {
@@ -32,6 +32,12 @@ fn form(json: bool) -> client::Form {
 }
 
 fn print_answer(answer: Result<Response, String>, json: bool) -> u8 {
+    print_answer_or(answer, json, super::EXIT_FAILED)
+}
+
+/// The daemon's answer printed, its exit code returned; `unreachable` when
+/// there is none (the daemon could not be asked).
+pub(super) fn print_answer_or(answer: Result<Response, String>, json: bool, unreachable: u8) -> u8 {
     match answer {
         Ok(response) => {
             if json {
@@ -46,7 +52,7 @@ fn print_answer(answer: Result<Response, String>, json: bool) -> u8 {
         }
         Err(e) => {
             eprintln!("mesh-host: {e}");
-            super::EXIT_FAILED
+            unreachable
         }
     }
 }
