@@ -107,13 +107,18 @@ enum Inputs {
 }
 
 impl Outcome {
-    fn line(id: &str, action: Action, reason: Option<String>) -> Self {
+    /// A line known without a runtime call, changing nothing recorded.
+    fn known(line: ReportLine) -> Self {
         Outcome {
-            line: ReportLine::new(id, action, reason),
+            line,
             inputs: Inputs::Untouched,
             consumed: None,
             recreated: None,
         }
+    }
+
+    fn line(id: &str, action: Action, reason: Option<String>) -> Self {
+        Outcome::known(ReportLine::new(id, action, reason))
     }
 }
 
@@ -264,12 +269,7 @@ impl Work {
     /// but the puller (shared, behind its lock).
     pub(super) async fn execute(self, ex: &Executor) -> Outcome {
         match self {
-            Work::Done(line) => Outcome {
-                line,
-                inputs: Inputs::Untouched,
-                consumed: None,
-                recreated: None,
-            },
+            Work::Done(line) => Outcome::known(line),
             Work::Create {
                 id,
                 built,
@@ -298,12 +298,7 @@ impl Work {
     /// preview's line (`diff`).
     pub(super) fn preview(self) -> Outcome {
         match self {
-            Work::Done(line) => Outcome {
-                line,
-                inputs: Inputs::Untouched,
-                consumed: None,
-                recreated: None,
-            },
+            Work::Done(line) => Outcome::known(line),
             Work::Create {
                 id,
                 renamed,
