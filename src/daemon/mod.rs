@@ -703,15 +703,27 @@ impl Daemon {
             Request::Reload => {
                 self.notifier.reloading();
                 let ticket = self.reloads.request();
-                if self.reloads.served(ticket, self.stopping.clone()).await {
-                    let status = self.status_line().await;
-                    Response {
-                        exit: 0,
-                        text: format!("reloaded: {status}"),
-                        json: serde_json::json!({ "reloaded": true, "status": status }),
+                match self.reloads.served(ticket, self.stopping.clone()).await {
+                    reload::Served::Served => {
+                        let status = self.status_line().await;
+                        Response {
+                            exit: 0,
+                            text: format!("reloaded: {status}"),
+                            json: serde_json::json!({ "reloaded": true, "status": status }),
+                        }
                     }
-                } else {
-                    Response::error(1, "the daemon stopped before the reload ended")
+                    // Not a failure of the unit: the operator's stop came
+                    // first, and systemd counts a failed `ExecReload=`
+                    // during a stop as the stop's own result.
+                    reload::Served::Overtaken => {
+                        let text = "not reloaded: the daemon began to stop first, and applies nothing more";
+                        tracing::warn!("{text}");
+                        Response {
+                            exit: 0,
+                            text: text.to_string(),
+                            json: serde_json::json!({ "reloaded": false, "status": text }),
+                        }
+                    }
                 }
             }
         }

@@ -35,6 +35,9 @@ const EXTEND_EVERY: Duration = Duration::from_secs(30);
 pub(super) struct Reloads {
     /// The last ticket given.
     asked: AtomicU64,
+    /// Every ticket up to this one is served by the reload that has begun
+    /// (it read the file after they were given).
+    begun: AtomicU64,
     /// Every ticket up to this one is served by a reload that has ended.
     done: watch::Sender<u64>,
     to_worker: mpsc::Sender<()>,
@@ -48,6 +51,7 @@ impl Reloads {
         let (to_worker, queued) = mpsc::channel(1);
         let reloads = Reloads {
             asked: AtomicU64::new(0),
+            begun: AtomicU64::new(0),
             done: watch::channel(0).0,
             to_worker,
         };
@@ -64,14 +68,36 @@ impl Reloads {
     }
 
     /// Once a reload that read the file after `ticket` was given has
-    /// ended; `false` if the daemon stops first.
-    pub(super) async fn served(&self, ticket: u64, mut shutdown: watch::Receiver<bool>) -> bool {
+    /// ended: `Served`. A stop that comes while that reload's apply runs
+    /// waits for it (the stopping daemon lets the apply end anyway); one
+    /// that comes before it began means it never will: `Overtaken`.
+    pub(super) async fn served(&self, ticket: u64, mut shutdown: watch::Receiver<bool>) -> Served {
         let mut done = self.done.subscribe();
         tokio::select! {
-            r = done.wait_for(|d| *d >= ticket) => r.is_ok(),
-            _ = shutdown.wait_for(|s| *s) => false,
+            r = done.wait_for(|d| *d >= ticket) => {
+                if r.is_ok() { return Served::Served }
+            }
+            _ = shutdown.wait_for(|s| *s) => {}
+        }
+        if self.begun.load(Ordering::SeqCst) < ticket {
+            return Served::Overtaken;
+        }
+        let served = done.wait_for(|d| *d >= ticket).await.is_ok();
+        if served {
+            Served::Served
+        } else {
+            Served::Overtaken
         }
     }
+}
+
+/// How a reload request ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Served {
+    /// A reload that read the file after the request has ended.
+    Served,
+    /// The daemon began to stop before any such reload began: none will.
+    Overtaken,
 }
 
 /// Run `work`, asking systemd for more start-up or reload time every
@@ -105,6 +131,7 @@ pub(super) async fn worker(
         }
         // Every ticket given so far was given before the file is read.
         let serves = daemon.reloads.asked.load(Ordering::SeqCst);
+        daemon.reloads.begun.store(serves, Ordering::SeqCst);
         tracing::info!("reload: applying {}", daemon.cfg.declaration.display());
         daemon.notifier.status(&format!(
             "reloading: applying {}",
