@@ -176,6 +176,10 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     if let Err(e) = windows.set_aside_unreadable().await {
         tracing::error!("cannot look for unreadable window records: {e}");
     }
+    // Heartbeats of owners that died (or of earlier boots) renew nothing.
+    if let Err(e) = store.sweep_beats(&windows.owner().boot_id) {
+        tracing::warn!("cannot remove the heartbeats of owners that are gone: {e}");
+    }
     // A package upgrade: the previous daemon handed its windows over, their
     // steps still running; the adopter below takes them over like any other.
     if let Some(note) = handover::take(&store, &windows.owner().boot_id) {

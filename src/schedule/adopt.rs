@@ -217,7 +217,7 @@ impl Adopter {
                 continue;
             }
             if record.boot_id == self.windows.owner().boot_id && record.owner_alive() {
-                match record.lease_left(&at) {
+                match record.lease_left(&at, self.windows.store().last_beat(&record)) {
                     Some(left) if left.is_zero() => {
                         self.spawn(record.step);
                         continue;

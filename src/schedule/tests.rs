@@ -967,6 +967,91 @@ async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_lease_is_not_lapsed_while_its_owner_beats_though_its_record_is_old() {
+    let r = rig(&[("registry", false)]);
+    let (mut child, pid, start) = other_live_owner();
+    let boot = crate::store::boot_id().expect("boot id");
+    let now = r.clock.since_boot().expect("since boot").as_secs();
+    // The record's lease is 40 s old: the owner could not take
+    // windows.lock to renew it (another process held it).
+    let record = WindowRecord {
+        step: "gc".into(),
+        module: None,
+        fire_time: t0(),
+        opened_at: t0(),
+        boot_id: boot.clone(),
+        pid,
+        pid_start_time: start,
+        step_container: "gc-run".into(),
+        step_timeout_secs: Some(3600),
+        opened_since_boot_secs: Some(now - 60),
+        lease_since_boot_secs: Some(now - 40),
+        owed: false,
+        held: vec![HeldContainer {
+            id: "registry".into(),
+            name: "registry".into(),
+            was_running: true,
+            starting: false,
+        }],
+    };
+    r.store.write_window(&record).expect("write");
+    let owner = crate::store::Beater::of(&record);
+    // It beat 5 s ago, without the lock: its owner holds it.
+    r.store.beat(&owner, now - 5).expect("beat");
+    assert_eq!(r.firer.windows().adopt("gc").await.expect("adopt"), None);
+    assert!(!r.fake.is_running("registry"));
+    // Its beats stopped 31 s ago too (the owner itself is stopped):
+    // taken over and closed.
+    r.store.beat(&owner, now - 31).expect("beat");
+    match r.firer.windows().adopt("gc").await.expect("adopt") {
+        Some(Resumed::Closed { report, .. }) => assert_eq!(report.started, vec!["registry"]),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(r.fake.is_running("registry"));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_beats_while_another_process_holds_the_records_lock() {
+    let r = rig(&[("db", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(60));
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let opened = r.store.window("gc").expect("read").expect("record");
+    // Another open file description: a lock another process would hold.
+    let hostage = r.store.records_lock().expect("lock");
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let record = r.store.window("gc").expect("read").expect("record");
+    assert_eq!(
+        record.lease_since_boot_secs, opened.lease_since_boot_secs,
+        "the record cannot be renewed while the lock is held"
+    );
+    let beat = r.store.last_beat(&record);
+    let at = r.firer.windows().moment();
+    assert!(
+        record.lease_lapsed(&at, None),
+        "the record alone looks lapsed"
+    );
+    assert!(
+        !record.lease_lapsed(&at, beat),
+        "the owner's beat keeps its lease: {beat:?} at {:?}",
+        at.since_boot
+    );
+    drop(hostage);
+    let report = fire.await.expect("fire");
+    assert!(report.ok(), "{report:?}");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        r.store.last_beat(&record),
+        None,
+        "no window left: the beat is removed with its renewer"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_owner_renews_the_lease_of_its_windows_only() {
     let r = rig(&[("db", true)]);
     r.fake.exit_with("gc-run", 0, Duration::from_secs(60));

@@ -43,6 +43,26 @@ pub(crate) fn write_atomic_with(
     mode: u32,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
+    replace(path, mode, fill, true)
+}
+
+/// [`write_atomic_with`] without the fsyncs: a reader sees the old content
+/// or the new, but a power cut may leave either. For what means something
+/// only in the boot that wrote it (a heartbeat).
+pub(crate) fn write_atomic_unsynced(
+    path: &Path,
+    mode: u32,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    replace(path, mode, fill, false)
+}
+
+fn replace(
+    path: &Path,
+    mode: u32,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+    durable: bool,
+) -> io::Result<()> {
     let file_name = path.file_name().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -53,7 +73,9 @@ pub(crate) fn write_atomic_with(
     let (temp_path, mut file) = create_temp(dir, file_name, mode)?;
     let result = (|| {
         fill(&mut file)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         drop(file);
         fs::rename(&temp_path, path)
     })();
@@ -62,7 +84,11 @@ pub(crate) fn write_atomic_with(
         let _ = fs::remove_file(&temp_path);
         return Err(err);
     }
-    fsync_dir(dir)
+    if durable {
+        fsync_dir(dir)
+    } else {
+        Ok(())
+    }
 }
 
 /// Creates the temporary file next to the target, with `mode` set on the

@@ -15,6 +15,7 @@
 //! | `alerts.json` | the latest alerts (`will-not-start-again`, `held-unhealthy`), for `status` | whoever raised one, under `alerts.lock` |
 //! | `suspended-steps.json` | steps an operator suspended, and since when | `suspend`/`resume`, under `suspended-steps.lock`; the apply engine drops steps no longer declared |
 //! | `windows/<step>.json` | one [`WindowRecord`] per open window ([`window_file_name`]) | the scheduler, under the lock |
+//! | `leases/<boot>-<pid>-<start>` | the seconds since boot at which that owner of windows last renewed its leases, written without `windows.lock` so that a holder of the lock cannot make it look lapsed | that owner alone |
 //! | `windows/unreadable/` | files found in `windows/` that are not records this host can read, moved aside ([`Store::set_aside`]) | whoever found them, under `windows.lock` |
 //! | `.<file>.<pid>.<n>.tmp` | a write in progress ([`write_atomic`]) | anyone writing |
 //!
@@ -38,6 +39,7 @@ mod atomic;
 mod boot;
 mod digest;
 mod error;
+mod heartbeat;
 mod holder;
 mod lock;
 mod unreadable;
@@ -57,6 +59,7 @@ pub use digest::{
     config_digest, hash_reader, open_config, read_config, sha256_file, ConfigReadError, MAX_HASHED,
 };
 pub use error::StoreError;
+pub use heartbeat::Beater;
 pub use lock::ApplyLock;
 pub use unreadable::{UnreadableRecord, WindowScan, UNREADABLE_DIR};
 pub use window::{
@@ -313,6 +316,34 @@ impl Store {
     pub fn write_window(&self, record: &WindowRecord) -> Result<(), StoreError> {
         let path = self.window_path(&record.step)?;
         write_json(&path, record)
+    }
+
+    /// Record that `who` (an owner of windows) renews its leases now, at
+    /// `since_boot_secs`: without `windows.lock` (see [`heartbeat`]).
+    pub fn beat(&self, who: &Beater, since_boot_secs: u64) -> Result<(), StoreError> {
+        heartbeat::beat(&self.root, who, since_boot_secs)
+    }
+
+    /// When the owner of `record` last beat, in seconds since boot.
+    pub fn last_beat(&self, record: &WindowRecord) -> Option<u64> {
+        heartbeat::last_beat(&self.root, &Beater::of(record))
+    }
+
+    /// Remove the heartbeat of `who`, which owns no window now.
+    pub fn end_beats(&self, who: &Beater) -> Result<(), StoreError> {
+        heartbeat::end(&self.root, who)
+    }
+
+    /// Remove the heartbeats no live process of boot `boot_id` can renew.
+    pub fn sweep_beats(&self, boot_id: &str) -> Result<(), StoreError> {
+        heartbeat::sweep(&self.root, boot_id, |pid| {
+            boot::live_process_start_time(pid).ok()
+        })
+    }
+
+    /// Takes `windows.lock` if it is free; `Ok(None)` when it is held.
+    pub fn records_try_lock(&self) -> Result<Option<ApplyLock>, StoreError> {
+        lock::try_lock(&self.root.join(RECORDS_LOCK_FILE))
     }
 
     /// Erases the window record of `step` and makes the erasure durable

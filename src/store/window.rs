@@ -168,17 +168,24 @@ impl WindowRecord {
     /// boot, renewed last more than [`LEASE_LAPSE`] ago. A record without
     /// a lease (written by an older host), or a moment without the time
     /// since boot, never lapses.
-    pub fn lease_lapsed(&self, at: &Moment) -> bool {
-        self.lease_left(at).is_some_and(|left| left.is_zero())
+    ///
+    /// `last_beat` is the owner's heartbeat ([`crate::store::Store::last_beat`]),
+    /// renewed without `windows.lock`: a lease is renewed at the later of
+    /// the two, so time the owner spent waiting for the lock never counts
+    /// against it.
+    pub fn lease_lapsed(&self, at: &Moment, last_beat: Option<u64>) -> bool {
+        self.lease_left(at, last_beat)
+            .is_some_and(|left| left.is_zero())
     }
 
     /// How long until the lease lapses (zero once it has); `None` when it
     /// never does (see [`Self::lease_lapsed`]).
-    pub fn lease_left(&self, at: &Moment) -> Option<Duration> {
+    pub fn lease_left(&self, at: &Moment, last_beat: Option<u64>) -> Option<Duration> {
         if self.boot_id != at.boot_id {
             return None;
         }
-        let renewed = Duration::from_secs(self.lease_since_boot_secs?);
+        let record = self.lease_since_boot_secs?;
+        let renewed = Duration::from_secs(record.max(last_beat.unwrap_or(0)));
         let now = at.since_boot?;
         let idle = now.saturating_sub(renewed);
         Some(LEASE_LAPSE.saturating_sub(idle))
@@ -604,19 +611,32 @@ pub(crate) mod tests {
             ..sample("boot-a")
         };
         let at = |secs| moment(rec.opened_at, "boot-a", Some(secs));
-        assert!(!rec.lease_lapsed(&at(1000)));
-        assert_eq!(rec.lease_left(&at(1010)), Some(Duration::from_secs(20)));
-        assert!(!rec.lease_lapsed(&at(1029)));
-        assert!(rec.lease_lapsed(&at(1030)));
-        assert!(rec.lease_lapsed(&at(5000)));
-        assert!(!rec.lease_lapsed(&moment(rec.opened_at, "boot-b", Some(5000))));
-        assert!(!rec.lease_lapsed(&moment(rec.opened_at, "boot-a", None)));
+        assert!(!rec.lease_lapsed(&at(1000), None));
+        assert_eq!(
+            rec.lease_left(&at(1010), None),
+            Some(Duration::from_secs(20))
+        );
+        assert!(!rec.lease_lapsed(&at(1029), None));
+        assert!(rec.lease_lapsed(&at(1030), None));
+        assert!(rec.lease_lapsed(&at(5000), None));
+        assert!(!rec.lease_lapsed(&moment(rec.opened_at, "boot-b", Some(5000)), None));
+        assert!(!rec.lease_lapsed(&moment(rec.opened_at, "boot-a", None), None));
         // A record of an older host has no lease: it never lapses.
         let old = WindowRecord {
             lease_since_boot_secs: None,
             ..rec.clone()
         };
-        assert!(!old.lease_lapsed(&at(5000)));
+        assert!(!old.lease_lapsed(&at(5000), None));
+        // The owner's heartbeat, renewed without the lock, counts when it
+        // is the later of the two; an older one changes nothing.
+        assert!(!rec.lease_lapsed(&at(1030), Some(1020)));
+        assert_eq!(
+            rec.lease_left(&at(1030), Some(1020)),
+            Some(Duration::from_secs(20))
+        );
+        assert!(rec.lease_lapsed(&at(1050), Some(1020)));
+        assert!(rec.lease_lapsed(&at(1030), Some(900)));
+        assert!(!old.lease_lapsed(&at(5000), Some(1)));
         // Renewing it keeps it the same window of the same owner.
         let renewed = WindowRecord {
             lease_since_boot_secs: Some(4990),

@@ -308,19 +308,37 @@ impl Windows {
     }
 
     /// Renew the lease of every record this process owns, now; how many it
-    /// owns.
+    /// owns. The heartbeat first, without `windows.lock`, so that a holder
+    /// of the lock never makes this owner look lapsed; then the records'
+    /// own leases, only if the lock is free (the beat stands for them
+    /// meanwhile). Owning none, the heartbeat is removed.
     pub(crate) async fn renew_once(&self) -> Result<usize, StoreError> {
         let Some(now) = self.clock.since_boot().map(|d| d.as_secs()) else {
             return Ok(0);
         };
-        let _records = self.store.records_lock_async().await?;
-        let mut owned = 0;
+        let me = crate::store::Beater {
+            boot_id: &self.owner.boot_id,
+            pid: self.owner.pid,
+            pid_start_time: self.owner.pid_start_time,
+        };
+        // Records are replaced atomically: read without the lock.
+        let owned = self
+            .store
+            .scan_windows()?
+            .records
+            .iter()
+            .filter(|r| self.owner.owns(r))
+            .count();
+        if owned == 0 {
+            self.store.end_beats(&me)?;
+            return Ok(0);
+        }
+        self.store.beat(&me, now)?;
+        let Some(_records) = self.store.records_try_lock()? else {
+            return Ok(owned);
+        };
         for record in self.store.scan_windows()?.records {
-            if !self.owner.owns(&record) {
-                continue;
-            }
-            owned += 1;
-            if record.lease_since_boot_secs != Some(now) {
+            if self.owner.owns(&record) && record.lease_since_boot_secs != Some(now) {
                 self.store.write_window(&WindowRecord {
                     lease_since_boot_secs: Some(now),
                     ..record

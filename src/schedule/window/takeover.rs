@@ -137,7 +137,7 @@ impl Windows {
             format!("pid {} of another boot", record.pid)
         } else if !record.owner_alive() {
             format!("pid {}, which is gone", record.pid)
-        } else if record.lease_lapsed(&at) {
+        } else if record.lease_lapsed(&at, self.store.last_beat(&record)) {
             // Alive: a stop it passed its check for may still land, and
             // it may die before it undoes it.
             self.watch_superseded(record.clone());
