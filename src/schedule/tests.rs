@@ -967,6 +967,58 @@ async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_opening_asks_the_runtime_without_holding_the_records_lock() {
+    let r = rig(&[("db", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(5));
+    // Docker slow to answer whether db runs.
+    r.fake.inspect_delay("db", Duration::from_secs(30));
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        r.store.windows().expect("records").is_empty(),
+        "still asking: nothing written"
+    );
+    assert!(
+        r.store.records_try_lock().expect("lock").is_some(),
+        "windows.lock is free while the runtime is asked"
+    );
+    let report = fire.await.expect("fire");
+    assert!(report.ok(), "{report:?}");
+    assert!(r.fake.is_running("db"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_opening_that_saw_a_hold_stopped_before_a_late_stop_was_undone_looks_again() {
+    let r = rig(&[("db", false)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(60));
+    r.fake.inspect_delay("db", Duration::from_secs(10));
+    let def = step("gc", &["db"], None);
+    let firer = r.firer.clone();
+    let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // While the opener waits for its answer (db stopped), another
+    // process undoes a late stop of db: under windows.lock, the epoch
+    // bumped, then the start.
+    {
+        let _records = r.store.records_lock().expect("lock");
+        r.store.bump_windows_epoch().expect("epoch");
+        assert!(r.fake.external_start("db"));
+    }
+    // Its first answer is older than the start: it asks again (10 s).
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    let record = r.store.window("gc").expect("read").expect("record");
+    assert!(
+        record.held.iter().any(|c| c.name == "db" && c.was_running),
+        "recorded as running, so the close starts it: {record:?}"
+    );
+    let report = fire.await.expect("fire");
+    assert!(report.ok(), "{report:?}");
+    assert!(r.fake.is_running("db"), "started again at the close");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_lease_is_not_lapsed_while_its_owner_beats_though_its_record_is_old() {
     let r = rig(&[("registry", false)]);
     let (mut child, pid, start) = other_live_owner();

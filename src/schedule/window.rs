@@ -212,6 +212,59 @@ impl CloseReport {
     }
 }
 
+/// How many times an opening looks at the runtime and the records again
+/// when the records changed between the two, before it pauses.
+const OPEN_LOOKS: usize = 3;
+
+/// The window records and the windows epoch at one moment, leases aside:
+/// what an opener compares before and after it asks the runtime.
+struct RecordsLook {
+    records: Vec<WindowRecord>,
+    epoch: u64,
+}
+
+impl RecordsLook {
+    fn now(store: &crate::store::Store) -> Result<RecordsLook, StoreError> {
+        Ok(RecordsLook {
+            records: store.scan_windows()?.records,
+            epoch: store.windows_epoch(),
+        })
+    }
+
+    /// `None` when nothing but leases changed from `before`; otherwise the
+    /// window that changed (or the plan's own step, for the epoch) and a
+    /// container of `plan` it may concern.
+    fn differs_from(&self, before: &RecordsLook, plan: &WindowPlan) -> Option<(String, String)> {
+        let first_hold = || {
+            plan.holds
+                .first()
+                .map(|(_, n)| n.clone())
+                .unwrap_or_default()
+        };
+        if self.epoch != before.epoch {
+            return Some((plan.step.clone(), first_hold()));
+        }
+        let leases_aside = |r: &WindowRecord| WindowRecord {
+            lease_since_boot_secs: None,
+            ..r.clone()
+        };
+        let mut a: Vec<WindowRecord> = self.records.iter().map(leases_aside).collect();
+        let mut b: Vec<WindowRecord> = before.records.iter().map(leases_aside).collect();
+        a.sort_by(|x, y| x.step.cmp(&y.step));
+        b.sort_by(|x, y| x.step.cmp(&y.step));
+        if a == b {
+            return None;
+        }
+        let other = a
+            .iter()
+            .find(|r| !b.contains(r))
+            .or_else(|| b.iter().find(|r| !a.contains(r)))
+            .map(|r| r.step.clone())
+            .unwrap_or_else(|| plan.step.clone());
+        Some((other, first_hold()))
+    }
+}
+
 /// The process's identity as window owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
@@ -445,6 +498,14 @@ impl Windows {
     /// record of a window over `plan` and say which of its holds are
     /// shared. `Ok(Err((other, container)))` when another window's close
     /// is starting `container` again: nothing written, look again later.
+    ///
+    /// Whether each hold of its own runs is asked of the runtime before
+    /// `windows.lock` is taken, so that no runtime request waits with it
+    /// held. Under the lock, the records (leases aside) and the windows
+    /// epoch must be as they were before the runtime was asked: then no
+    /// window closed, opened or handed a container over, and no late stop
+    /// was undone meanwhile (the apply lock keeps applies and openings
+    /// out). Otherwise it looks again, a few times, and then later.
     #[allow(clippy::type_complexity)]
     async fn open_record(
         &self,
@@ -453,70 +514,93 @@ impl Windows {
         // Taken just to write the record: no apply is in flight while a
         // window opens, and an apply never waits behind a window.
         let _lock = self.store.lock_async().await?;
-        // And no dead owner's record is being taken over meanwhile.
-        let _records = self.store.records_lock_async().await?;
-        // Every record counts here, live or past its bound, of this boot
-        // or another: one not yet closed (its owner died, it is being taken
-        // over, it is from before a reboot and not closed yet) still owes
-        // its containers a start. A file that cannot be read is moved
-        // aside first (an alert).
-        let scan = self.store.scan_windows()?;
-        self.set_aside_locked(&scan.unreadable);
-        let pending = scan.records;
-        if let Some(other) = pending.iter().find(|r| r.step == plan.step) {
-            return Err(OpenError::Busy {
-                other: other.step.clone(),
-                container: plan.step.clone(),
-            });
-        }
-        // Holds are counted (see `shared`): a container another window of
-        // this boot keeps stopped is shared, never stopped twice.
-        let seen = self
-            .holds_at_open(plan, &pending)
-            .map_err(|(other, container)| OpenError::Busy { other, container })?;
-        let mut held = Vec::with_capacity(plan.holds.len());
-        let mut shared = Vec::new();
-        for ((id, name), at) in plan.holds.iter().zip(seen) {
-            let was_running = match at {
-                AtOpen::Starting { other } => return Ok(Err((other, name.clone()))),
-                AtOpen::Shared => {
-                    shared.push(name.clone());
-                    true
+        let mut changed = (plan.step.clone(), String::new());
+        for _ in 0..OPEN_LOOKS {
+            // Records are replaced atomically: read without the lock.
+            let before = RecordsLook::now(&self.store)?;
+            let mut running = std::collections::HashMap::new();
+            if let Ok(seen) = self.holds_at_open(plan, &before.records) {
+                for ((_, name), at) in plan.holds.iter().zip(seen) {
+                    if at == AtOpen::Own {
+                        let info = self.runtime.inspect(name).await.map_err(|source| {
+                            OpenError::Inspect {
+                                container: name.clone(),
+                                source,
+                            }
+                        })?;
+                        running.insert(name.clone(), info.is_some_and(|i| i.running));
+                    }
                 }
-                AtOpen::Own => self
-                    .runtime
-                    .inspect(name)
-                    .await
-                    .map_err(|source| OpenError::Inspect {
-                        container: name.clone(),
-                        source,
-                    })?
-                    .is_some_and(|i| i.running),
+            }
+            // And no dead owner's record is being taken over meanwhile.
+            let _records = self.store.records_lock_async().await?;
+            // Every record counts here, live or past its bound, of this
+            // boot or another: one not yet closed (its owner died, it is
+            // being taken over, it is from before a reboot and not closed
+            // yet) still owes its containers a start. A file that cannot
+            // be read is moved aside first (an alert).
+            let scan = self.store.scan_windows()?;
+            self.set_aside_locked(&scan.unreadable);
+            let pending = scan.records;
+            if let Some(other) = pending.iter().find(|r| r.step == plan.step) {
+                return Err(OpenError::Busy {
+                    other: other.step.clone(),
+                    container: plan.step.clone(),
+                });
+            }
+            // Holds are counted (see `shared`): a container another window
+            // of this boot keeps stopped is shared, never stopped twice.
+            let seen = self
+                .holds_at_open(plan, &pending)
+                .map_err(|(other, container)| OpenError::Busy { other, container })?;
+            let now = RecordsLook {
+                records: pending,
+                epoch: self.store.windows_epoch(),
             };
-            held.push(HeldContainer {
-                id: id.clone(),
-                name: name.clone(),
-                was_running,
-                starting: false,
-            });
+            if let Some(differs) = now.differs_from(&before, plan) {
+                changed = differs;
+                continue;
+            }
+            let mut held = Vec::with_capacity(plan.holds.len());
+            let mut shared = Vec::new();
+            for ((id, name), at) in plan.holds.iter().zip(seen) {
+                let was_running = match at {
+                    AtOpen::Starting { other } => return Ok(Err((other, name.clone()))),
+                    AtOpen::Shared => {
+                        shared.push(name.clone());
+                        true
+                    }
+                    // Unchanged records: it was decided Own before, and asked.
+                    AtOpen::Own => running.get(name).copied().unwrap_or(false),
+                };
+                held.push(HeldContainer {
+                    id: id.clone(),
+                    name: name.clone(),
+                    was_running,
+                    starting: false,
+                });
+            }
+            let record = WindowRecord {
+                step: plan.step.clone(),
+                module: plan.module.clone(),
+                fire_time: plan.fire_time,
+                opened_at: self.clock.now(),
+                boot_id: self.owner.boot_id.clone(),
+                pid: self.owner.pid,
+                pid_start_time: self.owner.pid_start_time,
+                step_container: plan.step_container.clone(),
+                step_timeout_secs: plan.step_timeout.map(|t| t.as_secs()),
+                opened_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
+                lease_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
+                owed: false,
+                held,
+            };
+            self.store.write_window(&record)?;
+            return Ok(Ok((record, shared)));
         }
-        let record = WindowRecord {
-            step: plan.step.clone(),
-            module: plan.module.clone(),
-            fire_time: plan.fire_time,
-            opened_at: self.clock.now(),
-            boot_id: self.owner.boot_id.clone(),
-            pid: self.owner.pid,
-            pid_start_time: self.owner.pid_start_time,
-            step_container: plan.step_container.clone(),
-            step_timeout_secs: plan.step_timeout.map(|t| t.as_secs()),
-            opened_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
-            lease_since_boot_secs: self.clock.since_boot().map(|d| d.as_secs()),
-            owed: false,
-            held,
-        };
-        self.store.write_window(&record)?;
-        Ok(Ok((record, shared)))
+        // The records kept changing under this opener: another window is
+        // closing or being taken over. Look again after a pause.
+        Ok(Err(changed))
     }
 
     /// Close a window, whatever its step did. Runs on its own task so that

@@ -16,6 +16,7 @@
 //! | `suspended-steps.json` | steps an operator suspended, and since when | `suspend`/`resume`, under `suspended-steps.lock`; the apply engine drops steps no longer declared |
 //! | `windows/<step>.json` | one [`WindowRecord`] per open window ([`window_file_name`]) | the scheduler, under the lock |
 //! | `leases/<boot>-<pid>-<start>` | the seconds since boot at which that owner of windows last renewed its leases, written without `windows.lock` so that a holder of the lock cannot make it look lapsed | that owner alone |
+//! | `windows.epoch` | a number, bumped under `windows.lock` before a container is started outside any window's close ([`Store::windows_epoch`]) | that starter |
 //! | `windows/unreadable/` | files found in `windows/` that are not records this host can read, moved aside ([`Store::set_aside`]) | whoever found them, under `windows.lock` |
 //! | `.<file>.<pid>.<n>.tmp` | a write in progress ([`write_atomic`]) | anyone writing |
 //!
@@ -97,6 +98,9 @@ const RECORDS_LOCK_FILE: &str = "windows.lock";
 /// past this is stopped or hung, and a window's close then goes on
 /// without it, starting its held containers (docs/security.md).
 pub const RECORDS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Name of the file of [`Store::windows_epoch`].
+const WINDOWS_EPOCH_FILE: &str = "windows.epoch";
 
 /// Name of the directory of window records under the root.
 const WINDOWS_DIR: &str = "windows";
@@ -344,6 +348,28 @@ impl Store {
     /// Takes `windows.lock` if it is free; `Ok(None)` when it is held.
     pub fn records_try_lock(&self) -> Result<Option<ApplyLock>, StoreError> {
         lock::try_lock(&self.root.join(RECORDS_LOCK_FILE))
+    }
+
+    /// How many times a container was started under `windows.lock` outside
+    /// any window's close (a late stop undone): bumped by that starter
+    /// before its start ([`Store::bump_windows_epoch`]). An opener that
+    /// asked the runtime before it took the lock compares it, with the
+    /// records, to know that what it saw still holds. Zero when never
+    /// bumped or unreadable (an unreadable one is rewritten by the next
+    /// bump, and a change from it is seen all the same).
+    pub fn windows_epoch(&self) -> u64 {
+        fs::read_to_string(self.root.join(WINDOWS_EPOCH_FILE))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Bump [`Store::windows_epoch`]; the caller holds `windows.lock`.
+    pub fn bump_windows_epoch(&self) -> Result<(), StoreError> {
+        let path = self.root.join(WINDOWS_EPOCH_FILE);
+        let next = self.windows_epoch().wrapping_add(1);
+        write_atomic(&path, next.to_string().as_bytes(), FILE_MODE)
+            .map_err(|e| StoreError::io("write", &path, e))
     }
 
     /// Erases the window record of `step` and makes the erasure durable

@@ -138,6 +138,9 @@ struct State {
     stop_delays: HashMap<String, Duration>,
     stop_cleanups: HashMap<String, Duration>,
     start_delays: HashMap<String, Duration>,
+    /// Answers of inspects of these names arrive this long after they
+    /// were read (a runtime slow to answer).
+    inspect_delays: HashMap<String, Duration>,
     stop_exit_codes: HashMap<String, i64>,
     fail_start: HashSet<String>,
     fail_stop: HashSet<String>,
@@ -267,6 +270,47 @@ fn not_found(name: &str) -> RuntimeError {
 }
 
 impl FakeRuntime {
+    /// Inspect's answer as read now.
+    fn inspect_now(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        let name = &self.resolve(name);
+        let state = self.enter(Call::Inspect(name.to_owned()))?;
+        if state.panic_on_inspect.contains(name) {
+            drop(state);
+            panic!("scripted: inspect of {name} panics");
+        }
+        let health = |c: &Container| {
+            let (status, output, after) = state.health.get(name)?;
+            let started = c.started_instant?;
+            Some(if started.elapsed() >= *after {
+                super::Health {
+                    status: status.clone(),
+                    last_output: output.clone(),
+                    decides_within: None,
+                }
+            } else {
+                super::Health {
+                    status: "starting".into(),
+                    last_output: String::new(),
+                    decides_within: None,
+                }
+            })
+        };
+        Ok(state.containers.get(name).map(|c| ContainerInfo {
+            id: c.id.clone(),
+            name: c.spec.name.clone(),
+            image: c.spec.image.clone(),
+            running: c.status == Status::Running,
+            status: c.status.as_str().to_owned(),
+            exit_code: c.exit_code,
+            started_at: c.started_at.clone(),
+            finished_at: c.finished_at.clone(),
+            labels: c.spec.labels.clone(),
+            pid: c.pid,
+            health: health(c),
+            volumes: c.volumes.clone(),
+        }))
+    }
+
     /// An empty runtime: no containers, no images, cgroupfs driver.
     pub fn new() -> Self {
         Self::default()
@@ -540,43 +584,13 @@ impl ContainerRuntime for FakeRuntime {
     }
 
     async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
-        let name = &self.resolve(name);
-        let state = self.enter(Call::Inspect(name.to_owned()))?;
-        if state.panic_on_inspect.contains(name) {
-            drop(state);
-            panic!("scripted: inspect of {name} panics");
+        let answer = self.inspect_now(name);
+        let resolved = self.resolve(name);
+        let delay = self.state().inspect_delays.get(&resolved).copied();
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
         }
-        let health = |c: &Container| {
-            let (status, output, after) = state.health.get(name)?;
-            let started = c.started_instant?;
-            Some(if started.elapsed() >= *after {
-                super::Health {
-                    status: status.clone(),
-                    last_output: output.clone(),
-                    decides_within: None,
-                }
-            } else {
-                super::Health {
-                    status: "starting".into(),
-                    last_output: String::new(),
-                    decides_within: None,
-                }
-            })
-        };
-        Ok(state.containers.get(name).map(|c| ContainerInfo {
-            id: c.id.clone(),
-            name: c.spec.name.clone(),
-            image: c.spec.image.clone(),
-            running: c.status == Status::Running,
-            status: c.status.as_str().to_owned(),
-            exit_code: c.exit_code,
-            started_at: c.started_at.clone(),
-            finished_at: c.finished_at.clone(),
-            labels: c.spec.labels.clone(),
-            pid: c.pid,
-            health: health(c),
-            volumes: c.volumes.clone(),
-        }))
+        answer
     }
 
     async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError> {

@@ -146,6 +146,12 @@ impl FakeRuntime {
         self.state().start_delays.insert(name.to_owned(), delay);
     }
 
+    /// Answers of inspects of `name` arrive `delay` after they were read:
+    /// what changes meanwhile is not in them.
+    pub fn inspect_delay(&self, name: &str, delay: Duration) {
+        self.state().inspect_delays.insert(name.to_owned(), delay);
+    }
+
     /// The exit code a stop of `name` produces (default 0: a process that
     /// handles SIGTERM).
     pub fn stop_exit_code(&self, name: &str, code: i64) {

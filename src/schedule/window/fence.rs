@@ -176,8 +176,14 @@ impl Windows {
                 ),
             }
         }
-        // Bounded: `windows.lock` is held, and every owner renews its
-        // lease under it.
+        // An opener that asked the runtime before it took the lock sees
+        // that its look may be older than this start, and looks again.
+        if let Err(e) = self.store.bump_windows_epoch() {
+            tracing::error!(MESH_STEP = %held.step, "cannot note the start of {name} for windows opening meanwhile: {e}");
+        }
+        // Bounded, and the one runtime request made under `windows.lock`
+        // besides a taker's own restore (superseded.rs): a window opening
+        // meanwhile must find `name` running, or hand it over as above.
         match tokio::time::timeout(RESTORE_WAIT, self.runtime.start(name)).await {
             Ok(Ok(())) => tracing::warn!(
                 MESH_STEP = %held.step,

@@ -63,6 +63,11 @@ impl Windows {
                     continue;
                 }
             }
+            // See `after_stop`: an opener that looked before the lock
+            // looks again.
+            if let Err(e) = self.store.bump_windows_epoch() {
+                tracing::error!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot note the start of {name} for windows opening meanwhile: {e}");
+            }
             match tokio::time::timeout(Duration::from_secs(10), self.runtime.start(name)).await {
                 Ok(Ok(())) => tracing::warn!(
                     MESH_STEP = %record.step,
