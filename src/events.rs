@@ -211,10 +211,28 @@ pub enum LogSink {
     Stderr,
 }
 
+/// The installed logger: where it writes, and what flushes its stderr
+/// copy when dropped (keep it until the process ends).
+pub struct Logging {
+    pub sink: LogSink,
+    _stderr_copy: Option<tracing_appender::non_blocking::WorkerGuard>,
+}
+
+impl std::fmt::Debug for Logging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Logging").field("sink", &self.sink).finish()
+    }
+}
+
 /// Install the global logger. Events always reach journald when there is
 /// one (an alert from a command run by hand must be findable too); a
 /// readable copy goes to stderr unless stderr already is the journal.
-pub fn init_logging(verbose: bool) -> LogSink {
+///
+/// That copy is written by a thread of its own: a command stopped with
+/// its stderr a pipe nobody reads (`| less`, stopped) must not block in a
+/// log line while it holds a lock of the state directory. Lines queue
+/// (up to 128,000; past that they are dropped, the journal has them).
+pub fn init_logging(verbose: bool) -> Logging {
     let default = if verbose { "debug" } else { "info" };
     let env_filter =
         || EnvFilter::try_from_env("MESH_HOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
@@ -226,9 +244,23 @@ pub fn init_logging(verbose: bool) -> LogSink {
         (None, _) => LogSink::Stderr,
     };
     let mut layers: Vec<BoxedLayer> = Vec::new();
+    let mut stderr_copy = None;
     let terminal = std::io::stderr().is_terminal();
-    if sink == LogSink::JournalAndStderr || (sink == LogSink::Stderr && terminal) {
-        // An operator reads sentences; the journal keeps the fields.
+    if sink == LogSink::JournalAndStderr {
+        // An operator reads sentences; the journal keeps the fields (and
+        // every line, should this copy drop some).
+        let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+        stderr_copy = Some(guard);
+        layers.push(
+            tracing_subscriber::fmt::layer()
+                .with_writer(writer)
+                .event_format(crate::plain_log::PlainLines {
+                    alert_target: ALERT_TARGET,
+                })
+                .with_filter(env_filter())
+                .boxed(),
+        );
+    } else if sink == LogSink::Stderr && terminal {
         layers.push(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
@@ -258,7 +290,10 @@ pub fn init_logging(verbose: bool) -> LogSink {
     }
     // A second init (tests) keeps the first logger; that is fine.
     let _ = tracing_subscriber::registry().with(layers).try_init();
-    sink
+    Logging {
+        sink,
+        _stderr_copy: stderr_copy,
+    }
 }
 
 type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;

@@ -25,6 +25,11 @@
 //!   the process there, its late stop landed. Pauses may be combined,
 //!   separated by commas (`pause-before-stop:S,pause-after-stop:S`).
 //!
+//! - `pause-in-records-lock` (a pause): in an opening window, with the
+//!   apply lock and `windows.lock` held, for a minute: a node test stops
+//!   the process there (SIGSTOP), a holder of the lock that never lets go
+//!   (tests/lock_hostage_node.rs).
+//!
 //! - `pause-before-naming` (a pause), on a container's name: a container of
 //!   network `none` made whole under its making name, not yet renamed to
 //!   its own (src/runtime/docker/network_none.rs), for a minute: a node

@@ -84,3 +84,96 @@ fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
         "the holder is not named with its state: {said}"
     );
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
+    let mut w = World::new("hostage-run");
+    let img = w.pulled_busybox();
+    let svc = w.started_service("svc");
+    let other = w.started_service("other");
+    let step = w.name("step");
+    let step_b = w.name("step-b");
+    w.write_declaration(json!([
+        declare::service("svc", &svc, &img),
+        declare::service("other", &other, &img),
+        declare::step("gc", &step, &img, "sleep 8; echo done", &["svc"], 120),
+        declare::step("gcb", &step_b, &img, "echo b", &["other"], 120),
+    ]));
+    let mut local = w.spawn_local("gc");
+    wait_for("the window to hold svc", Duration::from_secs(60), || {
+        (!w.running(&svc)).then_some(())
+    });
+    // A second run opens its window and stops inside windows.lock (as
+    // Ctrl-Z would), the apply lock held too.
+    let state = w.path("state");
+    let mut hostage = w.mesh_spawn_faulted(
+        "pause-in-records-lock:gcb",
+        &["run", "gcb", "--local"],
+        None,
+    );
+    let pattern = support::quote(&format!("[r]un gcb --local --state-dir {state}"));
+    let pid = wait_for(
+        "the second run to hold windows.lock",
+        Duration::from_secs(30),
+        || {
+            let pid = w.node.sh_ok(&format!("pgrep -f -- {pattern} || true"));
+            let pid = pid.split_whitespace().next()?.to_string();
+            let lock = w
+                .node
+                .sh_ok(&format!(
+                    "stat -c %i {}",
+                    support::quote(&format!("{state}/windows.lock"))
+                ))
+                .trim()
+                .to_string();
+            w.node
+                .sh(&format!("grep -q ' {pid} .*:{lock} ' /proc/locks"))
+                .status
+                .success()
+                .then_some(pid)
+        },
+    );
+    w.node.sh_ok(&format!("kill -STOP {pid}"));
+    let released = || {
+        let _ = w.node.sh(&format!("kill -CONT {pid}; kill -KILL {pid}"));
+    };
+    // The first run's step ends; its close gives the lock up and starts
+    // svc again, the lock still held.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let out = loop {
+        if let Ok(Some(_)) = local.try_wait() {
+            break local.wait_with_output().expect("the local run's output");
+        }
+        if std::time::Instant::now() > deadline {
+            released();
+            let _ = local.kill();
+            let _ = hostage.kill();
+            panic!("the window stayed open behind a stopped run holding windows.lock");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let still_held = w
+        .node
+        .sh(&format!("grep -q ' {pid} ' /proc/locks"))
+        .status
+        .success();
+    let running = w.running(&svc);
+    let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=gc"]));
+    released();
+    // nsenter stopped itself with its stopped child (job control), and
+    // would never reap it: end it too.
+    let _ = hostage.kill();
+    let _ = hostage.wait();
+    assert!(
+        still_held,
+        "the stopped run let go before the close: the test proves nothing"
+    );
+    assert!(running, "svc was not started again: {said}");
+    assert!(
+        said.contains(&format!(
+            "is held by pid {pid} (mesh-host, state T: stopped)"
+        )),
+        "the holder is not named with its state: {said}"
+    );
+}

@@ -355,7 +355,8 @@ pub enum Command {
 /// Parse the command line and run the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    crate::events::init_logging(cli.verbose);
+    // Kept to the end: dropping it flushes the stderr copy of the log.
+    let _logging = crate::events::init_logging(cli.verbose);
     crate::declaration::sandbox::set_own_paths(cli.own_paths());
     ExitCode::from(dispatch(cli))
 }

@@ -534,6 +534,7 @@ impl Windows {
             }
             // And no dead owner's record is being taken over meanwhile.
             let _records = self.store.records_lock_async().await?;
+            crate::fault::pause("pause-in-records-lock", &plan.step).await;
             // Every record counts here, live or past its bound, of this
             // boot or another: one not yet closed (its owner died, it is
             // being taken over, it is from before a reboot and not closed
