@@ -40,7 +40,7 @@ use crate::declaration::{
     Container, Declaration, Health, MountSource, Resource, ResourceKind, Role,
 };
 use crate::runtime::{
-    ContainerSpec, HealthSpec, MountSpec, RestartPolicy, LABEL_MANAGED, LABEL_MODULE,
+    ContainerSpec, HealthSpec, MountSpec, PortSpec, RestartPolicy, LABEL_MANAGED, LABEL_MODULE,
     LABEL_RESOURCE, MANAGED_VALUE,
 };
 
@@ -193,6 +193,14 @@ fn build_with(
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     fields.extend(access.fields);
+    // Only when declared, as `health` below: a container without ports
+    // keeps the identity it had before they existed.
+    if !container.ports.is_empty() {
+        fields.insert(
+            "ports".to_string(),
+            serde_json::to_value(&container.ports).unwrap_or(Value::Null),
+        );
+    }
     // Only when declared: the identity of a container without one stays
     // what it was before `health` existed (no recreate on upgrade).
     if let Some(health) = &container.health {
@@ -225,6 +233,16 @@ fn build_with(
                 Ok(Value::String(s)) => s,
                 _ => String::new(),
             }),
+        ports: container
+            .ports
+            .iter()
+            .map(|p| PortSpec {
+                host: p.host,
+                container: p.container,
+                protocol: p.protocol.as_str(),
+                address: p.address,
+            })
+            .collect(),
         dns: container.dns.clone(),
         user: access.user.or_else(|| {
             container.user.as_ref().map(|u| match u.gid {

@@ -18,6 +18,8 @@ pub enum Fields {
     Resource(&'static str),
     /// One of a container's `mounts`.
     Mount,
+    /// One of a container's `ports`.
+    Port,
     /// A container's `health` object.
     Health,
     /// One of a container's `grant` entries.
@@ -36,6 +38,7 @@ pub fn known(fields: Fields) -> Vec<&'static str> {
         Fields::Top => &SCHEMA["properties"],
         Fields::Resource(kind) => &defs[kind]["properties"],
         Fields::Mount => &defs["mount"]["properties"],
+        Fields::Port => &defs["container"]["properties"]["ports"]["items"]["properties"],
         Fields::Health => &defs["container"]["properties"]["health"]["oneOf"][1]["properties"],
         Fields::Grant => &defs["container"]["properties"]["grant"]["items"]["properties"],
         Fields::Access => &defs["shared-folder"]["properties"]["access"]["items"]["properties"],

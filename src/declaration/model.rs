@@ -149,6 +149,9 @@ pub struct Container {
     /// The network; the runtime's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<Network>,
+    /// Ports published on the host.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
     /// Resolver addresses.
     pub dns: Vec<IpAddr>,
     /// The user it runs as; the image's when absent.
@@ -378,6 +381,67 @@ pub struct Mount {
     pub target: AbsPath,
     /// Mounted read-only.
     pub read_only: bool,
+}
+
+/// One published port: the container's `container` port answers on the
+/// host's `host` port (one the runtime picks when absent), at `address`
+/// (every address when absent).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Port {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<u16>,
+    pub container: u16,
+    pub protocol: Protocol,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<IpAddr>,
+}
+
+impl Port {
+    /// Whether `self` and `other` bind the same host port: the same
+    /// protocol and port, and the same address or either of them every
+    /// address.
+    pub fn binds_same(&self, other: &Port) -> bool {
+        self.host.is_some()
+            && self.host == other.host
+            && self.protocol == other.protocol
+            && match (self.address, other.address) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
+}
+
+impl std::fmt::Display for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.address {
+            Some(IpAddr::V6(a)) => write!(f, "[{a}]:")?,
+            Some(a) => write!(f, "{a}:")?,
+            None => {}
+        }
+        match self.host {
+            Some(h) => write!(f, "{h}")?,
+            None => write!(f, "*")?,
+        }
+        write!(f, "->{}/{}", self.container, self.protocol.as_str())
+    }
+}
+
+/// A published port's protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
 }
 
 /// A container's network.

@@ -230,6 +230,8 @@ pub struct RawContainer {
     pub mounts: List<RawMount>,
     /// `host`, `none` or a network name.
     pub network: Field<String>,
+    /// Ports published on the host.
+    pub ports: List<RawPort>,
     /// Resolver addresses.
     pub dns: List<String>,
     /// `UID[:GID]`.
@@ -291,6 +293,23 @@ pub struct RawMount {
     /// Mounted read-only (default false).
     pub read_only: Field<bool>,
     /// Keys a mount does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of `ports`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a port object")]
+pub struct RawPort {
+    /// The host's port; the runtime picks one when absent.
+    pub host: Field<Value>,
+    /// The container's port.
+    pub container: Field<Value>,
+    /// `tcp` (default) or `udp`.
+    pub protocol: Field<String>,
+    /// The host address it is bound to; every address when absent.
+    pub address: Field<String>,
+    /// Keys a port does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

@@ -1852,3 +1852,135 @@ fn catch_up_is_a_boolean_of_a_scheduled_step() {
     )]));
     assert_problem(&problems, Some("web"), Some("catch-up"), "needs a schedule");
 }
+
+// ---- ports ----
+
+#[test]
+fn ports_are_read_with_their_defaults() {
+    let d = accept(json!([with(
+        service("web", "web"),
+        "ports",
+        json!([
+            {"host": 8080, "container": 80, "address": "127.0.0.1"},
+            {"container": 53, "protocol": "udp"},
+            {"host": 8443, "container": 443, "protocol": "tcp", "address": "::1"}
+        ])
+    )]));
+    let ports = &d.container("web").unwrap().ports;
+    let shown: Vec<String> = ports.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        shown,
+        ["127.0.0.1:8080->80/tcp", "*->53/udp", "[::1]:8443->443/tcp"]
+    );
+}
+
+#[test]
+fn bad_ports_are_each_named() {
+    let problems = refuse(json!([with(
+        service("web", "web"),
+        "ports",
+        json!([
+            {"host": 0, "container": 80},
+            {"host": 8080, "container": 65536},
+            {"container": "80"},
+            {"host": 8081, "container": 81, "protocol": "sctp"},
+            {"host": 8082, "container": 82, "address": "localhost"},
+            {"host": 8083},
+            {"host": 8084, "container": 84, "hostIp": "0.0.0.0"}
+        ])
+    )]));
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("ports[0].host"),
+        "0 is not a port",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("ports[1].container"),
+        "65536 is not a port",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("ports[2].container"),
+        "is not a port",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("ports[3].protocol"),
+        "\"sctp\" is not a protocol",
+    );
+    assert_problem(
+        &problems,
+        Some("web"),
+        Some("ports[4].address"),
+        "not an IP address",
+    );
+    assert_problem(&problems, Some("web"), Some("ports[5].container"), "");
+    assert!(
+        problems.iter().any(|p| p
+            .field
+            .as_deref()
+            .is_some_and(|f| f.starts_with("ports[6]"))),
+        "an unknown key of a port is refused: {problems:#?}"
+    );
+}
+
+#[test]
+fn a_host_port_is_bound_once_in_a_container_and_across_containers() {
+    // The same port on every address and on one address clash; on two
+    // addresses, or two protocols, they do not.
+    let problems = refuse(json!([
+        with(
+            service("a", "aa"),
+            "ports",
+            json!([
+                {"host": 8080, "container": 80},
+                {"host": 8080, "container": 81, "address": "127.0.0.1"},
+                {"host": 8080, "container": 80, "protocol": "udp"}
+            ])
+        ),
+        with(
+            service("b", "bb"),
+            "ports",
+            json!([
+                {"host": 8081, "container": 80, "address": "127.0.0.1"},
+                {"host": 8081, "container": 80, "address": "127.0.0.2"},
+                {"host": 8080, "container": 80, "protocol": "udp", "address": "10.0.0.1"}
+            ])
+        ),
+    ]));
+    assert_problem(
+        &problems,
+        Some("a"),
+        Some("ports[1]"),
+        "binds what ports[0] binds already",
+    );
+    assert_problem(
+        &problems,
+        Some("b"),
+        Some("ports[2]"),
+        "container aa (a) publishes that host port already",
+    );
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+}
+
+#[test]
+fn ports_with_the_host_s_network_or_none_are_refused() {
+    for (network, words) in [
+        ("host", "already listens on the host's own ports"),
+        ("none", "no network"),
+    ] {
+        let web = with(service("web", "web"), "network", json!(network));
+        let p = only(refuse(json!([with(
+            web,
+            "ports",
+            json!([{"host": 8080, "container": 80}])
+        )])));
+        assert_eq!(p.field.as_deref(), Some("ports"), "{p}");
+        assert!(p.message.contains(words), "{p}");
+    }
+}

@@ -90,6 +90,7 @@ mod tests {
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
     use super::*;
+    use crate::runtime::PortSpec;
     use crate::runtime::{HealthSpec, JournalLog, MountSpec, RestartPolicy, LABEL_MANAGED};
     use bollard::models::{HealthConfig, MountType, RestartPolicyNameEnum};
     use std::collections::BTreeMap;
@@ -237,6 +238,7 @@ mod tests {
                 },
             ],
             network: Some("host".into()),
+            ports: Vec::new(),
             dns: vec!["10.0.0.53".parse().expect("literal address")],
             user: Some("1000:1000".into()),
             labels: BTreeMap::from([("mesh-host.resource".into(), "web".into())]),
@@ -267,6 +269,55 @@ mod tests {
             Some(RestartPolicyNameEnum::UNLESS_STOPPED)
         );
         assert_eq!(body.healthcheck, None, "the image's check is kept");
+    }
+
+    #[test]
+    fn published_ports_are_exposed_and_bound_per_container_port_and_protocol() {
+        let port = |host, container, protocol, address: Option<&str>| PortSpec {
+            host,
+            container,
+            protocol,
+            address: address.map(|a| a.parse().expect("literal address")),
+        };
+        let spec = ContainerSpec {
+            network: Some("web-net".into()),
+            ports: vec![
+                port(Some(8080), 80, "tcp", Some("127.0.0.1")),
+                port(Some(8443), 80, "tcp", None),
+                port(None, 53, "udp", Some("::1")),
+            ],
+            ..Default::default()
+        };
+        let body = create_body(&spec);
+        assert_eq!(
+            body.exposed_ports,
+            Some(vec!["53/udp".to_owned(), "80/tcp".to_owned()])
+        );
+        let bindings = body
+            .host_config
+            .and_then(|h| h.port_bindings)
+            .expect("bindings");
+        let web = bindings
+            .get("80/tcp")
+            .cloned()
+            .flatten()
+            .expect("80/tcp bound");
+        assert_eq!(web.len(), 2);
+        assert_eq!(web[0].host_ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(web[0].host_port.as_deref(), Some("8080"));
+        assert_eq!(web[1].host_ip, None, "every address");
+        let dns = bindings
+            .get("53/udp")
+            .cloned()
+            .flatten()
+            .expect("53/udp bound");
+        assert_eq!(dns[0].host_ip.as_deref(), Some("::1"));
+        assert_eq!(dns[0].host_port.as_deref(), Some(""), "the runtime picks");
+        assert_eq!(
+            create_body(&ContainerSpec::default()).exposed_ports,
+            None,
+            "nothing published: nothing sent"
+        );
     }
 
     #[test]

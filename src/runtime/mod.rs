@@ -250,6 +250,8 @@ pub struct ContainerSpec {
     pub mounts: Vec<MountSpec>,
     /// `"host"`, `"none"` or a network name; `None` = the runtime's default.
     pub network: Option<String>,
+    /// Ports published on the host.
+    pub ports: Vec<PortSpec>,
     /// DNS servers for the container.
     pub dns: Vec<IpAddr>,
     /// `UID[:GID]` to run as; `None` = the image's user.
@@ -270,6 +272,19 @@ pub struct ContainerSpec {
     /// Its output written to the journal by the runtime itself; `None`
     /// keeps the runtime's default log driver.
     pub journal: Option<JournalLog>,
+}
+
+/// One published port (Docker's `PortBindings` entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The host's port; `None` lets the runtime pick one.
+    pub host: Option<u16>,
+    /// The container's port.
+    pub container: u16,
+    /// `tcp` or `udp`.
+    pub protocol: &'static str,
+    /// The host address bound; `None` binds every address.
+    pub address: Option<IpAddr>,
 }
 
 /// A container's output written to the journal by the runtime (Docker's

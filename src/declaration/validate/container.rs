@@ -13,8 +13,10 @@ use super::fields::{
     timeout_seconds, Sink,
 };
 use super::{health, identities, timing};
-use crate::declaration::model::{Container, Mount, MountSource, Network, Role, Schedule};
-use crate::declaration::raw::{Field, RawContainer, RawMount};
+use crate::declaration::model::{
+    Container, Mount, MountSource, Network, Port, Protocol, Role, Schedule,
+};
+use crate::declaration::raw::{Field, List, RawContainer, RawMount, RawPort};
 use crate::declaration::types::{
     AbsPath, ContainerName, ImageRef, NetworkName, UserSpec, VolumeName,
 };
@@ -125,6 +127,8 @@ pub(super) fn read_container(
         })
         .collect();
 
+    let ports = read_ports(s, c.ports, network.as_ref());
+
     // Docker refuses the pair at create ("conflicting options: dns and the
     // network mode"); say so now rather than fail the apply.
     if network == Some(Network::Host) && !dns.is_empty() {
@@ -231,6 +235,7 @@ pub(super) fn read_container(
         env_files,
         mounts,
         network,
+        ports,
         dns,
         user,
         role,
@@ -276,4 +281,87 @@ fn read_mount(s: &mut Sink, path: &str, raw: RawMount) -> Option<Mount> {
         target: target?,
         read_only,
     })
+}
+
+/// `ports`: each entry read, none binding a host port another entry
+/// binds, and none with a network that publishes nothing.
+fn read_ports(s: &mut Sink, raw: List<RawPort>, network: Option<&Network>) -> Vec<Port> {
+    let mut ports: Vec<(String, Port)> = Vec::new();
+    let entries = take_list(s, "ports", raw);
+    if !entries.is_empty() {
+        match network {
+            Some(Network::Host) => s.at(
+                "ports",
+                "ports cannot be published with network \"host\": the container already listens on the host's own ports",
+            ),
+            Some(Network::None) => s.at(
+                "ports",
+                "ports cannot be published with network \"none\": the container has no network to reach them through",
+            ),
+            _ => {}
+        }
+    }
+    for (path, raw) in entries {
+        let Some(port) = read_port(s, &path, raw) else {
+            continue;
+        };
+        if let Some((first, _)) = ports
+            .iter()
+            .find(|(_, p)| p.binds_same(&port) || *p == port)
+        {
+            s.at(&path, format!("{port} binds what {first} binds already"));
+            continue;
+        }
+        ports.push((path, port));
+    }
+    ports.into_iter().map(|(_, p)| p).collect()
+}
+
+fn read_port(s: &mut Sink, path: &str, raw: RawPort) -> Option<Port> {
+    refuse_unknown(s, path, raw.unknown, Fields::Port);
+    let host_field = format!("{path}.host");
+    let container_field = format!("{path}.container");
+    let host = take(s, &host_field, raw.host).and_then(|v| check(s, &host_field, port_number(&v)));
+    let container = require(s, &container_field, raw.container)
+        .and_then(|v| check(s, &container_field, port_number(&v)));
+    let protocol_field = format!("{path}.protocol");
+    let protocol = match take(s, &protocol_field, raw.protocol).as_deref() {
+        None | Some("tcp") => Some(Protocol::Tcp),
+        Some("udp") => Some(Protocol::Udp),
+        Some(other) => {
+            s.at(
+                &protocol_field,
+                format!("{other:?} is not a protocol: \"tcp\" (the default) or \"udp\""),
+            );
+            None
+        }
+    };
+    let address_field = format!("{path}.address");
+    let address = match take(s, &address_field, raw.address) {
+        Some(text) => match IpAddr::from_str(&text) {
+            Ok(ip) => Some(Some(ip)),
+            Err(_) => {
+                s.at(
+                    &address_field,
+                    format!("{text:?} is not an IP address of the host"),
+                );
+                None
+            }
+        },
+        None => Some(None),
+    };
+    Some(Port {
+        host,
+        container: container?,
+        protocol: protocol?,
+        address: address?,
+    })
+}
+
+/// A port number: an integer from 1 to 65535.
+fn port_number(value: &serde_json::Value) -> Result<u16, String> {
+    match value.as_u64() {
+        Some(n) if (1..=65535).contains(&n) => Ok(n as u16),
+        _ => Err(format!("{value} is not a port: an integer from 1 to 65535")),
+    }
 }

@@ -52,6 +52,8 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
         },
     );
 
+    published_ports(found, entries);
+
     identities::cross_check(found, entries, &by_id);
 
     for entry in entries.iter() {
@@ -166,6 +168,32 @@ fn unique(
             None => {
                 first.insert(k, &entry.label);
             }
+        }
+    }
+}
+
+/// No two containers publish the same host port (same protocol and port,
+/// the same address or either of them every address): the second could
+/// never start beside the first.
+fn published_ports(found: &mut Found, entries: &[Entry]) {
+    let mut seen: Vec<(&str, String, &crate::declaration::model::Port)> = Vec::new();
+    for entry in entries {
+        let Some(crate::declaration::model::Resource {
+            kind: crate::declaration::model::ResourceKind::Container(c),
+            ..
+        }) = &entry.built
+        else {
+            continue;
+        };
+        for (i, port) in c.ports.iter().enumerate() {
+            if let Some((label, name, _)) = seen.iter().find(|(_, _, p)| p.binds_same(port)) {
+                entry.sink(found).at(
+                    format!("ports[{i}]"),
+                    format!("{port}: container {name} ({label}) publishes that host port already"),
+                );
+                continue;
+            }
+            seen.push((&entry.label, c.name.to_string(), port));
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount, MountType,
+    ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount, MountType, PortBinding,
     RestartPolicy as DockerRestart, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
@@ -556,8 +556,26 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         RestartPolicy::No => RestartPolicyNameEnum::NO,
         RestartPolicy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
     };
+    // One key per container port and protocol, each with its bindings.
+    let mut bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+    for p in &spec.ports {
+        bindings
+            .entry(format!("{}/{}", p.container, p.protocol))
+            .or_insert_with(|| Some(Vec::new()))
+            .get_or_insert_with(Vec::new)
+            .push(PortBinding {
+                host_ip: p.address.map(|a| a.to_string()),
+                host_port: Some(p.host.map(|h| h.to_string()).unwrap_or_default()),
+            });
+    }
+    let exposed: Vec<String> = {
+        let mut keys: Vec<String> = bindings.keys().cloned().collect();
+        keys.sort();
+        keys
+    };
     let host_config = HostConfig {
         mounts: Some(mounts),
+        port_bindings: (!bindings.is_empty()).then_some(bindings),
         network_mode: spec.network.clone(),
         dns: Some(spec.dns.iter().map(|ip| ip.to_string()).collect()),
         restart_policy: Some(DockerRestart {
@@ -578,6 +596,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         labels: Some(labels),
         host_config: Some(host_config),
         healthcheck: spec.health.as_ref().map(health_config),
+        exposed_ports: (!exposed.is_empty()).then_some(exposed),
         ..Default::default()
     }
 }
