@@ -40,8 +40,8 @@ use crate::declaration::{
     Container, Declaration, Health, MountSource, Resource, ResourceKind, Role,
 };
 use crate::runtime::{
-    ContainerSpec, HealthSpec, MountSpec, PortSpec, RestartPolicy, LABEL_MANAGED, LABEL_MODULE,
-    LABEL_RESOURCE, MANAGED_VALUE,
+    ContainerSpec, HealthSpec, MountSpec, PortSpec, ProcessSpec, RestartPolicy, LABEL_MANAGED,
+    LABEL_MODULE, LABEL_RESOURCE, MANAGED_VALUE,
 };
 
 /// Label holding the container's identity digest, so that a listing alone
@@ -193,6 +193,12 @@ fn build_with(
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     fields.extend(access.fields);
+    // Each option only when declared, under its own name, so that a
+    // change is named (`memory changed`) and a container declaring none
+    // keeps the identity it had before they existed.
+    if let Value::Object(options) = serde_json::to_value(&container.options).unwrap_or_default() {
+        fields.extend(options);
+    }
     // Only when declared, as `health` below: a container without ports
     // keeps the identity it had before they existed.
     if !container.ports.is_empty() {
@@ -220,6 +226,30 @@ fn build_with(
     if let Some(module) = &res.module {
         labels.insert(LABEL_MODULE.to_string(), module.to_string());
     }
+    // The operator's labels never take a name of mesh-host's (refused by
+    // the declaration's validation).
+    for (k, v) in &container.options.labels {
+        labels.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let o = &container.options;
+    let process = ProcessSpec {
+        entrypoint: o.entrypoint.clone(),
+        working_dir: o.working_dir.clone(),
+        hostname: o.hostname.clone(),
+        stop_signal: o.stop_signal.clone(),
+        stop_grace: o.stop_grace,
+        init: o.init,
+        cap_add: o.cap_add.clone(),
+        cap_drop: o.cap_drop.clone(),
+        privileged: o.privileged,
+        read_only_root: o.read_only_root,
+        no_new_privileges: o.no_new_privileges,
+        memory: o.memory,
+        memory_reservation: o.memory_reservation,
+        nano_cpus: o.nano_cpus,
+        pids_limit: o.pids_limit,
+        shm_size: o.shm_size,
+    };
     let spec = ContainerSpec {
         name: container.name.to_string(),
         image: container.image.as_str().to_string(),
@@ -243,6 +273,7 @@ fn build_with(
                 address: p.address,
             })
             .collect(),
+        process,
         dns: container.dns.clone(),
         user: access.user.or_else(|| {
             container.user.as_ref().map(|u| match u.gid {

@@ -60,6 +60,10 @@ const ALIASES: &[(&str, &str)] = &[
     ("depends_on", "while-stopped"),
     ("readonly", "read-only"),
     ("ro", "read-only"),
+    ("mem_limit", "memory"),
+    ("mem_reservation", "memory-reservation"),
+    ("stop_grace_period", "stop-grace"),
+    ("security_opt", "no-new-privileges"),
 ];
 
 /// The field `unknown` most likely meant among `known`, if one is close:
@@ -162,8 +166,12 @@ mod tests {
             nearest("start_period", &known(Fields::Health)),
             Some("start-period")
         );
+        assert_eq!(nearest("cap_add", &container), Some("cap-add"));
+        assert_eq!(nearest("working_dir", &container), Some("working-dir"));
+        assert_eq!(nearest("mem_limit", &container), Some("memory"));
+        assert_eq!(nearest("stop_grace_period", &container), Some("stop-grace"));
         // Far from everything: no guess.
-        assert_eq!(nearest("privileged", &container), None);
+        assert_eq!(nearest("xyzzy", &container), None);
         assert_eq!(nearest("x", &known(Fields::Resource("file"))), None);
     }
 

@@ -16,6 +16,10 @@ pub const WINDOW_MISSES_WRITER: &str = "window-misses-writer";
 /// Lint name: a step holds containers still but has no timeout.
 pub const WINDOW_WITHOUT_TIMEOUT: &str = "window-without-timeout";
 
+/// Lint name: a container is privileged (every capability and device of
+/// the host).
+pub const PRIVILEGED: &str = "privileged";
+
 /// Something legal but dangerous in a declaration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
@@ -23,8 +27,9 @@ pub struct Warning {
     pub lint: &'static str,
     /// The resource it is about.
     pub resource: String,
-    /// The scheduled step concerned.
-    pub step: String,
+    /// The scheduled step concerned, if the warning is about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
     /// What is dangerous, in one line.
     pub message: String,
 }
@@ -48,13 +53,23 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
             warnings.push(Warning {
                 lint: WINDOW_WITHOUT_TIMEOUT,
                 resource: step_id.to_owned(),
-                step: step_id.to_owned(),
+                step: Some(step_id.to_owned()),
                 message: format!(
                     "step {step_id:?} holds containers still but has no timeout: the window is bounded only by the step ending"
                 ),
             });
         }
         missed_writers(decl, step, &mut warnings);
+    }
+    for (resource, container) in decl.containers() {
+        if container.options.privileged {
+            warnings.push(Warning {
+                lint: PRIVILEGED,
+                resource: resource.id.to_string(),
+                step: None,
+                message: "is privileged: it gets every capability and device of the host, and root in it is root on the node; cap-add what it needs instead".to_string(),
+            });
+        }
     }
     warnings
 }
@@ -87,7 +102,7 @@ fn missed_writers(decl: &Declaration, step: Step<'_>, warnings: &mut Vec<Warning
             warnings.push(Warning {
                 lint: WINDOW_MISSES_WRITER,
                 resource: resource.id.to_string(),
-                step: step_id.to_owned(),
+                step: Some(step_id.to_owned()),
                 message: format!(
                     "mounts {} read-write, and step {step_id:?} mounts {}, but the step's while-stopped does not hold {:?}: a writer the window misses",
                     mine.source,

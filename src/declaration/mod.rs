@@ -28,6 +28,7 @@ pub mod hints;
 pub mod identity;
 pub mod lint;
 pub mod model;
+pub mod options;
 mod raw;
 pub mod sandbox;
 pub mod types;

@@ -177,6 +177,9 @@ pub struct Container {
     /// Its health check, replacing the image's; the image's when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<Health>,
+    /// Entrypoint, privileges, limits and the rest beyond the image.
+    #[serde(flatten)]
+    pub options: super::options::ContainerOptions,
 }
 
 /// A container's declared `health`.

@@ -258,9 +258,36 @@ pub struct RawContainer {
     pub randomized_delay: Field<Value>,
     /// Run a fire missed while the daemon was down once at start.
     pub catch_up: Field<bool>,
+    /// Options beyond the image (entrypoint, privileges, limits).
+    #[serde(flatten)]
+    pub options: RawOptions,
     /// Keys a container does not have.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
+}
+
+/// A container's options beyond its image ([`super::options`]), read
+/// from the container object's own keys.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+pub struct RawOptions {
+    pub entrypoint: List<String>,
+    pub working_dir: Field<String>,
+    pub hostname: Field<String>,
+    pub labels: Field<BTreeMap<String, Field<String>>>,
+    pub stop_signal: Field<String>,
+    pub stop_grace: Field<Value>,
+    pub init: Field<bool>,
+    pub cap_add: List<String>,
+    pub cap_drop: List<String>,
+    pub privileged: Field<bool>,
+    pub read_only_root: Field<bool>,
+    pub no_new_privileges: Field<bool>,
+    pub memory: Field<Value>,
+    pub memory_reservation: Field<Value>,
+    pub cpus: Field<Value>,
+    pub pids_limit: Field<Value>,
+    pub shm_size: Field<Value>,
 }
 
 /// A container's `health` object.

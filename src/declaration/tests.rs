@@ -1509,7 +1509,7 @@ fn a_writer_the_window_misses_is_warned_about() {
         assert_eq!(warnings.len(), 1, "{source}: {warnings:#?}");
         let w = &warnings[0];
         assert_eq!(
-            (w.lint, w.resource.as_str(), w.step.as_str()),
+            (w.lint, w.resource.as_str(), w.step.as_deref().unwrap_or("")),
             (lint::WINDOW_MISSES_WRITER, "app", "backup")
         );
         assert!(
@@ -1560,7 +1560,7 @@ fn a_window_without_timeout_is_warned_about() {
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
     let w = &warnings[0];
     assert_eq!(
-        (w.lint, w.resource.as_str(), w.step.as_str()),
+        (w.lint, w.resource.as_str(), w.step.as_deref().unwrap_or("")),
         (lint::WINDOW_WITHOUT_TIMEOUT, "backup", "backup")
     );
     assert_eq!(
@@ -1983,4 +1983,71 @@ fn ports_with_the_host_s_network_or_none_are_refused() {
         assert_eq!(p.field.as_deref(), Some("ports"), "{p}");
         assert!(p.message.contains(words), "{p}");
     }
+}
+
+// ---- options beyond the image ----
+
+#[test]
+fn options_are_read_and_round_trip_through_the_canonical_form() {
+    let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
+        "entrypoint": ["/bin/sh", "-c"], "working-dir": "/srv", "hostname": "web-1",
+        "labels": {"com.example.team": "ops"}, "stop-signal": "SIGINT", "stop-grace": 30,
+        "init": true, "cap-add": ["net_admin", "CAP_SYS_TIME"], "cap-drop": ["ALL"],
+        "privileged": false, "read-only-root": true, "no-new-privileges": true,
+        "memory": 268435456u64, "memory-reservation": 134217728u64, "cpus": 1.5,
+        "pids-limit": 100, "shm-size": 67108864u64});
+    let d = accept(json!([web]));
+    let o = &d.container("web").unwrap().options;
+    assert_eq!(o.cap_add, ["NET_ADMIN", "SYS_TIME"]);
+    assert_eq!(o.nano_cpus, Some(1_500_000_000));
+    assert_eq!(o.stop_grace, Some(30));
+    assert!(o.init && o.read_only_root && o.no_new_privileges && !o.privileged);
+    let canonical = serde_json::to_value(&d).unwrap();
+    let again = accept(canonical["resources"].clone());
+    assert_eq!(again, d, "the canonical form reads back the same");
+}
+
+#[test]
+fn bad_options_are_each_named() {
+    let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
+        "entrypoint": [], "working-dir": "srv", "hostname": "-web",
+        "labels": {"mesh-host.managed": "false", "mesh.step": "x"}, "stop-signal": "sig int",
+        "stop-grace": -1, "cap-add": ["NET_ADMN", "NET_ADMIN", "net_admin"],
+        "memory": 1024, "memory-reservation": "1g", "cpus": 0, "pids-limit": 0,
+        "shm-size": 1.5});
+    let problems = refuse(json!([web]));
+    let at = |field: &str, words: &str| assert_problem(&problems, Some("web"), Some(field), words);
+    at("entrypoint", "must not be empty");
+    at("working-dir", "not an absolute path");
+    at("hostname", "not a host name");
+    at("labels[\"mesh-host.managed\"]", "mesh-host's own");
+    at("labels[\"mesh.step\"]", "mesh-host's own");
+    at("stop-signal", "not a signal");
+    at("stop-grace", "not a number of seconds");
+    at("cap-add[0]", "not a Linux capability");
+    at("cap-add[2]", "NET_ADMIN is named twice");
+    at("memory", "less than the 6291456 taken");
+    at("memory-reservation", "whole number of bytes");
+    at("cpus", "not a number of CPUs");
+    at("pids-limit", "not a number of processes");
+    at("shm-size", "1.5 is not a whole number of bytes");
+    assert_eq!(problems.len(), 14, "{problems:#?}");
+}
+
+#[test]
+fn a_privileged_container_is_warned_of_and_still_accepted() {
+    let d = accept(json!([
+        with(service("a", "aa"), "privileged", json!(true)),
+        with(service("b", "bb"), "privileged", json!(false)),
+    ]));
+    let warnings = crate::declaration::lint(&d);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].lint, crate::declaration::lint::PRIVILEGED);
+    assert_eq!(warnings[0].resource, "a");
+    assert_eq!(warnings[0].step, None);
+    assert!(
+        warnings[0].to_string().contains("is privileged"),
+        "{}",
+        warnings[0]
+    );
 }

@@ -27,6 +27,7 @@ mod fields;
 mod files;
 mod health;
 mod identities;
+mod options;
 mod timing;
 mod units;
 

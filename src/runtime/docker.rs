@@ -239,6 +239,7 @@ mod tests {
             ],
             network: Some("host".into()),
             ports: Vec::new(),
+            process: Default::default(),
             dns: vec!["10.0.0.53".parse().expect("literal address")],
             user: Some("1000:1000".into()),
             labels: BTreeMap::from([("mesh-host.resource".into(), "web".into())]),
@@ -318,6 +319,56 @@ mod tests {
             None,
             "nothing published: nothing sent"
         );
+    }
+
+    #[test]
+    fn process_options_reach_docker_s_config_and_host_config() {
+        let spec = ContainerSpec {
+            process: crate::runtime::ProcessSpec {
+                entrypoint: Some(vec!["/init".into()]),
+                working_dir: Some("/srv".into()),
+                hostname: Some("db".into()),
+                stop_signal: Some("SIGINT".into()),
+                stop_grace: Some(30),
+                init: true,
+                cap_add: vec!["NET_ADMIN".into()],
+                cap_drop: vec!["ALL".into()],
+                privileged: false,
+                read_only_root: true,
+                no_new_privileges: true,
+                memory: Some(256 << 20),
+                memory_reservation: Some(128 << 20),
+                nano_cpus: Some(1_500_000_000),
+                pids_limit: Some(100),
+                shm_size: Some(64 << 20),
+            },
+            ..Default::default()
+        };
+        let body = create_body(&spec);
+        assert_eq!(body.entrypoint, Some(vec!["/init".to_owned()]));
+        assert_eq!(body.working_dir.as_deref(), Some("/srv"));
+        assert_eq!(body.hostname.as_deref(), Some("db"));
+        assert_eq!(body.stop_signal.as_deref(), Some("SIGINT"));
+        assert_eq!(body.stop_timeout, Some(30));
+        let host = body.host_config.expect("host config");
+        assert_eq!(host.init, Some(true));
+        assert_eq!(host.cap_add, Some(vec!["NET_ADMIN".to_owned()]));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
+        assert_eq!(host.privileged, None, "not asked: the runtime's own");
+        assert_eq!(host.readonly_rootfs, Some(true));
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges:true".to_owned()])
+        );
+        assert_eq!(host.memory, Some(256 << 20));
+        assert_eq!(host.memory_reservation, Some(128 << 20));
+        assert_eq!(host.nano_cpus, Some(1_500_000_000));
+        assert_eq!(host.pids_limit, Some(100));
+        assert_eq!(host.shm_size, Some(64 << 20));
+        let plain = create_body(&ContainerSpec::default());
+        let host = plain.host_config.expect("host config");
+        assert_eq!((host.memory, host.init, host.cap_add), (None, None, None));
+        assert_eq!(plain.entrypoint, None, "the image's own");
     }
 
     #[test]

@@ -252,6 +252,9 @@ pub struct ContainerSpec {
     pub network: Option<String>,
     /// Ports published on the host.
     pub ports: Vec<PortSpec>,
+    /// How its process starts and stops, what it may do and use; the
+    /// image's and the runtime's own where unset.
+    pub process: ProcessSpec,
     /// DNS servers for the container.
     pub dns: Vec<IpAddr>,
     /// `UID[:GID]` to run as; `None` = the image's user.
@@ -272,6 +275,34 @@ pub struct ContainerSpec {
     /// Its output written to the journal by the runtime itself; `None`
     /// keeps the runtime's default log driver.
     pub journal: Option<JournalLog>,
+}
+
+/// A container's process options (Docker's `Config` and `HostConfig`
+/// fields of the same meaning); each unset or empty keeps the image's or
+/// the runtime's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessSpec {
+    pub entrypoint: Option<Vec<String>>,
+    pub working_dir: Option<String>,
+    pub hostname: Option<String>,
+    pub stop_signal: Option<String>,
+    /// Seconds a stop waits before SIGKILL.
+    pub stop_grace: Option<u64>,
+    pub init: bool,
+    pub cap_add: Vec<String>,
+    pub cap_drop: Vec<String>,
+    pub privileged: bool,
+    pub read_only_root: bool,
+    pub no_new_privileges: bool,
+    /// Bytes.
+    pub memory: Option<u64>,
+    /// Bytes.
+    pub memory_reservation: Option<u64>,
+    /// Billionths of a CPU.
+    pub nano_cpus: Option<u64>,
+    pub pids_limit: Option<u64>,
+    /// Bytes.
+    pub shm_size: Option<u64>,
 }
 
 /// One published port (Docker's `PortBindings` entry).

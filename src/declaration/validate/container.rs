@@ -12,7 +12,7 @@ use super::fields::{
     check, ids, key_path, no_nul, non_root_path, refuse_unknown, require, take, take_list,
     timeout_seconds, Sink,
 };
-use super::{health, identities, timing};
+use super::{health, identities, options, timing};
 use crate::declaration::model::{
     Container, Mount, MountSource, Network, Port, Protocol, Role, Schedule,
 };
@@ -143,6 +143,7 @@ pub(super) fn read_container(
         take(s, "user", c.user).and_then(|u| check(s, "user", UserSpec::try_from(u.as_str())));
     let access = identities::read_container_access(s, c.identity, c.grant, has_user, entry);
     let health = health::read_health(s, c.health);
+    let options = options::read_options(s, c.options);
 
     let run_once = take(s, "run-once", c.run_once).unwrap_or(false);
     if run_once && has_schedule {
@@ -244,6 +245,7 @@ pub(super) fn read_container(
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
         health,
+        options,
     })
 }
 

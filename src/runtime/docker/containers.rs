@@ -573,9 +573,24 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         keys.sort();
         keys
     };
+    let p = &spec.process;
+    let bytes = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
     let host_config = HostConfig {
         mounts: Some(mounts),
         port_bindings: (!bindings.is_empty()).then_some(bindings),
+        init: p.init.then_some(true),
+        cap_add: (!p.cap_add.is_empty()).then(|| p.cap_add.clone()),
+        cap_drop: (!p.cap_drop.is_empty()).then(|| p.cap_drop.clone()),
+        privileged: p.privileged.then_some(true),
+        readonly_rootfs: p.read_only_root.then_some(true),
+        security_opt: p
+            .no_new_privileges
+            .then(|| vec!["no-new-privileges:true".to_owned()]),
+        memory: bytes(p.memory),
+        memory_reservation: bytes(p.memory_reservation),
+        nano_cpus: bytes(p.nano_cpus),
+        pids_limit: bytes(p.pids_limit),
+        shm_size: bytes(p.shm_size),
         network_mode: spec.network.clone(),
         dns: Some(spec.dns.iter().map(|ip| ip.to_string()).collect()),
         restart_policy: Some(DockerRestart {
@@ -597,6 +612,11 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         host_config: Some(host_config),
         healthcheck: spec.health.as_ref().map(health_config),
         exposed_ports: (!exposed.is_empty()).then_some(exposed),
+        entrypoint: p.entrypoint.clone(),
+        working_dir: p.working_dir.clone(),
+        hostname: p.hostname.clone(),
+        stop_signal: p.stop_signal.clone(),
+        stop_timeout: bytes(p.stop_grace),
         ..Default::default()
     }
 }

@@ -1,0 +1,130 @@
+//! A container's options beyond its image, command and mounts: how its
+//! process starts and stops, what it may do, and what it may use. The
+//! fields compose stacks rely on (CONTRACT "Compose"); each, when
+//! declared, is part of the container's identity.
+
+use std::collections::BTreeMap;
+
+use serde::{Serialize, Serializer};
+
+/// The Linux capabilities `cap-add` and `cap-drop` take (without `CAP_`),
+/// and `ALL`.
+pub const CAPABILITIES: &[&str] = &[
+    "ALL",
+    "AUDIT_CONTROL",
+    "AUDIT_READ",
+    "AUDIT_WRITE",
+    "BLOCK_SUSPEND",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "KILL",
+    "LEASE",
+    "LINUX_IMMUTABLE",
+    "MAC_ADMIN",
+    "MAC_OVERRIDE",
+    "MKNOD",
+    "NET_ADMIN",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_RAW",
+    "PERFMON",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYSLOG",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_CHROOT",
+    "SYS_MODULE",
+    "SYS_NICE",
+    "SYS_PACCT",
+    "SYS_PTRACE",
+    "SYS_RAWIO",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "WAKE_ALARM",
+];
+
+/// Label prefixes mesh-host keeps for its own (`mesh-host.managed`, the
+/// journal's `mesh.step`): a declared label under one is refused.
+pub const OWN_LABEL_PREFIXES: &[&str] = &["mesh-host.", "mesh."];
+
+/// A container's declared options; every field absent or empty by default
+/// (then the image's or the runtime's own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ContainerOptions {
+    /// Replaces the image's entrypoint; never empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<Vec<String>>,
+    /// The process's working directory, in the container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Labels of the operator's (none under [`OWN_LABEL_PREFIXES`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The signal a stop sends first (`SIGTERM` by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_signal: Option<String>,
+    /// Seconds a stop waits before SIGKILL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_grace: Option<u64>,
+    /// An init process reaps the container's orphans.
+    #[serde(skip_serializing_if = "is_false")]
+    pub init: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cap_add: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cap_drop: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub privileged: bool,
+    /// The root filesystem mounted read-only.
+    #[serde(skip_serializing_if = "is_false")]
+    pub read_only_root: bool,
+    /// No process of it gains privileges through set-uid or file
+    /// capabilities.
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_new_privileges: bool,
+    /// Bytes of memory, at most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
+    /// Bytes of memory it is given back to under memory pressure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_reservation: Option<u64>,
+    /// CPUs, at most, in billionths (`cpus: 1.5` is 1,500,000,000).
+    #[serde(
+        rename = "cpus",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_cpus"
+    )]
+    pub nano_cpus: Option<u64>,
+    /// Processes (tasks), at most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<u64>,
+    /// Bytes of `/dev/shm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shm_size: Option<u64>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `cpus` as the decimal it was declared as.
+fn serialize_cpus<S: Serializer>(nano: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match nano {
+        Some(n) => serializer.serialize_f64(*n as f64 / 1e9),
+        None => serializer.serialize_none(),
+    }
+}

@@ -1,0 +1,238 @@
+//! Reading a container's options beyond its image
+//! ([`crate::declaration::options`]): each refused with its reason, every
+//! problem named.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::fields::{key_path, no_nul, take, take_list, Sink};
+use crate::declaration::options::{ContainerOptions, CAPABILITIES, OWN_LABEL_PREFIXES};
+use crate::declaration::raw::{kind_of, RawOptions};
+
+/// Longest `stop-grace` taken: an hour.
+const MAX_STOP_GRACE_SECS: u64 = 3600;
+
+/// Most CPUs `cpus` takes.
+const MAX_CPUS: f64 = 1024.0;
+
+pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
+    let entrypoint = match take(s, "entrypoint", raw.entrypoint) {
+        Some(items) if items.is_empty() => {
+            s.at(
+                "entrypoint",
+                "must not be empty: leave it out to keep the image's own",
+            );
+            None
+        }
+        Some(items) => {
+            let mut args = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let path = format!("entrypoint[{i}]");
+                if let Some(arg) = take(s, &path, item) {
+                    if no_nul(s, &path, &arg, "an argument") {
+                        args.push(arg);
+                    }
+                }
+            }
+            Some(args)
+        }
+        None => None,
+    };
+    let working_dir = take(s, "working-dir", raw.working_dir).filter(|dir| {
+        let ok = dir.starts_with('/') && !dir.contains('\0');
+        if !ok {
+            s.at(
+                "working-dir",
+                format!("{dir:?} is not an absolute path in the container"),
+            );
+        }
+        ok
+    });
+    let hostname = take(s, "hostname", raw.hostname).filter(|name| {
+        let ok = hostname_ok(name);
+        if !ok {
+            s.at(
+                "hostname",
+                format!("{name:?} is not a host name: letters, digits, '-' and '.', at most 63 characters"),
+            );
+        }
+        ok
+    });
+    let mut labels = BTreeMap::new();
+    for (key, value) in take(s, "labels", raw.labels).unwrap_or_default() {
+        let path = key_path("labels", &key);
+        let key_ok = if key.is_empty() {
+            s.at(&path, "a label's name must not be empty");
+            false
+        } else if let Some(prefix) = OWN_LABEL_PREFIXES.iter().find(|p| key.starts_with(**p)) {
+            s.at(
+                &path,
+                format!("{key:?}: labels under {prefix:?} are mesh-host's own"),
+            );
+            false
+        } else {
+            no_nul(s, &path, &key, "the label's name")
+        };
+        if let Some(value) = take(s, &path, value) {
+            if no_nul(s, &path, &value, "the value") && key_ok {
+                labels.insert(key, value);
+            }
+        }
+    }
+    let stop_signal = take(s, "stop-signal", raw.stop_signal).filter(|sig| {
+        let ok = signal_ok(sig);
+        if !ok {
+            s.at(
+                "stop-signal",
+                format!("{sig:?} is not a signal: a name such as \"SIGINT\" or \"SIGQUIT\", or a number"),
+            );
+        }
+        ok
+    });
+    let stop_grace = take(s, "stop-grace", raw.stop_grace).and_then(|v| match v.as_u64() {
+        Some(n) if n <= MAX_STOP_GRACE_SECS => Some(n),
+        _ => {
+            s.at(
+                "stop-grace",
+                format!("{v} is not a number of seconds from 0 to {MAX_STOP_GRACE_SECS}"),
+            );
+            None
+        }
+    });
+    let init = take(s, "init", raw.init).unwrap_or(false);
+    let cap_add = take_list(s, "cap-add", raw.cap_add);
+    let cap_add = capabilities(s, "cap-add", cap_add);
+    let cap_drop = take_list(s, "cap-drop", raw.cap_drop);
+    let cap_drop = capabilities(s, "cap-drop", cap_drop);
+    let privileged = take(s, "privileged", raw.privileged).unwrap_or(false);
+    let read_only_root = take(s, "read-only-root", raw.read_only_root).unwrap_or(false);
+    let no_new_privileges = take(s, "no-new-privileges", raw.no_new_privileges).unwrap_or(false);
+    let memory = take(s, "memory", raw.memory);
+    let memory = bytes(s, "memory", memory, 6 << 20);
+    let memory_reservation = take(s, "memory-reservation", raw.memory_reservation);
+    let memory_reservation = bytes(s, "memory-reservation", memory_reservation, 1);
+    if let (Some(limit), Some(reserved)) = (memory, memory_reservation) {
+        if reserved > limit {
+            s.at(
+                "memory-reservation",
+                format!("{reserved} bytes is more than memory ({limit} bytes)"),
+            );
+        }
+    }
+    let nano_cpus = take(s, "cpus", raw.cpus).and_then(|v| match v.as_f64() {
+        Some(c) if c > 0.0 && c <= MAX_CPUS && (c * 1e9).round() >= 1.0 => {
+            Some((c * 1e9).round() as u64)
+        }
+        _ => {
+            s.at(
+                "cpus",
+                format!("{v} is not a number of CPUs: a decimal above 0, at most {MAX_CPUS}"),
+            );
+            None
+        }
+    });
+    let pids_limit = take(s, "pids-limit", raw.pids_limit).and_then(|v| match v.as_u64() {
+        Some(n) if n >= 1 => Some(n),
+        _ => {
+            s.at(
+                "pids-limit",
+                format!("{v} is not a number of processes: a whole number, at least 1"),
+            );
+            None
+        }
+    });
+    let shm_size = take(s, "shm-size", raw.shm_size);
+    let shm_size = bytes(s, "shm-size", shm_size, 1);
+    ContainerOptions {
+        entrypoint,
+        working_dir,
+        hostname,
+        labels,
+        stop_signal,
+        stop_grace,
+        init,
+        cap_add,
+        cap_drop,
+        privileged,
+        read_only_root,
+        no_new_privileges,
+        memory,
+        memory_reservation,
+        nano_cpus,
+        pids_limit,
+        shm_size,
+    }
+}
+
+/// A number of bytes, at least `least` (Docker refuses a memory limit
+/// under 6 MiB).
+fn bytes(s: &mut Sink, field: &str, value: Option<Value>, least: u64) -> Option<u64> {
+    let value = value?;
+    match value.as_u64() {
+        Some(n) if n >= least => Some(n),
+        Some(n) => {
+            s.at(field, format!("{n} bytes is less than the {least} taken"));
+            None
+        }
+        None if value.is_number() => {
+            s.at(field, format!("{value} is not a whole number of bytes"));
+            None
+        }
+        None => {
+            s.at(
+                field,
+                format!("must be a whole number of bytes, found {}", kind_of(&value)),
+            );
+            None
+        }
+    }
+}
+
+/// Known capability names, upper case, without `CAP_`: as Docker and
+/// compose write them.
+fn capabilities(s: &mut Sink, field: &str, items: Vec<(String, String)>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (path, text) in items {
+        let name = text.to_ascii_uppercase();
+        let name = name.strip_prefix("CAP_").unwrap_or(&name).to_string();
+        if !CAPABILITIES.contains(&name.as_str()) {
+            s.at(
+                &path,
+                format!("{text:?} is not a Linux capability (such as \"NET_ADMIN\"), nor \"ALL\""),
+            );
+        } else if out.contains(&name) {
+            s.at(&path, format!("{name} is named twice in {field}"));
+        } else {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// RFC 1123 host name: labels of letters, digits and '-', dot-separated.
+fn hostname_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// `SIGNAME`, `NAME` or a number from 1 to 64.
+fn signal_ok(sig: &str) -> bool {
+    if let Ok(n) = sig.parse::<u32>() {
+        return (1..=64).contains(&n);
+    }
+    let name = sig.strip_prefix("SIG").unwrap_or(sig);
+    !name.is_empty()
+        && name.len() <= 10
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'+' || b == b'-')
+}

@@ -1,0 +1,103 @@
+//! A container's options beyond its image (CONTRACT, "Compose"), on the
+//! sandbox node's real Docker: what the declaration says is what Docker
+//! inspects, and what the process inside sees (its host name, working
+//! directory, capabilities, a read-only root, no new privileges, its
+//! limits); a changed limit recreates the container and the report names
+//! the field.
+
+mod support;
+
+use std::process::Output;
+
+use serde_json::{json, Value};
+use support::world::World;
+
+const LOOP: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+fn service(name: &str, image: &str, memory: u64) -> Value {
+    json!({"id": "svc", "type": "container", "module": "m", "name": name, "image": image,
+           "network": "none",
+           "entrypoint": ["sh", "-c"], "command": [LOOP],
+           "working-dir": "/etc", "hostname": "svc-1",
+           "labels": {"com.example.team": "ops"},
+           "stop-signal": "SIGINT", "stop-grace": 7, "init": true,
+           "cap-drop": ["ALL"], "cap-add": ["NET_ADMIN"],
+           "read-only-root": true, "no-new-privileges": true,
+           "memory": memory, "memory-reservation": 16777216u64, "cpus": 0.5,
+           "pids-limit": 64, "shm-size": 8388608u64})
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
+    let mut w = World::new("options");
+    let img = w.pulled_busybox();
+    let name = w.name("svc");
+    let out = w.apply_local(json!([service(&name, &img, 64 << 20)]));
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(w.running(&name), "{}", said(&out));
+
+    let inspected = [
+        ("{{json .Config.Entrypoint}}", r#"["sh","-c"]"#),
+        ("{{.Config.WorkingDir}}", "/etc"),
+        ("{{.Config.Hostname}}", "svc-1"),
+        ("{{index .Config.Labels \"com.example.team\"}}", "ops"),
+        ("{{.Config.StopSignal}}", "SIGINT"),
+        ("{{.Config.StopTimeout}}", "7"),
+        ("{{.HostConfig.Init}}", "true"),
+        ("{{json .HostConfig.CapDrop}}", r#"["ALL"]"#),
+        ("{{json .HostConfig.CapAdd}}", r#"["NET_ADMIN"]"#),
+        ("{{.HostConfig.ReadonlyRootfs}}", "true"),
+        (
+            "{{json .HostConfig.SecurityOpt}}",
+            r#"["no-new-privileges:true"]"#,
+        ),
+        ("{{.HostConfig.Memory}}", "67108864"),
+        ("{{.HostConfig.MemoryReservation}}", "16777216"),
+        ("{{.HostConfig.NanoCpus}}", "500000000"),
+        ("{{.HostConfig.PidsLimit}}", "64"),
+        ("{{.HostConfig.ShmSize}}", "8388608"),
+    ];
+    for (format, expected) in inspected {
+        assert_eq!(w.inspect(&name, format), expected, "{format}");
+    }
+
+    // What the process sees.
+    let exec = |script: &str| {
+        let out = w.node.docker(&["exec", &name, "sh", "-c", script]);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    assert_eq!(exec("hostname"), (true, "svc-1".into()));
+    assert_eq!(exec("pwd"), (true, "/etc".into()));
+    assert!(!exec("touch /x").0, "the root filesystem is writable");
+    assert_eq!(
+        exec("grep NoNewPrivs /proc/self/status | tr -s '\\t ' ' '"),
+        (true, "NoNewPrivs: 1".into())
+    );
+    // Only CAP_NET_ADMIN (bit 12) is left.
+    assert_eq!(
+        exec("grep CapEff /proc/self/status | tr -s '\\t ' ' '"),
+        (true, "CapEff: 0000000000001000".into())
+    );
+
+    // A changed limit: recreated, the field named.
+    let id = w.inspect(&name, "{{.Id}}");
+    let out = w.apply_local(json!([service(&name, &img, 96 << 20)]));
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("memory changed"), "{text}");
+    assert_ne!(w.inspect(&name, "{{.Id}}"), id, "recreated");
+    assert_eq!(w.inspect(&name, "{{.HostConfig.Memory}}"), "100663296");
+    assert!(w.running(&name));
+}
