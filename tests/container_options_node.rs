@@ -1,8 +1,8 @@
 //! A container's options beyond its image (CONTRACT, "Compose"), on the
 //! sandbox node's real Docker: what the declaration says is what Docker
 //! inspects, and what the process inside sees (its host name, working
-//! directory, capabilities, a read-only root, no new privileges, its
-//! limits); a changed limit recreates the container and the report names
+//! directory, capabilities, a read-only root, no new privileges, a
+//! tmpfs, its ulimits, a namespaced sysctl, an extra host, a device); a changed limit recreates the container and the report names
 //! the field.
 
 mod support;
@@ -24,7 +24,12 @@ fn service(name: &str, image: &str, memory: u64) -> Value {
            "cap-drop": ["ALL"], "cap-add": ["NET_ADMIN"],
            "read-only-root": true, "no-new-privileges": true,
            "memory": memory, "memory-reservation": 16777216u64, "cpus": 0.5,
-           "pids-limit": 64, "shm-size": 8388608u64})
+           "pids-limit": 64, "shm-size": 8388608u64,
+           "tmpfs": [{"target": "/run/scratch", "size": 1048576u64, "mode": "1770"}],
+           "ulimits": {"nofile": {"soft": 512, "hard": 1024}},
+           "sysctls": {"kernel.shmmni": "2048"},
+           "extra-hosts": {"db.internal": "10.0.0.5"},
+           "devices": [{"path": "/dev/zero", "target": "/dev/xzero", "permissions": "r"}]})
 }
 
 fn said(out: &Output) -> String {
@@ -81,6 +86,21 @@ fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
     assert_eq!(exec("hostname"), (true, "svc-1".into()));
     assert_eq!(exec("pwd"), (true, "/etc".into()));
     assert!(!exec("touch /x").0, "the root filesystem is writable");
+    assert!(exec("touch /run/scratch/x").0, "the tmpfs is not writable");
+    assert_eq!(
+        exec("stat -c %a /run/scratch; df -k /run/scratch | tail -n 1 | tr -s ' ' | cut -d' ' -f2"),
+        (true, "1770\n1024".into())
+    );
+    assert_eq!(exec("ulimit -n; ulimit -Hn"), (true, "512\n1024".into()));
+    assert_eq!(exec("cat /proc/sys/kernel/shmmni"), (true, "2048".into()));
+    assert_eq!(
+        exec("head -c 3 /dev/xzero | od -An -tx1 | tr -d ' '"),
+        (true, "000000".into())
+    );
+    assert_eq!(
+        exec("grep db.internal /etc/hosts | tr -s '\t ' ' '"),
+        (true, "10.0.0.5 db.internal".into())
+    );
     assert_eq!(
         exec("grep NoNewPrivs /proc/self/status | tr -s '\\t ' ' '"),
         (true, "NoNewPrivs: 1".into())

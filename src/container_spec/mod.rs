@@ -249,6 +249,40 @@ fn build_with(
         nano_cpus: o.nano_cpus,
         pids_limit: o.pids_limit,
         shm_size: o.shm_size,
+        tmpfs: o
+            .tmpfs
+            .iter()
+            .map(|t| {
+                let mut opts = Vec::new();
+                if let Some(size) = t.size {
+                    opts.push(format!("size={size}"));
+                }
+                if let Some(mode) = &t.mode {
+                    opts.push(format!("mode={mode}"));
+                }
+                (t.target.clone(), opts.join(","))
+            })
+            .collect(),
+        ulimits: o
+            .ulimits
+            .iter()
+            .map(|(name, u)| (name.clone(), u.soft, u.hard))
+            .collect(),
+        sysctls: o
+            .sysctls
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        extra_hosts: o
+            .extra_hosts
+            .iter()
+            .map(|(name, ip)| format!("{name}:{ip}"))
+            .collect(),
+        devices: o
+            .devices
+            .iter()
+            .map(|d| (d.path.clone(), d.target.clone(), d.permissions.clone()))
+            .collect(),
     };
     let spec = ContainerSpec {
         name: container.name.to_string(),

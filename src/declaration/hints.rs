@@ -20,6 +20,12 @@ pub enum Fields {
     Mount,
     /// One of a container's `ports`.
     Port,
+    /// One of a container's `tmpfs`.
+    Tmpfs,
+    /// One value of a container's `ulimits`.
+    Ulimit,
+    /// One of a container's `devices`.
+    Device,
     /// A container's `health` object.
     Health,
     /// One of a container's `grant` entries.
@@ -39,6 +45,11 @@ pub fn known(fields: Fields) -> Vec<&'static str> {
         Fields::Resource(kind) => &defs[kind]["properties"],
         Fields::Mount => &defs["mount"]["properties"],
         Fields::Port => &defs["container"]["properties"]["ports"]["items"]["properties"],
+        Fields::Tmpfs => &defs["container"]["properties"]["tmpfs"]["items"]["properties"],
+        Fields::Ulimit => {
+            &defs["container"]["properties"]["ulimits"]["additionalProperties"]["properties"]
+        }
+        Fields::Device => &defs["container"]["properties"]["devices"]["items"]["properties"],
         Fields::Health => &defs["container"]["properties"]["health"]["oneOf"][1]["properties"],
         Fields::Grant => &defs["container"]["properties"]["grant"]["items"]["properties"],
         Fields::Access => &defs["shared-folder"]["properties"]["access"]["items"]["properties"],
@@ -186,6 +197,10 @@ mod tests {
             Fields::Resource("identity"),
             Fields::Resource("shared-folder"),
             Fields::Mount,
+            Fields::Port,
+            Fields::Tmpfs,
+            Fields::Ulimit,
+            Fields::Device,
             Fields::Health,
             Fields::Grant,
             Fields::Access,

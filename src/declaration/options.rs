@@ -115,6 +115,83 @@ pub struct ContainerOptions {
     /// Bytes of `/dev/shm`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shm_size: Option<u64>,
+    /// tmpfs mounts, by target.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tmpfs: Vec<Tmpfs>,
+    /// Resource limits by name (`nofile`, `nproc`, ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ulimits: BTreeMap<String, Ulimit>,
+    /// Namespaced kernel parameters.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls: BTreeMap<String, String>,
+    /// Names resolved to these addresses in the container's `/etc/hosts`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra_hosts: BTreeMap<String, std::net::IpAddr>,
+    /// Host devices given to the container.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<Device>,
+}
+
+/// A tmpfs mounted at `target`, of `size` bytes (half the memory by
+/// default) and `mode` (octal, `1777` by default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tmpfs {
+    pub target: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+/// A resource limit's soft and hard values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Ulimit {
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// A host device at `path`, seen at `target` in the container, with
+/// cgroup `permissions` (`rwm` by default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Device {
+    pub path: String,
+    pub target: String,
+    pub permissions: String,
+}
+
+/// The resource limits `ulimits` takes (Docker's names).
+pub const ULIMITS: &[&str] = &[
+    "core",
+    "cpu",
+    "data",
+    "fsize",
+    "locks",
+    "memlock",
+    "msgqueue",
+    "nice",
+    "nofile",
+    "nproc",
+    "rss",
+    "rtprio",
+    "rttime",
+    "sigpending",
+    "stack",
+];
+
+/// Whether the kernel parameter `name` is one a container may set: those
+/// of its own IPC and network namespaces, as Docker allows them.
+pub fn sysctl_namespaced(name: &str) -> bool {
+    const IPC: &[&str] = &[
+        "kernel.msgmax",
+        "kernel.msgmnb",
+        "kernel.msgmni",
+        "kernel.sem",
+        "kernel.shmall",
+        "kernel.shmmax",
+        "kernel.shmmni",
+        "kernel.shm_rmid_forced",
+    ];
+    IPC.contains(&name) || name.starts_with("fs.mqueue.") || name.starts_with("net.")
 }
 
 fn is_false(b: &bool) -> bool {

@@ -288,6 +288,43 @@ pub struct RawOptions {
     pub cpus: Field<Value>,
     pub pids_limit: Field<Value>,
     pub shm_size: Field<Value>,
+    pub tmpfs: List<RawTmpfs>,
+    pub ulimits: Field<BTreeMap<String, Field<RawUlimit>>>,
+    pub sysctls: Field<BTreeMap<String, Field<String>>>,
+    pub extra_hosts: Field<BTreeMap<String, Field<String>>>,
+    pub devices: List<RawDevice>,
+}
+
+/// One entry of `tmpfs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a tmpfs object")]
+pub struct RawTmpfs {
+    pub target: Field<String>,
+    pub size: Field<Value>,
+    pub mode: Field<String>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One value of `ulimits`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a ulimit object")]
+pub struct RawUlimit {
+    pub soft: Field<Value>,
+    pub hard: Field<Value>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of `devices`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a device object")]
+pub struct RawDevice {
+    pub path: Field<String>,
+    pub target: Field<String>,
+    pub permissions: Field<String>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
 }
 
 /// A container's `health` object.

@@ -2051,3 +2051,61 @@ fn a_privileged_container_is_warned_of_and_still_accepted() {
         warnings[0]
     );
 }
+
+#[test]
+fn tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_read() {
+    let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
+        "tmpfs": [{"target": "/run", "size": 65536, "mode": "1777"}, {"target": "/tmp"}],
+        "ulimits": {"nofile": {"soft": 1024, "hard": 4096}},
+        "sysctls": {"net.core.somaxconn": "1024", "kernel.shmmax": "68719476736"},
+        "extra-hosts": {"db.internal": "10.0.0.5", "v6": "2001:db8::5"},
+        "devices": [{"path": "/dev/fuse"}, {"path": "/dev/sda", "target": "/dev/xvda", "permissions": "r"}]});
+    let d = accept(json!([web]));
+    let o = &d.container("web").unwrap().options;
+    assert_eq!(o.tmpfs.len(), 2);
+    assert_eq!(o.tmpfs[1].size, None);
+    assert_eq!(o.ulimits["nofile"].hard, 4096);
+    assert_eq!(o.sysctls.len(), 2);
+    assert_eq!(o.extra_hosts["v6"].to_string(), "2001:db8::5");
+    assert_eq!(
+        o.devices[0].target, "/dev/fuse",
+        "the host's path by default"
+    );
+    assert_eq!(o.devices[0].permissions, "rwm");
+    assert_eq!(o.devices[1].permissions, "r");
+    let canonical = serde_json::to_value(&d).unwrap();
+    assert_eq!(accept(canonical["resources"].clone()), d);
+}
+
+#[test]
+fn bad_tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_each_named() {
+    let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
+        "tmpfs": [{"target": "run"}, {"target": "/x", "mode": "999"}, {"target": "/x"}, {"target": "/y", "sizee": 1}],
+        "ulimits": {"nofiles": {"soft": 1, "hard": 2}, "nproc": {"soft": 5, "hard": 2}, "stack": {"soft": 1}},
+        "sysctls": {"kernel.panic": "1"},
+        "extra-hosts": {"db": "not-an-ip"},
+        "devices": [{"path": "dev/fuse"}, {"path": "/dev/fuse", "permissions": "rwx"}]});
+    let problems = refuse(json!([web]));
+    let at = |field: &str, words: &str| assert_problem(&problems, Some("web"), Some(field), words);
+    at("tmpfs[0].target", "not an absolute path");
+    at("tmpfs[1].mode", "not an octal mode");
+    at("tmpfs[2].target", "/x is already a tmpfs target");
+    at("ulimits.nofiles", "not a resource limit");
+    at("ulimits.nproc", "soft 5 is above hard 2");
+    at("ulimits.stack.hard", "missing");
+    at(
+        "sysctls[\"kernel.panic\"]",
+        "not a kernel parameter of the container's own namespaces",
+    );
+    at("extra-hosts.db", "not an IP address");
+    at("devices[0].path", "not an absolute path");
+    at("devices[1].permissions", "not cgroup device permissions");
+    assert!(
+        problems.iter().any(|p| p
+            .field
+            .as_deref()
+            .is_some_and(|f| f.starts_with("tmpfs[3]"))),
+        "an unknown key of a tmpfs is refused: {problems:#?}"
+    );
+    assert_eq!(problems.len(), 11, "{problems:#?}");
+}

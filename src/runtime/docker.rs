@@ -341,6 +341,11 @@ mod tests {
                 nano_cpus: Some(1_500_000_000),
                 pids_limit: Some(100),
                 shm_size: Some(64 << 20),
+                tmpfs: vec![("/run".into(), "size=65536,mode=1777".into())],
+                ulimits: vec![("nofile".into(), 1024, 4096)],
+                sysctls: vec![("net.core.somaxconn".into(), "1024".into())],
+                extra_hosts: vec!["db:10.0.0.5".into()],
+                devices: vec![("/dev/fuse".into(), "/dev/fuse".into(), "rwm".into())],
             },
             ..Default::default()
         };
@@ -365,6 +370,25 @@ mod tests {
         assert_eq!(host.nano_cpus, Some(1_500_000_000));
         assert_eq!(host.pids_limit, Some(100));
         assert_eq!(host.shm_size, Some(64 << 20));
+        assert_eq!(
+            host.tmpfs.and_then(|t| t.get("/run").cloned()).as_deref(),
+            Some("size=65536,mode=1777")
+        );
+        let nofile = &host.ulimits.expect("ulimits")[0];
+        assert_eq!(
+            (nofile.name.as_deref(), nofile.soft, nofile.hard),
+            (Some("nofile"), Some(1024), Some(4096))
+        );
+        assert_eq!(
+            host.sysctls
+                .and_then(|m| m.get("net.core.somaxconn").cloned())
+                .as_deref(),
+            Some("1024")
+        );
+        assert_eq!(host.extra_hosts, Some(vec!["db:10.0.0.5".to_owned()]));
+        let fuse = &host.devices.expect("devices")[0];
+        assert_eq!(fuse.path_on_host.as_deref(), Some("/dev/fuse"));
+        assert_eq!(fuse.cgroup_permissions.as_deref(), Some("rwm"));
         let plain = create_body(&ContainerSpec::default());
         let host = plain.host_config.expect("host config");
         assert_eq!((host.memory, host.init, host.cap_add), (None, None, None));

@@ -303,6 +303,15 @@ pub struct ProcessSpec {
     pub pids_limit: Option<u64>,
     /// Bytes.
     pub shm_size: Option<u64>,
+    /// tmpfs mounts: target and Docker's options (`size=N,mode=1777`).
+    pub tmpfs: Vec<(String, String)>,
+    /// Resource limits: name, soft, hard.
+    pub ulimits: Vec<(String, u64, u64)>,
+    pub sysctls: Vec<(String, String)>,
+    /// `name:address` entries of `/etc/hosts`.
+    pub extra_hosts: Vec<String>,
+    /// Devices: host path, container path, cgroup permissions.
+    pub devices: Vec<(String, String, String)>,
 }
 
 /// One published port (Docker's `PortBindings` entry).

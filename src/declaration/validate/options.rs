@@ -6,9 +6,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::fields::{key_path, no_nul, take, take_list, Sink};
-use crate::declaration::options::{ContainerOptions, CAPABILITIES, OWN_LABEL_PREFIXES};
-use crate::declaration::raw::{kind_of, RawOptions};
+use super::fields::{key_path, no_nul, refuse_unknown, require, take, take_list, Sink};
+use crate::declaration::hints::Fields;
+use crate::declaration::options::{
+    sysctl_namespaced, ContainerOptions, Device, Tmpfs, Ulimit, CAPABILITIES, OWN_LABEL_PREFIXES,
+    ULIMITS,
+};
+use crate::declaration::raw::{kind_of, Field, List, RawDevice, RawOptions, RawTmpfs, RawUlimit};
 
 /// Longest `stop-grace` taken: an hour.
 const MAX_STOP_GRACE_SECS: u64 = 3600;
@@ -144,6 +148,41 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
     });
     let shm_size = take(s, "shm-size", raw.shm_size);
     let shm_size = bytes(s, "shm-size", shm_size, 1);
+    let tmpfs = read_tmpfs(s, raw.tmpfs);
+    let ulimits = read_ulimits(s, raw.ulimits);
+    let mut sysctls = BTreeMap::new();
+    for (key, value) in take(s, "sysctls", raw.sysctls).unwrap_or_default() {
+        let path = key_path("sysctls", &key);
+        let Some(value) = take(s, &path, value) else {
+            continue;
+        };
+        if !sysctl_namespaced(&key) {
+            s.at(
+                &path,
+                format!("{key:?} is not a kernel parameter of the container's own namespaces (kernel.msg*, kernel.sem, kernel.shm*, fs.mqueue.*, net.*): set it on the node"),
+            );
+        } else if no_nul(s, &path, &value, "the value") {
+            sysctls.insert(key, value);
+        }
+    }
+    let mut extra_hosts = BTreeMap::new();
+    for (key, value) in take(s, "extra-hosts", raw.extra_hosts).unwrap_or_default() {
+        let path = key_path("extra-hosts", &key);
+        let Some(value) = take(s, &path, value) else {
+            continue;
+        };
+        if !hostname_ok(&key) {
+            s.at(&path, format!("{key:?} is not a host name"));
+        } else {
+            match value.parse::<std::net::IpAddr>() {
+                Ok(ip) => {
+                    extra_hosts.insert(key, ip);
+                }
+                Err(_) => s.at(&path, format!("{value:?} is not an IP address")),
+            }
+        }
+    }
+    let devices = read_devices(s, raw.devices);
     ContainerOptions {
         entrypoint,
         working_dir,
@@ -162,7 +201,145 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         nano_cpus,
         pids_limit,
         shm_size,
+        tmpfs,
+        ulimits,
+        sysctls,
+        extra_hosts,
+        devices,
     }
+}
+
+fn read_tmpfs(s: &mut Sink, raw: List<RawTmpfs>) -> Vec<Tmpfs> {
+    let mut out: Vec<Tmpfs> = Vec::new();
+    for (path, t) in take_list(s, "tmpfs", raw) {
+        refuse_unknown(s, &path, t.unknown, Fields::Tmpfs);
+        let target_field = format!("{path}.target");
+        let target = require(s, &target_field, t.target).filter(|target| {
+            let ok = target.starts_with('/')
+                && target != "/"
+                && !target.contains('\0')
+                && !target.contains(',');
+            if !ok {
+                s.at(
+                    &target_field,
+                    format!("{target:?} is not an absolute path in the container (nor \"/\")"),
+                );
+            }
+            ok
+        });
+        let size_field = format!("{path}.size");
+        let size = take(s, &size_field, t.size);
+        let size = bytes(s, &size_field, size, 4096);
+        let mode_field = format!("{path}.mode");
+        let mode = take(s, &mode_field, t.mode).filter(|mode| {
+            let ok = (3..=4).contains(&mode.len())
+                && u32::from_str_radix(mode, 8).is_ok_and(|m| m <= 0o7777);
+            if !ok {
+                s.at(
+                    &mode_field,
+                    format!("{mode:?} is not an octal mode such as \"1777\""),
+                );
+            }
+            ok
+        });
+        let Some(target) = target else { continue };
+        if out.iter().any(|o| o.target == target) {
+            s.at(&target_field, format!("{target} is already a tmpfs target"));
+            continue;
+        }
+        out.push(Tmpfs { target, size, mode });
+    }
+    out
+}
+
+fn read_ulimits(
+    s: &mut Sink,
+    raw: Field<BTreeMap<String, Field<RawUlimit>>>,
+) -> BTreeMap<String, Ulimit> {
+    let mut out = BTreeMap::new();
+    for (name, value) in take(s, "ulimits", raw).unwrap_or_default() {
+        let path = key_path("ulimits", &name);
+        let Some(u) = take(s, &path, value) else {
+            continue;
+        };
+        refuse_unknown(s, &path, u.unknown, Fields::Ulimit);
+        if !ULIMITS.contains(&name.as_str()) {
+            s.at(
+                &path,
+                format!(
+                    "{name:?} is not a resource limit: one of {}",
+                    ULIMITS.join(", ")
+                ),
+            );
+            continue;
+        }
+        let mut number = |field: &str, v: Field<Value>| {
+            let f = format!("{path}.{field}");
+            let v = require(s, &f, v)?;
+            match v.as_u64() {
+                Some(n) => Some(n),
+                None => {
+                    s.at(&f, format!("{v} is not a whole number, at least 0"));
+                    None
+                }
+            }
+        };
+        let soft = number("soft", u.soft);
+        let hard = number("hard", u.hard);
+        if let (Some(soft), Some(hard)) = (soft, hard) {
+            if soft > hard {
+                s.at(&path, format!("soft {soft} is above hard {hard}"));
+            } else {
+                out.insert(name, Ulimit { soft, hard });
+            }
+        }
+    }
+    out
+}
+
+fn read_devices(s: &mut Sink, raw: List<RawDevice>) -> Vec<Device> {
+    let mut out: Vec<Device> = Vec::new();
+    for (path, d) in take_list(s, "devices", raw) {
+        refuse_unknown(s, &path, d.unknown, Fields::Device);
+        let abs = |s: &mut Sink, field: &str, value: Option<String>| {
+            value.filter(|p| {
+                let ok = p.starts_with('/') && !p.contains('\0');
+                if !ok {
+                    s.at(field, format!("{p:?} is not an absolute path"));
+                }
+                ok
+            })
+        };
+        let path_field = format!("{path}.path");
+        let host = require(s, &path_field, d.path);
+        let host = abs(s, &path_field, host);
+        let target_field = format!("{path}.target");
+        let target = take(s, &target_field, d.target);
+        let target = abs(s, &target_field, target);
+        let perm_field = format!("{path}.permissions");
+        let permissions = take(s, &perm_field, d.permissions).filter(|p| {
+            let ok = !p.is_empty()
+                && p.chars().all(|c| "rwm".contains(c))
+                && p.chars().collect::<std::collections::BTreeSet<_>>().len() == p.len();
+            if !ok {
+                s.at(
+                    &perm_field,
+                    format!(
+                        "{p:?} is not cgroup device permissions: letters of \"rwm\", each once"
+                    ),
+                );
+            }
+            ok
+        });
+        let Some(host) = host else { continue };
+        let target = target.unwrap_or_else(|| host.clone());
+        out.push(Device {
+            path: host,
+            target,
+            permissions: permissions.unwrap_or_else(|| "rwm".to_string()),
+        });
+    }
+    out
 }
 
 /// A number of bytes, at least `least` (Docker refuses a memory limit

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount, MountType, PortBinding,
-    RestartPolicy as DockerRestart, RestartPolicyNameEnum,
+    ContainerSummaryStateEnum, DeviceMapping, HostConfig, HostConfigLogConfig, Mount, MountType,
+    PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
@@ -591,6 +591,29 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         nano_cpus: bytes(p.nano_cpus),
         pids_limit: bytes(p.pids_limit),
         shm_size: bytes(p.shm_size),
+        tmpfs: (!p.tmpfs.is_empty()).then(|| p.tmpfs.iter().cloned().collect()),
+        ulimits: (!p.ulimits.is_empty()).then(|| {
+            p.ulimits
+                .iter()
+                .map(|(name, soft, hard)| ResourcesUlimits {
+                    name: Some(name.clone()),
+                    soft: bytes(Some(*soft)),
+                    hard: bytes(Some(*hard)),
+                })
+                .collect()
+        }),
+        sysctls: (!p.sysctls.is_empty()).then(|| p.sysctls.iter().cloned().collect()),
+        extra_hosts: (!p.extra_hosts.is_empty()).then(|| p.extra_hosts.clone()),
+        devices: (!p.devices.is_empty()).then(|| {
+            p.devices
+                .iter()
+                .map(|(host, target, permissions)| DeviceMapping {
+                    path_on_host: Some(host.clone()),
+                    path_in_container: Some(target.clone()),
+                    cgroup_permissions: Some(permissions.clone()),
+                })
+                .collect()
+        }),
         network_mode: spec.network.clone(),
         dns: Some(spec.dns.iter().map(|ip| ip.to_string()).collect()),
         restart_policy: Some(DockerRestart {
