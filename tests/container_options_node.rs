@@ -3,7 +3,7 @@
 //! inspects, and what the process inside sees (its host name, working
 //! directory, capabilities, a read-only root, no new privileges, a
 //! tmpfs, its ulimits, a namespaced sysctl, an extra host, a device); a changed limit recreates the container and the report names
-//! the field.
+//! the field; a user named by name is resolved in the image.
 
 mod support;
 
@@ -120,4 +120,35 @@ fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
     assert_ne!(w.inspect(&name, "{{.Id}}"), id, "recreated");
     assert_eq!(w.inspect(&name, "{{.HostConfig.Memory}}"), "100663296");
     assert!(w.running(&name));
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_user_by_name_is_resolved_in_the_image_and_one_it_lacks_fails_that_container_alone() {
+    let mut w = World::new("user-name");
+    let img = w.pulled_busybox();
+    let named = w.name("named");
+    let missing = w.name("missing");
+    let svc = |id: &str, name: &str, user: &str| {
+        json!({"id": id, "type": "container", "module": "m", "name": name, "image": img,
+               "network": "none", "command": ["sh", "-c", LOOP], "user": user})
+    };
+    let out = w.apply_local(json!([
+        svc("named", &named, "nobody:root"),
+        svc("missing", &missing, "no-such-user"),
+    ]));
+    let text = said(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(w.running(&named), "{text}");
+    assert_eq!(w.inspect(&named, "{{.Config.User}}"), "nobody:root");
+    let id = w.node.docker(&["exec", &named, "id"]);
+    assert_eq!(
+        String::from_utf8_lossy(&id.stdout).trim(),
+        "uid=65534(nobody) gid=0(root) groups=0(root)"
+    );
+    assert!(!w.running(&missing), "{text}");
+    assert!(
+        text.contains("no-such-user"),
+        "the name is in the reason: {text}"
+    );
 }

@@ -185,7 +185,7 @@ fn build_with(
         ("dns", json!(container.dns)),
         (
             "user",
-            serde_json::to_value(container.user).unwrap_or(Value::Null),
+            serde_json::to_value(&container.user).unwrap_or(Value::Null),
         ),
         ("role", json!(role)),
     ]
@@ -309,12 +309,9 @@ fn build_with(
             .collect(),
         process,
         dns: container.dns.clone(),
-        user: access.user.or_else(|| {
-            container.user.as_ref().map(|u| match u.gid {
-                Some(g) => format!("{}:{g}", u.uid),
-                None => u.uid.to_string(),
-            })
-        }),
+        user: access
+            .user
+            .or_else(|| container.user.as_ref().map(|u| u.to_string())),
         labels,
         restart: if matches!(container.role, Role::Service) {
             RestartPolicy::UnlessStopped

@@ -1089,9 +1089,9 @@ fn container_names_follow_the_runtime_rule() {
 }
 
 #[test]
-fn user_is_numeric_uid_with_optional_gid() {
+fn user_is_a_number_or_a_name_with_an_optional_group() {
     for user in [
-        "root",
+        "",
         "1000:",
         ":1000",
         "-1",
@@ -1100,6 +1100,9 @@ fn user_is_numeric_uid_with_optional_gid() {
         "4294967295",
         "99999999999",
         "1 000",
+        "www data",
+        "9lives",
+        "a-very-long-user-name-of-33-chars",
     ] {
         let p = only(refuse(json!([with(
             service("a", "aa"),
@@ -1108,20 +1111,32 @@ fn user_is_numeric_uid_with_optional_gid() {
         )])));
         assert_eq!(p.field.as_deref(), Some("user"), "{user}");
         assert!(
-            p.message
-                .contains("is not \"UID\" or \"UID:GID\" with numeric ids"),
+            p.message.contains("is not \"USER\" or \"USER:GROUP\""),
             "{}",
             p.message
         );
     }
-    for (user, uid, gid) in [
-        ("1000", 1000, None),
-        ("0:0", 0, Some(0)),
-        ("65534:100", 65534, Some(100)),
+    for user in [
+        "1000",
+        "0:0",
+        "65534:100",
+        "root",
+        "unit:root",
+        "www-data:1000",
+        "_apt",
     ] {
         let d = accept(json!([with(service("a", "aa"), "user", json!(user))]));
-        assert_eq!(d.container("a").unwrap().user, Some(UserSpec { uid, gid }));
+        let got = d.container("a").unwrap().user.clone().expect("a user");
+        assert_eq!(got.to_string(), user, "read back as written");
     }
+    let d = accept(json!([with(service("a", "aa"), "user", json!("unit:0"))]));
+    assert_eq!(
+        d.container("a").unwrap().user,
+        Some(UserSpec {
+            user: crate::declaration::types::Principal::Name("unit".into()),
+            group: Some(crate::declaration::types::Principal::Id(0)),
+        })
+    );
 }
 
 #[test]
@@ -1336,7 +1351,7 @@ fn unit_names_and_states_are_checked() {
 fn every_problem_of_a_declaration_is_reported() {
     let problems = refuse(json!([
         {"id": "web", "type": "container", "name": "web", "image": "nginx:1.27",
-         "dns": ["dns.google"], "timeout": 0, "user": "www-data",
+         "dns": ["dns.google"], "timeout": 0, "user": "www data",
          "mounts": [{"source": "rel/path", "target": "/x", "readonly": true}]},
         {"id": "web", "type": "file", "path": "etc/x", "content": "a", "content-base64": "YQ==", "mode": 644},
         {"id": "gc", "type": "container", "name": "web", "image": image(), "run-once": true,
@@ -1352,7 +1367,7 @@ fn every_problem_of_a_declaration_is_reported() {
             r#"web: mounts[0].readonly: unknown field; did you mean "read-only"?"#.to_owned(),
             "web: mounts[0].source: \"rel/path\" is a relative path: a mount source is an absolute path or a volume name".to_owned(),
             "web: dns[0]: \"dns.google\" is not an IP address (names are refused: a resolver is given by its address)".to_owned(),
-            "web: user: \"www-data\" is not \"UID\" or \"UID:GID\" with numeric ids (0 to 4294967294)".to_owned(),
+            "web: user: \"www data\" is not \"USER\" or \"USER:GROUP\", each a numeric id (0 to 4294967294) or a name (a letter or '_', then letters, digits, '_', '-', '.')".to_owned(),
             "web: timeout: must be a whole number of seconds, at least 1, found 0".to_owned(),
             "web: timeout: timeout needs run-once or a schedule: a service runs until it is stopped".to_owned(),
             "resources[1]: path: \"etc/x\" is a relative path: it must start with '/'".to_owned(),

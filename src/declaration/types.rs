@@ -595,33 +595,68 @@ fn numeric_id(text: &str) -> Option<u32> {
     text.parse::<u32>().ok().filter(|&n| n != u32::MAX)
 }
 
-/// A container's `user`: `UID` or `UID:GID`, numeric, so that it means the
-/// same whatever the image's /etc/passwd says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A container's `user`: `USER` or `USER:GROUP`, each a number or a name.
+/// A number means the same whatever the image's `/etc/passwd` says; a name
+/// is resolved in the image by the runtime at start, as compose does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UserSpec {
-    /// User id.
-    pub uid: u32,
-    /// Group id; the image's default for the user when absent.
-    pub gid: Option<u32>,
+    /// The user.
+    pub user: Principal,
+    /// The group; the image's default for the user when absent.
+    pub group: Option<Principal>,
+}
+
+/// A user or group: its number, or its name in the image.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Principal {
+    Id(u32),
+    Name(String),
+}
+
+impl Principal {
+    fn parse(text: &str) -> Option<Principal> {
+        if text.bytes().all(|b| b.is_ascii_digit()) {
+            return numeric_id(text).map(Principal::Id);
+        }
+        // As useradd takes them: a letter or '_' first, at most 32.
+        let ok = text.len() <= 32
+            && text
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        ok.then(|| Principal::Name(text.to_string()))
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Principal::Id(n) => write!(f, "{n}"),
+            Principal::Name(name) => f.write_str(name),
+        }
+    }
 }
 
 impl TryFrom<&str> for UserSpec {
     type Error = InvalidValue;
     fn try_from(value: &str) -> Result<Self, InvalidValue> {
-        let (uid, gid) = match value.split_once(':') {
-            Some((uid, gid)) => (uid, Some(gid)),
+        let (user, group) = match value.split_once(':') {
+            Some((user, group)) => (user, Some(group)),
             None => (value, None),
         };
-        let parsed = numeric_id(uid).and_then(|uid| match gid {
-            None => Some(UserSpec { uid, gid: None }),
-            Some(gid) => numeric_id(gid).map(|gid| UserSpec {
-                uid,
-                gid: Some(gid),
+        let parsed = Principal::parse(user).and_then(|user| match group {
+            None => Some(UserSpec { user, group: None }),
+            Some(group) => Principal::parse(group).map(|group| UserSpec {
+                user,
+                group: Some(group),
             }),
         });
         parsed.ok_or_else(|| {
             InvalidValue(format!(
-                "{value:?} is not \"UID\" or \"UID:GID\" with numeric ids (0 to 4294967294)"
+                "{value:?} is not \"USER\" or \"USER:GROUP\", each a numeric id (0 to 4294967294) or a name (a letter or '_', then letters, digits, '_', '-', '.')"
             ))
         })
     }
@@ -629,9 +664,9 @@ impl TryFrom<&str> for UserSpec {
 
 impl fmt::Display for UserSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.gid {
-            Some(gid) => write!(f, "{}:{gid}", self.uid),
-            None => write!(f, "{}", self.uid),
+        match &self.group {
+            Some(group) => write!(f, "{}:{group}", self.user),
+            None => write!(f, "{}", self.user),
         }
     }
 }
