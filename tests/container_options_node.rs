@@ -1,9 +1,10 @@
 //! A container's options beyond its image (CONTRACT, "Compose"), on the
 //! sandbox node's real Docker: what the declaration says is what Docker
 //! inspects, and what the process inside sees (its host name, working
-//! directory, capabilities, a read-only root, no new privileges, a
-//! tmpfs, its ulimits, a namespaced sysctl, an extra host, a device); a changed limit recreates the container and the report names
-//! the field; a user named by name is resolved in the image.
+//! directory, capabilities, a read-only root, no new privileges, a tmpfs,
+//! its ulimits, a namespaced sysctl, an extra host, a device); a changed
+//! limit recreates the container and the report names the field; a user
+//! given by name is resolved in the image.
 
 mod support;
 
