@@ -8,9 +8,8 @@
 
 mod support;
 
-use std::process::Output;
-
 use serde_json::{json, Value};
+use support::declare::text;
 use support::world::World;
 
 const LOOP: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
@@ -33,14 +32,6 @@ fn service(name: &str, image: &str, memory: u64) -> Value {
            "devices": [{"path": "/dev/zero", "target": "/dev/xzero", "permissions": "r"}]})
 }
 
-fn said(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
@@ -48,8 +39,8 @@ fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
     let img = w.pulled_busybox();
     let name = w.name("svc");
     let out = w.apply_local(json!([service(&name, &img, 64 << 20)]));
-    assert!(out.status.success(), "{}", said(&out));
-    assert!(w.running(&name), "{}", said(&out));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(w.running(&name), "{}", text(&out));
 
     let inspected = [
         ("{{json .Config.Entrypoint}}", r#"["sh","-c"]"#),
@@ -115,7 +106,7 @@ fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
     // A changed limit: recreated, the field named.
     let id = w.inspect(&name, "{{.Id}}");
     let out = w.apply_local(json!([service(&name, &img, 96 << 20)]));
-    let text = said(&out);
+    let text = text(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("memory changed"), "{text}");
     assert_ne!(w.inspect(&name, "{{.Id}}"), id, "recreated");
@@ -138,7 +129,7 @@ fn a_user_by_name_is_resolved_in_the_image_and_one_it_lacks_fails_that_container
         svc("named", &named, "nobody:root"),
         svc("missing", &missing, "no-such-user"),
     ]));
-    let text = said(&out);
+    let text = text(&out);
     assert!(!out.status.success(), "{text}");
     assert!(w.running(&named), "{text}");
     assert_eq!(w.inspect(&named, "{{.Config.User}}"), "nobody:root");

@@ -13,6 +13,22 @@ use support::declare::{self, text};
 use support::wait_for;
 use support::world::World;
 
+/// `child`'s output once it has ended, within `timeout`; `None` (and it is
+/// killed) when it has not.
+fn ended_within(mut child: std::process::Child, timeout: Duration) -> Option<std::process::Output> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return Some(child.wait_with_output().expect("the local run's output"));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
@@ -26,7 +42,7 @@ fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
     ]));
     let lock = w.dir.join("state").join("windows.lock");
     let lock = lock.display().to_string();
-    let mut local = w.spawn_local("gc");
+    let local = w.spawn_local("gc");
     wait_for("the window to hold svc", Duration::from_secs(60), || {
         (!w.running(&svc)).then_some(())
     });
@@ -54,18 +70,10 @@ fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
         ));
     };
     // The run ends and svc runs again, the lock still held.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    let out = loop {
-        if let Ok(Some(_)) = local.try_wait() {
-            break local.wait_with_output().expect("the local run's output");
-        }
-        if std::time::Instant::now() > deadline {
-            released();
-            let _ = local.kill();
-            panic!("the window stayed open behind a stopped holder of windows.lock");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let out = ended_within(local, Duration::from_secs(120)).unwrap_or_else(|| {
+        released();
+        panic!("the window stayed open behind a stopped holder of windows.lock")
+    });
     let still_held = w
         .node
         .sh(&format!("grep -q ' {pid} ' /proc/locks"))
@@ -100,7 +108,7 @@ fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
         declare::step("gc", &step, &img, "sleep 8; echo done", &["svc"], 120),
         declare::step("gcb", &step_b, &img, "echo b", &["other"], 120),
     ]));
-    let mut local = w.spawn_local("gc");
+    let local = w.spawn_local("gc");
     wait_for("the window to hold svc", Duration::from_secs(60), || {
         (!w.running(&svc)).then_some(())
     });
@@ -140,19 +148,11 @@ fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
     };
     // The first run's step ends; its close gives the lock up and starts
     // svc again, the lock still held.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    let out = loop {
-        if let Ok(Some(_)) = local.try_wait() {
-            break local.wait_with_output().expect("the local run's output");
-        }
-        if std::time::Instant::now() > deadline {
-            released();
-            let _ = local.kill();
-            let _ = hostage.kill();
-            panic!("the window stayed open behind a stopped run holding windows.lock");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let out = ended_within(local, Duration::from_secs(120)).unwrap_or_else(|| {
+        released();
+        let _ = hostage.kill();
+        panic!("the window stayed open behind a stopped run holding windows.lock")
+    });
     let still_held = w
         .node
         .sh(&format!("grep -q ' {pid} ' /proc/locks"))

@@ -7,10 +7,10 @@
 
 mod support;
 
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::declare::text;
 use support::wait_for;
 use support::world::World;
 
@@ -63,14 +63,6 @@ fn get(w: &World, port: u16) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn said(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_published_port_answers_from_the_node_and_a_change_moves_it() {
@@ -83,7 +75,7 @@ fn a_published_port_answers_from_the_node_and_a_change_moves_it() {
     let at = |port: u16| json!([{"host": port, "container": 8080, "address": "127.0.0.1"}]);
 
     let out = w.apply_local(json!([web(&name, &img, &net.name, at(first))]));
-    assert!(out.status.success(), "{}", said(&out));
+    assert!(out.status.success(), "{}", text(&out));
     let id = w.inspect(&name, "{{.Id}}");
     let answer = wait_for("the port to answer", Duration::from_secs(30), || {
         get(&w, first)
@@ -100,13 +92,13 @@ fn a_published_port_answers_from_the_node_and_a_change_moves_it() {
 
     // The same again: nothing to do.
     let out = w.apply_local(json!([web(&name, &img, &net.name, at(first))]));
-    assert!(out.status.success(), "{}", said(&out));
+    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(w.inspect(&name, "{{.Id}}"), id, "unchanged ports keep it");
 
     // Moved: recreated, the report names the field, and only the new
     // port answers.
     let out = w.apply_local(json!([web(&name, &img, &net.name, at(second))]));
-    let text = said(&out);
+    let text = text(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("ports changed"), "{text}");
     assert_ne!(w.inspect(&name, "{{.Id}}"), id, "recreated");
@@ -156,7 +148,7 @@ fn a_host_port_another_process_holds_fails_that_container_alone() {
         ),
         support::declare::service("other", &other, &img),
     ]));
-    let text = said(&out);
+    let text = text(&out);
     assert!(!out.status.success(), "the apply says it failed: {text}");
     assert!(
         text.contains(&held.to_string()),

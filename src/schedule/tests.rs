@@ -924,18 +924,16 @@ async fn an_owner_whose_window_was_taken_over_starts_nothing_and_erases_nothing(
     let _ = child.wait();
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
-    let r = rig(&[("registry", false)]);
-    let (mut child, pid, start) = other_live_owner();
-    let boot = crate::store::boot_id().expect("boot id");
-    let now = r.clock.since_boot().expect("since boot").as_secs();
-    let record = |lease: u64| WindowRecord {
+/// The record of a window of step `gc` holding `registry`, opened a minute
+/// before `now` by the live process `pid` of boot `boot`, its lease
+/// renewed at `lease` (seconds since boot).
+fn foreign_gc_record(boot: &str, pid: u32, start: u64, now: u64, lease: u64) -> WindowRecord {
+    WindowRecord {
         step: "gc".into(),
         module: None,
         fire_time: t0(),
         opened_at: t0(),
-        boot_id: boot.clone(),
+        boot_id: boot.to_string(),
         pid,
         pid_start_time: start,
         step_container: "gc-run".into(),
@@ -949,7 +947,16 @@ async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
             was_running: true,
             starting: false,
         }],
-    };
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
+    let r = rig(&[("registry", false)]);
+    let (mut child, pid, start) = other_live_owner();
+    let boot = crate::store::boot_id().expect("boot id");
+    let now = r.clock.since_boot().expect("since boot").as_secs();
+    let record = |lease: u64| foreign_gc_record(&boot, pid, start, now, lease);
     // Renewed 10 s ago: its owner holds it.
     r.store.write_window(&record(now - 10)).expect("write");
     assert_eq!(r.firer.windows().adopt("gc").await.expect("adopt"), None);
@@ -1026,26 +1033,7 @@ async fn a_lease_is_not_lapsed_while_its_owner_beats_though_its_record_is_old() 
     let now = r.clock.since_boot().expect("since boot").as_secs();
     // The record's lease is 40 s old: the owner could not take
     // windows.lock to renew it (another process held it).
-    let record = WindowRecord {
-        step: "gc".into(),
-        module: None,
-        fire_time: t0(),
-        opened_at: t0(),
-        boot_id: boot.clone(),
-        pid,
-        pid_start_time: start,
-        step_container: "gc-run".into(),
-        step_timeout_secs: Some(3600),
-        opened_since_boot_secs: Some(now - 60),
-        lease_since_boot_secs: Some(now - 40),
-        owed: false,
-        held: vec![HeldContainer {
-            id: "registry".into(),
-            name: "registry".into(),
-            was_running: true,
-            starting: false,
-        }],
-    };
+    let record = foreign_gc_record(&boot, pid, start, now, now - 40);
     r.store.write_window(&record).expect("write");
     let owner = crate::store::Beater::of(&record);
     // It beat 5 s ago, without the lock: its owner holds it.

@@ -9,8 +9,8 @@ use std::str::FromStr;
 
 use super::entry::{Entry, Kind, RoleKind};
 use super::fields::{
-    check, ids, key_path, no_nul, non_root_path, refuse_unknown, require, take, take_list,
-    timeout_seconds, Sink,
+    check, ids, key_path, no_nul, non_root_path, read_args, refuse_unknown, require, take,
+    take_list, timeout_seconds, Sink,
 };
 use super::{health, identities, options, timing};
 use crate::declaration::model::{
@@ -41,28 +41,7 @@ pub(super) fn read_container(
         require(s, "name", c.name).and_then(|n| check(s, "name", ContainerName::try_from(n)));
     let image = require(s, "image", c.image).and_then(|i| check(s, "image", ImageRef::try_from(i)));
 
-    let command = match take(s, "command", c.command) {
-        Some(items) if items.is_empty() => {
-            s.at(
-                "command",
-                "must not be empty: leave it out to run the image's own command",
-            );
-            None
-        }
-        Some(items) => {
-            let mut args = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                let path = format!("command[{i}]");
-                if let Some(arg) = take(s, &path, item) {
-                    if no_nul(s, &path, &arg, "an argument") {
-                        args.push(arg);
-                    }
-                }
-            }
-            Some(args)
-        }
-        None => None,
-    };
+    let command = read_args(s, "command", c.command);
 
     let mut env = BTreeMap::new();
     for (key, value) in take(s, "env", c.env).unwrap_or_default() {

@@ -201,3 +201,27 @@ pub(super) fn timeout_seconds(value: &Value) -> Result<Duration, String> {
         other => Err(format!("must be {rule}, found {}", kind_of(other))),
     }
 }
+
+/// A non-empty list of arguments (`command`, `entrypoint`): `None` when
+/// absent; an empty one is refused, saying that leaving it out keeps the
+/// image's own.
+pub(super) fn read_args(s: &mut Sink, field: &str, value: List<String>) -> Option<Vec<String>> {
+    let items = take(s, field, value)?;
+    if items.is_empty() {
+        s.at(
+            field,
+            "must not be empty: leave it out to keep the image's own",
+        );
+        return None;
+    }
+    let mut args = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let path = format!("{field}[{i}]");
+        if let Some(arg) = take(s, &path, item) {
+            if no_nul(s, &path, &arg, "an argument") {
+                args.push(arg);
+            }
+        }
+    }
+    Some(args)
+}

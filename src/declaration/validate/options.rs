@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::fields::{key_path, no_nul, refuse_unknown, require, take, take_list, Sink};
+use super::fields::{key_path, no_nul, read_args, refuse_unknown, require, take, take_list, Sink};
 use crate::declaration::hints::Fields;
 use crate::declaration::options::{
     sysctl_namespaced, ContainerOptions, Device, Tmpfs, Ulimit, CAPABILITIES, OWN_LABEL_PREFIXES,
@@ -21,28 +21,7 @@ const MAX_STOP_GRACE_SECS: u64 = 3600;
 const MAX_CPUS: f64 = 1024.0;
 
 pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
-    let entrypoint = match take(s, "entrypoint", raw.entrypoint) {
-        Some(items) if items.is_empty() => {
-            s.at(
-                "entrypoint",
-                "must not be empty: leave it out to keep the image's own",
-            );
-            None
-        }
-        Some(items) => {
-            let mut args = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                let path = format!("entrypoint[{i}]");
-                if let Some(arg) = take(s, &path, item) {
-                    if no_nul(s, &path, &arg, "an argument") {
-                        args.push(arg);
-                    }
-                }
-            }
-            Some(args)
-        }
-        None => None,
-    };
+    let entrypoint = read_args(s, "entrypoint", raw.entrypoint);
     let working_dir = take(s, "working-dir", raw.working_dir).filter(|dir| {
         let ok = dir.starts_with('/') && !dir.contains('\0');
         if !ok {
