@@ -97,6 +97,8 @@ fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
     let mut w = World::new("hostage-run");
+    // Step ids apart from the other test's: a fire's scope is named by its
+    // step and second, node-wide.
     let img = w.pulled_busybox();
     let svc = w.started_service("svc");
     let other = w.started_service("other");
@@ -105,10 +107,10 @@ fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
         declare::service("other", &other, &img),
-        declare::step("gc", &step, &img, "sleep 8; echo done", &["svc"], 120),
-        declare::step("gcb", &step_b, &img, "echo b", &["other"], 120),
+        declare::step("sweep", &step, &img, "sleep 8; echo done", &["svc"], 120),
+        declare::step("sweepb", &step_b, &img, "echo b", &["other"], 120),
     ]));
-    let local = w.spawn_local("gc");
+    let local = w.spawn_local("sweep");
     wait_for("the window to hold svc", Duration::from_secs(60), || {
         (!w.running(&svc)).then_some(())
     });
@@ -116,11 +118,11 @@ fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
     // Ctrl-Z would), the apply lock held too.
     let state = w.path("state");
     let mut hostage = w.mesh_spawn_faulted(
-        "pause-in-records-lock:gcb",
-        &["run", "gcb", "--local"],
+        "pause-in-records-lock:sweepb",
+        &["run", "sweepb", "--local"],
         None,
     );
-    let pattern = support::quote(&format!("[r]un gcb --local --state-dir {state}"));
+    let pattern = support::quote(&format!("[r]un sweepb --local --state-dir {state}"));
     let pid = wait_for(
         "the second run to hold windows.lock",
         Duration::from_secs(30),
@@ -159,7 +161,7 @@ fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
         .status
         .success();
     let running = w.running(&svc);
-    let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=gc"]));
+    let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=sweep"]));
     released();
     // nsenter stopped itself with its stopped child (job control), and
     // would never reap it: end it too.
