@@ -13,6 +13,14 @@ use support::declare::{self, text};
 use support::wait_for;
 use support::world::World;
 
+/// Whether the node's process `pid` holds any lock (`/proc/locks`).
+fn holds_a_lock(w: &World, pid: &str) -> bool {
+    w.node
+        .sh(&format!("grep -q ' {pid} ' /proc/locks"))
+        .status
+        .success()
+}
+
 /// `child`'s output once it has ended, within `timeout`; `None` (and it is
 /// killed) when it has not.
 fn ended_within(mut child: std::process::Child, timeout: Duration) -> Option<std::process::Output> {
@@ -74,11 +82,7 @@ fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
         released();
         panic!("the window stayed open behind a stopped holder of windows.lock")
     });
-    let still_held = w
-        .node
-        .sh(&format!("grep -q ' {pid} ' /proc/locks"))
-        .status
-        .success();
+    let still_held = holds_a_lock(&w, &pid);
     let running = w.running(&svc);
     let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=gc"]));
     released();
@@ -155,11 +159,7 @@ fn a_local_run_stopped_inside_windows_lock_does_not_keep_another_window_open() {
         let _ = hostage.kill();
         panic!("the window stayed open behind a stopped run holding windows.lock")
     });
-    let still_held = w
-        .node
-        .sh(&format!("grep -q ' {pid} ' /proc/locks"))
-        .status
-        .success();
+    let still_held = holds_a_lock(&w, &pid);
     let running = w.running(&svc);
     let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=sweep"]));
     released();

@@ -231,7 +231,10 @@ impl RecordsLook {
         })
     }
 
-    /// `None` when nothing but leases changed from `before`; otherwise the
+    /// `None` when, of the records that name `plan`'s step or one of its
+    /// holds (the only ones the opening decides from, and the only ones
+    /// whose close or takeover starts those holds), nothing but leases
+    /// changed from `before`, and the epoch did not move; otherwise the
     /// window that changed (or the plan's own step, for the epoch) and a
     /// container of `plan` it may concern.
     fn differs_from(&self, before: &RecordsLook, plan: &WindowPlan) -> Option<(String, String)> {
@@ -244,12 +247,20 @@ impl RecordsLook {
         if self.epoch != before.epoch {
             return Some((plan.step.clone(), first_hold()));
         }
+        let concerns = |r: &&WindowRecord| {
+            r.step == plan.step
+                || r.held_names()
+                    .any(|n| plan.holds.iter().any(|(_, h)| h == n))
+        };
         let leases_aside = |r: &WindowRecord| WindowRecord {
             lease_since_boot_secs: None,
             ..r.clone()
         };
-        let mut a: Vec<WindowRecord> = self.records.iter().map(leases_aside).collect();
-        let mut b: Vec<WindowRecord> = before.records.iter().map(leases_aside).collect();
+        let relevant = |records: &[WindowRecord]| -> Vec<WindowRecord> {
+            records.iter().filter(concerns).map(leases_aside).collect()
+        };
+        let mut a = relevant(&self.records);
+        let mut b = relevant(&before.records);
         a.sort_by(|x, y| x.step.cmp(&y.step));
         b.sort_by(|x, y| x.step.cmp(&y.step));
         if a == b {

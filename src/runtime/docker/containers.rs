@@ -574,7 +574,8 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         keys
     };
     let p = &spec.process;
-    let bytes = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    // Docker's fields are signed; a declared value past i64 is capped.
+    let signed = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
     let host_config = HostConfig {
         mounts: Some(mounts),
         port_bindings: (!bindings.is_empty()).then_some(bindings),
@@ -586,19 +587,19 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         security_opt: p
             .no_new_privileges
             .then(|| vec!["no-new-privileges:true".to_owned()]),
-        memory: bytes(p.memory),
-        memory_reservation: bytes(p.memory_reservation),
-        nano_cpus: bytes(p.nano_cpus),
-        pids_limit: bytes(p.pids_limit),
-        shm_size: bytes(p.shm_size),
+        memory: signed(p.memory),
+        memory_reservation: signed(p.memory_reservation),
+        nano_cpus: signed(p.nano_cpus),
+        pids_limit: signed(p.pids_limit),
+        shm_size: signed(p.shm_size),
         tmpfs: (!p.tmpfs.is_empty()).then(|| p.tmpfs.iter().cloned().collect()),
         ulimits: (!p.ulimits.is_empty()).then(|| {
             p.ulimits
                 .iter()
                 .map(|(name, soft, hard)| ResourcesUlimits {
                     name: Some(name.clone()),
-                    soft: bytes(Some(*soft)),
-                    hard: bytes(Some(*hard)),
+                    soft: signed(Some(*soft)),
+                    hard: signed(Some(*hard)),
                 })
                 .collect()
         }),
@@ -639,7 +640,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         working_dir: p.working_dir.clone(),
         hostname: p.hostname.clone(),
         stop_signal: p.stop_signal.clone(),
-        stop_timeout: bytes(p.stop_grace),
+        stop_timeout: signed(p.stop_grace),
         ..Default::default()
     }
 }

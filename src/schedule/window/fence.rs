@@ -339,7 +339,11 @@ impl Windows {
             self.store.end_beats(&me)?;
             return Ok(0);
         }
-        self.store.beat(&me, now)?;
+        // A beat that cannot be written must not keep the record from
+        // being renewed: that is the lease a taker reads first.
+        if let Err(e) = self.store.beat(&me, now) {
+            tracing::warn!("cannot write this process's heartbeat: {e}; renewing its records only");
+        }
         let Some(_records) = self.store.records_try_lock()? else {
             return Ok(owned);
         };
