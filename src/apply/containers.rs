@@ -138,6 +138,9 @@ impl Run<'_> {
         if let Some(why) = self.held.get(name).cloned() {
             return done(Action::HeldStill, Some(why));
         }
+        if let Some(why) = self.unusable_for(c) {
+            return done(Action::Failed, Some(why));
+        }
         let built = match self.builds.build(res, c) {
             Ok(b) => b,
             Err(e) => return done(Action::Failed, Some(e.reason)),

@@ -63,6 +63,7 @@ mod containers;
 pub mod empty;
 mod files;
 mod identities;
+mod networking;
 pub mod node_declaration;
 mod order;
 mod preview;
@@ -464,6 +465,7 @@ impl Applier {
         }
         let mut run = Run::new(self, decl, previous, inputs_on_disk, live, listing);
         run.preview = preview;
+        run.networks_and_volumes().await;
         run.resources().await;
         if run.halted.is_none() {
             run.removals().await;
@@ -540,6 +542,9 @@ struct Run<'a> {
     halted: Option<Halt>,
     warnings: Vec<String>,
     steps: Vec<ScheduledStep>,
+    /// Volumes and networks (`volume X`, `network X`) that failed, and
+    /// why: no container using one is made by this apply.
+    unusable: BTreeMap<String, String>,
 }
 
 impl<'a> Run<'a> {
@@ -621,6 +626,7 @@ impl<'a> Run<'a> {
             halted: None,
             warnings: Vec::new(),
             steps: Vec::new(),
+            unusable: BTreeMap::new(),
         }
     }
 

@@ -40,6 +40,10 @@ impl<'a> Run<'a> {
         let mut batch: Vec<(&Resource, Work)> = Vec::new();
         for (index, res) in decl.resources.iter().enumerate() {
             let id = res.id.as_str();
+            // Made before every other resource (`Run::networks_and_volumes`).
+            if matches!(res.kind, ResourceKind::Network(_) | ResourceKind::Volume(_)) {
+                continue;
+            }
             if let ResourceKind::Container(c) = &res.kind {
                 if matches!(c.role, Role::Service) {
                     batch.push((res, self.decide_service(res, c)));
@@ -65,6 +69,7 @@ impl<'a> Run<'a> {
                 ResourceKind::Unit(unit) => self.unit(id, unit).await,
                 ResourceKind::Identity(identity) => self.identity(id, identity).await,
                 ResourceKind::SharedFolder(folder) => self.shared_folder(res, folder).await,
+                ResourceKind::Network(_) | ResourceKind::Volume(_) => {}
             }
             if let ResourceKind::Container(c) = &res.kind {
                 self.note_unhealthy_grants(id, c);
@@ -129,6 +134,7 @@ impl<'a> Run<'a> {
     /// longer declares (managed containers, unit files).
     pub(super) async fn removals(&mut self) {
         self.remove_containers().await;
+        self.remove_networks_and_volumes().await;
         self.remove_units().await;
         self.remove_shared_folders().await;
         self.remove_identities().await;

@@ -68,7 +68,7 @@ impl Action {
     /// `refused` (what `changed` in a report counts).
     pub fn changes_something(&self) -> bool {
         !matches!(self, Action::Unchanged | Action::HeldStill | Action::Failed)
-            && !matches!(self, Action::Other(w) if w == "waiting" || w == "refused" || w == "unchanged")
+            && !matches!(self, Action::Other(w) if w == "waiting" || w == "refused" || w == "unchanged" || w == "kept")
     }
 
     /// The action named `word`.

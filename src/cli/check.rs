@@ -109,7 +109,7 @@ pub fn run(file: &Path, json: bool) -> u8 {
 pub fn summarize(decl: &Declaration) -> String {
     let (mut services, mut run_once, mut steps, mut files, mut dirs, mut units) =
         (0, 0, 0, 0, 0, 0);
-    let (mut identities, mut folders) = (0, 0);
+    let (mut identities, mut folders, mut networks, mut volumes) = (0, 0, 0, 0);
     for r in &decl.resources {
         match &r.kind {
             ResourceKind::Container(c) => match c.role {
@@ -122,6 +122,8 @@ pub fn summarize(decl: &Declaration) -> String {
             ResourceKind::Unit(_) => units += 1,
             ResourceKind::Identity(_) => identities += 1,
             ResourceKind::SharedFolder(_) => folders += 1,
+            ResourceKind::Network(_) => networks += 1,
+            ResourceKind::Volume(_) => volumes += 1,
         }
     }
     let parts: Vec<String> = [
@@ -133,6 +135,8 @@ pub fn summarize(decl: &Declaration) -> String {
         (units, "unit", "units"),
         (identities, "identity", "identities"),
         (folders, "shared folder", "shared folders"),
+        (networks, "network", "networks"),
+        (volumes, "volume", "volumes"),
     ]
     .iter()
     .filter(|(n, _, _)| *n > 0)

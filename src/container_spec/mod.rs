@@ -37,11 +37,11 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::declaration::{
-    Container, Declaration, Health, MountSource, Resource, ResourceKind, Role,
+    Container, Declaration, Health, MountSource, Resource, ResourceKind, Restart, Role,
 };
 use crate::runtime::{
-    ContainerSpec, HealthSpec, MountSpec, PortSpec, ProcessSpec, RestartPolicy, LABEL_MANAGED,
-    LABEL_MODULE, LABEL_RESOURCE, MANAGED_VALUE,
+    ContainerSpec, HealthSpec, MountSpec, NetworkAttach, PortSpec, ProcessSpec, RestartPolicy,
+    LABEL_MANAGED, LABEL_MODULE, LABEL_RESOURCE, MANAGED_VALUE,
 };
 
 /// Label holding the container's identity digest, so that a listing alone
@@ -200,7 +200,13 @@ fn build_with(
         fields.extend(options);
     }
     // Only when declared, as `health` below: a container without ports
-    // keeps the identity it had before they existed.
+    // (or networks) keeps the identity it had before they existed.
+    if !container.networks.is_empty() {
+        fields.insert(
+            "networks".to_string(),
+            serde_json::to_value(&container.networks).unwrap_or(Value::Null),
+        );
+    }
     if !container.ports.is_empty() {
         fields.insert(
             "ports".to_string(),
@@ -297,6 +303,15 @@ fn build_with(
                 Ok(Value::String(s)) => s,
                 _ => String::new(),
             }),
+        networks: container
+            .networks
+            .iter()
+            .map(|n| NetworkAttach {
+                network: n.name.to_string(),
+                aliases: n.aliases.clone(),
+                ipv4_address: n.ipv4_address,
+            })
+            .collect(),
         ports: container
             .ports
             .iter()
@@ -313,10 +328,11 @@ fn build_with(
             .user
             .or_else(|| container.user.as_ref().map(|u| u.to_string())),
         labels,
-        restart: if matches!(container.role, Role::Service) {
-            RestartPolicy::UnlessStopped
-        } else {
-            RestartPolicy::No
+        restart: match (&container.role, o.restart) {
+            (Role::Service, None | Some(Restart::UnlessStopped)) => RestartPolicy::UnlessStopped,
+            (Role::Service, Some(Restart::Always)) => RestartPolicy::Always,
+            (Role::Service, Some(Restart::OnFailure)) => RestartPolicy::OnFailure,
+            _ => RestartPolicy::No,
         },
         cgroup_parent: None,
         auto_remove: false,

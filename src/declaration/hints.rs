@@ -32,6 +32,7 @@ pub enum Fields {
     Grant,
     /// One of a shared folder's `access` entries.
     Access,
+    NetworkJoin,
 }
 
 static SCHEMA: LazyLock<Value> =
@@ -53,6 +54,7 @@ pub fn known(fields: Fields) -> Vec<&'static str> {
         Fields::Health => &defs["container"]["properties"]["health"]["oneOf"][1]["properties"],
         Fields::Grant => &defs["container"]["properties"]["grant"]["items"]["properties"],
         Fields::Access => &defs["shared-folder"]["properties"]["access"]["items"]["properties"],
+        Fields::NetworkJoin => &defs["container"]["properties"]["networks"]["items"]["properties"],
     };
     props
         .as_object()
@@ -204,6 +206,9 @@ mod tests {
             Fields::Health,
             Fields::Grant,
             Fields::Access,
+            Fields::NetworkJoin,
+            Fields::Resource("network"),
+            Fields::Resource("volume"),
         ] {
             assert!(!known(fields).is_empty(), "{fields:?}");
         }

@@ -20,6 +20,14 @@ pub const WINDOW_WITHOUT_TIMEOUT: &str = "window-without-timeout";
 /// the host).
 pub const PRIVILEGED: &str = "privileged";
 
+/// Lint name: a container joins a network that is neither declared nor
+/// the runtime's own: someone must make it by hand first.
+pub const UNDECLARED_NETWORK: &str = "undeclared-network";
+
+/// Lint name: a container mounts a volume that is not declared: the
+/// runtime makes it with its defaults at first use.
+pub const UNDECLARED_VOLUME: &str = "undeclared-volume";
+
 /// Something legal but dangerous in a declaration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
@@ -62,6 +70,7 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
         missed_writers(decl, step, &mut warnings);
     }
     for (resource, container) in decl.containers() {
+        undeclared_uses(decl, resource.id.as_str(), container, &mut warnings);
         if container.options.privileged {
             warnings.push(Warning {
                 lint: PRIVILEGED,
@@ -72,6 +81,52 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
         }
     }
     warnings
+}
+
+/// The networks and volumes `container` uses that are neither declared
+/// nor the runtime's own.
+fn undeclared_uses(
+    decl: &Declaration,
+    id: &str,
+    container: &super::model::Container,
+    warnings: &mut Vec<Warning>,
+) {
+    let mut networks: Vec<&str> = container.networks.iter().map(|n| n.name.as_str()).collect();
+    if let Some(super::model::Network::Named(n)) = &container.network {
+        networks.push(n.as_str());
+    }
+    for network in networks {
+        if super::networking::RUNTIME_NETWORKS.contains(&network)
+            || decl.networks().any(|(_, n)| n.name.as_str() == network)
+        {
+            continue;
+        }
+        warnings.push(Warning {
+            lint: UNDECLARED_NETWORK,
+            resource: id.to_owned(),
+            step: None,
+            message: format!(
+                "joins network {network:?}, which is not declared: the apply fails unless it is made by hand first; declare it (type \"network\")"
+            ),
+        });
+    }
+    for mount in &container.mounts {
+        let super::model::MountSource::Volume(volume) = &mount.source else {
+            continue;
+        };
+        if decl.volumes().any(|(_, v)| &v.name == volume) {
+            continue;
+        }
+        warnings.push(Warning {
+            lint: UNDECLARED_VOLUME,
+            resource: id.to_owned(),
+            step: None,
+            message: format!(
+                "mounts volume {:?}, which is not declared: the runtime makes it with its defaults; declare it (type \"volume\") to give its driver and options",
+                volume.as_str()
+            ),
+        });
+    }
 }
 
 /// Containers that mount read-write what the step mounts, and that the

@@ -28,12 +28,15 @@ pub mod hints;
 pub mod identity;
 pub mod lint;
 pub mod model;
+pub mod networking;
 pub mod options;
 mod raw;
 pub mod sandbox;
 pub mod types;
 mod validate;
 
+#[cfg(test)]
+mod networking_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
@@ -51,6 +54,7 @@ pub use model::{
     Container, Declaration, Directory, File, Health, HealthCheck, Mount, MountSource, Network,
     Resource, ResourceKind, Role, Schedule, Step, Unit, UnitState,
 };
+pub use networking::{NetworkJoin, NetworkResource, Restart, Subnet, VolumeResource};
 pub use types::{
     AbsPath, ContainerName, ImageRef, InvalidValue, Mode, ModuleName, NetworkName, Owner,
     ResourceId, UnitName, UserSpec, VolumeName,

@@ -89,6 +89,24 @@ impl Declaration {
         }
     }
 
+    /// Every declared network, in declaration order, with its resource.
+    pub fn networks(
+        &self,
+    ) -> impl Iterator<Item = (&Resource, &super::networking::NetworkResource)> {
+        self.resources.iter().filter_map(|r| match &r.kind {
+            ResourceKind::Network(n) => Some((r, n)),
+            _ => None,
+        })
+    }
+
+    /// Every declared volume, in declaration order, with its resource.
+    pub fn volumes(&self) -> impl Iterator<Item = (&Resource, &super::networking::VolumeResource)> {
+        self.resources.iter().filter_map(|r| match &r.kind {
+            ResourceKind::Volume(v) => Some((r, v)),
+            _ => None,
+        })
+    }
+
     /// The scheduled step with this id.
     pub fn step(&self, id: &str) -> Option<Step<'_>> {
         self.steps().find(|s| s.resource.id.as_str() == id)
@@ -127,6 +145,10 @@ pub enum ResourceKind {
     Identity(super::identity::Identity),
     /// A folder kept usable by declared identities through POSIX ACLs.
     SharedFolder(super::identity::SharedFolder),
+    /// A network containers join.
+    Network(super::networking::NetworkResource),
+    /// A named volume containers mount.
+    Volume(super::networking::VolumeResource),
 }
 
 /// `type: "container"`.
@@ -149,6 +171,10 @@ pub struct Container {
     /// The network; the runtime's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<Network>,
+    /// Networks joined, each with its aliases and address (exclusive with
+    /// `network`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<super::networking::NetworkJoin>,
     /// Ports published on the host.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<Port>,

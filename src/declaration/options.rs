@@ -63,6 +63,9 @@ pub const OWN_LABEL_PREFIXES: &[&str] = &["mesh-host.", "mesh."];
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ContainerOptions {
+    /// A service's restart policy; `unless-stopped` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart: Option<super::networking::Restart>,
     /// Replaces the image's entrypoint; never empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entrypoint: Option<Vec<String>>,

@@ -182,16 +182,22 @@ pub enum RawResource {
     Identity(RawIdentity),
     /// `type: "shared-folder"`.
     SharedFolder(RawSharedFolder),
+    /// `type: "network"`.
+    Network(RawNetwork),
+    /// `type: "volume"`.
+    Volume(RawVolume),
 }
 
 /// The type names a resource may have, for messages.
-pub const RESOURCE_TYPES: [&str; 6] = [
+pub const RESOURCE_TYPES: [&str; 8] = [
     "container",
     "file",
     "directory",
     "unit",
     "identity",
     "shared-folder",
+    "network",
+    "volume",
 ];
 
 impl RawResource {
@@ -204,6 +210,8 @@ impl RawResource {
             RawResource::Unit(r) => &r.id,
             RawResource::Identity(r) => &r.id,
             RawResource::SharedFolder(r) => &r.id,
+            RawResource::Network(r) => &r.id,
+            RawResource::Volume(r) => &r.id,
         }
     }
 }
@@ -230,6 +238,8 @@ pub struct RawContainer {
     pub mounts: List<RawMount>,
     /// `host`, `none` or a network name.
     pub network: Field<String>,
+    /// Networks joined, with aliases and addresses.
+    pub networks: List<RawNetworkJoin>,
     /// Ports published on the host.
     pub ports: List<RawPort>,
     /// Resolver addresses.
@@ -271,6 +281,7 @@ pub struct RawContainer {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "kebab-case")]
 pub struct RawOptions {
+    pub restart: Field<String>,
     pub entrypoint: List<String>,
     pub working_dir: Field<String>,
     pub hostname: Field<String>,
@@ -501,6 +512,47 @@ pub struct RawGrant {
     /// The path whose owning group is given.
     pub path: Field<String>,
     /// Keys a grant does not have.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of a container's `networks`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a network object")]
+pub struct RawNetworkJoin {
+    pub name: Field<String>,
+    pub aliases: List<String>,
+    pub ipv4_address: Field<String>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "network"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a network object")]
+pub struct RawNetwork {
+    pub id: Field<String>,
+    pub module: Field<String>,
+    pub name: Field<String>,
+    pub driver: Field<String>,
+    pub subnet: Field<String>,
+    pub gateway: Field<String>,
+    pub internal: Field<bool>,
+    pub labels: Field<BTreeMap<String, Field<String>>>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// `type: "volume"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a volume object")]
+pub struct RawVolume {
+    pub id: Field<String>,
+    pub module: Field<String>,
+    pub name: Field<String>,
+    pub driver: Field<String>,
+    pub driver_opts: Field<BTreeMap<String, Field<String>>>,
+    pub labels: Field<BTreeMap<String, Field<String>>>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

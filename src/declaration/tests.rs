@@ -17,7 +17,7 @@ fn image() -> String {
 }
 
 /// A valid service container.
-fn service(id: &str, name: &str) -> Value {
+pub(super) fn service(id: &str, name: &str) -> Value {
     json!({"id": id, "type": "container", "name": name, "image": image()})
 }
 
@@ -48,7 +48,7 @@ fn declaration(resources: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"declaration": 1, "resources": resources})).unwrap()
 }
 
-fn accept(resources: Value) -> Declaration {
+pub(super) fn accept(resources: Value) -> Declaration {
     match parse(&declaration(resources)) {
         Ok(d) => d,
         Err(refusal) => panic!("refused:\n{refusal}"),
@@ -62,14 +62,19 @@ fn refuse_bytes(bytes: &[u8]) -> Vec<Problem> {
     }
 }
 
-fn refuse(resources: Value) -> Vec<Problem> {
+pub(super) fn refuse(resources: Value) -> Vec<Problem> {
     refuse_bytes(&declaration(resources))
 }
 
 /// Assert that exactly one problem names this resource and field, and that
 /// its message contains `words`.
 #[track_caller]
-fn assert_problem(problems: &[Problem], resource: Option<&str>, field: Option<&str>, words: &str) {
+pub(super) fn assert_problem(
+    problems: &[Problem],
+    resource: Option<&str>,
+    field: Option<&str>,
+    words: &str,
+) {
     let matching: Vec<&Problem> = problems
         .iter()
         .filter(|p| p.resource.as_deref() == resource && p.field.as_deref() == field)
@@ -328,17 +333,17 @@ fn a_mount_that_is_not_an_object_is_named() {
 #[test]
 fn unknown_or_missing_type_is_refused() {
     let problems = refuse(json!([
-        {"id": "v", "type": "volume", "name": "data"},
+        {"id": "v", "type": "bucket", "name": "data"},
         {"id": "n"},
         {"id": "t", "type": 3},
         "container",
-        {"id": "bad id", "type": "network"},
+        {"id": "bad id", "type": "queue"},
     ]));
     assert_problem(
         &problems,
         Some("v"),
         Some("type"),
-        "unknown type \"volume\": one of container, file, directory, unit, identity, shared-folder",
+        "unknown type \"bucket\": one of container, file, directory, unit, identity, shared-folder, network, volume",
     );
     assert_problem(
         &problems,
@@ -358,7 +363,7 @@ fn unknown_or_missing_type_is_refused() {
         &problems,
         Some("resources[4]"),
         Some("type"),
-        "unknown type \"network\"",
+        "unknown type \"queue\"",
     );
     assert_eq!(problems.len(), 6, "{problems:#?}");
 }
@@ -1394,12 +1399,12 @@ fn refusal_display_and_json() {
         json!([without(service("a", "aa"), "image"), {"type": "x"}]),
     ))
     .unwrap_err();
-    assert_eq!(refusal.to_string(), "a: image: missing\nresources[1]: type: unknown type \"x\": one of container, file, directory, unit, identity, shared-folder");
+    assert_eq!(refusal.to_string(), "a: image: missing\nresources[1]: type: unknown type \"x\": one of container, file, directory, unit, identity, shared-folder, network, volume");
     assert_eq!(
         serde_json::to_value(&refusal).unwrap(),
         json!({"problems": [
             {"resource": "a", "field": "image", "message": "missing"},
-            {"resource": "resources[1]", "field": "type", "message": "unknown type \"x\": one of container, file, directory, unit, identity, shared-folder"},
+            {"resource": "resources[1]", "field": "type", "message": "unknown type \"x\": one of container, file, directory, unit, identity, shared-folder, network, volume"},
         ]})
     );
 }
@@ -1517,6 +1522,7 @@ fn a_writer_the_window_misses_is_warned_about() {
     );
     for source in ["/srv/data", "/srv/data/uploads", "/srv", "/", "vol"] {
         let warnings = lints(json!([
+            {"id": "vol", "type": "volume", "name": "vol"},
             writer("db", "/srv/data"),
             writer("app", source),
             holding.clone()

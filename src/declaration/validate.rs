@@ -27,6 +27,7 @@ mod fields;
 mod files;
 mod health;
 mod identities;
+mod networking;
 mod options;
 mod timing;
 mod units;
@@ -176,6 +177,16 @@ fn read_resource(
         RawResource::SharedFolder(mut f) => {
             let (id, module) = common(s, &mut f.id, &mut f.module, entry);
             let kind = identities::read_shared_folder(s, f, entry).map(ResourceKind::SharedFolder);
+            (id, module, kind)
+        }
+        RawResource::Network(mut n) => {
+            let (id, module) = common(s, &mut n.id, &mut n.module, entry);
+            let kind = networking::read_network(s, n, entry).map(ResourceKind::Network);
+            (id, module, kind)
+        }
+        RawResource::Volume(mut v) => {
+            let (id, module) = common(s, &mut v.id, &mut v.module, entry);
+            let kind = networking::read_volume(s, v, entry).map(ResourceKind::Volume);
             (id, module, kind)
         }
     };

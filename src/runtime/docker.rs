@@ -5,7 +5,7 @@
 
 use super::{
     CgroupDriver, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec, ContainerSummary,
-    EventStream, RuntimeError,
+    EventStream, NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError, VolumeInfo, VolumeSpec,
 };
 
 mod client;
@@ -14,6 +14,7 @@ mod events;
 mod health;
 mod images;
 mod network_none;
+mod networking;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};
 
@@ -80,6 +81,34 @@ impl ContainerRuntime for DockerRuntime {
 
     async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
         events::events(self, names).await
+    }
+
+    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
+        networking::network(self, name).await
+    }
+
+    async fn create_network(&self, spec: &NetworkSpec) -> Result<(), RuntimeError> {
+        networking::create_network(self, spec).await
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
+        networking::remove_network(self, name).await
+    }
+
+    async fn connect(&self, container: &str, attach: &NetworkAttach) -> Result<(), RuntimeError> {
+        networking::connect(self, container, attach).await
+    }
+
+    async fn disconnect(&self, container: &str, network: &str) -> Result<(), RuntimeError> {
+        networking::disconnect(self, container, network).await
+    }
+
+    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError> {
+        networking::volume(self, name).await
+    }
+
+    async fn create_volume(&self, spec: &VolumeSpec) -> Result<(), RuntimeError> {
+        networking::create_volume(self, spec).await
     }
 }
 
@@ -219,6 +248,51 @@ mod tests {
     }
 
     #[test]
+    fn the_first_network_is_joined_at_create_with_its_aliases_and_address() {
+        let spec = ContainerSpec {
+            name: "db".into(),
+            image: "r/db@sha256:00".into(),
+            networks: vec![
+                crate::runtime::NetworkAttach {
+                    network: "back".into(),
+                    aliases: vec!["database".into()],
+                    ipv4_address: Some("10.5.0.9".parse().expect("address")),
+                },
+                crate::runtime::NetworkAttach {
+                    network: "front".into(),
+                    ..Default::default()
+                },
+            ],
+            restart: RestartPolicy::OnFailure,
+            ..Default::default()
+        };
+        let body = create_body(&spec);
+        let host = body.host_config.expect("host config");
+        assert_eq!(host.network_mode.as_deref(), Some("back"));
+        assert_eq!(
+            host.restart_policy.and_then(|p| p.name),
+            Some(RestartPolicyNameEnum::ON_FAILURE)
+        );
+        let endpoints = body
+            .networking_config
+            .and_then(|n| n.endpoints_config)
+            .expect("endpoints");
+        assert_eq!(
+            endpoints.len(),
+            1,
+            "Docker 20.10 takes one network at create"
+        );
+        let back = &endpoints["back"];
+        assert_eq!(back.aliases.as_deref(), Some(&["database".to_string()][..]));
+        assert_eq!(
+            back.ipam_config
+                .as_ref()
+                .and_then(|c| c.ipv4_address.as_deref()),
+            Some("10.5.0.9")
+        );
+    }
+
+    #[test]
     fn create_body_carries_the_spec_and_the_managed_label() {
         let spec = ContainerSpec {
             name: "web".into(),
@@ -238,6 +312,7 @@ mod tests {
                 },
             ],
             network: Some("host".into()),
+            networks: Vec::new(),
             ports: Vec::new(),
             process: Default::default(),
             dns: vec!["10.0.0.53".parse().expect("literal address")],

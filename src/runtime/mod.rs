@@ -18,7 +18,9 @@ use futures_util::Stream;
 pub mod docker;
 #[cfg(any(test, feature = "fake-runtime"))]
 pub mod fake;
+pub mod networking;
 mod replace;
+pub use networking::{NetworkAttach, NetworkInfo, NetworkSpec, VolumeInfo, VolumeSpec};
 
 pub use docker::DockerRuntime;
 pub use replace::{
@@ -156,6 +158,32 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// yields. The stream ends, or yields an error, when the runtime closes
     /// the connection; the caller subscribes again.
     async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError>;
+
+    /// The network by this name; `None` when there is none.
+    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError>;
+
+    /// Creates a network, labelled [`LABEL_MANAGED`]. A name in use is
+    /// [`RuntimeError::Conflict`].
+    async fn create_network(&self, spec: &NetworkSpec) -> Result<(), RuntimeError>;
+
+    /// Removes a network no container is attached to. Missing is `Ok`; one
+    /// still in use is [`RuntimeError::Conflict`].
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError>;
+
+    /// Attaches a container (running or not) to a network with its
+    /// aliases and address.
+    async fn connect(&self, container: &str, attach: &NetworkAttach) -> Result<(), RuntimeError>;
+
+    /// Detaches a container from a network (forcibly: its endpoint goes
+    /// even while it runs). Not attached is `Ok`.
+    async fn disconnect(&self, container: &str, network: &str) -> Result<(), RuntimeError>;
+
+    /// The named volume by this name; `None` when there is none.
+    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError>;
+
+    /// Creates a named volume. One by that name that exists already is
+    /// left as it is (the caller compares it first).
+    async fn create_volume(&self, spec: &VolumeSpec) -> Result<(), RuntimeError>;
 }
 
 /// Stop a run (its own stop grace, then a kill if the stop fails) and read
@@ -248,8 +276,12 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     /// Bind mounts and volumes.
     pub mounts: Vec<MountSpec>,
-    /// `"host"`, `"none"` or a network name; `None` = the runtime's default.
+    /// `"host"`, `"none"` or a network name; `None` = the runtime's default
+    /// (or the first of `networks`).
     pub network: Option<String>,
+    /// Networks joined, with aliases and addresses; the first is the
+    /// container's own network (exclusive with `network`).
+    pub networks: Vec<NetworkAttach>,
     /// Ports published on the host.
     pub ports: Vec<PortSpec>,
     /// How its process starts and stops, what it may do and use; the
@@ -390,6 +422,10 @@ pub enum RestartPolicy {
     No,
     /// Restarted by the runtime unless stopped on purpose (services).
     UnlessStopped,
+    /// Restarted whenever it stops, and when the runtime starts.
+    Always,
+    /// Restarted only after a non-zero exit.
+    OnFailure,
 }
 
 /// What [`ContainerRuntime::inspect`] reports about a container.

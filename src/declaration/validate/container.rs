@@ -106,6 +106,14 @@ pub(super) fn read_container(
         })
         .collect();
 
+    let has_networks = !c.networks.is_absent();
+    let networks = super::networking::read_networks(s, c.networks);
+    if has_networks && network.is_some() {
+        s.at(
+            "networks",
+            "network and networks are exclusive: join one network with either, several with networks",
+        );
+    }
     let ports = read_ports(s, c.ports, network.as_ref());
 
     // Docker refuses the pair at create ("conflicting options: dns and the
@@ -189,6 +197,13 @@ pub(super) fn read_container(
         );
     }
 
+    if options.restart.is_some() && role_kind != RoleKind::Service {
+        s.at(
+            "restart",
+            "restart applies to a service container: a step runs once per fire and is never restarted",
+        );
+    }
+
     entry.kind = Kind::Container {
         role: role_kind,
         name: name.clone(),
@@ -215,6 +230,7 @@ pub(super) fn read_container(
         env_files,
         mounts,
         network,
+        networks,
         ports,
         dns,
         user,

@@ -8,7 +8,9 @@
 use super::fields::{Found, Sink};
 use crate::declaration::identity::AccountName;
 use crate::declaration::model::Resource;
-use crate::declaration::types::{AbsPath, ContainerName, ModuleName, ResourceId, UnitName};
+use crate::declaration::types::{
+    AbsPath, ContainerName, ModuleName, NetworkName, ResourceId, UnitName, VolumeName,
+};
 
 /// What a container is for, as far as other resources care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,8 @@ pub(super) enum Kind {
         gid: Option<u32>,
     },
     SharedFolder(Option<AbsPath>),
+    Network(Option<NetworkName>),
+    Volume(Option<VolumeName>),
     /// Not readable as any type.
     Unknown,
 }
@@ -47,6 +51,8 @@ impl Kind {
             Kind::Unit(_) => "a unit",
             Kind::Identity { .. } => "an identity",
             Kind::SharedFolder(_) => "a shared folder",
+            Kind::Network(_) => "a network",
+            Kind::Volume(_) => "a volume",
             Kind::Unknown => "a resource of unknown type",
         }
     }

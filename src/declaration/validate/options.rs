@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::fields::{key_path, no_nul, read_args, refuse_unknown, require, take, take_list, Sink};
 use crate::declaration::hints::Fields;
+use crate::declaration::networking::Restart;
 use crate::declaration::options::{
     sysctl_namespaced, ContainerOptions, Device, Tmpfs, Ulimit, CAPABILITIES, OWN_LABEL_PREFIXES,
     ULIMITS,
@@ -19,6 +20,41 @@ const MAX_STOP_GRACE_SECS: u64 = 3600;
 
 /// Most CPUs `cpus` takes.
 const MAX_CPUS: f64 = 1024.0;
+
+/// A map of strings (`labels`, `driver-opts`): names not empty, no NUL;
+/// with `own_refused`, names under mesh-host's own prefixes refused.
+pub(super) fn read_string_map(
+    s: &mut Sink,
+    field: &str,
+    raw: Field<BTreeMap<String, Field<String>>>,
+    own_refused: bool,
+) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for (key, value) in take(s, field, raw).unwrap_or_default() {
+        let path = key_path(field, &key);
+        let key_ok = if key.is_empty() {
+            s.at(&path, "a name must not be empty");
+            false
+        } else if let Some(prefix) = OWN_LABEL_PREFIXES
+            .iter()
+            .find(|p| own_refused && key.starts_with(**p))
+        {
+            s.at(
+                &path,
+                format!("{key:?}: labels under {prefix:?} are mesh-host's own"),
+            );
+            false
+        } else {
+            no_nul(s, &path, &key, "the name")
+        };
+        if let Some(value) = take(s, &path, value) {
+            if no_nul(s, &path, &value, "the value") && key_ok {
+                map.insert(key, value);
+            }
+        }
+    }
+    map
+}
 
 pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
     let entrypoint = read_args(s, "entrypoint", raw.entrypoint);
@@ -42,27 +78,17 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         }
         ok
     });
-    let mut labels = BTreeMap::new();
-    for (key, value) in take(s, "labels", raw.labels).unwrap_or_default() {
-        let path = key_path("labels", &key);
-        let key_ok = if key.is_empty() {
-            s.at(&path, "a label's name must not be empty");
-            false
-        } else if let Some(prefix) = OWN_LABEL_PREFIXES.iter().find(|p| key.starts_with(**p)) {
+    let labels = read_string_map(s, "labels", raw.labels, true);
+    let restart = take(s, "restart", raw.restart).and_then(|word| {
+        let restart = Restart::parse(&word);
+        if restart.is_none() {
             s.at(
-                &path,
-                format!("{key:?}: labels under {prefix:?} are mesh-host's own"),
+                "restart",
+                format!("{word:?} is not a restart policy: \"unless-stopped\", \"always\", \"on-failure\" or \"no\""),
             );
-            false
-        } else {
-            no_nul(s, &path, &key, "the label's name")
-        };
-        if let Some(value) = take(s, &path, value) {
-            if no_nul(s, &path, &value, "the value") && key_ok {
-                labels.insert(key, value);
-            }
         }
-    }
+        restart
+    });
     let stop_signal = take(s, "stop-signal", raw.stop_signal).filter(|sig| {
         let ok = signal_ok(sig);
         if !ok {
@@ -167,6 +193,7 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         working_dir,
         hostname,
         labels,
+        restart,
         stop_signal,
         stop_grace,
         init,
@@ -367,7 +394,7 @@ fn capabilities(s: &mut Sink, field: &str, items: Vec<(String, String)>) -> Vec<
 }
 
 /// RFC 1123 host name: labels of letters, digits and '-', dot-separated.
-fn hostname_ok(name: &str) -> bool {
+pub(super) fn hostname_ok(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && name.split('.').all(|label| {

@@ -10,7 +10,8 @@ use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
     ContainerSummaryStateEnum, DeviceMapping, HostConfig, HostConfigLogConfig, Mount, MountType,
-    PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart, RestartPolicyNameEnum,
+    NetworkingConfig, PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart,
+    RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
@@ -140,7 +141,17 @@ pub(super) async fn create(
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
     }
-    create_as(rt, &spec.name, &spec.image, body).await
+    let id = create_as(rt, &spec.name, &spec.image, body).await?;
+    // Docker 20.10 takes one network at create; the others are joined
+    // before the first start. A join that fails leaves no half-made
+    // container behind.
+    for attach in spec.networks.iter().skip(1) {
+        if let Err(e) = super::networking::connect(rt, &spec.name, attach).await {
+            let _ = remove(rt, &spec.name).await;
+            return Err(e);
+        }
+    }
+    Ok(id)
 }
 
 /// One create request of `body` (of `image`) under `name`.
@@ -555,6 +566,8 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
     let restart = match spec.restart {
         RestartPolicy::No => RestartPolicyNameEnum::NO,
         RestartPolicy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
+        RestartPolicy::Always => RestartPolicyNameEnum::ALWAYS,
+        RestartPolicy::OnFailure => RestartPolicyNameEnum::ON_FAILURE,
     };
     // One key per container port and protocol, each with its bindings.
     let mut bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
@@ -615,7 +628,10 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
                 })
                 .collect()
         }),
-        network_mode: spec.network.clone(),
+        network_mode: spec
+            .network
+            .clone()
+            .or_else(|| spec.networks.first().map(|n| n.network.clone())),
         dns: Some(spec.dns.iter().map(|ip| ip.to_string()).collect()),
         restart_policy: Some(DockerRestart {
             name: Some(restart),
@@ -641,6 +657,12 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         hostname: p.hostname.clone(),
         stop_signal: p.stop_signal.clone(),
         stop_timeout: signed(p.stop_grace),
+        networking_config: spec.networks.first().map(|first| NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                first.network.clone(),
+                super::networking::endpoint(first),
+            )])),
+        }),
         ..Default::default()
     }
 }

@@ -19,7 +19,8 @@ use tokio::sync::{mpsc, Notify};
 
 use super::{
     CgroupDriver, ContainerEvent, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime,
-    ContainerSpec, ContainerSummary, EventStream, RuntimeError, LABEL_MANAGED, MANAGED_VALUE,
+    ContainerSpec, ContainerSummary, EventStream, NetworkAttach, NetworkInfo, NetworkSpec,
+    RuntimeError, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Exit code of a container ended by SIGKILL (128 + 9), as Docker reports it.
@@ -59,8 +60,23 @@ pub enum Call {
     CgroupDriver,
     /// [`ContainerRuntime::events`] for those names.
     Events(Vec<String>),
+    /// [`ContainerRuntime::network`].
+    Network(String),
+    /// [`ContainerRuntime::create_network`].
+    CreateNetwork(String),
+    /// [`ContainerRuntime::remove_network`].
+    RemoveNetwork(String),
+    /// [`ContainerRuntime::connect`]: container, network.
+    Connect(String, String),
+    /// [`ContainerRuntime::disconnect`]: container, network.
+    Disconnect(String, String),
+    /// [`ContainerRuntime::volume`].
+    Volume(String),
+    /// [`ContainerRuntime::create_volume`].
+    CreateVolume(String),
 }
 
+mod networks;
 mod scripting;
 mod volumes;
 
@@ -161,6 +177,10 @@ struct State {
     image_volumes: HashMap<String, Vec<String>>,
     /// Every volume that exists (none is ever deleted).
     volumes: BTreeSet<String>,
+    /// What each volume made by `create_volume` was made with.
+    volume_info: BTreeMap<String, VolumeInfo>,
+    /// Every network, by name (its containers read from theirs).
+    networks: BTreeMap<String, NetworkInfo>,
 }
 
 impl State {
@@ -650,6 +670,34 @@ impl ContainerRuntime for FakeRuntime {
             receiver,
             |mut receiver| async move { receiver.recv().await.map(|event| (Ok(event), receiver)) },
         )))
+    }
+
+    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
+        self.network_of(name)
+    }
+
+    async fn create_network(&self, spec: &NetworkSpec) -> Result<(), RuntimeError> {
+        self.create_network_of(spec)
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
+        self.remove_network_of(name)
+    }
+
+    async fn connect(&self, container: &str, attach: &NetworkAttach) -> Result<(), RuntimeError> {
+        self.connect_of(container, attach)
+    }
+
+    async fn disconnect(&self, container: &str, network: &str) -> Result<(), RuntimeError> {
+        self.disconnect_of(container, network)
+    }
+
+    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError> {
+        self.volume_of(name)
+    }
+
+    async fn create_volume(&self, spec: &VolumeSpec) -> Result<(), RuntimeError> {
+        self.create_volume_of(spec)
     }
 }
 

@@ -1,0 +1,459 @@
+//! Networks and volumes, made before every other resource so that any
+//! container may join or mount them (CONTRACT "Compose").
+//!
+//! | found | network | volume |
+//! |---|---|---|
+//! | missing | `created` | `created` |
+//! | as declared | `unchanged` | `unchanged` |
+//! | other settings | made again, containers attached again: `recreated` | `failed`, never changed |
+//! | other settings, not mesh-host's | `failed`, never changed | `failed` |
+//! | no longer declared | `removed`, or `kept` while a container uses it | `kept`, never removed |
+//!
+//! The store documents [`NETWORKS`] and [`VOLUMES`] record what this state
+//! directory made or declared, so that a removal touches only a network it
+//! made, and a volume that leaves the declaration is said once.
+
+use std::collections::BTreeMap;
+
+use super::{Action, Run};
+use crate::declaration::{Container, NetworkResource, VolumeResource};
+use crate::runtime::{
+    NetworkAttach, NetworkInfo, NetworkSpec, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
+};
+
+/// Store document: the networks this state directory made, name → id.
+pub const NETWORKS: &str = "networks";
+/// Store document: the volumes declared, name → id.
+pub const VOLUMES: &str = "volumes";
+
+type Record = BTreeMap<String, String>;
+
+/// The settings of `live` that differ from `declared`, by name.
+fn network_changes(declared: &NetworkResource, live: &NetworkInfo) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    if declared.driver != live.driver {
+        changed.push("driver");
+    }
+    if let Some(subnet) = declared.subnet {
+        if live.subnet.as_deref() != Some(subnet.to_string().as_str()) {
+            changed.push("subnet");
+        }
+    }
+    if let Some(gateway) = declared.gateway {
+        if live.gateway.as_deref() != Some(gateway.to_string().as_str()) {
+            changed.push("gateway");
+        }
+    }
+    if declared.internal != live.internal {
+        changed.push("internal");
+    }
+    let mut labels = declared.labels.clone();
+    labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
+    if labels != live.labels {
+        changed.push("labels");
+    }
+    changed
+}
+
+fn network_spec(n: &NetworkResource) -> NetworkSpec {
+    NetworkSpec {
+        name: n.name.to_string(),
+        driver: n.driver.clone(),
+        subnet: n.subnet.map(|s| s.to_string()),
+        gateway: n.gateway.map(|g| g.to_string()),
+        internal: n.internal,
+        labels: n.labels.clone(),
+    }
+}
+
+/// How `c` joins `network` as declared (`None`: it does not).
+pub fn attach_of(c: &Container, network: &str) -> Option<NetworkAttach> {
+    if let Some(join) = c.networks.iter().find(|j| j.name.as_str() == network) {
+        return Some(NetworkAttach {
+            network: network.to_owned(),
+            aliases: join.aliases.clone(),
+            ipv4_address: join.ipv4_address,
+        });
+    }
+    match &c.network {
+        Some(crate::declaration::Network::Named(n)) if n.as_str() == network => {
+            Some(NetworkAttach {
+                network: network.to_owned(),
+                ..Default::default()
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Run<'_> {
+    fn record(&mut self, doc: &str, id: &str) -> Option<Record> {
+        match self.applier.store.load::<Record>(doc) {
+            Ok(r) => Some(r.unwrap_or_default()),
+            Err(e) => {
+                self.push(id, Action::Failed, Some(e.to_string()));
+                None
+            }
+        }
+    }
+
+    fn save_record(&mut self, doc: &str, record: &Record) -> Result<(), String> {
+        if self.preview {
+            return Ok(());
+        }
+        self.applier
+            .store
+            .save(doc, record)
+            .map_err(|e| format!("cannot record it: {e}"))
+    }
+
+    /// Every declared volume, then every declared network: made, compared,
+    /// or made again, before any container needs them.
+    pub(super) async fn networks_and_volumes(&mut self) {
+        let decl = self.decl;
+        for (res, volume) in decl.volumes() {
+            self.volume(res.id.as_str(), volume).await;
+        }
+        for (res, network) in decl.networks() {
+            self.network(res.id.as_str(), network).await;
+        }
+    }
+
+    /// Mark `what` (`volume X`, `network X`) unusable by the containers of
+    /// this apply, for `reason`, and fail its line.
+    fn unusable(&mut self, id: &str, what: String, reason: String) {
+        self.unusable.insert(what, reason.clone());
+        self.push(id, Action::Failed, Some(reason));
+    }
+
+    async fn volume(&mut self, id: &str, volume: &VolumeResource) {
+        let name = volume.name.to_string();
+        let what = format!("volume {name}");
+        let live = match self.runtime().volume(&name).await {
+            Ok(live) => live,
+            Err(e) => return self.unusable(id, what, crate::runtime::explain(&e)),
+        };
+        match live {
+            Some(live) => {
+                let mut differs = Vec::new();
+                if live.driver != volume.driver {
+                    differs.push(format!(
+                        "driver {} (declared {})",
+                        live.driver, volume.driver
+                    ));
+                }
+                if live.driver_opts != volume.driver_opts {
+                    differs.push(format!(
+                        "driver-opts {} (declared {})",
+                        serde_json::to_string(&live.driver_opts).unwrap_or_default(),
+                        serde_json::to_string(&volume.driver_opts).unwrap_or_default()
+                    ));
+                }
+                if !differs.is_empty() {
+                    let reason = format!(
+                        "volume {name} exists with {}: mesh-host never changes a volume; \
+                         declare it as it is, or move its data and remove it yourself",
+                        differs.join(", ")
+                    );
+                    return self.unusable(id, what, reason);
+                }
+                self.push(id, Action::Unchanged, None);
+            }
+            None if self.preview => self.push(id, Action::Created, Some(what)),
+            None => {
+                let spec = VolumeSpec {
+                    name: name.clone(),
+                    driver: volume.driver.clone(),
+                    driver_opts: volume.driver_opts.clone(),
+                    labels: volume.labels.clone(),
+                };
+                if let Err(e) = self.runtime().create_volume(&spec).await {
+                    return self.unusable(id, what, crate::runtime::explain(&e));
+                }
+                self.push(id, Action::Created, Some(what));
+            }
+        }
+        let Some(mut record) = self.record(VOLUMES, id) else {
+            return;
+        };
+        if record.get(&name).map(String::as_str) != Some(id) {
+            record.insert(name, id.to_owned());
+            if let Err(e) = self.save_record(VOLUMES, &record) {
+                self.warnings.push(format!("volume {}: {e}", volume.name));
+            }
+        }
+    }
+
+    async fn network(&mut self, id: &str, network: &NetworkResource) {
+        let name = network.name.to_string();
+        let what = format!("network {name}");
+        let live = match self.runtime().network(&name).await {
+            Ok(live) => live,
+            Err(e) => return self.unusable(id, what, crate::runtime::explain(&e)),
+        };
+        let Some(live) = live else {
+            if !self.preview {
+                if let Err(e) = self.runtime().create_network(&network_spec(network)).await {
+                    return self.unusable(id, what, crate::runtime::explain(&e));
+                }
+            }
+            self.made_network(id, &name);
+            return self.push(id, Action::Created, Some(what));
+        };
+        let changes = network_changes(network, &live);
+        if changes.is_empty() {
+            return self.push(id, Action::Unchanged, None);
+        }
+        let changed = format!("{} changed", changes.join(", "));
+        let ours = live.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE);
+        if !ours {
+            let reason = format!(
+                "network {name} exists with other settings ({changed}) and was not made by \
+                 mesh-host: it is never changed; remove it, or declare it as it is"
+            );
+            return self.unusable(id, what, reason);
+        }
+        let declared: BTreeMap<&str, &Container> = self
+            .decl
+            .containers()
+            .map(|(_, c)| (c.name.as_str(), c))
+            .collect();
+        let foreign: Vec<&str> = live
+            .containers
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !declared.contains_key(c))
+            .collect();
+        if !foreign.is_empty() {
+            let reason = format!(
+                "{changed}, but {} the declaration does not own {} attached: it is made again \
+                 only once they leave it",
+                foreign.join(", "),
+                if foreign.len() == 1 { "is" } else { "are" }
+            );
+            return self.unusable(id, what, reason);
+        }
+        let attached = live.containers.clone();
+        let again = if attached.is_empty() {
+            String::new()
+        } else {
+            format!("; attached again: {}", attached.join(", "))
+        };
+        if self.preview {
+            return self.push(id, Action::Recreated, Some(format!("{changed}{again}")));
+        }
+        if let Err(reason) = self.make_again(network, &attached, &declared).await {
+            return self.unusable(id, what, format!("{changed}: {reason}"));
+        }
+        self.made_network(id, &name);
+        self.push(id, Action::Recreated, Some(format!("{changed}{again}")));
+    }
+
+    /// Detach every container, remove the network, make it as declared and
+    /// attach each container again as it declares.
+    async fn make_again(
+        &mut self,
+        network: &NetworkResource,
+        attached: &[String],
+        declared: &BTreeMap<&str, &Container>,
+    ) -> Result<(), String> {
+        let name = network.name.as_str();
+        let rt = self.applier.runtime.clone();
+        for c in attached {
+            rt.disconnect(c, name)
+                .await
+                .map_err(|e| crate::runtime::explain(&e))?;
+        }
+        rt.remove_network(name)
+            .await
+            .map_err(|e| crate::runtime::explain(&e))?;
+        rt.create_network(&network_spec(network))
+            .await
+            .map_err(|e| crate::runtime::explain(&e))?;
+        let mut failed = Vec::new();
+        for c in attached {
+            let attach = declared
+                .get(c.as_str())
+                .and_then(|d| attach_of(d, name))
+                .unwrap_or_else(|| NetworkAttach {
+                    network: name.to_owned(),
+                    ..Default::default()
+                });
+            if let Err(e) = rt.connect(c, &attach).await {
+                failed.push(format!("{c}: {}", crate::runtime::explain(&e)));
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "made again, but not attached again: {}",
+                failed.join("; ")
+            ))
+        }
+    }
+
+    fn made_network(&mut self, id: &str, name: &str) {
+        let Some(mut record) = self.record(NETWORKS, id) else {
+            return;
+        };
+        if record.get(name).map(String::as_str) == Some(id) {
+            return;
+        }
+        record.insert(name.to_owned(), id.to_owned());
+        if let Err(e) = self.save_record(NETWORKS, &record) {
+            self.warnings.push(format!("network {name}: {e}"));
+        }
+    }
+
+    /// After the containers: remove each network this state directory made
+    /// and no longer declares, unless a container still uses it; say once
+    /// of each volume no longer declared that it is kept.
+    pub(super) async fn remove_networks_and_volumes(&mut self) {
+        let declared_networks: Vec<String> = self
+            .decl
+            .networks()
+            .map(|(_, n)| n.name.to_string())
+            .collect();
+        let declared_volumes: Vec<String> = self
+            .decl
+            .volumes()
+            .map(|(_, v)| v.name.to_string())
+            .collect();
+        let load = |doc: &str| self.applier.store.load::<Record>(doc);
+        let (networks, volumes) = match (load(NETWORKS), load(VOLUMES)) {
+            (Ok(n), Ok(v)) => (n.unwrap_or_default(), v.unwrap_or_default()),
+            (Err(e), _) | (_, Err(e)) => {
+                self.ok = false;
+                self.warnings.push(format!(
+                    "networks and volumes no longer declared are not looked at: {e}"
+                ));
+                return;
+            }
+        };
+        let mut kept_networks = networks.clone();
+        for (name, id) in networks
+            .iter()
+            .filter(|(n, _)| !declared_networks.contains(n))
+        {
+            match self.runtime().network(name).await {
+                Ok(None) => {
+                    kept_networks.remove(name);
+                }
+                Ok(Some(live)) if !live.containers.is_empty() => {
+                    let reason = format!(
+                        "network {name} is no longer declared, but {} still {} it",
+                        live.containers.join(", "),
+                        if live.containers.len() == 1 {
+                            "uses"
+                        } else {
+                            "use"
+                        }
+                    );
+                    self.push(id, Action::Other("kept".into()), Some(reason));
+                }
+                Ok(Some(_)) if self.preview => {
+                    self.push(id, Action::Removed, Some(format!("network {name}")));
+                }
+                Ok(Some(_)) => match self.runtime().remove_network(name).await {
+                    Ok(()) => {
+                        kept_networks.remove(name);
+                        self.push(id, Action::Removed, Some(format!("network {name}")));
+                    }
+                    Err(e) => self.push(id, Action::Failed, Some(crate::runtime::explain(&e))),
+                },
+                Err(e) => self.push(id, Action::Failed, Some(crate::runtime::explain(&e))),
+            }
+        }
+        if kept_networks != networks {
+            if let Err(e) = self.save_record(NETWORKS, &kept_networks) {
+                self.warnings.push(format!("networks: {e}"));
+            }
+        }
+        let mut kept_volumes = volumes.clone();
+        for (name, id) in volumes
+            .iter()
+            .filter(|(n, _)| !declared_volumes.contains(n))
+        {
+            let reason = format!(
+                "volume {name} is no longer declared; mesh-host never removes a volume: \
+                 `docker volume rm {name}` frees it, and its data"
+            );
+            self.push(id, Action::Other("kept".into()), Some(reason));
+            kept_volumes.remove(name);
+        }
+        if kept_volumes != volumes {
+            if let Err(e) = self.save_record(VOLUMES, &kept_volumes) {
+                self.warnings.push(format!("volumes: {e}"));
+            }
+        }
+    }
+
+    /// Why `c` cannot be made in this apply: a volume it mounts or a
+    /// network it joins that failed.
+    pub(super) fn unusable_for(&self, c: &Container) -> Option<String> {
+        if self.unusable.is_empty() {
+            return None;
+        }
+        let mut uses: Vec<String> = c
+            .mounts
+            .iter()
+            .filter_map(|m| match &m.source {
+                crate::declaration::MountSource::Volume(v) => Some(format!("volume {v}")),
+                _ => None,
+            })
+            .collect();
+        uses.extend(c.networks.iter().map(|n| format!("network {}", n.name)));
+        if let Some(crate::declaration::Network::Named(n)) = &c.network {
+            uses.push(format!("network {n}"));
+        }
+        uses.into_iter()
+            .find_map(|what| self.unusable.get(&what).map(|why| format!("{what}: {why}")))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn declared(subnet: Option<&str>) -> NetworkResource {
+        NetworkResource {
+            name: "back".try_into().unwrap(),
+            driver: "bridge".into(),
+            subnet: subnet.map(|s| s.parse().unwrap()),
+            gateway: None,
+            internal: false,
+            labels: BTreeMap::new(),
+        }
+    }
+
+    fn live(subnet: &str) -> NetworkInfo {
+        NetworkInfo {
+            name: "back".into(),
+            driver: "bridge".into(),
+            subnet: Some(subnet.into()),
+            gateway: Some("10.1.0.1".into()),
+            internal: false,
+            labels: BTreeMap::from([(LABEL_MANAGED.into(), MANAGED_VALUE.into())]),
+            containers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_declared_settings_are_compared_and_each_change_is_named() {
+        assert!(network_changes(&declared(None), &live("10.1.0.0/24")).is_empty());
+        assert!(network_changes(&declared(Some("10.1.0.0/24")), &live("10.1.0.0/24")).is_empty());
+        assert_eq!(
+            network_changes(&declared(Some("10.2.0.0/24")), &live("10.1.0.0/24")),
+            vec!["subnet"]
+        );
+        let mut labelled = declared(None);
+        labelled.labels.insert("tier".into(), "back".into());
+        labelled.internal = true;
+        assert_eq!(
+            network_changes(&labelled, &live("10.1.0.0/24")),
+            vec!["internal", "labels"]
+        );
+    }
+}

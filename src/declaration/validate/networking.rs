@@ -1,0 +1,242 @@
+//! Validation of networks and volumes (CONTRACT "Compose"): the `network`
+//! and `volume` resources, a container's `networks`, and what spans them
+//! (names declared once, a fixed address inside its network's subnet).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::entry::{Entry, Kind};
+use super::fields::{check, no_nul, refuse_unknown, require, take, take_list, Found, Sink};
+use super::options::read_string_map;
+use crate::declaration::hints::Fields;
+use crate::declaration::model::{Resource, ResourceKind};
+use crate::declaration::networking::{
+    NetworkJoin, NetworkResource, Subnet, VolumeResource, RUNTIME_NETWORKS,
+};
+use crate::declaration::raw::{Field, List, RawNetwork, RawNetworkJoin, RawVolume};
+use crate::declaration::types::{NetworkName, VolumeName};
+
+/// A driver's name: what Docker takes (a plugin's may hold `/` and `:`).
+fn driver(s: &mut Sink, raw: Field<String>, default: &str) -> Option<String> {
+    let Some(name) = take(s, "driver", raw) else {
+        return Some(default.to_owned());
+    };
+    let ok = !name.is_empty()
+        && name.len() <= 255
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':'));
+    if !ok {
+        s.at(
+            "driver",
+            format!("{name:?} is not a driver name: letters, digits, '-', '_', '.', '/' and ':'"),
+        );
+        return None;
+    }
+    Some(name)
+}
+
+/// `type: "network"`.
+pub(super) fn read_network(
+    s: &mut Sink,
+    r: RawNetwork,
+    entry: &mut Entry,
+) -> Option<NetworkResource> {
+    refuse_unknown(s, "", r.unknown, Fields::Resource("network"));
+    let name = require(s, "name", r.name).and_then(|n| {
+        if RUNTIME_NETWORKS.contains(&n.as_str()) {
+            s.at(
+                "name",
+                format!("{n:?} is the runtime's own network: declare a network of another name"),
+            );
+            return None;
+        }
+        check(s, "name", NetworkName::try_from(n))
+    });
+    entry.kind = Kind::Network(name.clone());
+    let driver = driver(s, r.driver, "bridge");
+    let subnet = take(s, "subnet", r.subnet).and_then(|t| check(s, "subnet", t.parse::<Subnet>()));
+    let gateway = take(s, "gateway", r.gateway).and_then(|t| match t.parse::<IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => {
+            s.at("gateway", format!("{t:?} is not an IP address"));
+            None
+        }
+    });
+    if let Some(gateway) = gateway {
+        match subnet {
+            Some(subnet) if !subnet.contains(gateway) => {
+                s.at("gateway", format!("{gateway} is not in subnet {subnet}"))
+            }
+            None => s.at(
+                "gateway",
+                "gateway needs a subnet: the runtime picks both, or neither",
+            ),
+            _ => {}
+        }
+    }
+    let internal = take(s, "internal", r.internal).unwrap_or(false);
+    let labels = read_string_map(s, "labels", r.labels, true);
+    Some(NetworkResource {
+        name: name?,
+        driver: driver?,
+        subnet,
+        gateway,
+        internal,
+        labels,
+    })
+}
+
+/// `type: "volume"`.
+pub(super) fn read_volume(s: &mut Sink, r: RawVolume, entry: &mut Entry) -> Option<VolumeResource> {
+    refuse_unknown(s, "", r.unknown, Fields::Resource("volume"));
+    let name = require(s, "name", r.name).and_then(|n| check(s, "name", VolumeName::try_from(n)));
+    entry.kind = Kind::Volume(name.clone());
+    let driver = driver(s, r.driver, "local");
+    let driver_opts = read_string_map(s, "driver-opts", r.driver_opts, false);
+    let labels = read_string_map(s, "labels", r.labels, true);
+    Some(VolumeResource {
+        name: name?,
+        driver: driver?,
+        driver_opts,
+        labels,
+    })
+}
+
+/// A container's `networks`: each named once, its aliases host names.
+pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<NetworkJoin> {
+    let mut joins: Vec<NetworkJoin> = Vec::new();
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for (path, raw) in take_list(s, "networks", raw) {
+        refuse_unknown(s, &path, raw.unknown, Fields::NetworkJoin);
+        let name_field = format!("{path}.name");
+        let name = require(s, &name_field, raw.name).and_then(|n| {
+            if n == "host" || n == "none" {
+                s.at(
+                    &name_field,
+                    format!("{n:?} is a network mode: give it as \"network\", alone"),
+                );
+                return None;
+            }
+            check(s, &name_field, NetworkName::try_from(n))
+        });
+        let mut aliases = Vec::new();
+        for (field, alias) in take_list(s, &format!("{path}.aliases"), raw.aliases) {
+            if super::options::hostname_ok(&alias) && no_nul(s, &field, &alias, "an alias") {
+                aliases.push(alias);
+            } else {
+                s.at(
+                    &field,
+                    format!("{alias:?} is not a host name: letters, digits, '-' and '.'"),
+                );
+            }
+        }
+        let address_field = format!("{path}.ipv4-address");
+        let ipv4_address =
+            take(s, &address_field, raw.ipv4_address).and_then(|t| match t.parse::<Ipv4Addr>() {
+                Ok(ip) => Some(ip),
+                Err(_) => {
+                    s.at(&address_field, format!("{t:?} is not an IPv4 address"));
+                    None
+                }
+            });
+        let Some(name) = name else { continue };
+        if let Some(first) = seen.get(name.as_str()) {
+            s.at(
+                &name_field,
+                format!("{:?} is already joined at {first}", name.as_str()),
+            );
+            continue;
+        }
+        seen.insert(name.to_string(), name_field);
+        joins.push(NetworkJoin {
+            name,
+            aliases,
+            ipv4_address,
+        });
+    }
+    joins
+}
+
+/// Pass two: each network and volume declared once by name; a container's
+/// fixed address inside its declared network's subnet (the runtime takes
+/// a fixed address only on a network with a subnet of its user's).
+pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
+    let mut networks: HashMap<&str, (&Entry, Option<&NetworkResource>)> = HashMap::new();
+    let mut volumes: HashMap<&str, &Entry> = HashMap::new();
+    for entry in entries {
+        match &entry.kind {
+            Kind::Network(Some(name)) => {
+                let built = match &entry.built {
+                    Some(Resource {
+                        kind: ResourceKind::Network(n),
+                        ..
+                    }) => Some(n),
+                    _ => None,
+                };
+                if let Some((first, _)) = networks.get(name.as_str()) {
+                    entry.sink(found).at(
+                        "name",
+                        format!(
+                            "{:?} is already the name of network {}",
+                            name.as_str(),
+                            first.label
+                        ),
+                    );
+                    continue;
+                }
+                networks.insert(name.as_str(), (entry, built));
+            }
+            Kind::Volume(Some(name)) => {
+                if let Some(first) = volumes.get(name.as_str()) {
+                    entry.sink(found).at(
+                        "name",
+                        format!(
+                            "{:?} is already the name of volume {}",
+                            name.as_str(),
+                            first.label
+                        ),
+                    );
+                    continue;
+                }
+                volumes.insert(name.as_str(), entry);
+            }
+            _ => {}
+        }
+    }
+    for entry in entries {
+        let Some(Resource {
+            kind: ResourceKind::Container(c),
+            ..
+        }) = &entry.built
+        else {
+            continue;
+        };
+        for (i, join) in c.networks.iter().enumerate() {
+            let Some(address) = join.ipv4_address else {
+                continue;
+            };
+            let Some((_, Some(network))) = networks.get(join.name.as_str()) else {
+                continue;
+            };
+            let field = format!("networks[{i}].ipv4-address");
+            match network.subnet {
+                None => entry.sink(found).at(
+                    field,
+                    format!(
+                        "network {} is declared without a subnet: a fixed address needs one",
+                        join.name
+                    ),
+                ),
+                Some(subnet) if !subnet.contains(IpAddr::V4(address)) => entry.sink(found).at(
+                    field,
+                    format!(
+                        "{address} is not in subnet {subnet} of network {}",
+                        join.name
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Networks and volumes through the Docker client: inspect, create,
+//! remove (networks only: mesh-host never removes a volume), and a
+//! container attached to or detached from a network.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bollard::errors::Error as BollardError;
+use bollard::models::{
+    EndpointIpamConfig, EndpointSettings, Ipam, IpamConfig, NetworkConnectRequest,
+    NetworkCreateRequest, NetworkDisconnectRequest, VolumeCreateRequest,
+};
+
+use super::client::DockerRuntime;
+use crate::runtime::{
+    NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError, VolumeInfo, VolumeSpec, LABEL_MANAGED,
+    MANAGED_VALUE,
+};
+
+fn is_missing(err: &BollardError) -> bool {
+    matches!(
+        err,
+        BollardError::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+fn sorted(map: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
+    map.unwrap_or_default().into_iter().collect()
+}
+
+/// The endpoint settings of `attach` (aliases and a fixed address).
+pub(super) fn endpoint(attach: &NetworkAttach) -> EndpointSettings {
+    EndpointSettings {
+        aliases: (!attach.aliases.is_empty()).then(|| attach.aliases.clone()),
+        ipam_config: attach.ipv4_address.map(|ip| EndpointIpamConfig {
+            ipv4_address: Some(ip.to_string()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+pub(super) async fn network(
+    rt: &DockerRuntime,
+    name: &str,
+) -> Result<Option<NetworkInfo>, RuntimeError> {
+    let answer = match rt.docker.inspect_network(name, None).await {
+        Ok(answer) => answer,
+        Err(e) if is_missing(&e) => return Ok(None),
+        Err(e) => {
+            return Err(rt.error(
+                &format!("inspect network {name}"),
+                &format!("network {name}"),
+                e,
+            ))
+        }
+    };
+    let first = answer
+        .ipam
+        .and_then(|ipam| ipam.config)
+        .and_then(|configs| configs.into_iter().next())
+        .unwrap_or_default();
+    let mut containers: Vec<String> = answer
+        .containers
+        .unwrap_or_default()
+        .into_values()
+        .filter_map(|c| c.name)
+        .collect();
+    containers.sort();
+    Ok(Some(NetworkInfo {
+        name: answer.name.unwrap_or_else(|| name.to_owned()),
+        driver: answer.driver.unwrap_or_default(),
+        subnet: first.subnet.filter(|s| !s.is_empty()),
+        gateway: first.gateway.filter(|g| !g.is_empty()),
+        internal: answer.internal.unwrap_or(false),
+        labels: sorted(answer.labels),
+        containers,
+    }))
+}
+
+pub(super) async fn create_network(
+    rt: &DockerRuntime,
+    spec: &NetworkSpec,
+) -> Result<(), RuntimeError> {
+    let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
+    labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
+    let ipam = spec.subnet.as_ref().map(|subnet| Ipam {
+        config: Some(vec![IpamConfig {
+            subnet: Some(subnet.clone()),
+            gateway: spec.gateway.clone(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    let request = NetworkCreateRequest {
+        name: spec.name.clone(),
+        driver: Some(spec.driver.clone()),
+        internal: Some(spec.internal),
+        ipam,
+        labels: Some(labels),
+        ..Default::default()
+    };
+    rt.docker
+        .create_network(request)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            rt.error(
+                &format!("create network {}", spec.name),
+                &format!("network {}", spec.name),
+                e,
+            )
+        })
+}
+
+pub(super) async fn remove_network(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
+    match rt.docker.remove_network(name).await {
+        Ok(()) => Ok(()),
+        Err(e) if is_missing(&e) => Ok(()),
+        // Docker answers 403 for a network with endpoints.
+        Err(BollardError::DockerResponseServerError {
+            status_code: 403 | 409,
+            message,
+        }) => Err(RuntimeError::Conflict {
+            what: format!("network {name}"),
+            reason: message,
+        }),
+        Err(e) => Err(rt.error(
+            &format!("remove network {name}"),
+            &format!("network {name}"),
+            e,
+        )),
+    }
+}
+
+pub(super) async fn connect(
+    rt: &DockerRuntime,
+    container: &str,
+    attach: &NetworkAttach,
+) -> Result<(), RuntimeError> {
+    let request = NetworkConnectRequest {
+        container: container.to_owned(),
+        endpoint_config: Some(endpoint(attach)),
+    };
+    rt.docker
+        .connect_network(&attach.network, request)
+        .await
+        .map_err(|e| {
+            rt.error(
+                &format!(
+                    "connect container {container} to network {}",
+                    attach.network
+                ),
+                &format!("network {}", attach.network),
+                e,
+            )
+        })
+}
+
+pub(super) async fn disconnect(
+    rt: &DockerRuntime,
+    container: &str,
+    network: &str,
+) -> Result<(), RuntimeError> {
+    let request = NetworkDisconnectRequest {
+        container: container.to_owned(),
+        force: Some(true),
+    };
+    match rt.docker.disconnect_network(network, request).await {
+        Ok(()) => Ok(()),
+        Err(e) if is_missing(&e) => Ok(()),
+        Err(e) => Err(rt.error(
+            &format!("disconnect container {container} from network {network}"),
+            &format!("network {network}"),
+            e,
+        )),
+    }
+}
+
+pub(super) async fn volume(
+    rt: &DockerRuntime,
+    name: &str,
+) -> Result<Option<VolumeInfo>, RuntimeError> {
+    match rt.docker.inspect_volume(name).await {
+        Ok(v) => Ok(Some(VolumeInfo {
+            name: v.name,
+            driver: v.driver,
+            driver_opts: v.options.into_iter().collect(),
+            labels: v.labels.into_iter().collect(),
+        })),
+        Err(e) if is_missing(&e) => Ok(None),
+        Err(e) => Err(rt.error(
+            &format!("inspect volume {name}"),
+            &format!("volume {name}"),
+            e,
+        )),
+    }
+}
+
+pub(super) async fn create_volume(
+    rt: &DockerRuntime,
+    spec: &VolumeSpec,
+) -> Result<(), RuntimeError> {
+    let request = VolumeCreateRequest {
+        name: Some(spec.name.clone()),
+        driver: Some(spec.driver.clone()),
+        driver_opts: Some(spec.driver_opts.clone().into_iter().collect()),
+        labels: Some(spec.labels.clone().into_iter().collect()),
+        ..Default::default()
+    };
+    rt.docker
+        .create_volume(request)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            rt.error(
+                &format!("create volume {}", spec.name),
+                &format!("volume {}", spec.name),
+                e,
+            )
+        })
+}
