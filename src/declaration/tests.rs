@@ -1551,14 +1551,25 @@ fn a_writer_the_window_misses_is_warned_about() {
         writer("app", "other-vol"),
         with(writer("app", "/srv/data"), "run-once", json!(true)),
     ] {
+        let volumes = json!([
+            {"id": "vol", "type": "volume", "name": "vol"},
+            {"id": "other-vol", "type": "volume", "name": "other-vol"}
+        ]);
         assert_eq!(
-            lints(json!([writer("db", "/srv/data"), app, holding.clone()])),
+            lints(json!([
+                volumes[0],
+                volumes[1],
+                writer("db", "/srv/data"),
+                app,
+                holding.clone()
+            ])),
             vec![]
         );
     }
     let both_held = with(holding.clone(), "while-stopped", json!(["db", "app"]));
     assert_eq!(
         lints(json!([
+            {"id": "vol", "type": "volume", "name": "vol"},
             writer("db", "/srv/data"),
             writer("app", "/srv/data"),
             both_held
