@@ -1463,3 +1463,6 @@ async fn a_preview_decides_as_the_apply_after_it_and_changes_nothing() {
 
 #[path = "volume_tests.rs"]
 mod volume_tests;
+
+#[path = "networking_tests.rs"]
+mod networking_tests;

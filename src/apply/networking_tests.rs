@@ -1,0 +1,227 @@
+//! Networks and volumes made before the containers that use them, made
+//! again when their settings change, and a volume never changed or
+//! removed (CONTRACT "Compose"), against the fake's model of them.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::runtime::{NetworkInfo, VolumeInfo};
+
+fn network(id: &str, name: &str, subnet: &str) -> Value {
+    json!({"id": id, "type": "network", "name": name, "subnet": subnet})
+}
+
+fn volume(id: &str, name: &str) -> Value {
+    json!({"id": id, "type": "volume", "name": name})
+}
+
+/// A service on `networks` (name, aliases, address).
+fn joining(id: &str, networks: Value) -> Value {
+    json!({"id": id, "type": "container", "name": id, "image": img(1), "networks": networks})
+}
+
+fn rig() -> Rig {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    r
+}
+
+#[tokio::test]
+async fn networks_and_volumes_are_made_first_and_a_second_apply_changes_nothing() {
+    let r = rig();
+    let mut web = joining("web", json!([{"name": "app_back", "aliases": ["www"]}]));
+    web["mounts"] = json!([{"source": "app_data", "target": "/data"}]);
+    // Declared after the container that uses them: made before it anyway.
+    let resources = json!([
+        web,
+        network("back", "app_back", "10.40.0.0/24"),
+        volume("data", "app_data")
+    ]);
+    let first = r.apply(resources.clone()).await;
+    assert!(first.ok, "{first}");
+    assert_eq!(
+        actions(&first),
+        pairs(&[("data", "created"), ("back", "created"), ("web", "created")])
+    );
+    let calls = r.fake.calls();
+    let made = |c: &Call| calls.iter().position(|x| x == c).expect("called");
+    assert!(made(&Call::CreateNetwork("app_back".into())) < made(&Call::Create("web".into())));
+    assert!(made(&Call::CreateVolume("app_data".into())) < made(&Call::Create("web".into())));
+    assert_eq!(r.fake.attachments_of("web")[0].aliases, ["www"]);
+
+    let second = r.apply(resources).await;
+    assert!(second.ok, "{second}");
+    assert_eq!(
+        actions(&second),
+        pairs(&[
+            ("data", "unchanged"),
+            ("back", "unchanged"),
+            ("web", "unchanged")
+        ])
+    );
+    assert!(!second.changed, "{second}");
+}
+
+#[tokio::test]
+async fn a_changed_subnet_makes_the_network_again_with_its_containers_attached_again() {
+    let r = rig();
+    let web = joining(
+        "web",
+        json!([{"name": "app_back", "aliases": ["www"], "ipv4-address": "10.40.0.5"}]),
+    );
+    let first = r
+        .apply(json!([network("back", "app_back", "10.40.0.0/24"), web]))
+        .await;
+    assert!(first.ok, "{first}");
+
+    let moved = joining(
+        "web",
+        json!([{"name": "app_back", "aliases": ["www"], "ipv4-address": "10.41.0.5"}]),
+    );
+    let second = r
+        .apply(json!([network("back", "app_back", "10.41.0.0/24"), moved]))
+        .await;
+    assert!(second.ok, "{second}");
+    assert_eq!(second.line("back").unwrap().action.to_string(), "recreated");
+    assert_eq!(
+        reason(&second, "back"),
+        "subnet changed; attached again: web"
+    );
+    assert_eq!(
+        r.fake.networks()["app_back"].subnet.as_deref(),
+        Some("10.41.0.0/24")
+    );
+    // The container's own change (its address) recreates it too.
+    assert_eq!(reason(&second, "web"), "networks changed");
+    assert_eq!(
+        r.fake.attachments_of("web")[0]
+            .ipv4_address
+            .map(|a| a.to_string()),
+        Some("10.41.0.5".to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_network_made_by_hand_or_used_by_others_is_never_made_again() {
+    let r = rig();
+    r.fake.add_network(NetworkInfo {
+        name: "by_hand".into(),
+        driver: "bridge".into(),
+        subnet: Some("10.50.0.0/24".into()),
+        ..Default::default()
+    });
+    let web = joining("web", json!([{"name": "by_hand"}]));
+    let report = r
+        .apply(json!([network("hand", "by_hand", "10.51.0.0/24"), web]))
+        .await;
+    assert!(!report.ok);
+    assert!(
+        reason(&report, "hand").contains("not made by mesh-host"),
+        "{report}"
+    );
+    // Its container is not made on a network that is not as declared.
+    assert_eq!(report.line("web").unwrap().action.to_string(), "failed");
+    assert!(
+        reason(&report, "web").starts_with("network by_hand:"),
+        "{report}"
+    );
+    assert_eq!(r.count(&Call::Create("web".into())), 0);
+    assert_eq!(r.count(&Call::RemoveNetwork("by_hand".into())), 0);
+
+    // One of ours that a foreign container joined is kept as it is.
+    let r = rig();
+    let first = r
+        .apply(json!([network("back", "app_back", "10.40.0.0/24")]))
+        .await;
+    assert!(first.ok, "{first}");
+    let mut stranger = managed("stranger", "x", &img(1));
+    stranger.labels.clear();
+    stranger.network = Some("app_back".into());
+    r.fake.add_container(stranger, true);
+    let second = r
+        .apply(json!([network("back", "app_back", "10.42.0.0/24")]))
+        .await;
+    assert!(reason(&second, "back").contains("stranger"), "{second}");
+    assert_eq!(r.count(&Call::RemoveNetwork("app_back".into())), 0);
+
+    // Left out of the declaration: kept while the stranger uses it, then removed.
+    let third = r.apply(json!([])).await;
+    assert_eq!(third.line("back").unwrap().action.to_string(), "kept");
+    assert!(
+        reason(&third, "back").contains("stranger still uses it"),
+        "{third}"
+    );
+    r.fake.remove("stranger").await.unwrap();
+    let fourth = r.apply(json!([])).await;
+    assert_eq!(actions(&fourth), pairs(&[("back", "removed")]));
+    assert!(r.fake.networks().is_empty());
+}
+
+#[tokio::test]
+async fn a_volume_is_never_changed_nor_removed_and_one_made_otherwise_is_refused() {
+    let r = rig();
+    r.fake.add_volume(VolumeInfo {
+        name: "nfs_data".into(),
+        driver: "local".into(),
+        driver_opts: [("type".to_string(), "nfs".to_string())].into(),
+        ..Default::default()
+    });
+    let mut web = service("web", &img(1));
+    web["mounts"] = json!([{"source": "nfs_data", "target": "/data"}]);
+    let report = r
+        .apply(json!([volume("data", "nfs_data"), web.clone()]))
+        .await;
+    assert!(!report.ok);
+    assert!(
+        reason(&report, "data")
+            .contains("exists with driver-opts {\"type\":\"nfs\"} (declared {})"),
+        "{report}"
+    );
+    assert!(
+        reason(&report, "web").starts_with("volume nfs_data:"),
+        "{report}"
+    );
+    assert_eq!(r.count(&Call::CreateVolume("nfs_data".into())), 0);
+
+    let r = rig();
+    let first = r.apply(json!([volume("data", "app_data")])).await;
+    assert_eq!(actions(&first), pairs(&[("data", "created")]));
+    let gone = r.apply(json!([])).await;
+    assert!(gone.ok, "{gone}");
+    assert_eq!(actions(&gone), pairs(&[("data", "kept")]));
+    assert!(
+        reason(&gone, "data").contains("docker volume rm app_data"),
+        "{gone}"
+    );
+    assert!(!gone.changed, "{gone}");
+    assert_eq!(r.fake.volumes(), ["app_data"]);
+    // Said once.
+    assert!(r.apply(json!([])).await.lines.is_empty());
+}
+
+#[tokio::test]
+async fn a_preview_says_what_networks_and_volumes_would_become_and_makes_nothing() {
+    let r = rig();
+    let resources = json!([
+        network("back", "app_back", "10.40.0.0/24"),
+        volume("data", "app_data")
+    ]);
+    let preview = r.applier().preview(&decl(resources.clone())).await;
+    assert_eq!(
+        actions(&preview),
+        pairs(&[("data", "created"), ("back", "created")])
+    );
+    assert!(r.fake.networks().is_empty());
+    assert!(r.fake.volumes().is_empty());
+    assert!(r.apply(resources).await.ok);
+    let changed = json!([network("back", "app_back", "10.41.0.0/24")]);
+    let preview = r.applier().preview(&decl(changed)).await;
+    assert_eq!(
+        actions(&preview),
+        pairs(&[("back", "recreated"), ("data", "kept")])
+    );
+    assert_eq!(
+        r.fake.networks()["app_back"].subnet.as_deref(),
+        Some("10.40.0.0/24")
+    );
+}
