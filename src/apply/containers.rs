@@ -205,16 +205,31 @@ impl Run<'_> {
                         name: current.name,
                         reason,
                     },
-                    None => Work::Keep {
-                        id,
-                        built,
-                        name: current.name,
-                        running: current.running,
-                        restart_on: c
+                    None => {
+                        let restart_on = c
                             .restart_on
                             .iter()
-                            .find_map(|rid| self.changed_files.get(rid.as_str()).cloned()),
-                    },
+                            .find_map(|rid| self.changed_files.get(rid.as_str()).cloned());
+                        let restart = c.options.restart.unwrap_or_default();
+                        if self.reconcile
+                            && !current.running
+                            && restart_on.is_none()
+                            && restart.exit_is_final()
+                        {
+                            let why = format!(
+                                "not running; restart: {} leaves it so until an apply",
+                                restart.as_str()
+                            );
+                            return done(Action::Unchanged, Some(why));
+                        }
+                        Work::Keep {
+                            id,
+                            built,
+                            name: current.name,
+                            running: current.running,
+                            restart_on,
+                        }
+                    }
                 }
             }
         }

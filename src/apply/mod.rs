@@ -94,6 +94,16 @@ pub enum InstallRefused {
 }
 pub use units::{FileChange, UnitManager, UnitReport};
 
+/// What kind of apply a run is.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mode {
+    /// `diff`: every decision made, nothing done.
+    preview: bool,
+    /// The daemon's periodic apply: a service whose own exit is final by
+    /// its `restart` policy is left exited.
+    reconcile: bool,
+}
+
 /// The one listing of managed containers, in flight.
 type Listing = tokio::task::JoinHandle<Result<Vec<ContainerSummary>, crate::runtime::RuntimeError>>;
 
@@ -197,7 +207,16 @@ impl Applier {
         match self.lock(started_at).await {
             Ok(_lock) => {
                 let listing = self.start_listing();
-                self.run_locked(decl, started_at, listing, true).await
+                self.run_locked(
+                    decl,
+                    started_at,
+                    listing,
+                    Mode {
+                        preview: true,
+                        reconcile: false,
+                    },
+                )
+                .await
             }
             Err(report) => report,
         }
@@ -216,7 +235,17 @@ impl Applier {
             Ok(_lock) => {
                 let listing = self.start_listing();
                 let decl = self.parse_and_judge(bytes, allow_empty, &listing).await?;
-                Ok(self.run_locked(&decl, started_at, listing, true).await)
+                Ok(self
+                    .run_locked(
+                        &decl,
+                        started_at,
+                        listing,
+                        Mode {
+                            preview: true,
+                            reconcile: false,
+                        },
+                    )
+                    .await)
             }
             Err(report) => {
                 crate::declaration::parse(bytes).map_err(InstallRefused::Invalid)?;
@@ -348,9 +377,14 @@ impl Applier {
     /// declaring nothing over a node where resources are applied
     /// ([`empty`]: only `apply --allow-empty FILE` removes everything). The
     /// listing is asked for before the file is read and validated.
+    ///
+    /// `reconcile`: the daemon's periodic apply, which leaves exited a
+    /// service whose `restart` policy makes its own exit final (`no`,
+    /// `on-failure`); every other apply starts it.
     pub async fn apply_node_declaration(
         &self,
         path: &std::path::Path,
+        reconcile: bool,
     ) -> Result<(Declaration, ApplyReport), node_declaration::DeclarationFileError> {
         let started_at = Utc::now();
         let report = match self.lock(started_at).await {
@@ -372,7 +406,17 @@ impl Applier {
                         refused,
                     });
                 }
-                let report = self.apply_locked(&decl, started_at, listing).await;
+                let report = self
+                    .run_locked(
+                        &decl,
+                        started_at,
+                        listing,
+                        Mode {
+                            preview: false,
+                            reconcile,
+                        },
+                    )
+                    .await;
                 log_finished(&report);
                 return Ok((decl, report));
             }
@@ -412,7 +456,8 @@ impl Applier {
         started_at: DateTime<Utc>,
         listing: Listing,
     ) -> ApplyReport {
-        self.run_locked(decl, started_at, listing, false).await
+        self.run_locked(decl, started_at, listing, Mode::default())
+            .await
     }
 
     /// An apply, or its preview (`preview`: decided, nothing done).
@@ -421,7 +466,7 @@ impl Applier {
         decl: &Declaration,
         started_at: DateTime<Utc>,
         listing: Listing,
-        preview: bool,
+        mode: Mode,
     ) -> ApplyReport {
         let refuse = |e: String| {
             ApplyReport::failed_before_start(
@@ -458,13 +503,14 @@ impl Applier {
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("the listing did not finish: {e}")),
         };
-        if !preview {
+        if !mode.preview {
             self.progress.send(Progress::Apply {
                 resources: decl.resources.len(),
             });
         }
         let mut run = Run::new(self, decl, previous, inputs_on_disk, live, listing);
-        run.preview = preview;
+        run.preview = mode.preview;
+        run.reconcile = mode.reconcile;
         run.networks_and_volumes().await;
         run.resources().await;
         if run.halted.is_none() {
@@ -539,6 +585,8 @@ struct Run<'a> {
     ok: bool,
     /// A preview (`diff`): every decision made, nothing done.
     preview: bool,
+    /// The daemon's periodic reconcile (see [`Mode::reconcile`]).
+    reconcile: bool,
     halted: Option<Halt>,
     warnings: Vec<String>,
     steps: Vec<ScheduledStep>,
@@ -623,6 +671,7 @@ impl<'a> Run<'a> {
             lines: Vec::new(),
             ok: true,
             preview: false,
+            reconcile: false,
             halted: None,
             warnings: Vec::new(),
             steps: Vec::new(),

@@ -2,7 +2,10 @@
 //! again when their settings change, and a volume never changed or
 //! removed (CONTRACT "Compose"), against the fake's model of them.
 
+#![allow(clippy::unwrap_used)]
+
 use serde_json::{json, Value};
+
 
 use super::*;
 use crate::runtime::{NetworkInfo, VolumeInfo};
@@ -224,4 +227,63 @@ async fn a_preview_says_what_networks_and_volumes_would_become_and_makes_nothing
         r.fake.networks()["app_back"].subnet.as_deref(),
         Some("10.40.0.0/24")
     );
+}
+
+#[tokio::test]
+async fn the_reconcile_leaves_a_service_that_exited_for_good_and_an_apply_starts_it() {
+    let r = rig();
+    let node_file = r.dir.path().join("etc/mesh-host/declaration.json");
+    let mut once = service("once", &img(1));
+    once["restart"] = json!("no");
+    let mut failing = service("retry", &img(1));
+    failing["restart"] = json!("on-failure");
+    let resources = json!([once, failing, service("kept", &img(1))]);
+    std::fs::create_dir_all(node_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &node_file,
+        serde_json::to_vec(&json!({"declaration": 1, "resources": resources})).unwrap(),
+    )
+    .unwrap();
+    let (_, first) = r
+        .applier()
+        .apply_node_declaration(&node_file, false)
+        .await
+        .unwrap();
+    assert!(first.ok, "{first}");
+    for name in ["once", "retry", "kept"] {
+        r.fake.stop(name).await.unwrap();
+    }
+    let (_, reconciled) = r
+        .applier()
+        .apply_node_declaration(&node_file, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        actions(&reconciled),
+        pairs(&[
+            ("once", "unchanged"),
+            ("retry", "unchanged"),
+            ("kept", "started")
+        ])
+    );
+    assert_eq!(
+        reason(&reconciled, "once"),
+        "not running; restart: no leaves it so until an apply"
+    );
+    let (_, applied) = r
+        .applier()
+        .apply_node_declaration(&node_file, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        actions(&applied),
+        pairs(&[
+            ("once", "started"),
+            ("retry", "started"),
+            ("kept", "unchanged")
+        ])
+    );
+    // The policy reaches the runtime.
+    let spec = r.fake.spec_of("retry").unwrap();
+    assert_eq!(spec.restart, crate::runtime::RestartPolicy::OnFailure);
 }

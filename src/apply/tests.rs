@@ -1008,7 +1008,7 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
     // Reconcile, reload and restart read it back, under the lock.
     let (again, report) = r
         .applier()
-        .apply_node_declaration(&node_file)
+        .apply_node_declaration(&node_file, false)
         .await
         .expect("readable");
     assert_eq!(
@@ -1049,7 +1049,7 @@ async fn apply_file_installs_it_as_the_node_declaration_under_the_lock() {
     let missing = r.dir.path().join("nothing.json");
     let e = r
         .applier()
-        .apply_node_declaration(&missing)
+        .apply_node_declaration(&missing, false)
         .await
         .expect_err("absent");
     assert!(e.to_string().contains("nothing.json"), "{e}");
@@ -1214,7 +1214,7 @@ async fn an_empty_declaration_never_wipes_a_node_unless_allowed() {
     assert_eq!(r.count(&Call::Remove("web".into())), 0);
     // The same file written in place (a reload, a restart): refused too.
     std::fs::write(&node_file, &empty).expect("write");
-    match r.applier().apply_node_declaration(&node_file).await {
+    match r.applier().apply_node_declaration(&node_file, false).await {
         Err(DeclarationFileError::Empty { refused, .. }) => {
             assert_eq!(refused.applied(), Some(2))
         }
@@ -1231,7 +1231,7 @@ async fn an_empty_declaration_never_wipes_a_node_unless_allowed() {
     assert!(r.fake.spec_of("web").is_none(), "{report}");
     let (_, report) = r
         .applier()
-        .apply_node_declaration(&node_file)
+        .apply_node_declaration(&node_file, false)
         .await
         .expect("nothing left to wipe (the step's container was never made)");
     assert!(report.ok, "{report}");

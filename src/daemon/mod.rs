@@ -431,7 +431,7 @@ impl Daemon {
         let _serial = self.applying.lock().await;
         match self
             .applier
-            .apply_node_declaration(&self.cfg.declaration)
+            .apply_node_declaration(&self.cfg.declaration, matches!(why, Trigger::Reconcile))
             .await
         {
             Ok((decl, mut report)) => {
