@@ -6,7 +6,6 @@
 
 use serde_json::{json, Value};
 
-
 use super::*;
 use crate::runtime::{NetworkInfo, VolumeInfo};
 

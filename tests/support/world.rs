@@ -36,6 +36,9 @@ pub struct World {
     /// When the test began (Unix seconds), for journal queries of its own.
     started: u64,
     cleanup: Vec<String>,
+    /// Networks and volumes to remove, after the containers.
+    networks: Vec<String>,
+    volumes: Vec<String>,
     /// Accounts and groups to remove, after the containers running as
     /// them.
     accounts: Vec<Cleanup>,
@@ -81,6 +84,8 @@ impl World {
             prefix,
             started,
             cleanup: Vec::new(),
+            networks: Vec::new(),
+            volumes: Vec::new(),
             accounts: Vec::new(),
             event_stream,
         }
@@ -93,6 +98,21 @@ impl World {
     pub fn name(&mut self, what: &str) -> String {
         let n = format!("{}-{what}", self.prefix);
         self.cleanup.push(n.clone());
+        n
+    }
+
+    /// A network name unique to this test (removed at its end, after
+    /// its containers).
+    pub fn network_name(&mut self, what: &str) -> String {
+        let n = format!("{}_{what}", self.prefix);
+        self.networks.push(n.clone());
+        n
+    }
+
+    /// A volume name unique to this test (removed at its end).
+    pub fn volume_name(&mut self, what: &str) -> String {
+        let n = format!("{}_{what}", self.prefix);
+        self.volumes.push(n.clone());
         n
     }
 
@@ -478,6 +498,15 @@ impl Drop for World {
             let _ = self
                 .node
                 .sh(&format!("docker rm -f {} >/dev/null 2>&1", names.join(" ")));
+        }
+        for (kind, names) in [("network", &self.networks), ("volume", &self.volumes)] {
+            if !names.is_empty() {
+                let names: Vec<String> = names.iter().map(|n| quote(n)).collect();
+                let _ = self.node.sh(&format!(
+                    "docker {kind} rm {} >/dev/null 2>&1",
+                    names.join(" ")
+                ));
+            }
         }
         if let Some(mut stream) = self.event_stream.take() {
             let _ = std::fs::write(self.dir.join("world.events.stop"), "");
