@@ -11,6 +11,7 @@ pub mod acl;
 pub mod apply;
 pub mod attention;
 pub mod cli;
+pub mod compose;
 pub mod container_spec;
 pub mod control;
 pub mod cron;

@@ -60,6 +60,7 @@ use crate::schedule::window::Windows;
 use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS, LAST_APPLY};
 
 mod containers;
+mod depends;
 pub mod empty;
 mod files;
 mod identities;

@@ -286,3 +286,52 @@ async fn the_reconcile_leaves_a_service_that_exited_for_good_and_an_apply_starts
     let spec = r.fake.spec_of("retry").unwrap();
     assert_eq!(spec.restart, crate::runtime::RestartPolicy::OnFailure);
 }
+
+#[tokio::test]
+async fn a_service_waits_for_a_healthy_dependency_and_fails_alone_on_an_unhealthy_one() {
+    let r = rig();
+    let mut db = service("db", &img(1));
+    db["health"] = json!({"command": ["true"], "interval": 1, "retries": 1});
+    let mut web = service("web", &img(1));
+    web["depends-on"] = json!([{"id": "db", "condition": "healthy"}]);
+    r.fake
+        .set_health("db", "healthy", "ok", std::time::Duration::from_millis(300));
+    let report = r
+        .apply(json!([db.clone(), web.clone(), service("other", &img(1))]))
+        .await;
+    assert!(report.ok, "{report}");
+    let calls = r.fake.calls();
+    let at = |c: &Call| calls.iter().position(|x| x == c).unwrap();
+    // db was asked about (its health) after its start and before web's create.
+    let db_started = at(&Call::Start("db".into()));
+    let web_created = at(&Call::Create("web".into()));
+    assert!(
+        calls[db_started..web_created].contains(&Call::Inspect("db".into())),
+        "{calls:?}"
+    );
+
+    // Running and unchanged: nothing waits.
+    r.fake.clear_calls();
+    let again = r
+        .apply(json!([db.clone(), web.clone(), service("other", &img(1))]))
+        .await;
+    assert!(again.ok, "{again}");
+    assert_eq!(r.count(&Call::Inspect("db".into())), 0);
+
+    // Unhealthy: web fails, naming why; the rest goes on.
+    let r = rig();
+    r.fake.set_health(
+        "db",
+        "unhealthy",
+        "connection refused",
+        std::time::Duration::ZERO,
+    );
+    let report = r.apply(json!([db, web, service("other", &img(1))])).await;
+    assert!(!report.ok);
+    assert_eq!(
+        reason(&report, "web"),
+        "depends-on db: db is unhealthy: connection refused"
+    );
+    assert_eq!(report.line("other").unwrap().action.to_string(), "created");
+    assert_eq!(r.count(&Call::Create("web".into())), 0);
+}

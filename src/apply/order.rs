@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 
 use super::containers::{Executor, Outcome, Work};
 use super::Run;
+use crate::declaration::depends::Condition;
 use crate::declaration::{Container, Resource, ResourceKind, Role};
 
 /// How many service containers one apply converges at once (the runtime
@@ -46,7 +47,18 @@ impl<'a> Run<'a> {
             }
             if let ResourceKind::Container(c) = &res.kind {
                 if matches!(c.role, Role::Service) {
-                    batch.push((res, self.decide_service(res, c)));
+                    if c.depends_on
+                        .iter()
+                        .any(|d| d.condition == Condition::Healthy)
+                    {
+                        // What it waits on is converged first.
+                        self.converge_batch(&mut batch).await;
+                        let work = self.decide_service(res, c);
+                        let work = self.after_dependencies(res, c, work).await;
+                        batch.push((res, work));
+                    } else {
+                        batch.push((res, self.decide_service(res, c)));
+                    }
                     continue;
                 }
             }

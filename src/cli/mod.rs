@@ -14,6 +14,7 @@ mod check;
 mod cron;
 mod diff;
 mod generate;
+mod import;
 mod local;
 mod logs;
 mod man;
@@ -334,6 +335,36 @@ pub enum Command {
         #[arg(long)]
         local: bool,
     },
+    /// Make a declaration from a compose project: its files (the default
+    /// names, or each -f merged in order), its .env or --env-file, the
+    /// environment's variables interpolated, each service a container
+    /// named as compose names it, its networks and volumes declared, and
+    /// each image pinned to its digest (the local image's, else pulled).
+    /// Exits 0 with the declaration on standard output (or in -o OUT) and
+    /// notes on standard error, or 2 listing every problem, each with its
+    /// fix, and nothing written. See docs/compose.md.
+    Import {
+        /// A compose file; several are merged in order.
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The project name (default: the file's `name:`, else its
+        /// directory's name).
+        #[arg(short = 'p', long, value_name = "NAME")]
+        project_name: Option<String>,
+        /// Variables read instead of the project directory's .env.
+        #[arg(long = "env-file", value_name = "FILE")]
+        env_files: Vec<PathBuf>,
+        /// Enable the services of this profile too.
+        #[arg(long = "profile", value_name = "PROFILE")]
+        profiles: Vec<String>,
+        /// Leave image tags as written (check refuses them until pinned).
+        #[arg(long)]
+        no_resolve: bool,
+        /// Write the declaration here (atomically) instead of standard
+        /// output.
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
     /// Print the declaration's JSON Schema (draft 2020-12), for editors to
     /// validate and complete declarations. `check` stays the authority:
     /// rules between resources (unique ids, what `while-stopped` names)
@@ -398,6 +429,24 @@ pub fn dispatch(cli: Cli) -> u8 {
             json,
         ),
         Command::Generate { ref dir } => generate::run(dir),
+        Command::Import {
+            ref files,
+            ref project_name,
+            ref env_files,
+            ref profiles,
+            no_resolve,
+            ref output,
+        } => import::run(
+            &cli,
+            import::Options {
+                files,
+                project_name: project_name.as_deref(),
+                env_files,
+                profiles,
+                resolve: !no_resolve,
+                output: output.as_deref(),
+            },
+        ),
         Command::Schema => {
             print!("{}", crate::declaration::SCHEMA);
             EXIT_OK

@@ -33,6 +33,7 @@ pub enum Fields {
     /// One of a shared folder's `access` entries.
     Access,
     NetworkJoin,
+    Dependency,
 }
 
 static SCHEMA: LazyLock<Value> =
@@ -55,6 +56,7 @@ pub fn known(fields: Fields) -> Vec<&'static str> {
         Fields::Grant => &defs["container"]["properties"]["grant"]["items"]["properties"],
         Fields::Access => &defs["shared-folder"]["properties"]["access"]["items"]["properties"],
         Fields::NetworkJoin => &defs["container"]["properties"]["networks"]["items"]["properties"],
+        Fields::Dependency => &defs["container"]["properties"]["depends-on"]["items"]["properties"],
     };
     props
         .as_object()
@@ -207,6 +209,7 @@ mod tests {
             Fields::Grant,
             Fields::Access,
             Fields::NetworkJoin,
+            Fields::Dependency,
             Fields::Resource("network"),
             Fields::Resource("volume"),
         ] {

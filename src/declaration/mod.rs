@@ -24,6 +24,7 @@
 //! container's serialised form to notice a changed declaration.
 
 mod base64;
+pub mod depends;
 pub mod hints;
 pub mod identity;
 pub mod lint;

@@ -194,6 +194,9 @@ pub struct Container {
     pub timeout: Option<Duration>,
     /// File resources whose change restarts this (service) container.
     pub restart_on: Vec<ResourceId>,
+    /// Containers declared before it that it starts after (services).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<super::depends::Dependency>,
     /// The identity resource it runs as (exclusive with `user`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<ResourceId>,

@@ -232,3 +232,104 @@ fn check_warns_of_networks_and_volumes_no_one_declares() {
     assert!(warnings[1].0.contains("\"loose\""), "{warnings:?}");
     assert_eq!(warnings[1].1, "undeclared-volume");
 }
+
+#[test]
+fn depends_on_names_containers_declared_before_it() {
+    let mut db = service("db", "db");
+    db["health"] = json!({"command": ["true"]});
+    let mut web = service("web", "web");
+    web["depends-on"] = json!([{"id": "db", "condition": "healthy"}, {"id": "cache"}]);
+    let d = accept(json!([db, service("cache", "cache"), web]));
+    let deps = &d.container("web").unwrap().depends_on;
+    assert_eq!(deps.len(), 2);
+    assert_eq!(deps[0].condition, super::depends::Condition::Healthy);
+    assert_eq!(deps[1].condition, super::depends::Condition::Started);
+
+    let mut off = service("off", "off");
+    off["health"] = json!("none");
+    let mut once = service("once", "once");
+    once["run-once"] = json!(true);
+    let mut early = service("early", "early");
+    early["depends-on"] = json!([{"id": "late"}]);
+    let mut bad = service("bad", "bad");
+    bad["depends-on"] = json!([
+        {"id": "off", "condition": "healthy"},
+        {"id": "once", "condition": "healthy"},
+        {"id": "nowhere"},
+        {"id": "bad"},
+        {"id": "off", "condition": "ready"},
+        {"id": "vol"}
+    ]);
+    let mut step = service("step", "step");
+    step["schedule"] = json!("@daily");
+    step["depends-on"] = json!([{"id": "off"}]);
+    let problems = refuse(json!([
+        {"id": "vol", "type": "volume", "name": "vol"},
+        off, once, early, service("late", "late"), bad, step
+    ]));
+    assert_problem(
+        &problems,
+        Some("early"),
+        Some("depends-on[0].id"),
+        "declared after this container",
+    );
+    assert_problem(
+        &problems,
+        Some("bad"),
+        Some("depends-on[4].condition"),
+        "not a condition",
+    );
+    assert_problem(
+        &problems,
+        Some("step"),
+        Some("depends-on"),
+        "applies to a service",
+    );
+    // And the second pass's on the rest (the entry refused in pass one left out).
+    assert_eq!(problems.len(), 8, "{problems:#?}");
+    // With pass one clean, what pass two sees.
+    let mut bad = service("bad", "bad");
+    bad["depends-on"] = json!([
+        {"id": "off", "condition": "healthy"},
+        {"id": "once", "condition": "healthy"},
+        {"id": "nowhere"},
+        {"id": "bad"},
+        {"id": "vol"}
+    ]);
+    let mut off = service("off", "off");
+    off["health"] = json!("none");
+    let mut once = service("once", "once");
+    once["run-once"] = json!(true);
+    let problems = refuse(json!([{"id": "vol", "type": "volume", "name": "vol"}, off, once, bad]));
+    assert_problem(
+        &problems,
+        Some("bad"),
+        Some("depends-on[0].id"),
+        "health check disabled",
+    );
+    assert_problem(
+        &problems,
+        Some("bad"),
+        Some("depends-on[1].id"),
+        "run-once step",
+    );
+    assert_problem(
+        &problems,
+        Some("bad"),
+        Some("depends-on[2].id"),
+        "no container by that id",
+    );
+    assert_problem(
+        &problems,
+        Some("bad"),
+        Some("depends-on[3].id"),
+        "declared after this container",
+    );
+    assert_problem(
+        &problems,
+        Some("bad"),
+        Some("depends-on[4].id"),
+        "is a volume, not a container",
+    );
+    assert_eq!(problems.len(), 5, "{problems:#?}");
+}

@@ -258,6 +258,8 @@ pub struct RawContainer {
     pub timeout: Field<Value>,
     /// File ids whose change restarts this container.
     pub restart_on: List<String>,
+    /// Containers declared before it that it starts after.
+    pub depends_on: List<RawDependency>,
     /// The id of the identity it runs as.
     pub identity: Field<String>,
     /// Paths whose owning group it is given.
@@ -553,6 +555,16 @@ pub struct RawVolume {
     pub driver: Field<String>,
     pub driver_opts: Field<BTreeMap<String, Field<String>>>,
     pub labels: Field<BTreeMap<String, Field<String>>>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of a container's `depends-on`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a dependency object")]
+pub struct RawDependency {
+    pub id: Field<String>,
+    pub condition: Field<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

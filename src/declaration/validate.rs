@@ -22,6 +22,7 @@ use units::read_unit;
 
 mod container;
 mod cross_check;
+mod depends;
 mod entry;
 mod fields;
 mod files;

@@ -83,6 +83,10 @@ impl ContainerRuntime for DockerRuntime {
         events::events(self, names).await
     }
 
+    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
+        images::repo_digests(self, reference).await
+    }
+
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
         networking::network(self, name).await
     }

@@ -159,6 +159,11 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// the connection; the caller subscribes again.
     async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError>;
 
+    /// The repository digests (`REPO@sha256:…`) of the local image
+    /// `reference`; `None` when there is no such image (`mesh-host
+    /// import` pins tags with them).
+    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError>;
+
     /// The network by this name; `None` when there is none.
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError>;
 

@@ -188,6 +188,8 @@ pub(super) fn read_container(
         );
     }
 
+    let has_depends_on = matches!(&c.depends_on, Field::Present(v) if !v.is_empty());
+    let depends_on = super::depends::read_depends_on(s, c.depends_on);
     let restart_on = take_list(s, "restart-on", c.restart_on);
     let restart_on = ids(s, restart_on);
     if has_restart_on && role_kind != RoleKind::Service {
@@ -197,6 +199,12 @@ pub(super) fn read_container(
         );
     }
 
+    if has_depends_on && role_kind != RoleKind::Service {
+        s.at(
+            "depends-on",
+            "depends-on applies to a service container: a step runs when its own turn comes",
+        );
+    }
     if options.restart.is_some() && role_kind != RoleKind::Service {
         s.at(
             "restart",
@@ -237,6 +245,7 @@ pub(super) fn read_container(
         role,
         timeout,
         restart_on: restart_on.into_iter().map(|(_, id)| id).collect(),
+        depends_on: depends_on.into_iter().map(|(_, d)| d).collect(),
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
         health,

@@ -31,6 +31,24 @@ pub(super) async fn image_present(rt: &DockerRuntime, image: &str) -> Result<boo
     }
 }
 
+/// The repository digests of the local image `reference`; `None`: absent.
+pub(super) async fn repo_digests(
+    rt: &DockerRuntime,
+    reference: &str,
+) -> Result<Option<Vec<String>>, RuntimeError> {
+    match rt.docker.inspect_image(reference).await {
+        Ok(image) => Ok(Some(image.repo_digests.unwrap_or_default())),
+        Err(BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(None),
+        Err(err) => Err(rt.error(
+            &format!("inspect image {reference}"),
+            &format!("image {reference}"),
+            err,
+        )),
+    }
+}
+
 /// Pulls `image` ([`crate::runtime::ContainerRuntime::pull`]).
 pub(super) async fn pull(rt: &DockerRuntime, image: &str) -> Result<(), RuntimeError> {
     let options = CreateImageOptions {

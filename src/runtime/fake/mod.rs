@@ -179,6 +179,8 @@ struct State {
     volumes: BTreeSet<String>,
     /// What each volume made by `create_volume` was made with.
     volume_info: BTreeMap<String, VolumeInfo>,
+    /// Repository digests by local tag (`set_repo_digests`).
+    repo_digests: HashMap<String, Vec<String>>,
     /// Every network, by name (its containers read from theirs).
     networks: BTreeMap<String, NetworkInfo>,
 }
@@ -670,6 +672,14 @@ impl ContainerRuntime for FakeRuntime {
             receiver,
             |mut receiver| async move { receiver.recv().await.map(|event| (Ok(event), receiver)) },
         )))
+    }
+
+    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
+        let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
+        if let Some(digests) = state.repo_digests.get(reference) {
+            return Ok(Some(digests.clone()));
+        }
+        Ok(state.images.contains(reference).then(Vec::new))
     }
 
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {

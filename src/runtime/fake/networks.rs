@@ -38,6 +38,16 @@ impl FakeRuntime {
         state.volume_info.insert(info.name.clone(), info);
     }
 
+    /// The local image `tag` has these repository digests.
+    pub fn set_repo_digests(&self, tag: &str, digests: &[&str]) {
+        let mut state = self.state();
+        state.images.insert(tag.to_owned());
+        state.repo_digests.insert(
+            tag.to_owned(),
+            digests.iter().map(|d| d.to_string()).collect(),
+        );
+    }
+
     /// Every network, by name.
     pub fn networks(&self) -> BTreeMap<String, NetworkInfo> {
         let state = self.state();

@@ -1,0 +1,897 @@
+//! One compose service as one `container` resource: every field mapped,
+//! noted (it means nothing on a node) or refused with the fix, never
+//! dropped in silence. See docs/compose.md for the table.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use super::top::{string_map, TopLevel};
+use super::{paths, ports, units, Problems};
+use crate::compose::project::Project;
+
+/// What each refused field is told (`web: build: not supported: ...`).
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "build",
+        "not supported: mesh-host runs published images; build and push it, then import again",
+    ),
+    (
+        "extends",
+        "not supported: write the service out in full, then import again",
+    ),
+    (
+        "links",
+        "not supported: services on one network find each other by name; remove it",
+    ),
+    (
+        "platform",
+        "not supported: the image's own platform runs; pin the digest of the one you want",
+    ),
+    (
+        "runtime",
+        "not supported: containers run with the runtime's default; remove it",
+    ),
+    (
+        "external_links",
+        "not supported: join the other container's network instead",
+    ),
+    (
+        "logging",
+        "not supported: a container logs through the runtime's default driver; remove it",
+    ),
+    (
+        "scale",
+        "not supported: one container per service on one node",
+    ),
+];
+
+/// Fields that mean nothing on a node: said on stderr, not declared.
+const NOTED: &[&str] = &[
+    "expose",
+    "stdin_open",
+    "tty",
+    "pull_policy",
+    "profiles",
+    "attach",
+];
+
+/// Fields mapped below.
+const MAPPED: &[&str] = &[
+    "image",
+    "container_name",
+    "command",
+    "entrypoint",
+    "environment",
+    "env_file",
+    "volumes",
+    "ports",
+    "networks",
+    "network_mode",
+    "healthcheck",
+    "depends_on",
+    "secrets",
+    "configs",
+    "restart",
+    "hostname",
+    "working_dir",
+    "user",
+    "labels",
+    "stop_signal",
+    "stop_grace_period",
+    "init",
+    "cap_add",
+    "cap_drop",
+    "privileged",
+    "read_only",
+    "security_opt",
+    "mem_limit",
+    "mem_reservation",
+    "cpus",
+    "pids_limit",
+    "shm_size",
+    "tmpfs",
+    "ulimits",
+    "sysctls",
+    "extra_hosts",
+    "devices",
+    "dns",
+    "deploy",
+];
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::Array(items) => items.iter().map(text).collect(),
+        Value::Null => Vec::new(),
+        other => vec![text(other)],
+    }
+}
+
+/// A command or entrypoint: a list as written, a string split as compose
+/// splits it (shell words, quotes honoured, no shell run).
+fn args(v: &Value, at: String, p: &mut Problems) -> Option<Vec<String>> {
+    match v {
+        Value::String(s) => match shlex::split(s) {
+            Some(words) if !words.is_empty() => Some(words),
+            Some(_) => None,
+            None => {
+                p.refuse(at, format!("{s:?}: a quote is left open"));
+                None
+            }
+        },
+        Value::Array(items) if items.is_empty() => None,
+        Value::Array(items) => Some(items.iter().map(text).collect()),
+        Value::Null => None,
+        _ => {
+            p.refuse(at, "expected a string or a list");
+            None
+        }
+    }
+}
+
+/// The context one service is read in.
+pub struct Service<'a> {
+    pub project: &'a Project,
+    pub top: &'a TopLevel,
+    pub name: &'a str,
+    pub p: &'a mut Problems,
+    /// Directories to declare (bind sources compose would make).
+    pub dirs: &'a mut BTreeSet<String>,
+    /// Services that must have run to completion first (become run-once).
+    pub completed: &'a BTreeSet<String>,
+}
+
+impl Service<'_> {
+    fn at(&self, field: &str) -> String {
+        format!("{}: {field}", self.name)
+    }
+
+    fn refuse(&mut self, field: &str, why: impl Into<String>) {
+        let at = self.at(field);
+        self.p.refuse(at, why);
+    }
+
+    /// The container resource of `svc`.
+    pub fn container(&mut self, svc: &Map<String, Value>) -> Value {
+        let mut c = Map::new();
+        c.insert("id".into(), json!(self.name));
+        c.insert("type".into(), json!("container"));
+        c.insert("module".into(), json!(self.project.name));
+        let name = svc
+            .get("container_name")
+            .map(text)
+            .unwrap_or_else(|| format!("{}-{}-1", self.project.name, self.name));
+        c.insert("name".into(), json!(name));
+        match svc.get("image") {
+            Some(image) => {
+                c.insert("image".into(), json!(text(image)));
+            }
+            None if svc.contains_key("build") => {}
+            None => self.refuse(
+                "image",
+                "missing: mesh-host runs published images; give the service one",
+            ),
+        }
+        for (field, why) in REFUSED {
+            if svc.contains_key(*field) {
+                self.refuse(field, *why);
+            }
+        }
+        for (field, _) in svc {
+            let f = field.as_str();
+            if f.starts_with("x-") || MAPPED.contains(&f) || REFUSED.iter().any(|(r, _)| *r == f) {
+                continue;
+            }
+            if NOTED.contains(&f) {
+                if f != "profiles" {
+                    let at = self.at(f);
+                    self.p.note(at, "means nothing on a node; left out");
+                }
+                continue;
+            }
+            self.refuse(
+                f,
+                "not supported by mesh-host import; remove it, or declare its effect by hand after import",
+            );
+        }
+        if self.completed.contains(self.name) {
+            c.insert("run-once".into(), json!(true));
+        }
+        self.process(svc, &mut c);
+        self.environment(svc, &mut c);
+        self.mounts(svc, &mut c);
+        self.network(svc, &mut c);
+        self.limits(svc, &mut c);
+        self.health(svc, &mut c);
+        self.restart(svc, &mut c);
+        Value::Object(c)
+    }
+
+    fn process(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        for (from, to) in [("command", "command"), ("entrypoint", "entrypoint")] {
+            if let Some(v) = svc.get(from) {
+                let at = self.at(from);
+                if let Some(words) = args(v, at, self.p) {
+                    c.insert(to.into(), json!(words));
+                }
+            }
+        }
+        for (from, to) in [
+            ("hostname", "hostname"),
+            ("working_dir", "working-dir"),
+            ("user", "user"),
+            ("stop_signal", "stop-signal"),
+        ] {
+            if let Some(v) = svc.get(from) {
+                c.insert(to.into(), json!(text(v)));
+            }
+        }
+        if let Some(v) = svc.get("stop_grace_period") {
+            match units::seconds(&text(v)) {
+                Ok(s) => {
+                    c.insert("stop-grace".into(), json!(s));
+                }
+                Err(e) => self.refuse("stop_grace_period", e),
+            }
+        }
+        for (from, to) in [
+            ("init", "init"),
+            ("privileged", "privileged"),
+            ("read_only", "read-only-root"),
+        ] {
+            if let Some(v) = svc.get(from) {
+                c.insert(to.into(), json!(v.as_bool().unwrap_or(text(v) == "true")));
+            }
+        }
+        for (from, to) in [("cap_add", "cap-add"), ("cap_drop", "cap-drop")] {
+            if let Some(v) = svc.get(from) {
+                c.insert(to.into(), json!(strings(v)));
+            }
+        }
+        if let Some(v) = svc.get("security_opt") {
+            for opt in strings(v) {
+                match opt.as_str() {
+                    "no-new-privileges" | "no-new-privileges:true" | "no-new-privileges=true" => {
+                        c.insert("no-new-privileges".into(), json!(true));
+                    }
+                    "no-new-privileges:false" | "no-new-privileges=false" => {}
+                    other => self.refuse(
+                        "security_opt",
+                        format!("{other:?}: only no-new-privileges is supported; remove it"),
+                    ),
+                }
+            }
+        }
+        let labels = string_map(svc.get("labels"));
+        if !labels.is_empty() {
+            c.insert("labels".into(), Value::Object(labels));
+        }
+        if let Some(v) = svc.get("dns") {
+            c.insert("dns".into(), json!(strings(v)));
+        }
+        let mut hosts = Map::new();
+        if let Some(v) = svc.get("extra_hosts") {
+            for (name, ip) in super::merge::as_map(v.clone(), ':') {
+                hosts.insert(name, json!(text(&ip)));
+            }
+        }
+        if !hosts.is_empty() {
+            c.insert("extra-hosts".into(), Value::Object(hosts));
+        }
+        let sysctls = string_map(svc.get("sysctls"));
+        if !sysctls.is_empty() {
+            c.insert("sysctls".into(), Value::Object(sysctls));
+        }
+    }
+
+    fn environment(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        let mut env = Map::new();
+        if let Some(v) = svc.get("environment") {
+            for (k, v) in super::merge::as_map(v.clone(), '=') {
+                match v {
+                    // A name alone takes the value from the environment
+                    // compose runs in, and is left out when it has none.
+                    Value::Null => {
+                        if let Some(found) = self.project.variables.get(&k) {
+                            env.insert(k, json!(found));
+                        }
+                    }
+                    other => {
+                        env.insert(k, json!(text(&other)));
+                    }
+                }
+            }
+        }
+        if !env.is_empty() {
+            c.insert("env".into(), Value::Object(env));
+        }
+        let mut files = Vec::new();
+        if let Some(v) = svc.get("env_file") {
+            let entries: Vec<Value> = match v {
+                Value::Array(items) => items.clone(),
+                other => vec![other.clone()],
+            };
+            for entry in entries {
+                let (path, required) = match &entry {
+                    Value::Object(m) => {
+                        if m.contains_key("format") {
+                            self.refuse("env_file", "format: not supported; remove it");
+                        }
+                        (
+                            m.get("path").map(text).unwrap_or_default(),
+                            m.get("required").and_then(Value::as_bool).unwrap_or(true),
+                        )
+                    }
+                    other => (text(other), true),
+                };
+                let abs = paths::absolute(self.project, &path);
+                if !abs.is_file() {
+                    if required {
+                        self.refuse("env_file", format!("{} does not exist", abs.display()));
+                    } else {
+                        let at = self.at("env_file");
+                        self.p.note(
+                            at,
+                            format!(
+                                "{} does not exist and is not required; left out",
+                                abs.display()
+                            ),
+                        );
+                    }
+                    continue;
+                }
+                files.push(json!(abs.display().to_string()));
+            }
+        }
+        if !files.is_empty() {
+            c.insert("env-files".into(), Value::Array(files));
+        }
+    }
+
+    fn mounts(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        let mut mounts = Vec::new();
+        let mut tmpfs = Vec::new();
+        if let Some(Value::Array(entries)) = svc.get("volumes") {
+            for entry in entries {
+                match entry {
+                    Value::String(s) => self.short_volume(s, &mut mounts),
+                    Value::Object(m) => self.long_volume(m, &mut mounts, &mut tmpfs),
+                    _ => self.refuse("volumes", "expected a string or a mapping"),
+                }
+            }
+        }
+        for (kind, default_dir) in [("secrets", "/run/secrets/"), ("configs", "/")] {
+            let Some(Value::Array(entries)) = svc.get(kind) else {
+                continue;
+            };
+            for entry in entries {
+                let (source, target) = match entry {
+                    Value::Object(m) => {
+                        for k in m.keys() {
+                            if !["source", "target"].contains(&k.as_str()) {
+                                self.refuse(kind, format!("{k}: not supported (a secret or config is mounted read-only as its file is); remove it"));
+                            }
+                        }
+                        (
+                            m.get("source").map(text).unwrap_or_default(),
+                            m.get("target").map(text),
+                        )
+                    }
+                    other => (text(other), None),
+                };
+                let files = if kind == "secrets" {
+                    &self.top.secrets
+                } else {
+                    &self.top.configs
+                };
+                let Some(file) = files.get(&source).cloned() else {
+                    self.refuse(
+                        kind,
+                        format!("{source:?} is not declared in the top-level {kind}"),
+                    );
+                    continue;
+                };
+                let target = match target {
+                    Some(t) if t.starts_with('/') => t,
+                    Some(t) => format!("{default_dir}{t}"),
+                    None => format!("{default_dir}{source}"),
+                };
+                mounts.push(json!({"source": file.display().to_string(), "target": target, "read-only": true}));
+            }
+        }
+        if let Some(v) = svc.get("tmpfs") {
+            for entry in strings(v) {
+                let (target, opts) = entry.split_once(':').unwrap_or((&entry, ""));
+                let mut t = json!({"target": target});
+                for opt in opts.split(',').filter(|o| !o.is_empty()) {
+                    match opt.split_once('=') {
+                        Some(("size", s)) => match units::bytes(s) {
+                            Ok(n) => t["size"] = json!(n),
+                            Err(e) => self.refuse("tmpfs", e),
+                        },
+                        Some(("mode", m)) => t["mode"] = json!(m),
+                        _ => self.refuse("tmpfs", format!("{opt:?}: size and mode are supported")),
+                    }
+                }
+                tmpfs.push(t);
+            }
+        }
+        if !mounts.is_empty() {
+            c.insert("mounts".into(), Value::Array(mounts));
+        }
+        if !tmpfs.is_empty() {
+            c.insert("tmpfs".into(), Value::Array(tmpfs));
+        }
+        if let Some(v) = svc.get("devices") {
+            let mut devices = Vec::new();
+            for entry in strings(v) {
+                let parts: Vec<&str> = entry.split(':').collect();
+                let d = match parts.as_slice() {
+                    [p] => json!({"path": p}),
+                    [p, t] if t.starts_with('/') => json!({"path": p, "target": t}),
+                    [p, perms] => json!({"path": p, "permissions": perms}),
+                    [p, t, perms] => json!({"path": p, "target": t, "permissions": perms}),
+                    _ => {
+                        self.refuse(
+                            "devices",
+                            format!("{entry:?} is not PATH[:TARGET[:PERMISSIONS]]"),
+                        );
+                        continue;
+                    }
+                };
+                devices.push(d);
+            }
+            c.insert("devices".into(), Value::Array(devices));
+        }
+    }
+
+    /// A bind source: absolute; one that does not exist is declared as a
+    /// directory, as compose makes it.
+    fn bind_source(&mut self, source: &str, create: bool) -> String {
+        let abs = paths::absolute(self.project, source).display().to_string();
+        if !std::path::Path::new(&abs).exists() {
+            if create {
+                let at = self.at("volumes");
+                self.p.note(at, format!("{abs} does not exist: declared as a directory, made by the apply as compose makes it"));
+                self.dirs.insert(abs.clone());
+            } else {
+                self.refuse(
+                    "volumes",
+                    format!("{abs} does not exist (bind.create_host_path is false)"),
+                );
+            }
+        }
+        abs
+    }
+
+    fn volume_source(&mut self, key: &str) -> Option<String> {
+        match self.top.volumes.get(key) {
+            Some(v) => Some(v.name.clone()),
+            None => {
+                self.refuse(
+                    "volumes",
+                    format!("{key:?} is not declared in the top-level volumes"),
+                );
+                None
+            }
+        }
+    }
+
+    fn short_volume(&mut self, text: &str, mounts: &mut Vec<Value>) {
+        let parts: Vec<&str> = text.split(':').collect();
+        let (source, target, opts) = match parts.as_slice() {
+            [_] => {
+                self.refuse(
+                    "volumes",
+                    format!("{text:?}: an anonymous volume: give it a name (NAME:{text}) to keep its data, then import again"),
+                );
+                return;
+            }
+            [s, t] => (*s, *t, ""),
+            [s, t, o] => (*s, *t, *o),
+            _ => {
+                self.refuse("volumes", format!("{text:?} is not SOURCE:TARGET[:MODE]"));
+                return;
+            }
+        };
+        let mut read_only = false;
+        for opt in opts.split(',').filter(|o| !o.is_empty()) {
+            match opt {
+                "ro" => read_only = true,
+                "rw" | "z" | "Z" | "cached" | "delegated" | "consistent" => {}
+                other => self.refuse(
+                    "volumes",
+                    format!("{text:?}: option {other:?} is not supported"),
+                ),
+            }
+        }
+        let source = if source.starts_with(['/', '.', '~']) {
+            self.bind_source(source, true)
+        } else {
+            match self.volume_source(source) {
+                Some(s) => s,
+                None => return,
+            }
+        };
+        mounts.push(json!({"source": source, "target": target, "read-only": read_only}));
+    }
+
+    fn long_volume(
+        &mut self,
+        m: &Map<String, Value>,
+        mounts: &mut Vec<Value>,
+        tmpfs: &mut Vec<Value>,
+    ) {
+        for k in m.keys() {
+            if ![
+                "type",
+                "source",
+                "target",
+                "read_only",
+                "bind",
+                "volume",
+                "tmpfs",
+                "consistency",
+            ]
+            .contains(&k.as_str())
+            {
+                self.refuse("volumes", format!("{k}: not supported in a volume entry"));
+            }
+        }
+        let target = m.get("target").map(text).unwrap_or_default();
+        let read_only = m.get("read_only").and_then(Value::as_bool).unwrap_or(false);
+        let source = m.get("source").map(text);
+        match m.get("type").map(text).as_deref() {
+            Some("bind") => {
+                let create = m
+                    .get("bind")
+                    .and_then(|b| b.get("create_host_path"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+                let Some(source) = source else {
+                    return self.refuse("volumes", "a bind needs a source");
+                };
+                let source = self.bind_source(&source, create);
+                mounts.push(json!({"source": source, "target": target, "read-only": read_only}));
+            }
+            Some("volume") => {
+                if m.get("volume").and_then(|v| v.get("subpath")).is_some() {
+                    self.refuse("volumes", "volume.subpath: not supported");
+                }
+                let Some(key) = source else {
+                    return self.refuse(
+                        "volumes",
+                        format!("{target}: an anonymous volume: give it a source to keep its data"),
+                    );
+                };
+                if let Some(source) = self.volume_source(&key) {
+                    mounts
+                        .push(json!({"source": source, "target": target, "read-only": read_only}));
+                }
+            }
+            Some("tmpfs") => {
+                let mut t = json!({"target": target});
+                if let Some(o) = m.get("tmpfs").and_then(Value::as_object) {
+                    if let Some(size) = o.get("size") {
+                        match units::bytes(&text(size)) {
+                            Ok(n) => t["size"] = json!(n),
+                            Err(e) => self.refuse("volumes", e),
+                        }
+                    }
+                    if let Some(mode) = o.get("mode") {
+                        // Compose writes the mode as a number (1777 octal
+                        // read as decimal by YAML): kept as the digits.
+                        t["mode"] = json!(text(mode));
+                    }
+                }
+                tmpfs.push(t);
+            }
+            other => self.refuse(
+                "volumes",
+                format!("type {other:?}: bind, volume and tmpfs are supported"),
+            ),
+        }
+    }
+
+    fn network(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        if svc.contains_key("networks") && svc.contains_key("network_mode") {
+            self.refuse("network_mode", "network_mode and networks are exclusive");
+        }
+        if let Some(mode) = svc.get("network_mode").map(text) {
+            match mode.as_str() {
+                "host" | "none" | "bridge" => {
+                    c.insert("network".into(), json!(mode));
+                }
+                other => self.refuse(
+                    "network_mode",
+                    format!("{other:?}: not supported: mesh-host joins host, none, bridge or networks; put both services on one network"),
+                ),
+            }
+        } else {
+            let joined: Vec<(String, Value)> = match svc.get("networks") {
+                None | Some(Value::Null) => vec![("default".into(), Value::Null)],
+                Some(Value::Array(items)) => items.iter().map(|i| (text(i), Value::Null)).collect(),
+                Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                Some(_) => {
+                    self.refuse("networks", "expected a list or a mapping");
+                    Vec::new()
+                }
+            };
+            let mut networks = Vec::new();
+            for (key, settings) in joined {
+                let name = match self.top.networks.get(&key) {
+                    Some(n) => n.name.clone(),
+                    None if key == "default" => format!("{}_default", self.project.name),
+                    None => {
+                        self.refuse(
+                            "networks",
+                            format!("{key:?} is not declared in the top-level networks"),
+                        );
+                        continue;
+                    }
+                };
+                // Compose gives each service its name as an alias on
+                // every network it joins.
+                let mut aliases = vec![self.name.to_string()];
+                let mut entry = json!({"name": name});
+                if let Value::Object(s) = settings {
+                    for k in s.keys() {
+                        if !["aliases", "ipv4_address", "priority"].contains(&k.as_str()) {
+                            self.refuse("networks", format!("{key}.{k}: not supported"));
+                        }
+                    }
+                    for a in s.get("aliases").map(strings).unwrap_or_default() {
+                        if !aliases.contains(&a) {
+                            aliases.push(a);
+                        }
+                    }
+                    if let Some(ip) = s.get("ipv4_address") {
+                        entry["ipv4-address"] = json!(text(ip));
+                    }
+                }
+                entry["aliases"] = json!(aliases);
+                networks.push(entry);
+            }
+            if !networks.is_empty() {
+                c.insert("networks".into(), Value::Array(networks));
+            }
+        }
+        if let Some(v) = svc.get("ports") {
+            let mut published = Vec::new();
+            for entry in match v {
+                Value::Array(items) => items.clone(),
+                other => vec![other.clone()],
+            } {
+                let read = match &entry {
+                    Value::Object(m) => ports::long(m),
+                    other => ports::short(&text(other)),
+                };
+                match read {
+                    Ok(ps) => published.extend(ps.iter().map(|p| p.to_json())),
+                    Err(e) => self.refuse("ports", e),
+                }
+            }
+            if !published.is_empty() {
+                c.insert("ports".into(), Value::Array(published));
+            }
+        }
+    }
+
+    fn limits(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        let mut memory = svc.get("mem_limit").map(text);
+        let mut reservation = svc.get("mem_reservation").map(text);
+        let mut cpus = svc.get("cpus").map(text);
+        let mut pids = svc.get("pids_limit").map(text);
+        if let Some(deploy) = svc.get("deploy").and_then(Value::as_object) {
+            for k in deploy.keys() {
+                match k.as_str() {
+                    "resources" | "replicas" => {}
+                    other => self.refuse(
+                        &format!("deploy.{other}"),
+                        "not supported: one container per service on one node",
+                    ),
+                }
+            }
+            if let Some(n) = deploy.get("replicas").and_then(Value::as_u64) {
+                if n > 1 {
+                    self.refuse(
+                        "deploy.replicas",
+                        format!("{n}: one container per service on one node"),
+                    );
+                }
+            }
+            let resources = deploy.get("resources");
+            let limits = resources.and_then(|r| r.get("limits"));
+            let reservations = resources.and_then(|r| r.get("reservations"));
+            if let Some(l) = limits.and_then(Value::as_object) {
+                for (k, v) in l {
+                    match k.as_str() {
+                        "memory" => memory = Some(text(v)),
+                        "cpus" => cpus = Some(text(v)),
+                        "pids" => pids = Some(text(v)),
+                        other => self
+                            .refuse(&format!("deploy.resources.limits.{other}"), "not supported"),
+                    }
+                }
+            }
+            if let Some(r) = reservations.and_then(Value::as_object) {
+                for (k, v) in r {
+                    match k.as_str() {
+                        "memory" => reservation = Some(text(v)),
+                        other => self.refuse(
+                            &format!("deploy.resources.reservations.{other}"),
+                            "not supported: only memory is reserved",
+                        ),
+                    }
+                }
+            }
+        }
+        for (field, value, to) in [
+            ("memory", memory, "memory"),
+            ("memory reservation", reservation, "memory-reservation"),
+        ] {
+            if let Some(v) = value {
+                match units::bytes(&v) {
+                    Ok(n) => {
+                        c.insert(to.into(), json!(n));
+                    }
+                    Err(e) => self.refuse(field, e),
+                }
+            }
+        }
+        if let Some(v) = cpus {
+            match v.parse::<f64>() {
+                Ok(n) => {
+                    c.insert("cpus".into(), json!(n));
+                }
+                Err(_) => self.refuse("cpus", format!("{v:?} is not a number")),
+            }
+        }
+        if let Some(v) = pids {
+            match v.parse::<u64>() {
+                Ok(n) => {
+                    c.insert("pids-limit".into(), json!(n));
+                }
+                Err(_) => self.refuse("pids_limit", format!("{v:?} is not a whole number")),
+            }
+        }
+        if let Some(v) = svc.get("shm_size") {
+            match units::bytes(&text(v)) {
+                Ok(n) => {
+                    c.insert("shm-size".into(), json!(n));
+                }
+                Err(e) => self.refuse("shm_size", e),
+            }
+        }
+        if let Some(Value::Object(u)) = svc.get("ulimits") {
+            let mut out = Map::new();
+            for (name, v) in u {
+                let (soft, hard) = match v {
+                    Value::Object(m) => (
+                        m.get("soft").and_then(Value::as_u64),
+                        m.get("hard").and_then(Value::as_u64),
+                    ),
+                    other => {
+                        let n = other.as_u64().or_else(|| text(other).parse().ok());
+                        (n, n)
+                    }
+                };
+                match (soft, hard) {
+                    (Some(s), Some(h)) => {
+                        out.insert(name.clone(), json!({"soft": s, "hard": h}));
+                    }
+                    _ => self.refuse(&format!("ulimits.{name}"), "a number, or soft and hard"),
+                }
+            }
+            c.insert("ulimits".into(), Value::Object(out));
+        }
+    }
+
+    fn health(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        let Some(Value::Object(h)) = svc.get("healthcheck") else {
+            return;
+        };
+        if h.get("disable").and_then(Value::as_bool) == Some(true) {
+            c.insert("health".into(), json!("none"));
+            return;
+        }
+        let command: Option<Vec<String>> = match h.get("test") {
+            Some(Value::String(s)) => Some(vec!["/bin/sh".into(), "-c".into(), s.clone()]),
+            Some(Value::Array(items)) => {
+                let words: Vec<String> = items.iter().map(text).collect();
+                match words.first().map(String::as_str) {
+                    Some("NONE") => {
+                        c.insert("health".into(), json!("none"));
+                        return;
+                    }
+                    Some("CMD") => Some(words[1..].to_vec()),
+                    Some("CMD-SHELL") => {
+                        Some(vec!["/bin/sh".into(), "-c".into(), words[1..].join(" ")])
+                    }
+                    _ => {
+                        self.refuse("healthcheck.test", "starts with CMD, CMD-SHELL or NONE");
+                        None
+                    }
+                }
+            }
+            None => {
+                self.refuse(
+                    "healthcheck.test",
+                    "missing: mesh-host replaces the image's check whole; give the test",
+                );
+                None
+            }
+            Some(_) => {
+                self.refuse("healthcheck.test", "expected a string or a list");
+                None
+            }
+        };
+        let Some(command) = command else { return };
+        let mut health = json!({"command": command});
+        for (from, to) in [
+            ("interval", "interval"),
+            ("timeout", "timeout"),
+            ("start_period", "start-period"),
+        ] {
+            if let Some(v) = h.get(from) {
+                match units::seconds(&text(v)) {
+                    Ok(s) => health[to] = json!(s.max(1)),
+                    Err(e) => self.refuse(&format!("healthcheck.{from}"), e),
+                }
+            }
+        }
+        if let Some(r) = h.get("retries") {
+            health["retries"] = json!(r.as_u64().unwrap_or(3));
+        }
+        for k in h.keys() {
+            if ![
+                "test",
+                "interval",
+                "timeout",
+                "start_period",
+                "retries",
+                "disable",
+            ]
+            .contains(&k.as_str())
+            {
+                self.refuse(&format!("healthcheck.{k}"), "not supported; remove it");
+            }
+        }
+        c.insert("health".into(), health);
+    }
+
+    fn restart(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
+        let Some(v) = svc.get("restart") else { return };
+        if c.contains_key("run-once") {
+            return;
+        }
+        let policy = text(v);
+        let word = match policy.as_str() {
+            "no" | "always" | "unless-stopped" | "on-failure" => policy.clone(),
+            p if p.starts_with("on-failure:") => {
+                let at = self.at("restart");
+                self.p.note(
+                    at,
+                    format!("{p}: the retry count is left out; Docker retries without end"),
+                );
+                "on-failure".into()
+            }
+            other => {
+                self.refuse(
+                    "restart",
+                    format!("{other:?}: no, always, on-failure or unless-stopped"),
+                );
+                return;
+            }
+        };
+        c.insert("restart".into(), json!(word));
+    }
+}

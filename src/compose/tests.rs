@@ -1,0 +1,262 @@
+//! `import` as a whole, against project directories made here and the
+//! fake runtime as the pinner: the fixture stack read, anchors, merges
+//! and profiles, and every refusal listed with nothing made.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{import, Source};
+use crate::runtime::fake::FakeRuntime;
+
+const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop")
+}
+
+fn source(dir: &Path, env: &[(&str, &str)]) -> Source {
+    Source {
+        dir: dir.to_path_buf(),
+        environment: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ..Source::default()
+    }
+}
+
+fn pinner() -> FakeRuntime {
+    let fake = FakeRuntime::new();
+    fake.set_repo_digests(
+        "reg.test/busybox:stable",
+        &[&format!("reg.test/busybox@{DIGEST}")],
+    );
+    fake
+}
+
+async fn declaration(source: &Source) -> Value {
+    let fake = pinner();
+    let imported = import(source, Some(&fake))
+        .await
+        .unwrap_or_else(|p| panic!("{p:#?}"));
+    serde_json::from_slice(&imported.bytes).unwrap()
+}
+
+fn resource<'a>(d: &'a Value, id: &str) -> &'a Value {
+    d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {d:#}"))
+}
+
+#[tokio::test]
+async fn the_fixture_stack_imports_pinned_checked_and_stable() {
+    let src = source(&fixture(), &[("REGISTRY", "reg.test")]);
+    let fake = pinner();
+    let first = import(&src, Some(&fake)).await.unwrap();
+    let again = import(&src, Some(&fake)).await.unwrap();
+    assert_eq!(first.bytes, again.bytes, "the same project, the same bytes");
+    let decl = crate::declaration::parse(&first.bytes).unwrap();
+    assert_eq!(decl.resources.len(), 6);
+    assert!(decl
+        .resources
+        .iter()
+        .all(|r| r.module.as_ref().unwrap().as_str() == "shop"));
+    let d: Value = serde_json::from_slice(&first.bytes).unwrap();
+    let web = resource(&d, "web");
+    assert_eq!(web["name"], "shop-web-1");
+    assert_eq!(web["image"], format!("reg.test/busybox:stable@{DIGEST}"));
+    // Interpolated from .env; `$$` left as one dollar for the shell.
+    assert_eq!(web["env"]["GREETING"], "hello from the shop");
+    assert!(web["command"][2]
+        .as_str()
+        .unwrap()
+        .starts_with("echo \"$GREETING\""));
+    assert_eq!(
+        web["env-files"][0],
+        fixture().join("web.env").display().to_string()
+    );
+    assert_eq!(
+        web["depends-on"],
+        serde_json::json!([{"id": "db", "condition": "healthy"}])
+    );
+    assert_eq!(web["ports"].as_array().unwrap().len(), 2);
+    assert_eq!(web["ports"][1]["protocol"], "udp");
+    assert_eq!(web["networks"][0]["aliases"], serde_json::json!(["web"]));
+    // Shared through the anchor and merge key.
+    assert_eq!(web["cap-drop"], serde_json::json!(["ALL"]));
+    assert_eq!(web["stop-grace"], 5);
+    let db = resource(&d, "db");
+    assert_eq!(db["networks"][0]["ipv4-address"], "10.231.7.10");
+    assert_eq!(db["mounts"][0]["source"], "shop_dbdata");
+    assert_eq!(resource(&d, "network-back")["subnet"], "10.231.7.0/24");
+    // The services come after what they depend on.
+    let ids: Vec<&str> = d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.iter().position(|i| *i == "db") < ids.iter().position(|i| *i == "web"));
+    assert!(
+        first.notes.iter().any(|n| n.contains("db: no restart")),
+        "{:?}",
+        first.notes
+    );
+}
+
+#[tokio::test]
+async fn the_process_environment_wins_over_env_and_env_file_replaces_it() {
+    let d = declaration(&source(
+        &fixture(),
+        &[("REGISTRY", "reg.test"), ("APP_GREETING", "from the shell")],
+    ))
+    .await;
+    assert_eq!(resource(&d, "web")["env"]["GREETING"], "from the shell");
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.env");
+    std::fs::write(&other, "APP_GREETING=from the other file\n").unwrap();
+    let mut src = source(&fixture(), &[("REGISTRY", "reg.test")]);
+    src.env_files = vec![other];
+    let d = declaration(&src).await;
+    assert_eq!(
+        resource(&d, "web")["env"]["GREETING"],
+        "from the other file"
+    );
+    // BUSYBOX_TAG is no longer read from .env: its default applies.
+    assert_eq!(
+        resource(&d, "web")["image"],
+        format!("reg.test/busybox:stable@{DIGEST}")
+    );
+}
+
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new().prefix("app").tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+#[tokio::test]
+async fn files_merge_in_order_and_profiles_and_defaults_apply() {
+    let dir = project(&[
+        (
+            "compose.yaml",
+            "services:\n  web:\n    image: reg.test/busybox:stable\n    environment: [A=1, B=2]\n    ports: [\"80:80\"]\n  debug:\n    image: reg.test/busybox:stable\n    profiles: [debug]\n",
+        ),
+        (
+            "compose.override.yaml",
+            "services:\n  web:\n    environment: {B: '3'}\n    ports: [\"443:443\"]\n    expose: [\"9000\"]\n",
+        ),
+    ]);
+    let mut src = source(dir.path(), &[]);
+    src.project_name = Some("site".into());
+    let fake = pinner();
+    let imported = import(&src, Some(&fake)).await.unwrap();
+    let d: Value = serde_json::from_slice(&imported.bytes).unwrap();
+    let web = resource(&d, "web");
+    assert_eq!(web["name"], "site-web-1");
+    assert_eq!(web["env"], serde_json::json!({"A": "1", "B": "3"}));
+    assert_eq!(web["ports"].as_array().unwrap().len(), 2);
+    // The implicit default network, the service's name an alias on it.
+    assert_eq!(resource(&d, "network-default")["name"], "site_default");
+    assert_eq!(web["networks"][0]["aliases"], serde_json::json!(["web"]));
+    assert!(d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["id"] != "debug"));
+    assert!(
+        imported.notes.iter().any(|n| n.contains("web: expose")),
+        "{:?}",
+        imported.notes
+    );
+    src.profiles = vec!["debug".into()];
+    let d = declaration(&src).await;
+    resource(&d, "debug");
+    // Without a name anywhere: the directory's, as compose makes it.
+    let src = source(dir.path(), &[]);
+    let d = declaration(&src).await;
+    let dir_name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_lowercase();
+    assert_eq!(resource(&d, "web")["module"], dir_name.as_str());
+}
+
+async fn refused(files: &[(&str, &str)]) -> Vec<String> {
+    let dir = project(files);
+    let mut src = source(dir.path(), &[]);
+    src.project_name = Some("bad".into());
+    let fake = pinner();
+    match import(&src, Some(&fake)).await {
+        Ok(i) => panic!("imported:\n{}", String::from_utf8_lossy(&i.bytes)),
+        Err(problems) => problems,
+    }
+}
+
+fn has(problems: &[String], words: &str) {
+    assert!(
+        problems.iter().any(|p| p.contains(words)),
+        "no {words:?} in {problems:#?}"
+    );
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_every_problem_listed() {
+    let p = refused(&[("compose.yaml", "services: [web\n")]).await;
+    has(&p, "not valid YAML");
+
+    let p = refused(&[(
+        "compose.yaml",
+        "services:\n  web:\n    build: .\n  db:\n    environment: [A=1]\n  cache:\n    image: \"${IMG:?give IMG}\"\n    links: [db]\n    network_mode: service:db\n    platform: linux/arm64\n    deploy: {replicas: 3}\n    magic: true\n    volumes: [/data]\n  proxy:\n    image: \"x:${TAG\"\n    command: \"${CMD?give CMD}\"\n",
+    )])
+    .await;
+    has(&p, "web: build: not supported: mesh-host runs published images; build and push it, then import again");
+    has(&p, "db: image: missing");
+    has(&p, "required variable IMG is unset: give IMG");
+    has(&p, "required variable CMD is unset: give CMD");
+    has(&p, "is left open");
+    has(&p, "cache: links: not supported");
+    has(&p, "cache: network_mode: \"service:db\"");
+    has(&p, "cache: platform: not supported");
+    has(&p, "cache: deploy.replicas: 3");
+    has(&p, "cache: magic: not supported by mesh-host import");
+    has(&p, "cache: volumes: \"/data\": an anonymous volume");
+
+    let p = refused(&[(
+        "compose.yaml",
+        "services:\n  a:\n    image: reg.test/busybox:stable\n    depends_on: [b]\n  b:\n    image: reg.test/busybox:stable\n    depends_on: [a]\n  c:\n    image: reg.test/busybox:stable\n    depends_on: [nowhere]\n",
+    )])
+    .await;
+    has(&p, "a cycle among a, b");
+    has(&p, "c: depends_on: \"nowhere\" is not a service");
+}
+
+#[tokio::test]
+async fn an_image_the_runtime_cannot_pin_is_refused_by_name() {
+    let dir = project(&[(
+        "compose.yaml",
+        "services:\n  web:\n    image: reg.test/missing:1\n",
+    )]);
+    let mut src = source(dir.path(), &[]);
+    src.project_name = Some("p".into());
+    let fake = FakeRuntime::new();
+    let p = import(&src, Some(&fake)).await.unwrap_err();
+    has(&p, "image reg.test/missing:1: cannot be pinned");
+    // Without pinning, the tags stay and only that is said.
+    let imported = import(&src, None).await.unwrap();
+    assert!(String::from_utf8_lossy(&imported.bytes).contains("\"reg.test/missing:1\""));
+    assert!(imported
+        .notes
+        .iter()
+        .any(|n| n.contains("check refuses them until")));
+}

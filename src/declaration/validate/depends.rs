@@ -1,0 +1,124 @@
+//! Validation of a service's `depends-on`: each entry a container declared
+//! before it (declaration order is the apply's, so no cycle can be
+//! written), a `healthy` one a service with a health check.
+
+use super::entry::{Entry, Kind, RoleKind};
+use super::fields::{check, refuse_unknown, require, take, take_list, Found, Sink};
+use crate::declaration::depends::{Condition, Dependency};
+use crate::declaration::hints::Fields;
+use crate::declaration::model::{Health, Resource, ResourceKind};
+use crate::declaration::raw::{List, RawDependency};
+use crate::declaration::types::ResourceId;
+
+/// Pass one: the entries as written.
+pub(super) fn read_depends_on(s: &mut Sink, raw: List<RawDependency>) -> Vec<(String, Dependency)> {
+    let mut out: Vec<(String, Dependency)> = Vec::new();
+    for (path, raw) in take_list(s, "depends-on", raw) {
+        refuse_unknown(s, &path, raw.unknown, Fields::Dependency);
+        let id_field = format!("{path}.id");
+        let id = require(s, &id_field, raw.id)
+            .and_then(|t| check(s, &id_field, ResourceId::try_from(t)));
+        let condition_field = format!("{path}.condition");
+        let condition = match take(s, &condition_field, raw.condition).as_deref() {
+            None | Some("started") => Some(Condition::Started),
+            Some("healthy") => Some(Condition::Healthy),
+            Some(other) => {
+                s.at(
+                    &condition_field,
+                    format!("{other:?} is not a condition: \"started\" or \"healthy\""),
+                );
+                None
+            }
+        };
+        let (Some(id), Some(condition)) = (id, condition) else {
+            continue;
+        };
+        if let Some((first, _)) = out.iter().find(|(_, d)| d.id == id) {
+            s.at(
+                &id_field,
+                format!("{:?} is already named at {first}", id.as_str()),
+            );
+            continue;
+        }
+        out.push((id_field, Dependency { id, condition }));
+    }
+    out
+}
+
+/// Pass two: what each entry names.
+pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
+    for (index, entry) in entries.iter().enumerate() {
+        let Some(Resource {
+            kind: ResourceKind::Container(c),
+            ..
+        }) = &entry.built
+        else {
+            continue;
+        };
+        for (i, dep) in c.depends_on.iter().enumerate() {
+            let field = format!("depends-on[{i}].id");
+            let target = entries.iter().position(|e| e.id.as_ref() == Some(&dep.id));
+            let Some(at) = target else {
+                entry.sink(found).at(
+                    field,
+                    format!("{:?}: no container by that id", dep.id.as_str()),
+                );
+                continue;
+            };
+            let named = &entries[at];
+            let role = match &named.kind {
+                Kind::Container { role, .. } => *role,
+                other => {
+                    entry.sink(found).at(
+                        field,
+                        format!("{:?} is {}, not a container", dep.id.as_str(), other.noun()),
+                    );
+                    continue;
+                }
+            };
+            if at >= index {
+                entry.sink(found).at(
+                    field,
+                    format!(
+                        "{:?} is declared after this container: declare it first (declaration order is the order of apply)",
+                        dep.id.as_str()
+                    ),
+                );
+                continue;
+            }
+            if role == RoleKind::Scheduled {
+                entry.sink(found).at(
+                    field,
+                    format!(
+                        "{:?} is a scheduled step: it runs on its schedule, not before a service",
+                        dep.id.as_str()
+                    ),
+                );
+                continue;
+            }
+            if dep.condition == Condition::Healthy {
+                let health = match &named.built {
+                    Some(Resource {
+                        kind: ResourceKind::Container(d),
+                        ..
+                    }) => Some(&d.health),
+                    _ => None,
+                };
+                if role != RoleKind::Service {
+                    entry.sink(found).at(
+                        field,
+                        format!("{:?} is a run-once step: it has run to completion before this starts, healthy has no meaning", dep.id.as_str()),
+                    );
+                } else if matches!(health, Some(Some(Health::Disabled))) {
+                    entry.sink(found).at(
+                        field,
+                        format!(
+                            "{:?} has its health check disabled: it can never be healthy",
+                            dep.id.as_str()
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
