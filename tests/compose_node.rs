@@ -1,0 +1,268 @@
+//! `mesh-host import` with compose as the oracle (CONTRACT, "Compose"), on
+//! the sandbox node: the fixture stack (tests/fixtures/compose/shop) is
+//! brought up by Debian's `docker-compose` and inspected, taken down, then
+//! imported and applied by mesh-host and inspected again; the two
+//! containers of each service are compared field by field (ports,
+//! environment, mounts, networks and aliases, restart policy,
+//! capabilities, limits, health check, stop signal, user, hostname). Then
+//! the imported stack is used: its services meet by name, its port answers
+//! from the node, and a changed variable recreates that service alone with
+//! its volume's data kept.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::declare::text;
+use support::wait_for;
+use support::world::World;
+
+/// The stack's fixed names (its subnet and ports too): one test uses them.
+const CONTAINERS: [&str; 4] = ["shop-db-1", "shop-web-1", "shop_db_1", "shop_web_1"];
+const NETWORKS: [&str; 3] = ["shop_back", "shop_front", "shop_default"];
+const VOLUMES: [&str; 2] = ["shop_dbdata", "shop_logs"];
+
+/// Removes the stack's containers, networks and volumes, made by either,
+/// before the test and after it.
+struct Stack<'a>(&'a World);
+
+impl Stack<'_> {
+    fn clear(&self) {
+        let node = &self.0.node;
+        node.sh(&format!(
+            "docker rm -f {} >/dev/null 2>&1",
+            CONTAINERS.join(" ")
+        ));
+        node.sh(&format!(
+            "docker network rm {} >/dev/null 2>&1",
+            NETWORKS.join(" ")
+        ));
+        node.sh(&format!(
+            "docker volume rm {} >/dev/null 2>&1",
+            VOLUMES.join(" ")
+        ));
+    }
+}
+
+impl Drop for Stack<'_> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+fn copy_fixture(to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop");
+    std::fs::create_dir_all(to).expect("project dir");
+    for name in ["compose.yaml", ".env", "web.env"] {
+        std::fs::copy(from.join(name), to.join(name)).expect("copy the fixture");
+    }
+}
+
+fn inspect(w: &World, name: &str) -> Value {
+    let out = w.node.docker_ok(&["inspect", name]);
+    let all: Value = serde_json::from_str(&out).expect("inspect is JSON");
+    all[0].clone()
+}
+
+fn sorted(v: &Value) -> Value {
+    let mut items: Vec<String> = v
+        .as_array()
+        .map(|a| a.iter().map(|i| i.to_string()).collect())
+        .unwrap_or_default();
+    items.sort();
+    json!(items)
+}
+
+/// What the comparison looks at, of one container, by field.
+fn view(c: &Value, service: &str) -> BTreeMap<&'static str, Value> {
+    let host = &c["HostConfig"];
+    let config = &c["Config"];
+    let mounts: Vec<Value> = c["Mounts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| json!([m["Type"], m["Name"], m["Destination"], m["RW"]]))
+        .collect();
+    let networks: BTreeMap<String, Value> = c["NetworkSettings"]["Networks"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, n)| {
+            let aliases: Vec<&str> = n["Aliases"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let address = n["IPAMConfig"]["IPv4Address"].clone();
+            (
+                name,
+                json!({"alias": aliases.contains(&service), "address": address}),
+            )
+        })
+        .collect();
+    BTreeMap::from([
+        ("ports", nothing_as_null(&host["PortBindings"])),
+        ("env", sorted(&config["Env"])),
+        ("mounts", sorted(&json!(mounts))),
+        ("networks", json!(networks)),
+        ("restart", host["RestartPolicy"]["Name"].clone()),
+        ("cap-add", sorted(&host["CapAdd"])),
+        ("cap-drop", sorted(&host["CapDrop"])),
+        ("memory", host["Memory"].clone()),
+        ("cpus", host["NanoCpus"].clone()),
+        ("pids", host["PidsLimit"].clone()),
+        ("health", config["Healthcheck"].clone()),
+        ("stop-signal", config["StopSignal"].clone()),
+        ("user", config["User"].clone()),
+        // Docker's default is the container's short id: only a declared
+        // one compares.
+        (
+            "hostname",
+            match config["Hostname"].as_str() {
+                Some(h) if c["Id"].as_str().is_some_and(|id| id.starts_with(h)) => Value::Null,
+                _ => config["Hostname"].clone(),
+            },
+        ),
+        ("command", config["Cmd"].clone()),
+        ("tmpfs", nothing_as_null(&host["Tmpfs"])),
+        ("ulimits", nothing_as_null(&host["Ulimits"])),
+    ])
+}
+
+/// The differences mesh-host makes on purpose (docs/compose.md, "What
+/// differs from compose"): a service without `restart` is kept running.
+fn expected_difference(service: &str, field: &str, compose: &Value, mesh: &Value) -> bool {
+    // docker-compose 1.29 writes compose's `no` as Docker's empty name.
+    field == "restart"
+        && service == "db"
+        && (compose == "no" || compose == "")
+        && mesh == "unless-stopped"
+}
+
+/// Docker's answer for nothing (`{}` or `null`) as null.
+fn nothing_as_null(v: &Value) -> Value {
+    match v {
+        Value::Object(m) if m.is_empty() => Value::Null,
+        Value::Array(a) if a.is_empty() => Value::Null,
+        other => other.clone(),
+    }
+}
+
+/// What `nslookup NAME` inside `container` resolves it to.
+fn resolve(w: &World, container: &str, name: &str) -> Option<String> {
+    let out = w.node.sh(&format!(
+        "docker exec {container} nslookup {name} 2>/dev/null | sed -n '/^Name:/,$ s/^Address[^:]*: *//p'"
+    ));
+    let found = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!found.is_empty()).then_some(found)
+}
+
+fn import(w: &World, dir: &str, env: &str) -> std::process::Output {
+    let out = w.node.sh(&format!(
+        "cd {dir} && env {env} {bin} import -o {dir}/declaration.json {host}",
+        bin = w.bin,
+        host = w
+            .node
+            .docker_host()
+            .map(|h| format!("--docker-host {h}"))
+            .unwrap_or_default()
+    ));
+    eprintln!("import: {}", text(&out));
+    out
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_imported_stack_runs_as_compose_runs_it() {
+    let w = World::new("compose");
+    let stack = Stack(&w);
+    stack.clear();
+    let dir = w.path("shop");
+    copy_fixture(Path::new(&dir));
+    // The fixture names its image by tag; the tag is this node's busybox.
+    let busybox = w.pulled_busybox();
+    let registry = w.node.registry().to_string();
+    w.node
+        .docker_ok(&["tag", &busybox, &format!("{registry}/busybox:stable")]);
+    let env = format!("REGISTRY={registry}");
+
+    // The oracle: compose's own containers.
+    let up = w.node.sh(&format!(
+        "cd {dir} && env {env} docker-compose --compatibility -p shop up -d 2>&1"
+    ));
+    assert!(up.status.success(), "{}", text(&up));
+    let by_compose: BTreeMap<&str, Value> = [("db", "shop_db_1"), ("web", "shop_web_1")]
+        .into_iter()
+        .map(|(s, name)| (s, inspect(&w, name)))
+        .collect();
+    let down = w.node.sh(&format!(
+        "cd {dir} && env {env} docker-compose -p shop down -v 2>&1"
+    ));
+    assert!(down.status.success(), "{}", text(&down));
+
+    // mesh-host's.
+    let out = import(&w, &dir, &env);
+    assert!(out.status.success(), "{}", text(&out));
+    let decl = format!("{dir}/declaration.json");
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut differ = Vec::new();
+    for (service, name) in [("db", "shop-db-1"), ("web", "shop-web-1")] {
+        let (compose, mesh) = (
+            view(&by_compose[service], service),
+            view(&inspect(&w, name), service),
+        );
+        for (field, theirs) in &compose {
+            let ours = &mesh[field];
+            if theirs != ours && !expected_difference(service, field, theirs, ours) {
+                differ.push(format!(
+                    "{service}.{field}: compose {theirs} mesh-host {ours}"
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+
+    // Used: web finds db by its name at its fixed address, db answers
+    // with what it keeps in its volume, and web's port answers from the
+    // node.
+    let found = wait_for("db to resolve from web", Duration::from_secs(20), || {
+        resolve(&w, "shop-web-1", "db")
+    });
+    assert_eq!(found, "10.231.7.10");
+    let state = w.node.sh_ok(
+        "docker exec shop-web-1 sh -c 'printf \"GET /state HTTP/1.0\\r\\n\\r\\n\" | nc -w 2 db 5432' | tail -n 1",
+    );
+    assert_eq!(state.trim(), "ready");
+    let page = wait_for("the port to answer", Duration::from_secs(20), || {
+        let out = w.node.sh("curl -sf -m 2 http://127.0.0.1:18080/");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    });
+    assert_eq!(page, "hello from the shop");
+
+    // One variable changed: web alone is recreated, its volume's data kept.
+    w.node
+        .sh_ok("docker exec shop-web-1 sh -c 'echo kept > /var/log/web/marker'");
+    let db_id = inspect(&w, "shop-db-1")["Id"].clone();
+    let out = import(&w, &dir, &format!("{env} APP_GREETING=changed"));
+    assert!(out.status.success(), "{}", text(&out));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("web recreated: env changed"), "{said}");
+    assert_eq!(inspect(&w, "shop-db-1")["Id"], db_id, "db is not recreated");
+    let marker = w
+        .node
+        .sh_ok("docker exec shop-web-1 cat /var/log/web/marker");
+    assert_eq!(marker.trim(), "kept");
+    wait_for("the new page", Duration::from_secs(20), || {
+        let out = w.node.sh("curl -sf -m 2 http://127.0.0.1:18080/");
+        (String::from_utf8_lossy(&out.stdout).trim() == "changed").then_some(())
+    });
+}
