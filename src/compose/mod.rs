@@ -13,6 +13,7 @@
 
 pub mod interpolate;
 mod merge;
+mod mounts;
 mod paths;
 pub mod pin;
 pub mod ports;
