@@ -29,6 +29,7 @@ packages=(
 	docker-compose        # the peer of benches/apply-node.sh's first apply
 	podman crun conmon    # Podman 4.3's Docker-compatible API (MESH_NODE_RUNTIME=podman)
 	netavark              # Podman's network backend, even for --network none/host
+	aardvark-dns          # Podman's names on a user-defined network (tests/compose_node.rs)
 	catatonit             # Podman's init for `init: true` (a container option)
 	ca-certificates
 	mandoc                # mandoc -Tlint on the generated man pages (tests/man.rs)
