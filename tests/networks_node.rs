@@ -58,7 +58,13 @@ fn resolve(w: &World, container: &str, name: &str) -> Option<String> {
     let out = w.node.sh(&format!(
         "docker exec {container} nslookup {name} 2>/dev/null | sed -n '/^Name:/,$ s/^Address[^:]*: *//p'"
     ));
-    let found = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // Podman's server answers twice (A and the search domain's).
+    let found = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     (!found.is_empty()).then_some(found)
 }
 

@@ -136,16 +136,29 @@ pub(super) async fn create(
     spec: &ContainerSpec,
 ) -> Result<ContainerId, RuntimeError> {
     let mut body = create_body(spec);
-    if rt.is_podman() {
+    let podman = rt.is_podman();
+    if podman {
         if let Some(host) = body.host_config.as_mut() {
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
+        // Podman takes every network at create, and lists their name
+        // servers in that order; joined later, a network's server would
+        // come first and answer for its own containers alone.
+        body.networking_config = (!spec.networks.is_empty()).then(|| NetworkingConfig {
+            endpoints_config: Some(
+                spec.networks
+                    .iter()
+                    .map(|n| (n.network.clone(), super::networking::endpoint(n)))
+                    .collect(),
+            ),
+        });
     }
     let id = create_as(rt, &spec.name, &spec.image, body).await?;
     // Docker 20.10 takes one network at create; the others are joined
     // before the first start. A join that fails leaves no half-made
     // container behind.
-    for attach in spec.networks.iter().skip(1) {
+    let later = if podman { 0 } else { spec.networks.len() };
+    for attach in spec.networks.iter().skip(1).take(later) {
         if let Err(e) = super::networking::connect(rt, &spec.name, attach).await {
             let _ = remove(rt, &spec.name).await;
             return Err(e);
