@@ -509,3 +509,75 @@ fn the_readmes_first_declaration_is_accepted_as_it_stands() {
     );
     assert!(stdout(&out).contains("scheduled step"), "{}", stdout(&out));
 }
+
+/// `import` run in `dir` with only `env` in its environment.
+fn import_in(dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mesh-host"))
+        .arg("import")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .expect("run mesh-host import")
+}
+
+#[test]
+fn import_writes_a_declaration_check_reads_and_refuses_bad_projects_writing_nothing() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop");
+    let dir = tempfile::tempdir().expect("dir");
+    let out_file = dir.path().join("shop.json");
+    let out_path = out_file.to_str().expect("utf-8");
+    let out = import_in(
+        &fixture,
+        &[("REGISTRY", "reg.test")],
+        &["--no-resolve", "-o", out_path],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("check refuses them until each is pinned"),
+        "{}",
+        stderr(&out)
+    );
+    let written = std::fs::read_to_string(&out_file).expect("written");
+    assert!(written.contains("\"shop-web-1\""), "{written}");
+    // Only the tags left unpinned stand between it and check.
+    let check = mesh(&["check", out_path]);
+    assert_eq!(check.status.code(), Some(2));
+    let said = stdout(&check) + &stderr(&check);
+    assert!(
+        said.lines().filter(|l| l.contains(": image:")).count() == 2,
+        "{said}"
+    );
+    assert!(
+        !said
+            .lines()
+            .any(|l| l.contains(':') && !l.contains(": image:") && l.starts_with("web")),
+        "{said}"
+    );
+    std::fs::remove_file(&out_file).expect("remove");
+
+    // Bad projects: exit 2, every problem, nothing written.
+    for (text, words) in [
+        ("services: [web\n", vec!["not valid YAML"]),
+        (
+            "services:\n  web:\n    command: \"${CMD:?give CMD}\"\n  db:\n    image: \"x:${TAG\"\n",
+            vec!["web: image: missing", "required variable CMD is unset: give CMD", "is left open"],
+        ),
+        (
+            "services:\n  a:\n    image: x\n    depends_on: [b]\n  b:\n    image: x\n    depends_on: [a]\n",
+            vec!["a cycle among a, b"],
+        ),
+    ] {
+        let project = tempfile::tempdir().expect("dir");
+        std::fs::write(project.path().join("compose.yaml"), text).expect("write");
+        let out = import_in(project.path(), &[], &["-p", "bad", "--no-resolve", "-o", out_path]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        for w in words {
+            assert!(stderr(&out).contains(w), "{w:?} not in {}", stderr(&out));
+        }
+        assert!(stdout(&out).is_empty());
+        assert!(!out_file.exists(), "nothing is written");
+    }
+}
