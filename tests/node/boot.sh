@@ -148,10 +148,17 @@ EOF
 # and their console output on the machine's), whose console is the boot log.
 read -r -d '' init_script <<'EOF' || true
 set -e
-staged_run=$1 console_log=$2
+staged_run=$1 console_log=$2 hostname=$3
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
 cp -a "$staged_run"/. /run/
+if [ -n "$hostname" ]; then
+	# In the node's own UTS namespace; systemd sets it again from
+	# /etc/hostname, which is the machine's unless bound over.
+	printf '%s\n' "$hostname" >/proc/sys/kernel/hostname
+	printf '%s\n' "$hostname" >/run/mesh-node-hostname
+	mount --bind /run/mesh-node-hostname /etc/hostname
+fi
 mount -t tmpfs -o mode=755,nosuid tmpfs /dev
 for spec in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
 	name=${spec%%:*} majmin=${spec#*:}
@@ -212,9 +219,11 @@ boot() {
 	# shellcheck disable=SC2094 # the log is only an argument and the output
 	(
 		enter_node_cgroup
-		exec setsid unshare --pid --fork --mount --mount-proc --propagation private \
+		uts=()
+		[[ -z $NODE_HOSTNAME ]] || uts=(--uts)
+		exec setsid unshare --pid --fork --mount --mount-proc --propagation private "${uts[@]}" \
 			env -i container=unshare PATH="$NODE_PATH" \
-			/bin/sh -c "$init_script" mesh-node-init "$NODE_RUN_DIR" "$NODE_BOOT_LOG"
+			/bin/sh -c "$init_script" mesh-node-init "$NODE_RUN_DIR" "$NODE_BOOT_LOG" "$NODE_HOSTNAME"
 	) </dev/null >>"$NODE_BOOT_LOG" 2>&1 9>&- &
 	unshare_pid=$!
 

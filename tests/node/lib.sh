@@ -31,6 +31,10 @@ NODE_LOCK_FILE=${MESH_NODE_STATE}.lock
 # The node shares the machine's network: two nodes side by side need two
 # registry ports.
 NODE_REGISTRY_PORT=${MESH_NODE_REGISTRY_PORT:-5000}
+# A host name of the node's own (a UTS namespace; its /etc/hostname bound
+# over the machine's), for nodes side by side whose journals must tell them
+# apart; empty: the machine's name.
+NODE_HOSTNAME=${MESH_NODE_HOSTNAME:-}
 NODE_REGISTRY_ADDR=127.0.0.1:$NODE_REGISTRY_PORT
 NODE_REGISTRY_CONTAINER=mesh-node-registry
 NODE_REGISTRY_CONFIG=/etc/docker/registry/config.yml
@@ -84,12 +88,12 @@ proc_start_time() {
 	printf '%s\n' "${20}"
 }
 
-# Runs a command inside the node (its PID and mount namespaces) with a clean
+# Runs a command inside the node (its PID, mount and UTS namespaces) with a clean
 # environment. Standard input, output and error pass through.
 in_node() {
 	local pid
 	pid=$(node_pid) || die "no node is running (start one with tests/node/node up)"
-	nsenter -t "$pid" -p -m --wd=/ -- \
+	nsenter -t "$pid" -p -m -u --wd=/ -- \
 		env -i PATH="$NODE_PATH" HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" "$@"
 }
 
@@ -111,6 +115,8 @@ check_settings() {
 	if ! [[ $NODE_REGISTRY_PORT =~ ^[0-9]{1,5}$ ]] || ((10#$NODE_REGISTRY_PORT == 0 || 10#$NODE_REGISTRY_PORT > 65535)); then
 		die "MESH_NODE_REGISTRY_PORT must be a TCP port, not '$NODE_REGISTRY_PORT'"
 	fi
+	[[ -z $NODE_HOSTNAME || $NODE_HOSTNAME =~ ^[a-z0-9][a-z0-9-]{0,62}$ ]] ||
+		die "MESH_NODE_HOSTNAME must be a host name (a-z, 0-9, -), not '$NODE_HOSTNAME'"
 }
 
 # The cgroup driver asked for, validated.

@@ -34,6 +34,7 @@ packages=(
 	ca-certificates
 	mandoc                # mandoc -Tlint on the generated man pages (tests/man.rs)
 	lintian               # Debian's checks on the .deb (tests/package_node.rs)
+	python3-venv          # the virtual environment of a pinned ansible (tests/fleet_node.rs)
 	"$@"
 )
 missing=()

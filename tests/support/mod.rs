@@ -212,7 +212,7 @@ impl Node {
         self.vars.get("MESH_NODE_DOCKER_HOST").map(String::as_str)
     }
 
-    /// A command run inside the node (its PID and mount namespaces) with a
+    /// A command run inside the node (its PID, mount and UTS namespaces) with a
     /// clean environment and `/` as working directory; standard input is
     /// empty unless the caller sets it. On a node whose runtime is not
     /// Docker, `DOCKER_HOST` names it, so `docker` and mesh-host talk to it.
@@ -220,7 +220,7 @@ impl Node {
         let mut cmd = Command::new("nsenter");
         cmd.arg("-t")
             .arg(self.pid.to_string())
-            .args(["-p", "-m", "--wd=/", "--", "env", "-i"])
+            .args(["-p", "-m", "-u", "--wd=/", "--", "env", "-i"])
             .arg(format!("PATH={}", self.var("MESH_NODE_PATH")))
             .args(["HOME=/root", "LANG=C.UTF-8"]);
         if let Some(host) = self.docker_host() {

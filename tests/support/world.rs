@@ -67,7 +67,11 @@ pub fn stamp() -> String {
 impl World {
     /// A fresh world; panics without a node.
     pub fn new(tag: &str) -> World {
-        let node = Node::from_env();
+        World::on(Node::from_env(), tag)
+    }
+
+    /// A fresh world on `node` (one of several side by side).
+    pub fn on(node: Node, tag: &str) -> World {
         let bin = node.install_bin(env!("CARGO_BIN_EXE_mesh-host"));
         let prefix = unique_name(tag);
         let dir = node.state_dir().join("tests").join(&prefix);

@@ -1,0 +1,379 @@
+//! The Ansible collection (`contrib/ansible/ansible_collections/meshhost/
+//! node`, CONTRACT "Fleets") driving several real nodes at once: a pinned
+//! `ansible` from the Python registry, in a virtual environment this test
+//! makes, reaches each node through `community.docker.nsenter` (the
+//! namespaces of its systemd). Each node has its own host name, Docker,
+//! journal, daemon unit, state directory and declaration. The role starts
+//! the daemons; the declaration module then applies everywhere, changes
+//! nothing the second time, previews in check mode without Docker seeing
+//! anything happen, and a rolling apply stops at the node that refuses.
+//!
+//! The nodes: `MESH_FLEET_NODES`, the env files of two or more nodes
+//! booted with `MESH_NODE_HOSTNAME` (tests/run boots them).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+use support::daemon_unit::DaemonUnit;
+use support::world::World;
+use support::Node;
+
+/// The `ansible` release the test runs (and its `ansible-core`).
+const ANSIBLE: &str = "ansible==9.13.0";
+const ANSIBLE_CORE: &str = "ansible-core==2.16.14";
+
+fn fleet() -> Vec<Node> {
+    let Some(files) = std::env::var_os("MESH_FLEET_NODES") else {
+        panic!(
+            "MESH_FLEET_NODES is not set: this test needs two or more nodes side by side; \
+             tests/run boots them (MESH_NODE_HOSTNAME=fleet-a tests/node/node up, ...)"
+        );
+    };
+    let nodes: Vec<Node> = files
+        .to_string_lossy()
+        .split_whitespace()
+        .map(|f| Node::from_file(Path::new(f)))
+        .collect();
+    assert!(nodes.len() >= 2, "two nodes at least: {files:?}");
+    nodes
+}
+
+/// The virtual environment with the pinned `ansible`, made once and kept
+/// beside the build (a second run reuses it).
+fn ansible_venv() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ansible-9.13.0");
+    let ready = dir.join("ready");
+    if ready.exists() {
+        return dir;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |cmd: &mut Command| {
+        let out = cmd.output().expect("run");
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(Command::new("python3").args(["-m", "venv"]).arg(&dir));
+    run(Command::new(dir.join("bin/pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        ANSIBLE,
+        ANSIBLE_CORE,
+    ]));
+    std::fs::write(&ready, "").expect("mark");
+    dir
+}
+
+/// One node of the fleet, its daemon a unit of its own (installed, not
+/// started: the role starts it).
+struct Member {
+    w: World,
+    daemon: DaemonUnit,
+    host: String,
+}
+
+/// A service of `node`'s busybox, serving nothing, named `name`.
+fn service(id: &str, name: &str, image: &str) -> Value {
+    json!({"id": id, "type": "container", "module": "fleet", "name": name, "image": image,
+           "command": ["sleep", "3600"], "network": "none"})
+}
+
+struct Fleet {
+    members: Vec<Member>,
+    venv: PathBuf,
+    dir: PathBuf,
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        let venv = ansible_venv();
+        let members: Vec<Member> = fleet()
+            .into_iter()
+            .map(|node| {
+                let host = node.sh_ok("hostname").trim().to_string();
+                let w = World::on(node, "fleet");
+                w.pulled_busybox();
+                let daemon = DaemonUnit::install(&w, "");
+                Member { w, daemon, host }
+            })
+            .collect();
+        let hosts: Vec<&str> = members.iter().map(|m| m.host.as_str()).collect();
+        let mut unique = hosts.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            hosts.len(),
+            "each node its own host name: {hosts:?}"
+        );
+        let dir = members[0].w.dir.join("ansible");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let fleet = Fleet { members, venv, dir };
+        fleet.write_inventory();
+        fleet
+    }
+
+    fn write_inventory(&self) {
+        let mut hosts = serde_json::Map::new();
+        for m in &self.members {
+            let mut env = json!({
+                "MESH_HOST_STATE_DIR": m.w.path("state"),
+                "MESH_HOST_DECLARATION": m.w.path("declaration.json"),
+                "MESH_HOST_CONTROL_SOCKET": m.w.path("control.sock"),
+            });
+            if let Some(h) = m.w.node.docker_host() {
+                env["DOCKER_HOST"] = json!(h);
+            }
+            hosts.insert(
+                m.host.clone(),
+                json!({
+                    "ansible_connection": "community.docker.nsenter",
+                    "ansible_nsenter_pid": m.w.node.pid(),
+                    "ansible_python_interpreter": "/usr/bin/python3",
+                    "mesh_env": env,
+                    "mesh_host_service": m.daemon.unit,
+                    "mesh_host_service_enabled": false,
+                    "mesh_host_declaration_path": m.w.path("declaration.json"),
+                    "mesh_host_executable": m.w.bin,
+                    "busybox": m.w.busybox(),
+                }),
+            );
+        }
+        let inventory = json!({"all": {"hosts": hosts}});
+        std::fs::write(
+            self.dir.join("inventory.json"),
+            serde_json::to_vec_pretty(&inventory).expect("json"),
+        )
+        .expect("inventory");
+    }
+
+    /// `ansible-playbook PLAYBOOK` with `args`, the JSON callback's answer.
+    fn play(&self, playbook: &str, args: &[&str]) -> (Output, Value) {
+        let collections = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/ansible");
+        let out = Command::new(self.venv.join("bin/ansible-playbook"))
+            .arg("-i")
+            .arg(self.dir.join("inventory.json"))
+            .arg(self.dir.join(playbook))
+            .args(args)
+            .env("ANSIBLE_COLLECTIONS_PATH", &collections)
+            .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
+            .env("ANSIBLE_HOST_KEY_CHECKING", "False")
+            .env("ANSIBLE_LOCAL_TEMP", self.dir.join("tmp"))
+            .env("ANSIBLE_REMOTE_TMP", "/tmp/.ansible-fleet")
+            .output()
+            .expect("ansible-playbook");
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "ansible-playbook said no JSON ({e}):\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out, answer)
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.dir.join(name), text).expect("write");
+    }
+
+    /// The declaration of each member, by host name, as the playbook
+    /// reads it (`decl_<host>.json`).
+    fn declare(&self, each: impl Fn(&Member) -> Vec<Value>) {
+        for m in &self.members {
+            let decl = json!({"declaration": 1, "resources": each(m)});
+            self.write(
+                &format!("decl_{}.json", m.host),
+                &serde_json::to_string_pretty(&decl).expect("json"),
+            );
+        }
+    }
+}
+
+/// `stats[host][key]` of the JSON callback.
+fn stat(answer: &Value, host: &str, key: &str) -> u64 {
+    answer["stats"][host][key].as_u64().unwrap_or(0)
+}
+
+/// The results of task `name`, by host.
+fn results<'a>(answer: &'a Value, name: &str) -> Vec<(&'a String, &'a Value)> {
+    answer["plays"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["tasks"].as_array().into_iter().flatten())
+        .filter(|t| t["task"]["name"] == name)
+        .flat_map(|t| t["hosts"].as_object().into_iter().flatten())
+        .collect()
+}
+
+const SETUP: &str = r#"
+- name: Install and start mesh-host
+  hosts: all
+  gather_facts: false
+  environment: "{{ mesh_env }}"
+  roles:
+    - role: meshhost.node.mesh_host
+      vars:
+        mesh_host_declaration: {"declaration": 1, "resources": []}
+"#;
+
+const APPLY: &str = r#"
+- name: Apply each node's declaration
+  hosts: all
+  gather_facts: false
+  environment: "{{ mesh_env }}"
+  tasks:
+    - name: Apply
+      meshhost.node.declaration:
+        src: "decl_{{ inventory_hostname }}.json"
+        executable: "{{ mesh_host_executable }}"
+    - name: Status
+      meshhost.node.status:
+        executable: "{{ mesh_host_executable }}"
+"#;
+
+const ROLL: &str = r#"
+- name: Roll the declaration one node at a time
+  hosts: all
+  gather_facts: false
+  serial: 1
+  max_fail_percentage: 0
+  environment: "{{ mesh_env }}"
+  tasks:
+    - name: Apply
+      meshhost.node.declaration:
+        src: "decl_{{ inventory_hostname }}.json"
+        executable: "{{ mesh_host_executable }}"
+"#;
+
+#[test]
+#[ignore = "needs two sandbox nodes side by side: run tests/run"]
+fn a_fleet_is_rolled_checked_and_stopped_at_the_node_that_refuses() {
+    let fleet = Fleet::new();
+    fleet.write("setup.yml", SETUP);
+    fleet.write("apply.yml", APPLY);
+    fleet.write("roll.yml", ROLL);
+    let hosts: Vec<String> = fleet.members.iter().map(|m| m.host.clone()).collect();
+
+    // The role starts every daemon.
+    let (out, answer) = fleet.play("setup.yml", &[]);
+    assert!(out.status.success(), "{answer:#}");
+    for m in &fleet.members {
+        assert!(m.daemon.active(), "{} runs its daemon", m.host);
+    }
+
+    // A first apply everywhere: each node's own service made.
+    let web = |m: &Member| format!("{}-web", m.w.prefix);
+    fleet.declare(|m| vec![service("web", &web(m), &m.w.busybox())]);
+    let (out, answer) = fleet.play("apply.yml", &[]);
+    assert!(out.status.success(), "{answer:#}");
+    for m in &fleet.members {
+        assert_eq!(stat(&answer, &m.host, "changed"), 1, "{answer:#}");
+        assert!(m.w.running(&web(m)), "{}: Docker runs {}", m.host, web(m));
+    }
+    let status = results(&answer, "Status");
+    assert_eq!(status.len(), hosts.len());
+    for (_, r) in status {
+        assert!(r["ansible_facts"]["mesh_host"].is_object(), "{r:#}");
+    }
+
+    // Again: nothing changes anywhere.
+    let (out, answer) = fleet.play("apply.yml", &[]);
+    assert!(out.status.success(), "{answer:#}");
+    for h in &hosts {
+        assert_eq!(stat(&answer, h, "changed"), 0, "{h}: {answer:#}");
+    }
+
+    // Check mode with a changed declaration: each node says what it would
+    // do, with the diff, and Docker on each sees nothing happen.
+    let cache = |m: &Member| format!("{}-cache", m.w.prefix);
+    fleet.declare(|m| {
+        vec![
+            service("web", &web(m), &m.w.busybox()),
+            service("cache", &cache(m), &m.w.busybox()),
+        ]
+    });
+    let since = support::world::stamp();
+    let (out, answer) = fleet.play("apply.yml", &["--check", "--diff"]);
+    assert!(out.status.success(), "{answer:#}");
+    let until = support::world::stamp();
+    let checked = results(&answer, "Apply");
+    assert_eq!(checked.len(), hosts.len(), "{answer:#}");
+    for (host, r) in checked {
+        assert_eq!(r["changed"], true, "{host}: {r:#}");
+        let actions = r["diff"][1]["after"].as_str().unwrap_or_default();
+        assert!(actions.contains("cache created"), "{host}: {r:#}");
+        assert!(
+            r["diff"][0]["after"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("-cache"),
+            "{host}: {r:#}"
+        );
+    }
+    for m in &fleet.members {
+        let events = m.w.node.docker_ok(&[
+            "events",
+            "--since",
+            &since,
+            "--until",
+            &until,
+            "--filter",
+            "type=container",
+            "--format",
+            "{{.Action}} {{.Actor.Attributes.name}}",
+        ]);
+        assert!(events.trim().is_empty(), "{}: Docker saw {events}", m.host);
+        assert!(!m.w.exists(&cache(m)), "{}", m.host);
+    }
+
+    // A rolling apply of a declaration the first node refuses (an
+    // env-file only the second node has, in its own /run): it stops
+    // there, and the second node is untouched.
+    let env_file = format!("/run/{}-env", fleet.members[0].w.prefix);
+    let second = &fleet.members[1];
+    second
+        .w
+        .node
+        .sh_ok(&format!("echo GREETING=hello > {env_file}"));
+    fleet.declare(|m| {
+        let mut s = service("web", &web(m), &m.w.busybox());
+        s["env-files"] = json!([env_file]);
+        vec![s]
+    });
+    let since = support::world::stamp();
+    let (out, answer) = fleet.play("roll.yml", &[]);
+    let until = support::world::stamp();
+    assert!(!out.status.success(), "{answer:#}");
+    let first = &fleet.members[0];
+    assert_eq!(stat(&answer, &first.host, "failures"), 1, "{answer:#}");
+    let applied: Vec<&String> = results(&answer, "Apply")
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(applied, [&first.host], "the roll stopped at {}", first.host);
+    let events = second.w.node.docker_ok(&[
+        "events",
+        "--since",
+        &since,
+        "--until",
+        &until,
+        "--filter",
+        "type=container",
+        "--format",
+        "{{.Action}} {{.Actor.Attributes.name}}",
+    ]);
+    assert!(
+        events.trim().is_empty(),
+        "{}: Docker saw {events}",
+        second.host
+    );
+    assert!(second.w.running(&web(second)));
+    let _ = second.w.node.sh(&format!("rm -f {env_file}"));
+}
