@@ -254,8 +254,9 @@ const ROLL: &str = r#"
 
 #[test]
 #[ignore = "needs two sandbox nodes side by side: run tests/run"]
-fn a_fleet_is_rolled_checked_and_stopped_at_the_node_that_refuses() {
+fn a_fleet_is_rolled_checked_stopped_where_it_fails_and_its_alerts_gathered() {
     let fleet = Fleet::new();
+    the_collection_builds_and_documents_itself(&fleet);
     fleet.write("setup.yml", SETUP);
     fleet.write("apply.yml", APPLY);
     fleet.write("roll.yml", ROLL);
@@ -376,4 +377,189 @@ fn a_fleet_is_rolled_checked_and_stopped_at_the_node_that_refuses() {
     );
     assert!(second.w.running(&web(second)));
     let _ = second.w.node.sh(&format!("rm -f {env_file}"));
+
+    alerts_are_gathered_centrally(&fleet);
+}
+
+/// `ansible-galaxy collection build` packs it, and `ansible-doc` reads
+/// every module's documentation.
+fn the_collection_builds_and_documents_itself(fleet: &Fleet) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/ansible");
+    let out = Command::new(fleet.venv.join("bin/ansible-galaxy"))
+        .args(["collection", "build", "--force", "--output-path"])
+        .arg(&fleet.dir)
+        .arg(root.join("ansible_collections/meshhost/node"))
+        .output()
+        .expect("ansible-galaxy");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fleet.dir.join("meshhost-node-0.1.0.tar.gz").exists());
+    for module in ["declaration", "step", "status"] {
+        let out = Command::new(fleet.venv.join("bin/ansible-doc"))
+            .arg(format!("meshhost.node.{module}"))
+            .env("ANSIBLE_COLLECTIONS_PATH", &root)
+            .output()
+            .expect("ansible-doc");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("EXAMPLES") && text.contains("OPTIONS"),
+            "{module}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+const JOURNAL: &str = r#"
+- name: Ship each node's journal to the collector
+  hosts: all
+  gather_facts: false
+  environment: "{{ mesh_env }}"
+  roles:
+    - role: meshhost.node.mesh_host
+      vars:
+        mesh_host_journal_collector: "{{ collector }}"
+        # The nodes share the machine's files: the package is there, and
+        # the upload's settings go to each node's own /run.
+        mesh_host_journal_install: false
+        mesh_host_journal_upload_conf_dir: /run/systemd/journal-upload.conf.d
+        mesh_host_journal_upload_enabled: false
+"#;
+
+/// systemd-journal-remote on the machine, every node's systemd-journal-
+/// upload pointed at it by the role, and a node's `WILL NOT START AGAIN`
+/// found in the collector's journal with its host name and fields.
+fn alerts_are_gathered_centrally(fleet: &Fleet) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let collected = fleet.dir.join("collected");
+    std::fs::create_dir_all(&collected).expect("dir");
+    let mut collector = Command::new("/lib/systemd/systemd-journal-remote")
+        .arg(format!("--listen-http={port}"))
+        .arg(format!("--output={}/", collected.display()))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("systemd-journal-remote (Debian's systemd-journal-remote)");
+    struct Stop<'a>(&'a mut std::process::Child);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _collector = Stop(&mut collector);
+    // Each node's upload keeps its cursor in a state directory of its
+    // own: the nodes share the machine's /var/lib.
+    for m in &fleet.members {
+        let dropin = format!(
+            "/proc/{}/root/run/systemd/system/systemd-journal-upload.service.d",
+            m.w.node.pid()
+        );
+        std::fs::create_dir_all(&dropin).expect("drop-in dir");
+        std::fs::write(
+            format!("{dropin}/10-fleet-node.conf"),
+            format!(
+                "[Service]\nStateDirectory=\nStateDirectory=systemd/journal-upload-{0}\n\
+                 ExecStart=\nExecStart=/lib/systemd/systemd-journal-upload --save-state=/var/lib/systemd/journal-upload-{0}/state\n",
+                m.w.prefix
+            ),
+        )
+        .expect("drop-in");
+        m.w.node.sh_ok("systemctl daemon-reload");
+    }
+    let _stop_uploads: Vec<_> = fleet
+        .members
+        .iter()
+        .map(|m| {
+            m.w.node.on_drop(
+                "systemctl stop systemd-journal-upload.service; \
+                 rm -rf /run/systemd/system/systemd-journal-upload.service.d /run/systemd/journal-upload.conf.d; \
+                 systemctl daemon-reload"
+                    .to_string(),
+            )
+        })
+        .collect();
+    fleet.write("journal.yml", JOURNAL);
+    let collector_url = format!("http://127.0.0.1:{port}");
+    let (out, answer) = fleet.play(
+        "journal.yml",
+        &["-e", &format!("collector={collector_url}")],
+    );
+    assert!(out.status.success(), "{answer:#}");
+
+    // WILL NOT START AGAIN on the second node, for real: its held
+    // container's network is removed while a step holds it stopped.
+    let m = &fleet.members[1];
+    let (node, w) = (&m.w.node, &m.w);
+    let net = format!("{}-wnsa", w.prefix);
+    node.docker_ok(&["network", "create", &net]);
+    let _net = node.on_drop(format!("docker network rm {net}"));
+    let svc = format!("{}-held", w.prefix);
+    let gc = format!("{}-gc", w.prefix);
+    let mut held = service("held", &svc, &w.busybox());
+    held["network"] = json!(net);
+    let step = json!({"id": gc, "type": "container", "module": "fleet", "name": gc,
+        "image": w.busybox(), "command": ["sleep", "3"], "network": "none",
+        "schedule": "0 3 1 1 *", "while-stopped": ["held"], "timeout": 300});
+    let out = m
+        .daemon
+        .cli(&["apply", &w.declaration("wnsa.json", json!([held, step]))]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let run = m.daemon.cli_spawn(&["run", &gc]);
+    support::wait_for(
+        "the held container to stop",
+        std::time::Duration::from_secs(30),
+        || {
+            let s = node.docker_ok(&["inspect", "-f", "{{.State.Running}}", &svc]);
+            (s.trim() == "false").then_some(())
+        },
+    );
+    node.docker_ok(&["network", "rm", &net]);
+    let out = run.wait_with_output().expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let entry = support::wait_for(
+        "the alert at the collector",
+        std::time::Duration::from_secs(60),
+        || {
+            let out = Command::new("journalctl")
+                .arg("-D")
+                .arg(&collected)
+                .args([
+                    "-o",
+                    "json",
+                    "--no-pager",
+                    "MESH_EVENT=will-not-start-again",
+                ])
+                .output()
+                .ok()?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|e| e["MESH_STEP"] == gc.as_str())
+        },
+    );
+    assert_eq!(entry["_HOSTNAME"], m.host.as_str(), "{entry:#}");
+    assert_eq!(entry["MESH_CONTAINER"], svc.as_str(), "{entry:#}");
+    assert_eq!(entry["PRIORITY"], "1", "priority alert: {entry:#}");
+    assert!(
+        entry["MESSAGE"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("WILL NOT START AGAIN"),
+        "{entry:#}"
+    );
 }
