@@ -378,7 +378,183 @@ fn a_fleet_is_rolled_checked_stopped_where_it_fails_and_its_alerts_gathered() {
     assert!(second.w.running(&web(second)));
     let _ = second.w.node.sh(&format!("rm -f {env_file}"));
 
+    steps_are_fired_suspended_and_resumed(&fleet, second, &web(second));
+
     alerts_are_gathered_centrally(&fleet);
+    the_role_installs_the_package_it_is_given(&fleet);
+}
+
+const STEPS: &str = r#"
+- name: Fire, suspend and resume a step
+  hosts: all
+  gather_facts: false
+  environment: "{{ mesh_env }}"
+  tasks:
+    - name: Fire
+      meshhost.node.step:
+        name: "{{ step }}"
+        executable: "{{ mesh_host_executable }}"
+    - name: Suspend
+      meshhost.node.step:
+        name: "{{ step }}"
+        state: suspended
+        executable: "{{ mesh_host_executable }}"
+    - name: Suspend again
+      meshhost.node.step:
+        name: "{{ step }}"
+        state: suspended
+        executable: "{{ mesh_host_executable }}"
+    - name: Status
+      meshhost.node.status:
+        executable: "{{ mesh_host_executable }}"
+    - name: Resume
+      meshhost.node.step:
+        name: "{{ step }}"
+        state: resumed
+        executable: "{{ mesh_host_executable }}"
+"#;
+
+/// The step module on one node: a fire that holds its service, a
+/// suspension changed once and then found as it is, the status facts
+/// saying so, a resume.
+fn steps_are_fired_suspended_and_resumed(fleet: &Fleet, m: &Member, held: &str) {
+    let gc = format!("{}-nightly", m.w.prefix);
+    let decl = json!({"declaration": 1, "resources": [
+        service("web", held, &m.w.busybox()),
+        {"id": "nightly", "type": "container", "module": "fleet", "name": gc,
+         "image": m.w.busybox(), "command": ["true"], "network": "none",
+         "schedule": "0 3 1 1 *", "while-stopped": ["web"], "timeout": 60}
+    ]});
+    fleet.write(
+        &format!("decl_{}.json", m.host),
+        &serde_json::to_string_pretty(&decl).expect("json"),
+    );
+    let (out, answer) = fleet.play("apply.yml", &["--limit", &m.host]);
+    assert!(out.status.success(), "{answer:#}");
+    fleet.write("steps.yml", STEPS);
+    let (out, answer) = fleet.play("steps.yml", &["--limit", &m.host, "-e", "step=nightly"]);
+    assert!(out.status.success(), "{answer:#}");
+    let changed = |task: &str| {
+        let r = results(&answer, task);
+        assert_eq!(r.len(), 1, "{task}: {answer:#}");
+        r[0].1["changed"].as_bool().unwrap_or(false)
+    };
+    assert!(changed("Fire"), "{answer:#}");
+    assert!(changed("Suspend"));
+    assert!(!changed("Suspend again"), "a suspended step stays as it is");
+    assert!(changed("Resume"));
+    let status = &results(&answer, "Status")[0].1["ansible_facts"]["mesh_host"];
+    let step = status["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["step"] == "nightly"))
+        .unwrap_or_else(|| panic!("no step nightly in {status:#}"));
+    assert!(step["suspended-since"].is_string(), "{step:#}");
+    assert!(
+        m.w.running(held),
+        "the held service runs again after the fire"
+    );
+}
+
+/// Serialises the runs that install the package on this machine (with
+/// tests/package_node.rs and tests/node/demo).
+const PACKAGE_LOCK: &str = "/run/lock/mesh-host-package.lock";
+
+const INSTALL: &str = r#"
+- name: Install mesh-host from its package and start it
+  hosts: all
+  gather_facts: false
+  roles:
+    - role: meshhost.node.mesh_host
+      vars:
+        mesh_host_package: "{{ package }}"
+        mesh_host_declaration: "{{ lookup('file', 'decl_' ~ inventory_hostname ~ '.json') | from_json }}"
+        # The package's own paths and unit, over the inventory's test ones.
+        mesh_host_declaration_path: /etc/mesh-host/declaration.json
+        mesh_host_service: mesh-host.service
+        mesh_host_service_enabled: true
+        mesh_host_executable: mesh-host
+"#;
+
+/// The role on the first node with the .deb `packaging/build` makes of
+/// this build: installed, its declaration written, `mesh-host.service`
+/// enabled, started and applying it; a second run changes nothing. The
+/// nodes share the machine's files, so the package is installed on the
+/// machine meanwhile: taken under the package lock, never over a
+/// mesh-host already there, and purged whatever happens.
+fn the_role_installs_the_package_it_is_given(fleet: &Fleet) {
+    let lock = std::fs::File::create(PACKAGE_LOCK).expect("package lock");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    let m = &fleet.members[0];
+    let node = &m.w.node;
+    let status = node.sh("dpkg-query -W -f '${db:Status-Status}' mesh-host 2>/dev/null");
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(
+        status.is_empty() || status == "not-installed" || status == "config-files",
+        "mesh-host is installed on this machine ({status}): the test would purge it"
+    );
+    assert!(
+        !Path::new("/etc/mesh-host").exists() && !Path::new("/var/lib/mesh-host").exists(),
+        "a mesh-host's files are on this machine: the test would delete them"
+    );
+    let _purge = node.on_drop(
+        "systemctl stop mesh-host.service >/dev/null 2>&1; \
+         apt-get purge -y mesh-host >/dev/null 2>&1; \
+         rm -rf /etc/mesh-host /var/lib/mesh-host; systemctl daemon-reload"
+            .to_string(),
+    );
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(repo.join("packaging/build"))
+        .current_dir(repo)
+        .args(["--bin", env!("CARGO_BIN_EXE_mesh-host"), "--fast", "--out"])
+        .arg(&fleet.dir)
+        .args(["--deb-version", &format!("{}-1", env!("CARGO_PKG_VERSION"))])
+        .env("MESH_HOST_SKIP_RPM", "1")
+        .output()
+        .expect("packaging/build");
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deb = printed
+        .lines()
+        .find(|l| l.ends_with(".deb"))
+        .unwrap_or_else(|| panic!("no .deb: {printed}"))
+        .to_string();
+
+    let svc = format!("{}-pkg", m.w.prefix);
+    let _svc = node.on_drop(format!("docker rm -f {svc} >/dev/null 2>&1 || true"));
+    fleet.declare(|x| {
+        vec![service(
+            "pkg",
+            &format!("{}-pkg", x.w.prefix),
+            &x.w.busybox(),
+        )]
+    });
+    fleet.write("install.yml", INSTALL);
+    let args = ["--limit", m.host.as_str(), "-e", &format!("package={deb}")];
+    let (out, answer) = fleet.play("install.yml", &args);
+    assert!(out.status.success(), "{answer:#}");
+    assert!(stat(&answer, &m.host, "changed") >= 3, "{answer:#}");
+    let installed = node.sh_ok("dpkg-query -W -f '${db:Status-Status}' mesh-host");
+    assert_eq!(installed, "installed");
+    assert_eq!(
+        node.sh_ok("systemctl is-enabled mesh-host.service").trim(),
+        "enabled"
+    );
+    support::wait_for(
+        "the packaged daemon's apply",
+        std::time::Duration::from_secs(60),
+        || m.w.running(&svc).then_some(()),
+    );
+    let (out, answer) = fleet.play("install.yml", &args);
+    assert!(out.status.success(), "{answer:#}");
+    assert_eq!(stat(&answer, &m.host, "changed"), 0, "{answer:#}");
+    let others: Vec<&String> = fleet.members[1..].iter().map(|x| &x.host).collect();
+    for h in others {
+        assert_eq!(stat(&answer, h, "ok"), 0, "{h} is left alone: {answer:#}");
+    }
 }
 
 /// `ansible-galaxy collection build` packs it, and `ansible-doc` reads
