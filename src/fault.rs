@@ -80,7 +80,9 @@ pub fn point(name: &str, subject: &str) {
 /// `pause-before-naming`, on a container's name: made whole under its
 /// making name, not yet renamed; `pause-before-replacing` and
 /// `pause-before-removing-replaced`, on a container's name: the old one set
-/// aside, the new one not made, or made and the old one not removed).
+/// aside, the new one not made, or made and the old one not removed;
+/// `pause-in-network-remake`, on a network's name: its containers
+/// detached and the network removed, not yet made again).
 #[cfg(debug_assertions)]
 pub async fn pause(name: &str, subject: &str) {
     // Several pauses may be asked at once, separated by commas.

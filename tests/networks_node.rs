@@ -148,11 +148,16 @@ fn services_meet_by_alias_on_a_declared_network_and_a_new_subnet_reattaches_them
     w.node.sh(&format!(
         "docker exec {db} sh -c 'echo kept > /data/greeting'"
     ));
+    // web stopped: Docker lists no stopped container on a network, yet it
+    // keeps the old network in its settings; it must start on the new one.
+    w.node.docker_ok(&["stop", &web]);
     let out = w.apply_local(declared(&second, &second_at));
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("subnet changed; attached again:"), "{said}");
     assert_eq!(w.inspect(&web, "{{.Id}}"), web_id, "web is not recreated");
+    assert!(said.contains("web started"), "{said}");
+    assert!(w.running(&web), "web runs on the new network");
     assert_ne!(w.inspect(&db, "{{.Id}}"), db_id, "db's address changed");
     assert_eq!(
         w.node
@@ -312,4 +317,68 @@ fn networks_and_volumes_made_otherwise_are_refused_and_never_changed() {
             .success(),
         "{said}"
     );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_apply_killed_mid_remake_leaves_the_next_apply_to_attach_them_again() {
+    let mut w = World::new("networks-killed");
+    let img = w.pulled_busybox();
+    let (db, web) = (w.name("db"), w.name("web"));
+    let net = w.network_name("back");
+    let volume = w.volume_name("data");
+    let [(first, first_at), (second, _)] = subnets(&w);
+    let declared = |subnet: &str| {
+        let mut all = vec![network(&net, subnet)];
+        all.extend(services(&db, &web, &img, &net, &volume, &first_at));
+        // db keeps no fixed address here: it stays as it is.
+        all[1]["networks"][0]
+            .as_object_mut()
+            .expect("db's network")
+            .remove("ipv4-address");
+        Value::Array(all)
+    };
+    let out = w.apply_local(declared(&first));
+    assert!(out.status.success(), "{}", text(&out));
+    w.node.docker_ok(&["stop", &web]);
+
+    // Killed with both containers detached and the network removed.
+    let decl = w.write_declaration(declared(&second));
+    let killed = w.mesh_spawn_faulted(
+        &format!("pause-in-network-remake:{net}"),
+        &["apply", &decl, "--local"],
+        Some(&decl),
+    );
+    wait_for("the network removed", Duration::from_secs(60), || {
+        (!w.node
+            .docker(&["network", "inspect", &net])
+            .status
+            .success())
+        .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let state = w.path("state");
+    w.node.sh_ok(&format!(
+        "pkill -KILL -f -- '[a]pply {decl} --local --state-dir {state}'"
+    ));
+    let status = killed.wait_with_output().expect("wait");
+    assert!(!status.status.success(), "the apply was not killed");
+    let on = |name: &str| w.inspect(name, "{{json .NetworkSettings.Networks}}");
+    assert!(!on(&db).contains(&net), "db is detached: {}", on(&db));
+
+    // The next apply makes the network and attaches both again.
+    let out = w.apply_local(declared(&second));
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("attached again after an interrupted remake"),
+        "{said}"
+    );
+    assert!(said.contains("web started"), "{said}");
+    assert!(on(&db).contains(&net) && on(&web).contains(&net), "{said}");
+    let prefix = second.trim_end_matches("0/24");
+    let found = wait_for("db to resolve from web", Duration::from_secs(20), || {
+        resolve(&w, &web, "database")
+    });
+    assert!(found.starts_with(prefix), "{found} in {second}");
 }

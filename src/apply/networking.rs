@@ -25,6 +25,13 @@ use crate::runtime::{
 pub const NETWORKS: &str = "networks";
 /// Store document: the volumes declared, name → id.
 pub const VOLUMES: &str = "volumes";
+/// Store document: networks being made again, name → the containers to
+/// attach again. Written before the first container is detached and
+/// removed once every one is attached again, so that an apply killed in
+/// between (or a power cut) leaves the next apply the list to finish.
+pub const REMAKES: &str = "network-remakes";
+
+type Remakes = BTreeMap<String, Vec<String>>;
 
 type Record = BTreeMap<String, String>;
 
@@ -187,6 +194,11 @@ impl Run<'_> {
     async fn network(&mut self, id: &str, network: &NetworkResource) {
         let name = network.name.to_string();
         let what = format!("network {name}");
+        // What an interrupted remake left to attach again.
+        let pending = match self.applier.store.load::<Remakes>(REMAKES) {
+            Ok(r) => r.unwrap_or_default().remove(&name),
+            Err(e) => return self.unusable(id, what, e.to_string()),
+        };
         let live = match self.runtime().network(&name).await {
             Ok(live) => live,
             Err(e) => return self.unusable(id, what, crate::runtime::explain(&e)),
@@ -198,11 +210,20 @@ impl Run<'_> {
                 }
             }
             self.made_network(id, &name);
-            return self.push(id, Action::Created, Some(what));
+            let reason = match self.finish_remake(network, pending).await {
+                Ok(Some(again)) => format!("{what}; {again}"),
+                Ok(None) => what.clone(),
+                Err(e) => return self.unusable(id, what, e),
+            };
+            return self.push(id, Action::Created, Some(reason));
         };
         let changes = network_changes(network, &live);
         if changes.is_empty() {
-            return self.push(id, Action::Unchanged, None);
+            return match self.finish_remake(network, pending).await {
+                Ok(Some(again)) => self.push(id, Action::Updated, Some(again)),
+                Ok(None) => self.push(id, Action::Unchanged, None),
+                Err(e) => self.unusable(id, what, e),
+            };
         }
         let changed = format!("{} changed", changes.join(", "));
         let ours = live.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE);
@@ -233,7 +254,21 @@ impl Run<'_> {
             );
             return self.unusable(id, what, reason);
         }
-        let attached = live.containers.clone();
+        // Docker lists the running containers on a network; a stopped one
+        // keeps it in its own settings all the same: each declared
+        // container that joins it is detached and attached again too.
+        let mut attached = live.containers.clone();
+        if let Ok(listing) = &self.listing {
+            for (cname, c) in &declared {
+                if attach_of(c, &name).is_some()
+                    && listing.contains_key(*cname)
+                    && !attached.iter().any(|a| a == cname)
+                {
+                    attached.push((*cname).to_owned());
+                }
+            }
+        }
+        attached.sort();
         let again = if attached.is_empty() {
             String::new()
         } else {
@@ -259,6 +294,17 @@ impl Run<'_> {
     ) -> Result<(), String> {
         let name = network.name.as_str();
         let rt = self.applier.runtime.clone();
+        let mut remakes = self
+            .applier
+            .store
+            .load::<Remakes>(REMAKES)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        remakes.insert(name.to_owned(), attached.to_vec());
+        self.applier
+            .store
+            .save(REMAKES, &remakes)
+            .map_err(|e| format!("cannot record the containers to attach again: {e}"))?;
         for c in attached {
             rt.disconnect(c, name)
                 .await
@@ -267,6 +313,7 @@ impl Run<'_> {
         rt.remove_network(name)
             .await
             .map_err(|e| crate::runtime::explain(&e))?;
+        crate::fault::pause("pause-in-network-remake", name).await;
         rt.create_network(&network_spec(network))
             .await
             .map_err(|e| crate::runtime::explain(&e))?;
@@ -284,13 +331,79 @@ impl Run<'_> {
             }
         }
         if failed.is_empty() {
-            Ok(())
+            self.remake_done(name)
         } else {
             Err(format!(
                 "made again, but not attached again: {}",
                 failed.join("; ")
             ))
         }
+    }
+
+    /// The remake of `name` is over: its record goes.
+    fn remake_done(&self, name: &str) -> Result<(), String> {
+        let mut remakes = self
+            .applier
+            .store
+            .load::<Remakes>(REMAKES)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        if remakes.remove(name).is_some() {
+            self.applier
+                .store
+                .save(REMAKES, &remakes)
+                .map_err(|e| format!("cannot record that the remake ended: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Attach again what an interrupted remake of `network` detached (each
+    /// container still there, as it declares it), and forget the remake:
+    /// what was said, if anything.
+    async fn finish_remake(
+        &mut self,
+        network: &NetworkResource,
+        pending: Option<Vec<String>>,
+    ) -> Result<Option<String>, String> {
+        let Some(pending) = pending else {
+            return Ok(None);
+        };
+        let name = network.name.as_str();
+        let again = format!(
+            "attached again after an interrupted remake: {}",
+            pending.join(", ")
+        );
+        if self.preview {
+            return Ok(Some(again));
+        }
+        let rt = self.applier.runtime.clone();
+        let declared: BTreeMap<&str, &Container> = self
+            .decl
+            .containers()
+            .map(|(_, c)| (c.name.as_str(), c))
+            .collect();
+        for c in &pending {
+            if rt
+                .inspect(c)
+                .await
+                .map_err(|e| crate::runtime::explain(&e))?
+                .is_none()
+            {
+                continue;
+            }
+            let attach = declared
+                .get(c.as_str())
+                .and_then(|d| attach_of(d, name))
+                .unwrap_or_else(|| NetworkAttach {
+                    network: name.to_owned(),
+                    ..Default::default()
+                });
+            rt.connect(c, &attach)
+                .await
+                .map_err(|e| format!("{c} not attached again: {}", crate::runtime::explain(&e)))?;
+        }
+        self.remake_done(name)?;
+        Ok(Some(again))
     }
 
     fn made_network(&mut self, id: &str, name: &str) {

@@ -335,3 +335,87 @@ async fn a_service_waits_for_a_healthy_dependency_and_fails_alone_on_an_unhealth
     assert_eq!(report.line("other").unwrap().action.to_string(), "created");
     assert_eq!(r.count(&Call::Create("web".into())), 0);
 }
+
+#[tokio::test]
+async fn a_remake_cut_short_is_finished_by_the_next_apply() {
+    let r = rig();
+    let web = joining("web", json!([{"name": "app_back", "aliases": ["www"]}]));
+    let first = r
+        .apply(json!([
+            network("back", "app_back", "10.40.0.0/24"),
+            web.clone()
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+    // As an apply killed between detaching web and attaching it again
+    // leaves the node: the record written, web detached, the network
+    // gone (or made again: the second case below).
+    r.store
+        .save(
+            super::super::networking::REMAKES,
+            &BTreeMap::from([("app_back".to_string(), vec!["web".to_string()])]),
+        )
+        .unwrap();
+    r.fake.disconnect("web", "app_back").await.unwrap();
+    r.fake.remove_network("app_back").await.unwrap();
+    assert!(r.fake.attachments_of("web").is_empty());
+    let next = r
+        .apply(json!([
+            network("back", "app_back", "10.41.0.0/24"),
+            web.clone()
+        ]))
+        .await;
+    assert!(next.ok, "{next}");
+    assert_eq!(
+        reason(&next, "back"),
+        "network app_back; attached again after an interrupted remake: web"
+    );
+    assert_eq!(r.fake.attachments_of("web")[0].aliases, ["www"]);
+    let left: Option<BTreeMap<String, Vec<String>>> =
+        r.store.load(super::super::networking::REMAKES).unwrap();
+    assert_eq!(left, Some(BTreeMap::new()), "the record is gone");
+
+    // Cut after the network was made again: it is as declared, web is not
+    // on it.
+    r.store
+        .save(
+            super::super::networking::REMAKES,
+            &BTreeMap::from([("app_back".to_string(), vec!["web".to_string()])]),
+        )
+        .unwrap();
+    r.fake.disconnect("web", "app_back").await.unwrap();
+    let again = r
+        .apply(json!([network("back", "app_back", "10.41.0.0/24"), web]))
+        .await;
+    assert!(again.ok, "{again}");
+    assert_eq!(again.line("back").unwrap().action.to_string(), "updated");
+    assert_eq!(r.fake.attachments_of("web").len(), 1);
+}
+
+#[tokio::test]
+async fn a_stopped_container_is_detached_and_attached_again_with_the_network() {
+    let r = rig();
+    let web = joining("web", json!([{"name": "app_back"}]));
+    let first = r
+        .apply(json!([
+            network("back", "app_back", "10.40.0.0/24"),
+            web.clone()
+        ]))
+        .await;
+    assert!(first.ok, "{first}");
+    r.fake.stop("web").await.unwrap();
+    r.fake.clear_calls();
+    let next = r
+        .apply(json!([network("back", "app_back", "10.41.0.0/24"), web]))
+        .await;
+    assert!(next.ok, "{next}");
+    // The runtime lists no stopped container on a network: web is found
+    // in the declaration.
+    assert_eq!(reason(&next, "back"), "subnet changed; attached again: web");
+    assert_eq!(
+        r.count(&Call::Disconnect("web".into(), "app_back".into())),
+        1
+    );
+    assert_eq!(r.count(&Call::Connect("web".into(), "app_back".into())), 1);
+    assert_eq!(next.line("web").unwrap().action.to_string(), "started");
+}

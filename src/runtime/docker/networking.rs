@@ -144,19 +144,26 @@ pub(super) async fn connect(
         container: container.to_owned(),
         endpoint_config: Some(endpoint(attach)),
     };
-    rt.docker
-        .connect_network(&attach.network, request)
-        .await
-        .map_err(|e| {
-            rt.error(
-                &format!(
-                    "connect container {container} to network {}",
-                    attach.network
-                ),
-                &format!("network {}", attach.network),
-                e,
-            )
-        })
+    match rt.docker.connect_network(&attach.network, request).await {
+        Ok(()) => Ok(()),
+        // Attached already (Docker: "endpoint with name ... already
+        // exists in network"; Podman: "... already connected"): what was
+        // asked for.
+        Err(BollardError::DockerResponseServerError { message, .. })
+            if message.contains("already exists in network")
+                || message.contains("already connected") =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(rt.error(
+            &format!(
+                "connect container {container} to network {}",
+                attach.network
+            ),
+            &format!("network {}", attach.network),
+            e,
+        )),
+    }
 }
 
 pub(super) async fn disconnect(
@@ -171,6 +178,12 @@ pub(super) async fn disconnect(
     match rt.docker.disconnect_network(network, request).await {
         Ok(()) => Ok(()),
         Err(e) if is_missing(&e) => Ok(()),
+        // Not attached (a stopped container detached before): done.
+        Err(BollardError::DockerResponseServerError { message, .. })
+            if message.contains("not connected") =>
+        {
+            Ok(())
+        }
         Err(e) => Err(rt.error(
             &format!("disconnect container {container} from network {network}"),
             &format!("network {network}"),
