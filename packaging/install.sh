@@ -73,6 +73,9 @@ done
 put 0644 "$repo/packaging/copyright" "$doc/copyright"
 gz "$repo/packaging/changelog" "$doc/changelog.Debian.gz"
 
+# lintian's overrides, each with its reason (docs/packaging.md).
+put 0644 "$repo/packaging/lintian-overrides" usr/share/lintian/overrides/mesh-host
+
 # Completions where each shell looks for a package's own (not /etc).
 put 0644 "$gen/mesh-host.bash" usr/share/bash-completion/completions/mesh-host
 put 0644 "$gen/_mesh-host" usr/share/zsh/vendor-completions/_mesh-host

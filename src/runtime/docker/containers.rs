@@ -141,9 +141,23 @@ pub(super) async fn create(
         if let Some(host) = body.host_config.as_mut() {
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
-        // Podman takes every network at create, and lists their name
-        // servers in that order; joined later, a network's server would
-        // come first and answer for its own containers alone.
+        // Podman 4.3 gives a container one name server per network, each
+        // answering for its own network alone, listed in no set order: a
+        // resolver asking the first would find the names of one network
+        // or another from one start to the next. A container on several
+        // networks is given its first network's server alone (its
+        // gateway), so that the first of `networks` is the one whose
+        // names resolve, every time; the server forwards other names.
+        if spec.networks.len() > 1 && spec.dns.is_empty() {
+            let first = &spec.networks[0].network;
+            let gateway = super::networking::network(rt, first)
+                .await?
+                .and_then(|n| n.gateway)
+                .and_then(|g| g.split('/').next().map(str::to_owned));
+            if let (Some(gateway), Some(host)) = (gateway, body.host_config.as_mut()) {
+                host.dns = Some(vec![gateway]);
+            }
+        }
         body.networking_config = (!spec.networks.is_empty()).then(|| NetworkingConfig {
             endpoints_config: Some(
                 spec.networks
