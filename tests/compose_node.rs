@@ -147,21 +147,6 @@ fn nothing_as_null(v: &Value) -> Value {
     }
 }
 
-/// What `nslookup NAME` inside `container` resolves it to.
-fn resolve(w: &World, container: &str, name: &str) -> Option<String> {
-    let out = w.node.sh(&format!(
-        "docker exec {container} nslookup {name} 2>/dev/null | sed -n '/^Name:/,$ s/^Address[^:]*: *//p'"
-    ));
-    // Podman's server answers twice (A and the search domain's).
-    let found = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    (!found.is_empty()).then_some(found)
-}
-
 fn import(w: &World, dir: &str, env: &str, project: &str) -> std::process::Output {
     let out = w.node.sh(&format!(
         "cd {dir} && env {env} {bin} import -p {project} -o {dir}/declaration.json {host}",
@@ -238,7 +223,7 @@ fn imported_and_used(w: &World, dir: &str, env: &str, place: &Place) {
         format!("{}-web-1", place.project),
     );
     let found = wait_for("db to resolve from web", Duration::from_secs(20), || {
-        resolve(w, &web, "db")
+        w.resolve(&web, "db")
     });
     assert_eq!(found, format!("{}.10", place.net));
     let state = w.node.sh_ok(

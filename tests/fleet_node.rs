@@ -195,6 +195,21 @@ impl Fleet {
     }
 }
 
+/// Docker's container events on `node` between two [`support::world::stamp`]s.
+fn container_events(node: &Node, since: &str, until: &str) -> String {
+    node.docker_ok(&[
+        "events",
+        "--since",
+        since,
+        "--until",
+        until,
+        "--filter",
+        "type=container",
+        "--format",
+        "{{.Action}} {{.Actor.Attributes.name}}",
+    ])
+}
+
 /// `stats[host][key]` of the JSON callback.
 fn stat(answer: &Value, host: &str, key: &str) -> u64 {
     answer["stats"][host][key].as_u64().unwrap_or(0)
@@ -319,17 +334,7 @@ fn a_fleet_is_rolled_checked_stopped_where_it_fails_and_its_alerts_gathered() {
         );
     }
     for m in &fleet.members {
-        let events = m.w.node.docker_ok(&[
-            "events",
-            "--since",
-            &since,
-            "--until",
-            &until,
-            "--filter",
-            "type=container",
-            "--format",
-            "{{.Action}} {{.Actor.Attributes.name}}",
-        ]);
+        let events = container_events(&m.w.node, &since, &until);
         assert!(events.trim().is_empty(), "{}: Docker saw {events}", m.host);
         assert!(!m.w.exists(&cache(m)), "{}", m.host);
     }
@@ -359,17 +364,7 @@ fn a_fleet_is_rolled_checked_stopped_where_it_fails_and_its_alerts_gathered() {
         .map(|(h, _)| h)
         .collect();
     assert_eq!(applied, [&first.host], "the roll stopped at {}", first.host);
-    let events = second.w.node.docker_ok(&[
-        "events",
-        "--since",
-        &since,
-        "--until",
-        &until,
-        "--filter",
-        "type=container",
-        "--format",
-        "{{.Action}} {{.Actor.Attributes.name}}",
-    ]);
+    let events = container_events(&second.w.node, &since, &until);
     assert!(
         events.trim().is_empty(),
         "{}: Docker saw {events}",
@@ -503,26 +498,7 @@ fn the_role_installs_the_package_it_is_given(fleet: &Fleet) {
          rm -rf /etc/mesh-host /var/lib/mesh-host; systemctl daemon-reload"
             .to_string(),
     );
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(repo.join("packaging/build"))
-        .current_dir(repo)
-        .args(["--bin", env!("CARGO_BIN_EXE_mesh-host"), "--fast", "--out"])
-        .arg(&fleet.dir)
-        .args(["--deb-version", &format!("{}-1", env!("CARGO_PKG_VERSION"))])
-        .env("MESH_HOST_SKIP_RPM", "1")
-        .output()
-        .expect("packaging/build");
-    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{printed}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let deb = printed
-        .lines()
-        .find(|l| l.ends_with(".deb"))
-        .unwrap_or_else(|| panic!("no .deb: {printed}"))
-        .to_string();
+    let deb = support::package::build_deb(&fleet.dir, &format!("{}-1", env!("CARGO_PKG_VERSION")));
 
     let svc = format!("{}-pkg", m.w.prefix);
     let _svc = node.on_drop(format!("docker rm -f {svc} >/dev/null 2>&1 || true"));

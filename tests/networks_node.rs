@@ -33,6 +33,20 @@ fn subnets(w: &World) -> [(String, String); 2] {
     ]
 }
 
+/// The subnet Docker gives network `net`.
+fn subnet_of(w: &World, net: &str) -> String {
+    w.node
+        .docker_ok(&[
+            "network",
+            "inspect",
+            "-f",
+            "{{(index .IPAM.Config 0).Subnet}}",
+            net,
+        ])
+        .trim()
+        .to_string()
+}
+
 fn network(name: &str, subnet: &str) -> Value {
     json!({"id": "back", "type": "network", "module": "m", "name": name, "subnet": subnet,
            "labels": {"tier": "back"}})
@@ -51,21 +65,6 @@ fn services(db: &str, web: &str, img: &str, net: &str, volume: &str, address: &s
                "command": ["sleep", "3600"],
                "networks": [{"name": net, "aliases": ["frontend"]}]}),
     ]
-}
-
-/// What `nslookup NAME` inside `container` resolves it to.
-fn resolve(w: &World, container: &str, name: &str) -> Option<String> {
-    let out = w.node.sh(&format!(
-        "docker exec {container} nslookup {name} 2>/dev/null | sed -n '/^Name:/,$ s/^Address[^:]*: *//p'"
-    ));
-    // Podman's server answers twice (A and the search domain's).
-    let found = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    (!found.is_empty()).then_some(found)
 }
 
 /// What `GET /greeting` at `address:8080` answers inside `container`.
@@ -124,7 +123,7 @@ fn services_meet_by_alias_on_a_declared_network_and_a_new_subnet_reattaches_them
     );
     // By alias, at the fixed address, through the network.
     let found = wait_for("database to resolve", Duration::from_secs(20), || {
-        resolve(&w, &web, "database")
+        w.resolve(&web, "database")
     });
     assert_eq!(found, first_at);
     wait_for("db to answer web", Duration::from_secs(20), || {
@@ -159,25 +158,14 @@ fn services_meet_by_alias_on_a_declared_network_and_a_new_subnet_reattaches_them
     assert!(said.contains("web started"), "{said}");
     assert!(w.running(&web), "web runs on the new network");
     assert_ne!(w.inspect(&db, "{{.Id}}"), db_id, "db's address changed");
-    assert_eq!(
-        w.node
-            .docker_ok(&[
-                "network",
-                "inspect",
-                "-f",
-                "{{(index .IPAM.Config 0).Subnet}}",
-                &net
-            ])
-            .trim(),
-        second
-    );
+    assert_eq!(subnet_of(&w, &net), second);
     let aliases = w.inspect(
         &web,
         &format!("{{{{json (index .NetworkSettings.Networks \"{net}\").Aliases}}}}"),
     );
     assert!(aliases.contains("frontend"), "{aliases}");
     let found = wait_for("database to resolve again", Duration::from_secs(20), || {
-        resolve(&w, &web, "database")
+        w.resolve(&web, "database")
     });
     assert_eq!(found, second_at);
     let kept = w.node.sh(&format!("docker exec {db} cat /data/greeting"));
@@ -250,15 +238,7 @@ fn networks_and_volumes_made_otherwise_are_refused_and_never_changed() {
     assert!(said.contains("mesh-host never changes a volume"), "{said}");
     assert!(!w.exists(&db) && !w.exists(&web), "{said}");
     assert_eq!(
-        w.node
-            .docker_ok(&[
-                "network",
-                "inspect",
-                "-f",
-                "{{(index .IPAM.Config 0).Subnet}}",
-                &net
-            ])
-            .trim(),
+        subnet_of(&w, &net),
         second,
         "the network made by hand is as it was"
     );
@@ -378,7 +358,7 @@ fn an_apply_killed_mid_remake_leaves_the_next_apply_to_attach_them_again() {
     assert!(on(&db).contains(&net) && on(&web).contains(&net), "{said}");
     let prefix = second.trim_end_matches("0/24");
     let found = wait_for("db to resolve from web", Duration::from_secs(20), || {
-        resolve(&w, &web, "database")
+        w.resolve(&web, "database")
     });
     assert!(found.starts_with(prefix), "{found} in {second}");
 }

@@ -3,6 +3,8 @@
 //! lists with the reason it stays. No node needed: the package is built
 //! (from the test's binary, fast compression) and read, never installed.
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -11,23 +13,9 @@ use std::process::Command;
 fn lintian_reports_no_error_and_only_the_warnings_the_packaging_page_explains() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out_dir = tempfile::tempdir().expect("tempdir");
-    let built = Command::new(repo.join("packaging/build"))
-        .current_dir(repo)
-        .args(["--bin", env!("CARGO_BIN_EXE_mesh-host"), "--fast", "--out"])
-        .arg(out_dir.path())
-        .env("MESH_HOST_SKIP_RPM", "1")
-        .output()
-        .expect("packaging/build");
-    let printed = String::from_utf8_lossy(&built.stdout).into_owned();
-    assert!(
-        built.status.success(),
-        "packaging/build: {printed}{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let deb = printed
-        .lines()
-        .find(|l| l.ends_with(".deb"))
-        .unwrap_or_else(|| panic!("no .deb printed: {printed}"));
+    let deb =
+        support::package::build_deb(out_dir.path(), &format!("{}-1", env!("CARGO_PKG_VERSION")));
+    let deb = deb.as_str();
 
     let lint = Command::new("lintian")
         .args(["--no-tag-display-limit", deb])

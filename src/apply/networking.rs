@@ -195,9 +195,9 @@ impl Run<'_> {
         let name = network.name.to_string();
         let what = format!("network {name}");
         // What an interrupted remake left to attach again.
-        let pending = match self.applier.store.load::<Remakes>(REMAKES) {
-            Ok(r) => r.unwrap_or_default().remove(&name),
-            Err(e) => return self.unusable(id, what, e.to_string()),
+        let pending = match self.remakes() {
+            Ok(mut r) => r.remove(&name),
+            Err(e) => return self.unusable(id, what, e),
         };
         let live = match self.runtime().network(&name).await {
             Ok(live) => live,
@@ -294,12 +294,7 @@ impl Run<'_> {
     ) -> Result<(), String> {
         let name = network.name.as_str();
         let rt = self.applier.runtime.clone();
-        let mut remakes = self
-            .applier
-            .store
-            .load::<Remakes>(REMAKES)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
+        let mut remakes = self.remakes()?;
         remakes.insert(name.to_owned(), attached.to_vec());
         self.applier
             .store
@@ -340,14 +335,18 @@ impl Run<'_> {
         }
     }
 
-    /// The remake of `name` is over: its record goes.
-    fn remake_done(&self, name: &str) -> Result<(), String> {
-        let mut remakes = self
-            .applier
+    /// The remakes recorded as under way.
+    fn remakes(&self) -> Result<Remakes, String> {
+        self.applier
             .store
             .load::<Remakes>(REMAKES)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
+            .map(Option::unwrap_or_default)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The remake of `name` is over: its record goes.
+    fn remake_done(&self, name: &str) -> Result<(), String> {
+        let mut remakes = self.remakes()?;
         if remakes.remove(name).is_some() {
             self.applier
                 .store

@@ -22,6 +22,16 @@ fn joining(id: &str, networks: Value) -> Value {
     json!({"id": id, "type": "container", "name": id, "image": img(1), "networks": networks})
 }
 
+/// Apply network `back` (`app_back`, of `subnet`) and `web`: the report,
+/// asserted ok.
+async fn apply_back(r: &Rig, subnet: &str, web: &Value) -> ApplyReport {
+    let report = r
+        .apply(json!([network("back", "app_back", subnet), web]))
+        .await;
+    assert!(report.ok, "{report}");
+    report
+}
+
 fn rig() -> Rig {
     let r = Rig::new();
     r.fake.add_image(&img(1));
@@ -71,19 +81,13 @@ async fn a_changed_subnet_makes_the_network_again_with_its_containers_attached_a
         "web",
         json!([{"name": "app_back", "aliases": ["www"], "ipv4-address": "10.40.0.5"}]),
     );
-    let first = r
-        .apply(json!([network("back", "app_back", "10.40.0.0/24"), web]))
-        .await;
-    assert!(first.ok, "{first}");
+    apply_back(&r, "10.40.0.0/24", &web).await;
 
     let moved = joining(
         "web",
         json!([{"name": "app_back", "aliases": ["www"], "ipv4-address": "10.41.0.5"}]),
     );
-    let second = r
-        .apply(json!([network("back", "app_back", "10.41.0.0/24"), moved]))
-        .await;
-    assert!(second.ok, "{second}");
+    let second = apply_back(&r, "10.41.0.0/24", &moved).await;
     assert_eq!(second.line("back").unwrap().action.to_string(), "recreated");
     assert_eq!(
         reason(&second, "back"),
@@ -384,10 +388,7 @@ async fn a_remake_cut_short_is_finished_by_the_next_apply() {
         )
         .unwrap();
     r.fake.disconnect("web", "app_back").await.unwrap();
-    let again = r
-        .apply(json!([network("back", "app_back", "10.41.0.0/24"), web]))
-        .await;
-    assert!(again.ok, "{again}");
+    let again = apply_back(&r, "10.41.0.0/24", &web).await;
     assert_eq!(again.line("back").unwrap().action.to_string(), "updated");
     assert_eq!(r.fake.attachments_of("web").len(), 1);
 }
@@ -405,10 +406,7 @@ async fn a_stopped_container_is_detached_and_attached_again_with_the_network() {
     assert!(first.ok, "{first}");
     r.fake.stop("web").await.unwrap();
     r.fake.clear_calls();
-    let next = r
-        .apply(json!([network("back", "app_back", "10.41.0.0/24"), web]))
-        .await;
-    assert!(next.ok, "{next}");
+    let next = apply_back(&r, "10.41.0.0/24", &web).await;
     // The runtime lists no stopped container on a network: web is found
     // in the declaration.
     assert_eq!(reason(&next, "back"), "subnet changed; attached again: web");

@@ -387,6 +387,22 @@ impl World {
             .expect("spawn mesh-host")
     }
 
+    /// What `nslookup NAME` inside `container` resolves it to (the first
+    /// address: Podman's server answers twice, for the name and for it in
+    /// its search domain).
+    pub fn resolve(&self, container: &str, name: &str) -> Option<String> {
+        let out = self.node.sh(&format!(
+            "docker exec {container} nslookup {name} 2>/dev/null | sed -n '/^Name:/,$ s/^Address[^:]*: *//p'"
+        ));
+        let found = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        (!found.is_empty()).then_some(found)
+    }
+
     /// Docker has a container by that name.
     pub fn exists(&self, name: &str) -> bool {
         self.node
