@@ -93,6 +93,17 @@ pub fn attach_of(c: &Container, network: &str) -> Option<NetworkAttach> {
     }
 }
 
+/// How a container is attached to `network` again: as `declared` joins
+/// it, else (a container the declaration no longer joins to it) plainly.
+fn attach_again(declared: Option<&Container>, network: &str) -> NetworkAttach {
+    declared
+        .and_then(|d| attach_of(d, network))
+        .unwrap_or_else(|| NetworkAttach {
+            network: network.to_owned(),
+            ..Default::default()
+        })
+}
+
 impl Run<'_> {
     fn record(&mut self, doc: &str, id: &str) -> Option<Record> {
         match self.applier.store.load::<Record>(doc) {
@@ -314,13 +325,7 @@ impl Run<'_> {
             .map_err(|e| crate::runtime::explain(&e))?;
         let mut failed = Vec::new();
         for c in attached {
-            let attach = declared
-                .get(c.as_str())
-                .and_then(|d| attach_of(d, name))
-                .unwrap_or_else(|| NetworkAttach {
-                    network: name.to_owned(),
-                    ..Default::default()
-                });
+            let attach = attach_again(declared.get(c.as_str()).copied(), name);
             if let Err(e) = rt.connect(c, &attach).await {
                 failed.push(format!("{c}: {}", crate::runtime::explain(&e)));
             }
@@ -390,13 +395,7 @@ impl Run<'_> {
             {
                 continue;
             }
-            let attach = declared
-                .get(c.as_str())
-                .and_then(|d| attach_of(d, name))
-                .unwrap_or_else(|| NetworkAttach {
-                    network: name.to_owned(),
-                    ..Default::default()
-                });
+            let attach = attach_again(declared.get(c.as_str()).copied(), name);
             rt.connect(c, &attach)
                 .await
                 .map_err(|e| format!("{c} not attached again: {}", crate::runtime::explain(&e)))?;
