@@ -21,7 +21,18 @@ const IDLE_SCRIPT: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
 fn systemd_is_pid_1_and_running() {
     let node = Node::from_env();
     assert_eq!(node.sh_ok("cat /proc/1/comm").trim(), "systemd");
-    assert_eq!(node.sh_ok("systemctl is-system-running").trim(), "running");
+    let state = node.sh("systemctl is-system-running");
+    let state = String::from_utf8_lossy(&state.stdout).trim().to_string();
+    assert_eq!(
+        state,
+        "running",
+        "failed units:\n{}",
+        String::from_utf8_lossy(
+            &node
+                .sh("systemctl --failed --no-pager; for u in $(systemctl --failed --plain --no-legend | cut -d' ' -f1); do journalctl -b --no-pager -n 20 -u \"$u\"; done")
+                .stdout
+        )
+    );
     let version = node.sh_ok("systemctl --version");
     assert!(
         version.starts_with("systemd 252"),
