@@ -20,7 +20,9 @@ const NEEDS_NODE: &str = "needs the sandbox node: run tests/run";
 
 /// A shell loop that exits at once on SIGTERM (a bare `sleep` as PID 1
 /// ignores it and every stop would wait the full grace).
-const SERVE: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+/// Serves until a TERM, which it answers at once once it says `trapped`
+/// (before, the shell as PID 1 ignores TERM and a stop sits out its grace).
+const SERVE: &str = "trap 'exit 0' TERM; echo trapped; while :; do sleep 1; done";
 
 // ---- a small local stand-in for the harness's shared test support ----
 
@@ -247,6 +249,8 @@ async fn create_start_stop_remove_round_trip() {
     assert!(info.pid.is_some() && info.started_at.is_some(), "{info:?}");
     runtime.start(&name).await.expect("already running is Ok");
 
+    // The trap is set (on a loaded machine the stop could come first).
+    logs_with(&node, &name, "trapped");
     let begun = Instant::now();
     runtime.stop(&name).await.expect("stop");
     // The TERM trap ends it at once: the stop did not sit out a grace.
@@ -847,10 +851,12 @@ async fn a_network_none_container_starts_without_the_network_hook_and_resolves_l
         ],
     );
     runtime.start(&name).await.expect("start");
-    let ours = logs_with(&node, &name, "localhost answers");
-    let theirs = logs_with(&node, &peer, "localhost answers");
+    // Read once each has said all it says (`trapped` comes last).
+    let ours = logs_with(&node, &name, "trapped");
+    let theirs = logs_with(&node, &peer, "trapped");
     // The same /etc/hosts, to the byte, and the loopback answers in both.
     assert_eq!(ours, theirs);
+    assert!(ours.lines().any(|l| l == "localhost answers"), "{ours}");
     assert!(ours.starts_with("127.0.0.1\tlocalhost\n"), "{ours}");
     // Docker's spec of the peer runs `dockerd` again before it starts; ours
     // runs nothing.
