@@ -137,6 +137,36 @@ fn args(v: &Value, at: String, p: &mut Problems) -> Option<Vec<String>> {
     }
 }
 
+/// Why an env file would give the container other values through
+/// mesh-host's `env-files` (read as `docker run --env-file` reads them:
+/// each value as written) than compose gives (quotes taken off, `export`
+/// and trailing comments dropped); `None` when both read it alike.
+fn read_otherwise(path: &std::path::Path) -> Option<String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("{}: cannot be read: {e}", path.display())),
+    };
+    let compose = super::project::read_dotenv(&text);
+    let ours = crate::container_spec::parse_env_file(&text);
+    match (compose, ours) {
+        (Ok(c), Ok(o)) if c == o => None,
+        (Ok(c), Ok(o)) => {
+            let differ: Vec<&str> = c
+                .iter()
+                .zip(o.iter())
+                .filter(|(a, b)| a != b)
+                .map(|(a, _)| a.0.as_str())
+                .collect();
+            Some(format!(
+                "{}: {} read otherwise by compose (quotes, `export` or a comment taken off) than by an env-file, whose values are taken as written: write them plainly, then import again",
+                path.display(),
+                if differ.is_empty() { "its lines are".to_owned() } else { differ.join(", ") }
+            ))
+        }
+        (Err(e), _) | (_, Err(e)) => Some(format!("{}: {e}", path.display())),
+    }
+}
+
 /// The context one service is read in.
 pub struct Service<'a> {
     pub project: &'a Project,
@@ -346,6 +376,10 @@ impl Service<'_> {
                             ),
                         );
                     }
+                    continue;
+                }
+                if let Some(why) = read_otherwise(&abs) {
+                    self.refuse("env_file", why);
                     continue;
                 }
                 files.push(json!(abs.display().to_string()));

@@ -260,3 +260,21 @@ async fn an_image_the_runtime_cannot_pin_is_refused_by_name() {
         .iter()
         .any(|n| n.contains("check refuses them until")));
 }
+
+#[tokio::test]
+async fn an_env_file_compose_would_read_otherwise_is_refused_naming_the_variables() {
+    let dir = project(&[
+        (
+            "compose.yaml",
+            "services:\n  web:\n    image: reg.test/busybox:stable\n    env_file: [plain.env, quoted.env]\n",
+        ),
+        ("plain.env", "# as written\nA=1\nB=two words\n"),
+        ("quoted.env", "C=\"quoted\"\nD=kept\nE=1 # the first\n"),
+    ]);
+    let mut src = source(dir.path(), &[]);
+    src.project_name = Some("p".into());
+    let fake = pinner();
+    let p = import(&src, Some(&fake)).await.unwrap_err();
+    has(&p, "quoted.env: C, E read otherwise by compose");
+    assert!(!p.iter().any(|l| l.contains("plain.env")), "{p:#?}");
+}

@@ -12,16 +12,15 @@ use super::super::{
 use super::{not_found, FakeRuntime, State};
 
 impl State {
-    /// The containers attached to `network`, by name; `running`: only
-    /// those with an endpoint on it now (what Docker's network
-    /// inspection lists), else every one whose settings name it.
-    fn attached(&self, network: &str, running: bool) -> Vec<String> {
+    /// The containers with an endpoint on `network` now: the running ones
+    /// whose settings name it (what Docker's network inspection lists).
+    fn attached(&self, network: &str) -> Vec<String> {
         self.containers
             .iter()
             .filter(|(_, c)| {
                 (c.spec.network.as_deref() == Some(network)
                     || c.spec.networks.iter().any(|n| n.network == network))
-                    && (!running || c.status == super::Status::Running)
+                    && c.status == super::Status::Running
             })
             .map(|(name, _)| name.clone())
             .collect()
@@ -118,7 +117,7 @@ impl FakeRuntime {
 
     pub(super) fn remove_network_of(&self, name: &str) -> Result<(), RuntimeError> {
         let mut state = self.enter(super::Call::RemoveNetwork(name.to_owned()))?;
-        let attached = state.attached(name, true);
+        let attached = state.attached(name);
         if !attached.is_empty() && state.networks.contains_key(name) {
             return Err(RuntimeError::Conflict {
                 what: format!("network {name}"),
@@ -199,7 +198,7 @@ impl FakeRuntime {
 impl State {
     fn network_info(&self, name: &str) -> Option<NetworkInfo> {
         let mut info = self.networks.get(name)?.clone();
-        info.containers = self.attached(name, true);
+        info.containers = self.attached(name);
         Some(info)
     }
 }
