@@ -143,3 +143,42 @@ fn a_user_by_name_is_resolved_in_the_image_and_one_it_lacks_fails_that_container
         "the name is in the reason: {text}"
     );
 }
+
+/// `restart` on the real daemon: a `no` service that exits on its own stays
+/// exited through the daemon's reconciles (every 2 s here), while a service
+/// of the default policy runs on; an `apply` starts it again.
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_restart_no_service_is_left_exited_by_the_reconcile_and_started_by_an_apply() {
+    let mut w = World::new("restart");
+    let img = w.pulled_busybox();
+    let (once, kept) = (w.name("once"), w.name("kept"));
+    let resources = json!([
+        {"id": "once", "type": "container", "module": "m", "name": once, "image": img,
+         "command": ["sleep", "2"], "network": "none", "restart": "no"},
+        {"id": "kept", "type": "container", "module": "m", "name": kept, "image": img,
+         "command": ["sleep", "3600"], "network": "none"}
+    ]);
+    let d = support::daemon_unit::DaemonUnit::started_with_args(
+        &w,
+        "--reconcile-interval 2 --metrics-file=",
+        resources,
+    );
+    assert_eq!(w.inspect(&once, "{{.HostConfig.RestartPolicy.Name}}"), "no");
+    w.wait_stopped("once to exit on its own", &once);
+    let exited_at = w.inspect(&once, "{{.State.FinishedAt}}");
+    // Several reconciles later: still exited, the same run's end.
+    let since = w.journal_now();
+    support::wait_for("two reconciles", std::time::Duration::from_secs(30), || {
+        let j = d.journal(&since, &["-o", "cat"]);
+        (j.matches("apply finished").count() >= 2).then_some(())
+    });
+    assert!(!w.running(&once), "the reconcile started it again");
+    assert_eq!(w.inspect(&once, "{{.State.FinishedAt}}"), exited_at);
+    assert!(w.running(&kept));
+    // An operator's apply starts it.
+    let out = d.cli(&["apply", &w.path("declaration.json")]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("once started"), "{said}");
+}
