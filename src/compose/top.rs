@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::project::Project;
+use super::service::text;
 use super::Problems;
 
 /// One top-level network or volume.
@@ -31,25 +32,12 @@ pub struct TopLevel {
     pub configs: BTreeMap<String, PathBuf>,
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// A map of strings (`labels`, `driver_opts`), in either of compose's forms.
 pub fn string_map(value: Option<&Value>) -> Map<String, Value> {
     match value {
         Some(v) => super::merge::as_map(v.clone(), '=')
             .into_iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    Value::Null => String::new(),
-                    other => text(&other),
-                };
-                (k, Value::String(v))
-            })
+            .map(|(k, v)| (k, Value::String(text(&v))))
             .collect(),
         None => Map::new(),
     }
