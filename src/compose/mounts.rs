@@ -5,7 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::service::{strings, text, Service};
+use super::service::{strings, Service};
+use super::top::text;
 use super::{paths, units};
 
 impl Service<'_> {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::top::{string_map, TopLevel};
+use super::top::{string_map, text, TopLevel};
 use super::{paths, ports, units, Problems};
 use crate::compose::project::Project;
 
@@ -98,14 +98,6 @@ const MAPPED: &[&str] = &[
     "dns",
     "deploy",
 ];
-
-pub(super) fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
 
 pub(super) fn strings(v: &Value) -> Vec<String> {
     match v {

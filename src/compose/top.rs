@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use super::project::Project;
-use super::service::text;
 use super::Problems;
 
 /// One top-level network or volume.
@@ -30,6 +29,16 @@ pub struct TopLevel {
     /// Secret and config key → the file it is read from.
     pub secrets: BTreeMap<String, PathBuf>,
     pub configs: BTreeMap<String, PathBuf>,
+}
+
+/// A value as the text compose means by it (a number or boolean as
+/// written, null as nothing).
+pub(super) fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 /// A map of strings (`labels`, `driver_opts`), in either of compose's forms.
