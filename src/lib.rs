@@ -26,6 +26,7 @@ pub mod progress;
 pub mod render;
 pub mod runtime;
 pub mod schedule;
+pub mod step_listing;
 pub mod store;
 pub mod systemd;
 pub mod tap;

@@ -214,6 +214,14 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
             suspended(s.get("suspended-since").and_then(|v| v.as_str()))
         ));
     }
+    let scheduled = status
+        .get("steps-scheduled")
+        .and_then(|v| v.as_u64())
+        .map_or(steps.len(), |n| n as usize);
+    if scheduled > steps.len() {
+        out.push_str(&crate::step_listing::left_out_line(scheduled, steps.len()));
+        out.push('\n');
+    }
     out.push_str(&attention_lines(status.get("attention")));
     out
 }

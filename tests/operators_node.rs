@@ -413,6 +413,76 @@ fn status_and_run_show_readable_times_and_log_lines_are_sentences() {
     );
 }
 
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn status_of_many_steps_lists_the_next_due_and_those_to_be_seen_and_steps_lists_all() {
+    let mut w = World::new("manysteps");
+    let img = w.busybox();
+    // 25 steps due at minutes 0..25 of an hour twelve hours away: the ten
+    // due first are 0..10, whatever the time the test runs.
+    let hour = (chrono::Utc::now()
+        .format("%H")
+        .to_string()
+        .parse::<u32>()
+        .expect("hour")
+        + 12)
+        % 24;
+    let ids: Vec<String> = (0..25).map(|i| w.name(&format!("s{i}"))).collect();
+    let steps: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let mut step = declare::step(
+                id,
+                id,
+                &img,
+                if i == 20 { "exit 1" } else { "true" },
+                &[],
+                60,
+            );
+            step["schedule"] = json!(format!("{i} {hour} * * *"));
+            step
+        })
+        .collect();
+    let d = DaemonUnit::started_with_args(&w, "--metrics-file=", Value::Array(steps));
+    assert_eq!(d.cli_with_state(&["run", &ids[20]]).status.code(), Some(1));
+    assert_eq!(
+        d.cli_with_state(&["suspend", &ids[22]]).status.code(),
+        Some(0)
+    );
+    let listed = |text: &str| -> Vec<String> {
+        ids.iter()
+            .filter(|id| text.lines().any(|l| l.starts_with(&format!("step {id} "))))
+            .cloned()
+            .collect()
+    };
+    let mut want: Vec<String> = ids[..10].to_vec();
+    want.push(ids[20].clone());
+    want.push(ids[22].clone());
+    for local in [false, true] {
+        let with = |extra: &[&str]| {
+            let mut args = vec!["status"];
+            if local {
+                args.push("--local");
+            }
+            args.extend(extra);
+            stdout(&d.cli_with_state(&args))
+        };
+        let brief = with(&[]);
+        assert_eq!(listed(&brief), want, "local {local}: {brief}");
+        assert!(
+            brief.contains("steps: 25 scheduled, 12 listed")
+                && brief.contains("mesh-host status --steps lists every one"),
+            "local {local}: {brief}"
+        );
+        let all = with(&["--steps"]);
+        assert_eq!(listed(&all), ids, "local {local}: {all}");
+        assert!(!all.contains("listed ("), "local {local}: {all}");
+        let json: Value = serde_json::from_str(&with(&["--json"])).expect("json");
+        assert_eq!(json["steps"].as_array().map(Vec::len), Some(25), "{json}");
+    }
+}
+
 /// Whether `line` holds a time written `YYYY-MM-DD HH:MM:SS UTC`.
 fn regex_like_utc_time(line: &str) -> bool {
     let b = line.as_bytes();

@@ -575,8 +575,8 @@ struct Run<'a> {
     /// Every container of the declaration built once, each file read once
     /// (forgotten whenever the apply changed something a container reads).
     builds: Builds<'a>,
-    /// `/etc/machine-id`, for steps' randomized delays.
-    machine_id: String,
+    /// The machine id and local zone every step's timing reads.
+    machine: crate::schedule::step::Machine,
     /// Scheduled steps the last apply installed (or found unchanged), as
     /// it declared them: one declared alike now is `unchanged`.
     steps_before: BTreeMap<String, serde_json::Value>,
@@ -667,7 +667,7 @@ impl<'a> Run<'a> {
             written_units,
             prepared: None,
             builds: Builds::new(decl),
-            machine_id: crate::schedule::splay::machine_id(),
+            machine: crate::schedule::step::Machine::read(),
             steps_before,
             puller,
             lines: Vec::new(),

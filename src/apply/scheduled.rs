@@ -30,7 +30,7 @@ impl Run<'_> {
             container: c,
             schedule,
         };
-        match scheduled_step(&self.builds, &step, &self.machine_id) {
+        match scheduled_step(&self.builds, &step, &self.machine) {
             Ok(_) if self.preview => {
                 // Installing pulls its image: a preview only says whether
                 // the step is new or changed.

@@ -183,6 +183,11 @@ pub enum Command {
     /// failed resource, a window past its bound, a suspended step, an alert
     /// since the last apply, an empty declaration refused: one line each),
     /// 1 when no status could be had.
+    ///
+    /// Above 20 scheduled steps, only the 10 due first and those running,
+    /// suspended, failed last or not ready are listed, with a line saying
+    /// how many were left out: `--steps` lists every one (as `--json`
+    /// always does).
     Status {
         /// Read the state directly instead of asking the daemon.
         #[arg(long)]
@@ -190,6 +195,9 @@ pub enum Command {
         /// Print the status as JSON.
         #[arg(long)]
         json: bool,
+        /// List every scheduled step, however many.
+        #[arg(long)]
+        steps: bool,
     },
     /// Fire a scheduled step now, through the same path as its schedule
     /// (window, record, no stacking), wait for it and print its outcome.
@@ -522,9 +530,17 @@ pub fn dispatch(cli: Cli) -> u8 {
             &crate::control::Request::Plan { step: step.clone() },
             json,
         ),
-        Command::Status { local: false, json } => {
-            remote::call(&cli, &crate::control::Request::Status, json)
-        }
+        Command::Status {
+            local: false,
+            json,
+            steps,
+        } => remote::call(
+            &cli,
+            &crate::control::Request::Status {
+                brief: !json && !steps,
+            },
+            json,
+        ),
         Command::Reload => remote::reload(&cli),
         Command::Apply {
             ref file,
@@ -547,7 +563,11 @@ pub fn dispatch(cli: Cli) -> u8 {
             allow_empty,
             json,
         } => apply::run_local(&cli, file, allow_empty, json),
-        Command::Status { local: true, json } => status::run_local(&cli, json),
+        Command::Status {
+            local: true,
+            json,
+            steps,
+        } => status::run_local(&cli, json, steps),
         Command::Diff {
             ref file,
             local,

@@ -15,6 +15,7 @@ use crate::declaration::{self, Declaration};
 use crate::render;
 use crate::schedule::scheduler::StepHistory;
 use crate::schedule::splay;
+use crate::step_listing::StepFacts;
 use crate::store::{boot_id, Store, STEP_HISTORY};
 
 /// The whole answer of `status --local`.
@@ -75,13 +76,15 @@ struct StepLine {
 }
 
 /// Run `status --local`.
-pub fn run_local(cli: &Cli, json: bool) -> u8 {
+/// Run `status --local`; `all_steps`: list every step however many
+/// ([`crate::step_listing`]).
+pub fn run_local(cli: &Cli, json: bool, all_steps: bool) -> u8 {
     match gather(cli) {
         Ok(status) => {
             if json {
                 print_json(&status);
             } else {
-                print_text(&status);
+                print_text(&status, all_steps);
             }
             if status.attention.is_empty() {
                 EXIT_OK
@@ -125,9 +128,10 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         let decl = applied_declaration(applied)?;
         health = render::health_checks(&decl);
         let delays = splay::delays(&decl);
+        let local_zone = local_zone();
         for step in decl.steps() {
             let id = step.resource.id.to_string();
-            let zone = step.schedule.zone.unwrap_or_else(local_zone);
+            let zone = step.schedule.zone.unwrap_or(local_zone);
             let delay = delays.get(&id).copied();
             steps.push(StepLine {
                 schedule: step.schedule.cron.expr().to_string(),
@@ -204,7 +208,7 @@ fn applied_declaration(applied: &AppliedState) -> Result<Declaration, String> {
         .map_err(|r| format!("the recorded declaration is no longer accepted:\n{r}"))
 }
 
-fn print_text(status: &Status) {
+fn print_text(status: &Status, all_steps: bool) {
     println!("declaration: {}", status.declaration);
     match &status.last_apply {
         None => println!("last apply: none recorded in {}", status.state_dir),
@@ -244,7 +248,23 @@ fn print_text(status: &Status) {
     if status.steps.is_empty() {
         println!("scheduled steps: none");
     }
-    for s in &status.steps {
+    let facts: Vec<StepFacts> = status
+        .steps
+        .iter()
+        .map(|s| StepFacts {
+            next_fire: s.next_fire,
+            to_be_seen: s.suspended_since.is_some()
+                || StepFacts::failed_last(s.history.last_run, s.history.last_success),
+        })
+        .collect();
+    let listed = (!all_steps)
+        .then(|| crate::step_listing::listed(&facts))
+        .flatten();
+    let shown: Vec<&StepLine> = match &listed {
+        Some(places) => places.iter().map(|&i| &status.steps[i]).collect(),
+        None => status.steps.iter().collect(),
+    };
+    for s in &shown {
         let next =
             s.next_fire.map_or("never".to_string(), render::time) + &render::delayed(s.delay_ms);
         let last = match (&s.history.last_run, &s.history.last_outcome) {
@@ -261,6 +281,12 @@ fn print_text(status: &Status) {
         println!(
             "step {} \"{}\" ({}): next {next}; {last}; {success}{suspended}",
             s.step, s.schedule, s.zone
+        );
+    }
+    if shown.len() < status.steps.len() {
+        println!(
+            "{}",
+            crate::step_listing::left_out_line(status.steps.len(), shown.len())
         );
     }
     let attention = serde_json::to_value(&status.attention).unwrap_or_default();

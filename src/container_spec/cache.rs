@@ -55,6 +55,13 @@ impl<'d> Builds<'d> {
         }
     }
 
+    /// Forget everything built, freeing it off the caller's path
+    /// ([`crate::task::drop_later`]): thousands of specs and file reads.
+    pub fn release(&self) {
+        let kept = std::mem::take(&mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()));
+        crate::task::drop_later(kept);
+    }
+
     /// The declaration built from.
     pub fn declaration(&self) -> &'d Declaration {
         self.decl

@@ -84,8 +84,13 @@ pub async fn call_with_progress(
     mut each: impl FnMut(Progress),
 ) -> Result<Response, String> {
     let response = exchange(socket, request, form, &mut each).await?;
-    if request.wants_progress() && response.exit == 2 && response.text.contains("`progress`") {
-        return exchange(socket, &request.without_progress(), form, &mut each).await;
+    if request.wants_extras()
+        && response.exit == 2
+        && ["`progress`", "`brief`"]
+            .iter()
+            .any(|field| response.text.contains(field))
+    {
+        return exchange(socket, &request.without_extras(), form, &mut each).await;
     }
     Ok(response)
 }

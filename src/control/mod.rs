@@ -62,7 +62,13 @@ pub enum Request {
         allow_empty: bool,
     },
     /// Report status.
-    Status,
+    Status {
+        /// List only the steps [`crate::step_listing`] picks when there
+        /// are many (the client prints text and was not given `--steps`).
+        /// Sent only when set.
+        #[serde(default, skip_serializing_if = "is_false")]
+        brief: bool,
+    },
     /// Fire a step now and wait for it.
     Run {
         /// The step id.
@@ -111,12 +117,25 @@ impl Request {
         )
     }
 
-    /// The same request without progress frames, for a daemon that does
-    /// not know them.
-    pub fn without_progress(&self) -> Request {
+    /// Whether the client asked for what an older daemon does not know:
+    /// progress frames, or a brief status.
+    pub fn wants_extras(&self) -> bool {
+        matches!(
+            self,
+            Request::Apply { progress: true, .. }
+                | Request::Run { progress: true, .. }
+                | Request::Status { brief: true }
+        )
+    }
+
+    /// The same request without those, for a daemon that does not know
+    /// them.
+    pub fn without_extras(&self) -> Request {
         let mut plain = self.clone();
-        if let Request::Apply { progress, .. } | Request::Run { progress, .. } = &mut plain {
-            *progress = false;
+        match &mut plain {
+            Request::Apply { progress, .. } | Request::Run { progress, .. } => *progress = false,
+            Request::Status { brief } => *brief = false,
+            _ => {}
         }
         plain
     }

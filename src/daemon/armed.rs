@@ -12,6 +12,7 @@
 //! schedules from it.
 
 use crate::declaration::{self, Declaration};
+use crate::schedule::window::Windows;
 use crate::store::Store;
 
 /// The store document: the canonical form of the declaration of the last
@@ -35,6 +36,19 @@ pub fn recall(store: &Store) -> Result<Option<Declaration>, String> {
     declaration::parse(&bytes)
         .map(Some)
         .map_err(|r| format!("the recorded declaration is no longer accepted:\n{r}"))
+}
+
+/// Tell `windows` how the steps of the last complete apply's declaration
+/// (`daemon::armed`) declare the containers they hold.
+pub(super) fn know_holds(store: &Store, windows: &Windows) {
+    match recall(store) {
+        Ok(Some(decl)) => {
+            let steps = crate::schedule::step::scheduled_steps(&decl).0;
+            windows.know_held_specs(crate::schedule::step::held_specs(&steps));
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!("cannot read the declaration the schedules were armed from: {e}"),
+    }
 }
 
 #[cfg(test)]

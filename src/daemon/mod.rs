@@ -108,6 +108,9 @@ struct Daemon {
     empty_refused: std::sync::Mutex<Option<status::EmptyRefusal>>,
     /// Signalled when the last apply changes (for `STATUS=`).
     applied: tokio::sync::Notify,
+    /// What `status` needs of `applied.json`, read again only when the
+    /// file changed.
+    applied_for_status: crate::store::Cached<crate::apply::AppliedState>,
     notifier: Notifier,
     metrics: MetricsHandle,
     /// Keeps shared folders' entries between applies.
@@ -172,7 +175,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // What the last complete apply declared is known before any window is
     // resumed, so that a held container removed meanwhile is created again
     // (from here on, every arming of the schedules tells it anew).
-    know_armed_holds(&store, &windows);
+    armed::know_holds(&store, &windows);
     if let Err(e) = windows.set_aside_unreadable().await {
         tracing::error!("cannot look for unreadable window records: {e}");
     }
@@ -238,6 +241,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         last_apply: std::sync::Mutex::new(None),
         empty_refused: std::sync::Mutex::new(None),
         applied: tokio::sync::Notify::new(),
+        applied_for_status: crate::store::Cached::new(crate::store::APPLIED),
         notifier: notifier.clone(),
         metrics,
         folders,
@@ -364,19 +368,6 @@ async fn start_pager(
             tokio::spawn(pager.run(shutdown));
         }
         Err(e) => tracing::error!("paging through {} is off: {e}", template.name()),
-    }
-}
-
-/// Tell `windows` how the steps of the last complete apply's declaration
-/// (`daemon::armed`) declare the containers they hold.
-fn know_armed_holds(store: &Store, windows: &Windows) {
-    match armed::recall(store) {
-        Ok(Some(decl)) => {
-            let steps = crate::schedule::step::scheduled_steps(&decl).0;
-            windows.know_held_specs(crate::schedule::step::held_specs(&steps));
-        }
-        Ok(None) => {}
-        Err(e) => tracing::warn!("cannot read the declaration the schedules were armed from: {e}"),
     }
 }
 
@@ -531,6 +522,7 @@ impl Daemon {
                     sync.rearmed.len(),
                     sync.dropped.len()
                 );
+                crate::task::drop_later(sync);
             }
             let mut armed_now = self.declaration.lock().await;
             // Written when it changed (or first in this daemon's life): a
@@ -543,7 +535,7 @@ impl Daemon {
                     );
                 }
             }
-            *armed_now = Some(decl);
+            crate::task::drop_later(armed_now.replace(decl));
             drop(armed_now);
         } else {
             tracing::warn!(
@@ -703,7 +695,7 @@ impl Daemon {
                 },
                 None => Response::error(1, "the metrics task has stopped"),
             },
-            Request::Status => self.status_response().await,
+            Request::Status { brief } => self.status_response(brief).await,
             Request::Reload => {
                 self.notifier.reloading();
                 let ticket = self.reloads.request();

@@ -7,7 +7,20 @@ use chrono::{DateTime, Utc};
 use super::Daemon;
 use crate::attention::{self, Attention};
 use crate::control::Response;
+use crate::schedule::ready::ReadyState;
 use crate::schedule::scheduler::StepStatus;
+use crate::step_listing::{self, StepFacts};
+
+/// What [`step_listing`] needs of a step's status.
+fn facts(s: &StepStatus) -> StepFacts {
+    StepFacts {
+        next_fire: s.next_fire,
+        to_be_seen: s.running
+            || s.suspended_since.is_some()
+            || matches!(s.ready, Some(ReadyState::NotReady { .. }))
+            || StepFacts::failed_last(s.history.last_run, s.history.last_success),
+    }
+}
 
 /// An empty declaration file the daemon refused (and keeps refusing until
 /// a declaration is applied): see [`crate::apply::empty`].
@@ -40,9 +53,23 @@ impl EmptyRefusal {
 }
 
 impl Daemon {
-    /// The `status` answer.
-    pub(super) async fn status_response(&self) -> Response {
-        let steps = self.scheduler.status().await.unwrap_or_default();
+    /// The `status` answer; `brief`: of many steps, only those
+    /// [`step_listing`] picks.
+    pub(super) async fn status_response(&self, brief: bool) -> Response {
+        let mut steps = self.scheduler.status().await.unwrap_or_default();
+        let scheduled = steps.len();
+        if brief {
+            let facts: Vec<StepFacts> = steps.iter().map(facts).collect();
+            if let Some(listed) = step_listing::listed(&facts) {
+                let mut keep = listed.into_iter().peekable();
+                let mut at = 0;
+                steps.retain(|_| {
+                    let kept = keep.next_if_eq(&at).is_some();
+                    at += 1;
+                    kept
+                });
+            }
+        }
         // Unreadable window records are an answer of their own, never "no
         // window open".
         let windows = match self.windows.live_records() {
@@ -93,6 +120,7 @@ impl Daemon {
                 "at": e.at, "file": e.path, "applied": e.applied, "reason": e.reason,
                 "line": e.line() })),
             "steps": steps,
+            "steps-scheduled": scheduled,
             "open-windows": windows,
             "shared-folders": self.folders.folders(),
             "attention": attention,
@@ -111,9 +139,9 @@ impl Daemon {
     /// What the state directory says needs attention (see
     /// [`crate::attention`]); an error when it cannot be read.
     fn attention(&self) -> Result<Vec<Attention>, String> {
-        let applied: Option<crate::apply::AppliedState> = self
-            .store
-            .load(crate::store::APPLIED)
+        let applied = self
+            .applied_for_status
+            .get(&self.store, attention::of_applied)
             .map_err(|e| e.to_string())?;
         let records = self
             .store
@@ -127,7 +155,7 @@ impl Daemon {
         };
         Ok(attention::gather(
             &self.store,
-            applied.as_ref(),
+            applied.as_ref().as_ref(),
             &records,
             &suspended,
             &at,

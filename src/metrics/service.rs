@@ -301,9 +301,10 @@ pub fn local(store: &Store) -> Result<String, String> {
             .map_err(|r| format!("the recorded declaration is no longer accepted:\n{r}"))?;
         mods = modules(&decl);
         let delays = crate::schedule::splay::delays(&decl);
+        let local_zone = crate::cron::local_zone();
         for step in decl.steps() {
             let id = step.resource.id.to_string();
-            let zone = step.schedule.zone.unwrap_or_else(crate::cron::local_zone);
+            let zone = step.schedule.zone.unwrap_or(local_zone);
             let delay = delays.get(&id).copied().unwrap_or_default();
             steps.push(StepStatus {
                 schedule: step.schedule.cron.expr().to_string(),

@@ -347,7 +347,7 @@ fn open_pidfd(pid: u32) -> std::io::Result<AsyncFd<OwnedFd>> {
 
 /// Registers a descriptor with tokio's reactor. `AsyncFd::new` is deprecated
 /// for types that do not own their descriptor (its replacement, `register`,
-/// is `unsafe`, which this crate forbids); an `OwnedFd` owns it and is
+/// is `unsafe`, which this crate denies); an `OwnedFd` owns it and is
 /// closed only when the `AsyncFd` is dropped, after deregistration.
 #[allow(deprecated)]
 fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {

@@ -81,7 +81,8 @@ fn daily_gc(catch_up: bool) -> ScheduledStep {
             timeout: None,
             holds: Vec::new(),
             hold_specs: Default::default(),
-        },
+        }
+        .into(),
         timing: StepTiming {
             id: "gc".into(),
             cron: crate::cron::CronSchedule::parse("30 3 * * *").expect("cron"),
@@ -332,7 +333,7 @@ fn window_from_before(store: &Store) {
 
 fn daily_gc_holding_db() -> ScheduledStep {
     let mut gc = daily_gc(true);
-    gc.def.holds = vec![("db".into(), "db".into())];
+    Arc::make_mut(&mut gc.def).holds = vec![("db".into(), "db".into())];
     gc
 }
 

@@ -118,6 +118,11 @@ impl JobTable {
         Self::default()
     }
 
+    /// Whether [`JobTable::sync`] ran once.
+    pub fn synced(&self) -> bool {
+        self.synced
+    }
+
     /// Make the table match `steps`. `history` gives, for a step this table
     /// does not know yet, the last due time a previous daemon handled (or
     /// when it armed the step), so that fires missed while no daemon ran

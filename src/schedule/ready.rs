@@ -214,7 +214,7 @@ impl Readier {
     /// Make the container of the fire of `def` due at `due` ready, from
     /// [`LEAD`] before it (at once if that is past). Armed again for the
     /// same fire and declaration, nothing changes.
-    pub fn arm(&self, def: &StepDef, due: DateTime<Utc>, now: DateTime<Utc>) {
+    pub fn arm(&self, def: &Arc<StepDef>, due: DateTime<Utc>, now: DateTime<Utc>) {
         let identity = def
             .spec
             .labels

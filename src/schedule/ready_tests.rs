@@ -48,7 +48,8 @@ fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
             timeout: None,
             holds: Vec::new(),
             hold_specs: Default::default(),
-        },
+        }
+        .into(),
         timing: StepTiming {
             id: id.to_string(),
             cron: CronSchedule::parse(expr).expect("cron"),
@@ -186,6 +187,45 @@ async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_i
     assert!(fake.spec_of("gc-run").is_none(), "removed with its step");
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(count(&fake, &Call::Start("gc-run".into())), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sync_of_the_same_steps_keeps_them_and_a_changed_one_still_re_arms() {
+    let fake = FakeRuntime::new();
+    let r = rig("2026-06-01T02:59:55Z", fake.clone());
+    r.handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The same step again: kept, its ready container left as it is.
+    let again = r
+        .handle
+        .sync(vec![step("gc", "0 3 * * *", "a")])
+        .await
+        .expect("sync");
+    assert_eq!(again.kept, vec!["gc".to_string()]);
+    assert!(again.added.is_empty() && again.rearmed.is_empty());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(count(&fake, &Call::Create("gc-run".into())), 1);
+    // What its container reads changed: re-armed, made again.
+    let changed = r
+        .handle
+        .sync(vec![step("gc", "0 3 * * *", "b")])
+        .await
+        .expect("sync");
+    assert_eq!(changed.rearmed, vec!["gc".to_string()]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(count(&fake, &Call::Create("gc-run".into())), 2);
+    // Its schedule changed: re-armed for the new time.
+    let moved = r
+        .handle
+        .sync(vec![step("gc", "30 3 * * *", "b")])
+        .await
+        .expect("sync");
+    assert_eq!(moved.rearmed, vec!["gc".to_string()]);
+    let status = r.handle.status().await.expect("status");
+    assert_eq!(status[0].next_fire, Some(at("2026-06-01T03:30:00Z")));
 }
 
 #[tokio::test(start_paused = true)]

@@ -545,9 +545,36 @@ impl Scheduler {
             .insert(task.id(), (step.to_string(), due, catch_up));
     }
 
+    /// Whether `steps` are the steps armed, each declared alike, after a
+    /// first sync: then a sync has nothing to re-arm.
+    fn same_steps(&self, steps: &[ScheduledStep]) -> bool {
+        self.table.synced()
+            && steps.len() == self.steps.len()
+            && steps.iter().all(|s| self.steps.get(&s.def.id) == Some(s))
+    }
+
     /// Answer a command; whether the steps' state may have changed.
     fn command(&mut self, cmd: Command) -> bool {
         match cmd {
+            Command::Sync { steps, reply } if self.same_steps(&steps) => {
+                // Nothing to re-arm (the usual no-op apply): only what an
+                // apply may have changed besides the steps is read again.
+                let report = SyncReport {
+                    kept: steps.iter().map(|s| s.def.id.clone()).collect(),
+                    ..SyncReport::default()
+                };
+                crate::task::drop_later(steps);
+                self.suspended = suspend::load_or_none(&self.store);
+                let steps = &self.steps;
+                self.suspended.steps.retain(|id, _| steps.contains_key(id));
+                // A container that could not be made ready is tried again.
+                let ids: Vec<String> = self.steps.keys().cloned().collect();
+                for id in &ids {
+                    self.make_ready(id);
+                }
+                let _ = reply.send(report);
+                false
+            }
             Command::Sync { steps, reply } => {
                 let now = self.clock.now();
                 let timings = steps.iter().map(|s| s.timing.clone()).collect();
@@ -571,7 +598,11 @@ impl Scheduler {
                 // Windows closed for another process (taken over, resumed,
                 // owed) create a removed held container as armed here.
                 self.firer.windows().know_held_specs(held_specs(&steps));
-                self.steps = steps.into_iter().map(|s| (s.def.id.clone(), s)).collect();
+                let before = std::mem::replace(
+                    &mut self.steps,
+                    steps.into_iter().map(|s| (s.def.id.clone(), s)).collect(),
+                );
+                crate::task::drop_later(before);
                 // The history keeps declared steps only, so it is bounded by
                 // the declaration (docs/state-dir.md), not by every step ever
                 // declared.

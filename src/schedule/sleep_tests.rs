@@ -76,7 +76,8 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
                 timeout: None,
                 holds: Vec::new(),
                 hold_specs: Default::default(),
-            },
+            }
+            .into(),
             timing: StepTiming {
                 id: id.to_string(),
                 cron: CronSchedule::parse(expr).expect("cron"),

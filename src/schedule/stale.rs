@@ -23,13 +23,16 @@ impl StaleWatch {
     /// Returns the steps reported in this call.
     pub fn check(&mut self, steps: &[StepStatus], now: DateTime<Utc>) -> Vec<String> {
         let mut out = Vec::new();
+        let mut periods = Periods::default();
         for s in steps {
             let since = *self.first_seen.entry(s.step.clone()).or_insert(now);
             // Suspended on purpose: no success is expected (status says so).
             if s.suspended_since.is_some() {
                 continue;
             }
-            let Some(period) = period(s) else { continue };
+            let Some(period) = periods.of(s) else {
+                continue;
+            };
             let last_ok = s.history.last_success.unwrap_or(since);
             if now - last_ok > period * 2 {
                 if self.reported.get(&s.step) != Some(&s.history.last_success) {
@@ -60,6 +63,7 @@ impl StaleWatch {
     /// caller that checks on every change and at this time needs no timer
     /// of its own.
     pub fn next_check(&self, steps: &[StepStatus]) -> Option<DateTime<Utc>> {
+        let mut periods = Periods::default();
         steps
             .iter()
             .filter(|s| !self.reported.contains_key(&s.step) && s.suspended_since.is_none())
@@ -68,9 +72,29 @@ impl StaleWatch {
                     .history
                     .last_success
                     .or_else(|| self.first_seen.get(&s.step).copied())?;
-                Some(since + period(s)? * 2 + TimeDelta::seconds(1))
+                Some(since + periods.of(s)? * 2 + TimeDelta::seconds(1))
             })
             .min()
+    }
+}
+
+/// What a step's period depends on: schedule, zone, next fire, delay.
+type PeriodKey<'s> = (&'s str, &'s str, Option<DateTime<Utc>>, Option<u64>);
+
+/// Periods of steps, each computed once per schedule, zone and next fire:
+/// thousands of steps on one expression are one computation, not
+/// thousands.
+#[derive(Default)]
+struct Periods<'s> {
+    known: std::collections::HashMap<PeriodKey<'s>, Option<TimeDelta>>,
+}
+
+impl<'s> Periods<'s> {
+    fn of(&mut self, s: &'s StepStatus) -> Option<TimeDelta> {
+        *self
+            .known
+            .entry((&s.schedule, &s.zone, s.next_fire, s.delay_ms))
+            .or_insert_with(|| period(s))
     }
 }
 

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use chrono_tz::Tz;
+
 use crate::container_spec::{self, Builds};
 use crate::cron::local_zone;
 use crate::declaration::{Declaration, Step};
@@ -37,10 +39,33 @@ pub struct StepDef {
 /// it is due.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScheduledStep {
-    /// What a fire runs.
-    pub def: StepDef,
+    /// What a fire runs: shared with the task that makes its container
+    /// ready ahead and with each fire, never copied (thousands of steps
+    /// would hold thousands of copies).
+    pub def: Arc<StepDef>,
     /// When it is due.
     pub timing: StepTiming,
+}
+
+/// What every step's timing reads of the machine, read once for all of
+/// them: `/etc/machine-id` (randomized delays) and the local zone (a step
+/// without `zone`), which is a read of three sources each time.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// `/etc/machine-id`.
+    pub machine_id: String,
+    /// The zone of a step that names none.
+    pub local_zone: Tz,
+}
+
+impl Machine {
+    /// The machine as it is now.
+    pub fn read() -> Machine {
+        Machine {
+            machine_id: splay::machine_id(),
+            local_zone: local_zone(),
+        }
+    }
 }
 
 /// Every scheduled step of `decl`, ready for the scheduler. A step whose
@@ -49,10 +74,10 @@ pub struct ScheduledStep {
 pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container_spec::SpecError>) {
     let mut steps = Vec::new();
     let mut errors = Vec::new();
-    let machine_id = splay::machine_id();
+    let machine = Machine::read();
     let builds = Builds::new(decl);
     for step in decl.steps() {
-        match scheduled_step(&builds, &step, &machine_id) {
+        match scheduled_step(&builds, &step, &machine) {
             Ok(s) => steps.push(s),
             Err(e) => errors.push(e),
         }
@@ -76,7 +101,7 @@ pub fn find(decl: &Declaration, id: &str) -> Result<ScheduledStep, String> {
     let step = decl
         .step(id)
         .ok_or_else(|| format!("no scheduled step {id} is declared"))?;
-    scheduled_step(&Builds::new(decl), &step, &splay::machine_id()).map_err(|e| e.to_string())
+    scheduled_step(&Builds::new(decl), &step, &Machine::read()).map_err(|e| e.to_string())
 }
 
 /// Step `step` of the declaration `builds` builds, ready for the
@@ -85,7 +110,7 @@ pub fn find(decl: &Declaration, id: &str) -> Result<ScheduledStep, String> {
 pub fn scheduled_step(
     builds: &Builds<'_>,
     step: &Step<'_>,
-    machine_id: &str,
+    machine: &Machine,
 ) -> Result<ScheduledStep, container_spec::SpecError> {
     let built = builds.build(step.resource, step.container)?;
     let holds = step
@@ -122,24 +147,24 @@ pub fn scheduled_step(
         .map(|b| format!("{b:02x}"))
         .collect();
     Ok(ScheduledStep {
-        def: StepDef {
+        def: Arc::new(StepDef {
             id: step.resource.id.to_string(),
             module: step.resource.module.as_ref().map(|m| m.to_string()),
             spec: built.spec.clone(),
             timeout: step.container.timeout,
             holds,
             hold_specs,
-        },
+        }),
         timing: StepTiming {
             id: step.resource.id.to_string(),
             cron: step.schedule.cron.clone(),
-            zone: step.schedule.zone.unwrap_or_else(local_zone),
+            zone: step.schedule.zone.unwrap_or(machine.local_zone),
             fingerprint,
             delay: step
                 .schedule
                 .randomized_delay
                 .map_or(Duration::ZERO, |bound| {
-                    splay::delay(machine_id, step.resource.id.as_str(), bound)
+                    splay::delay(&machine.machine_id, step.resource.id.as_str(), bound)
                 }),
             catch_up: step.schedule.catch_up,
         },

@@ -407,7 +407,7 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
     dead_record(&r, &boot, t0() - chrono::TimeDelta::minutes(5), 3600);
     r.fake.remove("registry").await.expect("remove");
     let gc = crate::schedule::step::ScheduledStep {
-        def: step("gc", &["registry"], None),
+        def: step("gc", &["registry"], None).into(),
         timing: crate::schedule::jobs::StepTiming {
             id: "gc".into(),
             cron: crate::cron::CronSchedule::parse("0 3 * * *").expect("cron"),
@@ -796,7 +796,10 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
         catch_up: false,
     };
     handle
-        .sync(vec![ScheduledStep { def, timing }])
+        .sync(vec![ScheduledStep {
+            def: def.into(),
+            timing,
+        }])
         .await
         .expect("sync");
     let report = handle

@@ -187,7 +187,7 @@ const END_OF_TIME: Timespec = Timespec {
 /// descriptor it answers under the reactor's feet; an [`OwnedFd`] cannot: it
 /// owns one descriptor, open until dropped with the `AsyncFd` — exactly
 /// what `AsyncFd::register` asks of its caller, without `unsafe` (which this
-/// crate forbids).
+/// crate denies).
 pub(crate) fn async_fd(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
     #[allow(deprecated)]
     AsyncFd::new(fd)

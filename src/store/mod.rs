@@ -38,6 +38,7 @@
 
 mod atomic;
 mod boot;
+mod cached;
 mod digest;
 mod error;
 mod heartbeat;
@@ -56,6 +57,7 @@ use serde::Serialize;
 
 pub use atomic::write_atomic;
 pub use boot::{boot_id, process_start_time};
+pub use cached::Cached;
 pub use digest::{
     config_digest, hash_reader, open_config, read_config, sha256_file, ConfigReadError, MAX_HASHED,
 };
