@@ -62,6 +62,16 @@ fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
 }
 
 /// A scheduler whose clock reads `now`, with `fake` as its runtime.
+impl Rig {
+    /// Sync the one step `gc` on `expr`, its container of `identity`.
+    async fn sync_gc(&self, expr: &str, identity: &str) -> crate::schedule::jobs::SyncReport {
+        self.handle
+            .sync(vec![step("gc", expr, identity)])
+            .await
+            .expect("sync")
+    }
+}
+
 fn rig(now: &str, fake: FakeRuntime) -> Rig {
     rig_with_units(now, fake, Arc::new(NoUnits))
 }
@@ -193,37 +203,26 @@ async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_i
 async fn a_sync_of_the_same_steps_keeps_them_and_a_changed_one_still_re_arms() {
     let fake = FakeRuntime::new();
     let r = rig("2026-06-01T02:59:55Z", fake.clone());
-    r.handle
-        .sync(vec![step("gc", "0 3 * * *", "a")])
-        .await
-        .expect("sync");
+    r.sync_gc("0 3 * * *", "a").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     // The same step again: kept, its ready container left as it is.
-    let again = r
-        .handle
-        .sync(vec![step("gc", "0 3 * * *", "a")])
-        .await
-        .expect("sync");
+    let again = r.sync_gc("0 3 * * *", "a").await;
     assert_eq!(again.kept, vec!["gc".to_string()]);
     assert!(again.added.is_empty() && again.rearmed.is_empty());
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(count(&fake, &Call::Create("gc-run".into())), 1);
     // What its container reads changed: re-armed, made again.
-    let changed = r
-        .handle
-        .sync(vec![step("gc", "0 3 * * *", "b")])
-        .await
-        .expect("sync");
-    assert_eq!(changed.rearmed, vec!["gc".to_string()]);
+    assert_eq!(
+        r.sync_gc("0 3 * * *", "b").await.rearmed,
+        vec!["gc".to_string()]
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(count(&fake, &Call::Create("gc-run".into())), 2);
     // Its schedule changed: re-armed for the new time.
-    let moved = r
-        .handle
-        .sync(vec![step("gc", "30 3 * * *", "b")])
-        .await
-        .expect("sync");
-    assert_eq!(moved.rearmed, vec!["gc".to_string()]);
+    assert_eq!(
+        r.sync_gc("30 3 * * *", "b").await.rearmed,
+        vec!["gc".to_string()]
+    );
     let status = r.handle.status().await.expect("status");
     assert_eq!(status[0].next_fire, Some(at("2026-06-01T03:30:00Z")));
 }

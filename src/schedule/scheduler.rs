@@ -28,7 +28,7 @@ use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
 use crate::schedule::output::fire_name;
-use crate::schedule::step::{held_specs, ScheduledStep};
+use crate::schedule::step::ScheduledStep;
 use crate::schedule::suspend::{self, Suspended};
 use crate::schedule::timer::Woken;
 use crate::store::Store;
@@ -37,6 +37,7 @@ pub use crate::schedule::history::StepHistory;
 use crate::schedule::history::{load_history, HISTORY_DOC};
 
 mod owed;
+mod sync;
 
 /// The watchdog as the scheduler's loop feeds it: `feed` is called every
 /// `every` (and once at start), from the loop itself.
@@ -545,97 +546,13 @@ impl Scheduler {
             .insert(task.id(), (step.to_string(), due, catch_up));
     }
 
-    /// Whether `steps` are the steps armed, each declared alike, after a
-    /// first sync: then a sync has nothing to re-arm.
-    fn same_steps(&self, steps: &[ScheduledStep]) -> bool {
-        self.table.synced()
-            && steps.len() == self.steps.len()
-            && steps.iter().all(|s| self.steps.get(&s.def.id) == Some(s))
-    }
-
     /// Answer a command; whether the steps' state may have changed.
     fn command(&mut self, cmd: Command) -> bool {
         match cmd {
-            Command::Sync { steps, reply } if self.same_steps(&steps) => {
-                // Nothing to re-arm (the usual no-op apply): only what an
-                // apply may have changed besides the steps is read again.
-                let report = SyncReport {
-                    kept: steps.iter().map(|s| s.def.id.clone()).collect(),
-                    ..SyncReport::default()
-                };
-                crate::task::drop_later(steps);
-                self.suspended = suspend::load_or_none(&self.store);
-                let steps = &self.steps;
-                self.suspended.steps.retain(|id, _| steps.contains_key(id));
-                // A container that could not be made ready is tried again.
-                let ids: Vec<String> = self.steps.keys().cloned().collect();
-                for id in &ids {
-                    self.make_ready(id);
-                }
-                let _ = reply.send(report);
-                false
-            }
             Command::Sync { steps, reply } => {
-                let now = self.clock.now();
-                let timings = steps.iter().map(|s| s.timing.clone()).collect();
-                // A step that never handled a due time counts its missed
-                // fires from when it was first armed (remembered across
-                // restarts), so one never fired still catches up.
-                let mut armed = false;
-                for s in &steps {
-                    let h = self.history.entry(s.def.id.clone()).or_default();
-                    if h.last_due.is_none() && h.armed_at.is_none() {
-                        h.armed_at = Some(now);
-                        armed = true;
-                    }
-                }
-                let history: BTreeMap<String, DateTime<Utc>> = self
-                    .history
-                    .iter()
-                    .filter_map(|(k, h)| h.last_due.or(h.armed_at).map(|d| (k.clone(), d)))
-                    .collect();
-                let (report, missed) = self.table.sync(timings, &history, now);
-                // Windows closed for another process (taken over, resumed,
-                // owed) create a removed held container as armed here.
-                self.firer.windows().know_held_specs(held_specs(&steps));
-                let before = std::mem::replace(
-                    &mut self.steps,
-                    steps.into_iter().map(|s| (s.def.id.clone(), s)).collect(),
-                );
-                crate::task::drop_later(before);
-                // The history keeps declared steps only, so it is bounded by
-                // the declaration (docs/state-dir.md), not by every step ever
-                // declared.
-                let remembered = self.history.len();
-                let steps = &self.steps;
-                self.history.retain(|id, _| steps.contains_key(id));
-                // What the apply kept of the suspensions (it drops steps no
-                // longer declared), of declared steps only.
-                self.suspended = suspend::load_or_none(&self.store);
-                self.suspended.steps.retain(|id, _| steps.contains_key(id));
-                if armed || self.history.len() != remembered {
-                    self.save_history();
-                }
-                // A catch-up owed before a restart is owed still.
-                for (id, h) in &self.history {
-                    if let Some(due) = h.catch_up_owed {
-                        self.owed_catch_ups.entry(id.clone()).or_insert(due);
-                    }
-                }
-                if !missed.is_empty() {
-                    self.decide_all(missed, now);
-                }
-                let readier = self.firer.readier();
-                for gone in readier.steps() {
-                    if !self.steps.contains_key(&gone) {
-                        readier.forget(&gone);
-                    }
-                }
-                for id in self.steps.keys() {
-                    self.make_ready(id);
-                }
+                let (report, changed) = self.sync(steps);
                 let _ = reply.send(report);
-                true
+                changed
             }
             Command::RunNow {
                 step,

@@ -1,0 +1,114 @@
+//! The steps replaced after an apply: the job table re-armed, the history
+//! and suspensions kept to declared steps, fires missed while no daemon
+//! ran decided, and each step's next container made ready. A sync of the
+//! steps already armed, each declared alike (the usual no-op apply, of
+//! thousands of steps), re-arms nothing.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::Scheduler;
+use crate::schedule::jobs::SyncReport;
+use crate::schedule::step::{held_specs, ScheduledStep};
+use crate::schedule::suspend;
+
+impl Scheduler {
+    /// Replace the steps with `steps`; what changed, and whether the
+    /// steps' state may have.
+    pub(super) fn sync(&mut self, steps: Vec<ScheduledStep>) -> (SyncReport, bool) {
+        if self.same_steps(&steps) {
+            return (self.sync_same(steps), false);
+        }
+        let now = self.clock.now();
+        let timings = steps.iter().map(|s| s.timing.clone()).collect();
+        // A step that never handled a due time counts its missed fires
+        // from when it was first armed (remembered across restarts), so
+        // one never fired still catches up.
+        let mut armed = false;
+        for s in &steps {
+            let h = self.history.entry(s.def.id.clone()).or_default();
+            if h.last_due.is_none() && h.armed_at.is_none() {
+                h.armed_at = Some(now);
+                armed = true;
+            }
+        }
+        let history: BTreeMap<String, DateTime<Utc>> = self
+            .history
+            .iter()
+            .filter_map(|(k, h)| h.last_due.or(h.armed_at).map(|d| (k.clone(), d)))
+            .collect();
+        let (report, missed) = self.table.sync(timings, &history, now);
+        // Windows closed for another process (taken over, resumed, owed)
+        // create a removed held container as armed here.
+        self.firer.windows().know_held_specs(held_specs(&steps));
+        let before = std::mem::replace(
+            &mut self.steps,
+            steps.into_iter().map(|s| (s.def.id.clone(), s)).collect(),
+        );
+        crate::task::drop_later(before);
+        // The history keeps declared steps only, so it is bounded by the
+        // declaration (docs/state-dir.md), not by every step ever declared.
+        let remembered = self.history.len();
+        let steps = &self.steps;
+        self.history.retain(|id, _| steps.contains_key(id));
+        self.reload_suspensions();
+        if armed || self.history.len() != remembered {
+            self.save_history();
+        }
+        // A catch-up owed before a restart is owed still.
+        for (id, h) in &self.history {
+            if let Some(due) = h.catch_up_owed {
+                self.owed_catch_ups.entry(id.clone()).or_insert(due);
+            }
+        }
+        if !missed.is_empty() {
+            self.decide_all(missed, now);
+        }
+        let readier = self.firer.readier();
+        for gone in readier.steps() {
+            if !self.steps.contains_key(&gone) {
+                readier.forget(&gone);
+            }
+        }
+        self.make_all_ready();
+        (report, true)
+    }
+
+    /// Whether `steps` are the steps armed, each declared alike, after a
+    /// first sync: then a sync has nothing to re-arm.
+    fn same_steps(&self, steps: &[ScheduledStep]) -> bool {
+        self.table.synced()
+            && steps.len() == self.steps.len()
+            && steps.iter().all(|s| self.steps.get(&s.def.id) == Some(s))
+    }
+
+    /// A sync of the steps armed: only what an apply may have changed
+    /// besides the steps is read again.
+    fn sync_same(&mut self, steps: Vec<ScheduledStep>) -> SyncReport {
+        let report = SyncReport {
+            kept: steps.iter().map(|s| s.def.id.clone()).collect(),
+            ..SyncReport::default()
+        };
+        crate::task::drop_later(steps);
+        self.reload_suspensions();
+        // A container that could not be made ready is tried again.
+        self.make_all_ready();
+        report
+    }
+
+    /// What the apply kept of the suspensions (it drops steps no longer
+    /// declared), of declared steps only.
+    fn reload_suspensions(&mut self) {
+        self.suspended = suspend::load_or_none(&self.store);
+        let steps = &self.steps;
+        self.suspended.steps.retain(|id, _| steps.contains_key(id));
+    }
+
+    fn make_all_ready(&mut self) {
+        let ids: Vec<String> = self.steps.keys().cloned().collect();
+        for id in &ids {
+            self.make_ready(id);
+        }
+    }
+}
