@@ -282,7 +282,12 @@ fn a_step_fires_on_its_cron_schedule_and_fires_missed_while_down_are_logged_once
     )
     .expect("history");
     d.start();
-    let missed = d.journal("-5min", &["MESH_EVENT=step-missed", "MESH_STEP=cronstep"]);
+    // Logged at the first arming, before READY; journald may index it a
+    // little later on a loaded node.
+    let missed = wait_for("the step-missed entry", Duration::from_secs(15), || {
+        let found = d.journal("-5min", &["MESH_EVENT=step-missed", "MESH_STEP=cronstep"]);
+        (!found.trim().is_empty()).then_some(found)
+    });
     assert_eq!(
         missed.lines().count(),
         1,

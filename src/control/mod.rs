@@ -171,3 +171,23 @@ impl Response {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_that_is_not_brief_is_the_request_every_daemon_knows() {
+        let plain = Request::Status { brief: false };
+        assert_eq!(
+            serde_json::to_value(&plain).expect("json"),
+            serde_json::json!({"command": "status"})
+        );
+        let brief = Request::Status { brief: true };
+        assert!(brief.wants_extras() && !brief.wants_progress());
+        assert_eq!(brief.without_extras(), plain);
+        let read: Request =
+            serde_json::from_str(r#"{"command": "status"}"#).expect("an older client's status");
+        assert_eq!(read, plain);
+    }
+}

@@ -35,6 +35,7 @@ packages=(
 	mandoc                # mandoc -Tlint on the generated man pages (tests/man.rs)
 	lintian               # Debian's checks on the .deb (tests/package_node.rs)
 	python3-venv          # the virtual environment of a pinned ansible (tests/fleet_node.rs)
+	systemd-journal-remote # the central collector of tests/fleet_node.rs
 	"$@"
 )
 missing=()

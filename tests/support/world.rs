@@ -286,6 +286,13 @@ impl World {
         if let Some(host) = self.node.docker_host() {
             all.extend(["--docker-host".to_string(), host.to_string()]);
         }
+        // The world's own socket, where its daemon (if any) listens: the
+        // node's default one may be served by another test's daemon (the
+        // installed package's), which a `--local` command would then
+        // defer to.
+        if !args.contains(&"--control-socket") {
+            all.extend(["--control-socket".to_string(), self.path("control.sock")]);
+        }
         all
     }
 
