@@ -59,6 +59,16 @@ pub fn listed(steps: &[StepFacts]) -> Option<Vec<usize>> {
     Some((0..steps.len()).filter(|&i| keep[i]).collect())
 }
 
+/// The steps of `steps` to list, in their order (every one when there
+/// are few): what [`listed`] picks by the `facts` of each.
+pub fn pick<T>(steps: &[T], facts: impl Fn(&T) -> StepFacts) -> Vec<&T> {
+    let all: Vec<StepFacts> = steps.iter().map(facts).collect();
+    match listed(&all) {
+        Some(places) => places.into_iter().map(|i| &steps[i]).collect(),
+        None => steps.iter().collect(),
+    }
+}
+
 /// The line that says what was left out.
 pub fn left_out_line(total: usize, listed: usize) -> String {
     format!(
@@ -110,6 +120,24 @@ mod tests {
         want.extend(50..60);
         want.sort();
         assert_eq!(shown, want);
+    }
+
+    #[test]
+    fn pick_gives_the_listed_steps_themselves_or_every_one() {
+        let few = [1, 2, 3];
+        let facts = |_: &u32| StepFacts {
+            next_fire: at(1),
+            to_be_seen: false,
+        };
+        assert_eq!(pick(&few, facts), vec![&1, &2, &3]);
+        let many: Vec<u32> = (0..30).collect();
+        let shown = pick(&many, |&i| StepFacts {
+            next_fire: at(59 - i),
+            to_be_seen: i == 0,
+        });
+        let mut want: Vec<u32> = (20..30).collect();
+        want.insert(0, 0);
+        assert_eq!(shown, want.iter().collect::<Vec<_>>());
     }
 
     #[test]

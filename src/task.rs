@@ -67,7 +67,7 @@ pub fn drop_later<T: Send + 'static>(value: T) {
 /// Return the allocator's free memory to the system (glibc keeps what is
 /// freed in its arenas for reuse; elsewhere this does nothing).
 #[allow(unsafe_code)]
-pub fn give_back() {
+fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointer and only releases free memory.
     unsafe {

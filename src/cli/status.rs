@@ -248,21 +248,14 @@ fn print_text(status: &Status, all_steps: bool) {
     if status.steps.is_empty() {
         println!("scheduled steps: none");
     }
-    let facts: Vec<StepFacts> = status
-        .steps
-        .iter()
-        .map(|s| StepFacts {
+    let shown: Vec<&StepLine> = if all_steps {
+        status.steps.iter().collect()
+    } else {
+        crate::step_listing::pick(&status.steps, |s| StepFacts {
             next_fire: s.next_fire,
             to_be_seen: s.suspended_since.is_some()
                 || StepFacts::failed_last(s.history.last_run, s.history.last_success),
         })
-        .collect();
-    let listed = (!all_steps)
-        .then(|| crate::step_listing::listed(&facts))
-        .flatten();
-    let shown: Vec<&StepLine> = match &listed {
-        Some(places) => places.iter().map(|&i| &status.steps[i]).collect(),
-        None => status.steps.iter().collect(),
     };
     for s in &shown {
         let next =

@@ -59,16 +59,10 @@ impl Daemon {
         let mut steps = self.scheduler.status().await.unwrap_or_default();
         let scheduled = steps.len();
         if brief {
-            let facts: Vec<StepFacts> = steps.iter().map(facts).collect();
-            if let Some(listed) = step_listing::listed(&facts) {
-                let mut keep = listed.into_iter().peekable();
-                let mut at = 0;
-                steps.retain(|_| {
-                    let kept = keep.next_if_eq(&at).is_some();
-                    at += 1;
-                    kept
-                });
-            }
+            steps = step_listing::pick(&steps, facts)
+                .into_iter()
+                .cloned()
+                .collect();
         }
         // Unreadable window records are an answer of their own, never "no
         // window open".
