@@ -3,7 +3,7 @@
 //!
 //! A room of its own above the declaration it produces: it reads the
 //! project ([`project`]: files, `.env`, interpolation, merges, the name),
-//! maps the top level ([`top`]) and each service ([`service`]), orders the
+//! maps the top level (`top`) and each service (`service`), orders the
 //! services by `depends_on`, and reaches the runtime only to pin each
 //! image's tag to its digest ([`pin`]). Nothing is dropped in silence:
 //! what cannot be honoured is refused, all of it listed, each line naming

@@ -1,6 +1,6 @@
 //! [`ContainerRuntime`] over the Docker Engine API (bollard): the trait's
 //! face, each of its parts in a file of its own: the connection
-//! ([`client`]), containers, images, events, and health checks in Docker's
+//! (`client`), containers, images, events, and health checks in Docker's
 //! terms.
 
 use super::{

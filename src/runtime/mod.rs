@@ -2,7 +2,7 @@
 //!
 //! Everything the host does with containers goes through
 //! [`ContainerRuntime`], so apply and the scheduler can be tested against the
-//! in-memory [`fake::FakeRuntime`] and the same behaviour against a real
+//! in-memory `fake::FakeRuntime` and the same behaviour against a real
 //! Docker ([`docker::DockerRuntime`], `tests/runtime_docker.rs`).
 //!
 //! The trait speaks in container *names*: the host names every container it
