@@ -13,7 +13,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures_util::StreamExt;
 use mesh_host::runtime::{
     making_name, CgroupDriver, ContainerEvent, ContainerEventKind, ContainerRuntime, ContainerSpec,
-    DockerRuntime, RestartPolicy, RuntimeError, LABEL_MADE_AS, LABEL_MANAGED, LABEL_RESOURCE,
+    DockerRuntime, RestartPolicy, RuntimeError, RuntimeView, LABEL_MADE_AS, LABEL_MANAGED,
+    LABEL_RESOURCE,
 };
 
 const NEEDS_NODE: &str = "needs the sandbox node: run tests/run";

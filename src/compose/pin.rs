@@ -17,7 +17,7 @@ pub trait Pinner: Send + Sync {
 #[async_trait::async_trait]
 impl<T: ContainerRuntime + ?Sized> Pinner for T {
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, String> {
-        ContainerRuntime::repo_digests(self, reference)
+        crate::runtime::RuntimeView::repo_digests(self, reference)
             .await
             .map_err(|e| crate::runtime::explain(&e))
     }

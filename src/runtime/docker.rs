@@ -5,7 +5,8 @@
 
 use super::{
     CgroupDriver, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec, ContainerSummary,
-    EventStream, NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError, VolumeInfo, VolumeSpec,
+    EventStream, NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError, RuntimeView, VolumeInfo,
+    VolumeSpec,
 };
 
 mod client;
@@ -17,6 +18,41 @@ mod network_none;
 mod networking;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};
+
+#[async_trait::async_trait]
+impl RuntimeView for DockerRuntime {
+    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        containers::inspect(self, name).await
+    }
+
+    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError> {
+        containers::list_managed(self).await
+    }
+
+    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
+        images::image_present(self, image).await
+    }
+
+    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError> {
+        client::cgroup_driver(self).await
+    }
+
+    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
+        events::events(self, names).await
+    }
+
+    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
+        images::repo_digests(self, reference).await
+    }
+
+    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
+        networking::network(self, name).await
+    }
+
+    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError> {
+        networking::volume(self, name).await
+    }
+}
 
 #[async_trait::async_trait]
 impl ContainerRuntime for DockerRuntime {
@@ -59,36 +95,8 @@ impl ContainerRuntime for DockerRuntime {
         containers::wait_exit(self, name).await
     }
 
-    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
-        containers::inspect(self, name).await
-    }
-
-    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError> {
-        containers::list_managed(self).await
-    }
-
-    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
-        images::image_present(self, image).await
-    }
-
     async fn pull(&self, image: &str) -> Result<(), RuntimeError> {
         images::pull(self, image).await
-    }
-
-    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError> {
-        client::cgroup_driver(self).await
-    }
-
-    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
-        events::events(self, names).await
-    }
-
-    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
-        images::repo_digests(self, reference).await
-    }
-
-    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
-        networking::network(self, name).await
     }
 
     async fn create_network(&self, spec: &NetworkSpec) -> Result<(), RuntimeError> {
@@ -105,10 +113,6 @@ impl ContainerRuntime for DockerRuntime {
 
     async fn disconnect(&self, container: &str, network: &str) -> Result<(), RuntimeError> {
         networking::disconnect(self, container, network).await
-    }
-
-    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError> {
-        networking::volume(self, name).await
     }
 
     async fn create_volume(&self, spec: &VolumeSpec) -> Result<(), RuntimeError> {

@@ -71,13 +71,53 @@ pub fn is_left_from_making(
         && now.saturating_sub(summary.created) >= grace.as_secs() as i64
 }
 
+/// What a container runtime reports, read-only: the side of the runtime
+/// an apply's decisions are made from (`apply::decide` holds only this),
+/// so that deciding cannot change the machine. [`ContainerRuntime`] adds
+/// the calls that do.
+#[async_trait::async_trait]
+pub trait RuntimeView: Send + Sync + fmt::Debug {
+    /// Inspects a container; `None` when there is none by that name.
+    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError>;
+
+    /// Every container carrying `mesh-host.managed=true`, in any state, read
+    /// with one API call (a no-op apply counts on that cost).
+    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError>;
+
+    /// Whether an image is present locally (a digest reference matches only
+    /// that digest).
+    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
+
+    /// The runtime's cgroup driver, which decides what a cgroup parent is.
+    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError>;
+
+    /// Start, die and stop events of the named containers, from the moment of
+    /// this call on (events between the call and the subscription reaching
+    /// the runtime are replayed). An empty `names` gives a stream that never
+    /// yields. The stream ends, or yields an error, when the runtime closes
+    /// the connection; the caller subscribes again.
+    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError>;
+
+    /// The repository digests (`REPO@sha256:…`) of the local image
+    /// `reference`; `None` when there is no such image (`mesh-host
+    /// import` pins tags with them).
+    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError>;
+
+    /// The network by this name; `None` when there is none.
+    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError>;
+
+    /// The named volume by this name; `None` when there is none.
+    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError>;
+}
+
 /// A container runtime: Docker (or anything speaking its Engine API).
 ///
 /// Every method addresses containers by name. Methods that change state
 /// confirm the result by inspecting afterwards, so a caller that got `Ok`
-/// can rely on the state it asked for.
+/// can rely on the state it asked for. What it reports is its
+/// [`RuntimeView`].
 #[async_trait::async_trait]
-pub trait ContainerRuntime: Send + Sync + fmt::Debug {
+pub trait ContainerRuntime: RuntimeView {
     /// Creates (does not start) a container. The image must be present:
     /// create never pulls. [`LABEL_MANAGED`] is always set. A name already in
     /// use is [`RuntimeError::Conflict`]; a missing image is
@@ -132,40 +172,11 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// auto-remove) is [`RuntimeError::NotFound`].
     async fn wait_exit(&self, name: &str) -> Result<i64, RuntimeError>;
 
-    /// Inspects a container; `None` when there is none by that name.
-    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError>;
-
-    /// Every container carrying `mesh-host.managed=true`, in any state, read
-    /// with one API call (a no-op apply counts on that cost).
-    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError>;
-
-    /// Whether an image is present locally (a digest reference matches only
-    /// that digest).
-    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
-
     /// Pulls an image by its reference (`REPO@sha256:...`). A registry answer
     /// such as 404 or 401 is [`RuntimeError::Registry`] (retrying will not
     /// help); no answer, a refused connection or a 5xx is
     /// [`RuntimeError::RegistryUnavailable`] (the caller may retry).
     async fn pull(&self, image: &str) -> Result<(), RuntimeError>;
-
-    /// The runtime's cgroup driver, which decides what a cgroup parent is.
-    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError>;
-
-    /// Start, die and stop events of the named containers, from the moment of
-    /// this call on (events between the call and the subscription reaching
-    /// the runtime are replayed). An empty `names` gives a stream that never
-    /// yields. The stream ends, or yields an error, when the runtime closes
-    /// the connection; the caller subscribes again.
-    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError>;
-
-    /// The repository digests (`REPO@sha256:…`) of the local image
-    /// `reference`; `None` when there is no such image (`mesh-host
-    /// import` pins tags with them).
-    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError>;
-
-    /// The network by this name; `None` when there is none.
-    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError>;
 
     /// Creates a network, labelled [`LABEL_MANAGED`]. A name in use is
     /// [`RuntimeError::Conflict`].
@@ -182,9 +193,6 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// Detaches a container from a network (forcibly: its endpoint goes
     /// even while it runs). Not attached is `Ok`.
     async fn disconnect(&self, container: &str, network: &str) -> Result<(), RuntimeError>;
-
-    /// The named volume by this name; `None` when there is none.
-    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError>;
 
     /// Creates a named volume. One by that name that exists already is
     /// left as it is (the caller compares it first).
@@ -253,7 +261,7 @@ pub async fn stop_confirmed(
     }
 }
 
-/// The stream returned by [`ContainerRuntime::events`].
+/// The stream returned by [`RuntimeView::events`].
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<ContainerEvent, RuntimeError>> + Send>>;
 
 /// A container id as the runtime reports it.
@@ -433,7 +441,7 @@ pub enum RestartPolicy {
     OnFailure,
 }
 
-/// What [`ContainerRuntime::inspect`] reports about a container.
+/// What [`RuntimeView::inspect`] reports about a container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerInfo {
     /// Full container id.
@@ -486,7 +494,7 @@ pub struct Health {
     pub decides_within: Option<std::time::Duration>,
 }
 
-/// One entry of [`ContainerRuntime::list_managed`].
+/// One entry of [`RuntimeView::list_managed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerSummary {
     /// Full container id.
@@ -520,7 +528,7 @@ impl fmt::Display for CgroupDriver {
     }
 }
 
-/// A lifecycle event of a container, from [`ContainerRuntime::events`].
+/// A lifecycle event of a container, from [`RuntimeView::events`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerEvent {
     /// Container name.

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::container_spec::LABEL_IDENTITY;
 use crate::cron::CronSchedule;
 use crate::runtime::fake::{Call, FakeRuntime};
-use crate::runtime::{ContainerRuntime, ContainerSpec};
+use crate::runtime::{ContainerRuntime, ContainerSpec, RuntimeView};
 use crate::schedule::clock::FakeClock;
 use crate::schedule::fire::{starts_at_once, Firer, StepDef};
 use crate::schedule::jobs::StepTiming;

@@ -11,74 +11,31 @@
 //! Clones share state: keep one handle for scripting and assertions and hand
 //! another out as `Arc<dyn ContainerRuntime>`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use tokio::sync::{mpsc, Notify};
 
 use super::{
-    CgroupDriver, ContainerEvent, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime,
-    ContainerSpec, ContainerSummary, EventStream, NetworkAttach, NetworkInfo, NetworkSpec,
-    RuntimeError, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
+    CgroupDriver, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec,
+    ContainerSummary, EventStream, NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError,
+    RuntimeView, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Exit code of a container ended by SIGKILL (128 + 9), as Docker reports it.
 pub const KILLED_EXIT_CODE: i64 = 137;
 
-/// Endpoint named in the fake's [`RuntimeError::Unreachable`].
-pub const FAKE_ENDPOINT: &str = "fake://runtime";
-
-/// One recorded trait call, with the name or image it addressed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Call {
-    /// [`ContainerRuntime::create`] of that container name.
-    Create(String),
-    /// [`ContainerRuntime::start`].
-    Start(String),
-    /// [`ContainerRuntime::stop`].
-    Stop(String),
-    /// [`ContainerRuntime::kill`].
-    Kill(String),
-    /// [`ContainerRuntime::remove`].
-    Remove(String),
-    /// [`ContainerRuntime::remove_stopped`].
-    RemoveStopped(String),
-    /// [`ContainerRuntime::rename`]: from, to.
-    Rename(String, String),
-    /// [`ContainerRuntime::wait_exit`].
-    WaitExit(String),
-    /// [`ContainerRuntime::inspect`].
-    Inspect(String),
-    /// [`ContainerRuntime::list_managed`].
-    ListManaged,
-    /// [`ContainerRuntime::image_present`] of that image.
-    ImagePresent(String),
-    /// [`ContainerRuntime::pull`] of that image.
-    Pull(String),
-    /// [`ContainerRuntime::cgroup_driver`].
-    CgroupDriver,
-    /// [`ContainerRuntime::events`] for those names.
-    Events(Vec<String>),
-    /// [`ContainerRuntime::network`].
-    Network(String),
-    /// [`ContainerRuntime::create_network`].
-    CreateNetwork(String),
-    /// [`ContainerRuntime::remove_network`].
-    RemoveNetwork(String),
-    /// [`ContainerRuntime::connect`]: container, network.
-    Connect(String, String),
-    /// [`ContainerRuntime::disconnect`]: container, network.
-    Disconnect(String, String),
-    /// [`ContainerRuntime::volume`].
-    Volume(String),
-    /// [`ContainerRuntime::create_volume`].
-    CreateVolume(String),
-}
-
+mod calls;
+mod container;
 mod networks;
 mod scripting;
+mod state;
 mod volumes;
+
+pub use calls::Call;
+use container::{not_found, Container, Status};
+pub use state::FAKE_ENDPOINT;
+use state::{State, Subscriber};
 
 /// The in-memory runtime. See the module documentation.
 #[derive(Debug, Clone, Default)]
@@ -91,204 +48,6 @@ struct Shared {
     state: Mutex<State>,
     /// Woken on every exit and removal, for `wait_exit`.
     changed: Notify,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Created,
-    Running,
-    Exited,
-}
-
-impl Status {
-    fn as_str(self) -> &'static str {
-        match self {
-            Status::Created => "created",
-            Status::Running => "running",
-            Status::Exited => "exited",
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Container {
-    id: String,
-    spec: ContainerSpec,
-    status: Status,
-    exit_code: Option<i64>,
-    /// Counts starts, so a scripted exit only ends the run it was armed for.
-    run: u64,
-    started_at: Option<String>,
-    finished_at: Option<String>,
-    pid: Option<u32>,
-    /// When the current run started (tokio time), while it runs.
-    started_instant: Option<tokio::time::Instant>,
-    /// When it was created, in Unix seconds (the wall clock's).
-    created: i64,
-    /// Its volumes: named ones it mounts, anonymous ones its image declares.
-    volumes: Vec<super::VolumeMount>,
-}
-
-#[derive(Debug)]
-struct PullFailure {
-    error: RuntimeError,
-    /// `None`: every pull fails; `Some(n)`: the next n pulls fail.
-    remaining: Option<usize>,
-}
-
-#[derive(Debug)]
-struct Subscriber {
-    names: Vec<String>,
-    sender: mpsc::UnboundedSender<ContainerEvent>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    containers: BTreeMap<String, Container>,
-    images: BTreeSet<String>,
-    calls: Vec<Call>,
-    /// Every exit code per name, in order; outlives removal so a waiter on
-    /// an auto-remove container still gets its code.
-    exits: HashMap<String, Vec<i64>>,
-    exit_scripts: HashMap<String, (i64, Duration)>,
-    stop_delays: HashMap<String, Duration>,
-    stop_cleanups: HashMap<String, Duration>,
-    start_delays: HashMap<String, Duration>,
-    /// Answers of inspects of these names arrive this long after they
-    /// were read (a runtime slow to answer).
-    inspect_delays: HashMap<String, Duration>,
-    stop_exit_codes: HashMap<String, i64>,
-    fail_start: HashSet<String>,
-    fail_stop: HashSet<String>,
-    fail_create: HashMap<String, RuntimeError>,
-    fail_pull: HashMap<String, PullFailure>,
-    unreachable: bool,
-    /// Waits on these names fail (the runtime lost track of the run).
-    lost_track: HashSet<String>,
-    /// Inspects of these names panic.
-    panic_on_inspect: HashSet<String>,
-    /// Scripted health: `(status, output)` reported while running, and
-    /// after how long a start it turns to that status (`starting` before).
-    health: HashMap<String, (String, String, Duration)>,
-    driver: Option<CgroupDriver>,
-    subscribers: Vec<Subscriber>,
-    next_id: u64,
-    /// Per image, the targets it declares `VOLUME` at.
-    image_volumes: HashMap<String, Vec<String>>,
-    /// Every volume that exists (none is ever deleted).
-    volumes: BTreeSet<String>,
-    /// What each volume made by `create_volume` was made with.
-    volume_info: BTreeMap<String, VolumeInfo>,
-    /// Repository digests by local tag (`set_repo_digests`).
-    repo_digests: HashMap<String, Vec<String>>,
-    /// Every network, by name (its containers read from theirs).
-    networks: BTreeMap<String, NetworkInfo>,
-}
-
-impl State {
-    fn emit(&mut self, name: &str, kind: ContainerEventKind) {
-        self.subscribers.retain(|s| {
-            if !s.names.iter().any(|n| n == name) {
-                return !s.sender.is_closed();
-            }
-            s.sender
-                .send(ContainerEvent {
-                    name: name.to_owned(),
-                    kind,
-                })
-                .is_ok()
-        });
-    }
-
-    fn begin_run(&mut self, name: &str) -> Option<u64> {
-        self.next_id += 1;
-        let pid = u32::try_from(10_000 + self.next_id).unwrap_or(u32::MAX);
-        let container = self.containers.get_mut(name)?;
-        container.status = Status::Running;
-        container.exit_code = None;
-        container.run += 1;
-        container.started_at = Some(now());
-        container.finished_at = None;
-        container.pid = Some(pid);
-        container.started_instant = Some(tokio::time::Instant::now());
-        let run = container.run;
-        self.emit(name, ContainerEventKind::Start);
-        Some(run)
-    }
-
-    /// Ends the current run of a running container; the caller notifies
-    /// waiters after releasing the lock.
-    fn end_run(&mut self, name: &str, code: i64) {
-        let Some(container) = self.containers.get_mut(name) else {
-            return;
-        };
-        if container.status != Status::Running {
-            return;
-        }
-        container.status = Status::Exited;
-        container.exit_code = Some(code);
-        container.finished_at = Some(now());
-        container.pid = None;
-        container.started_instant = None;
-        let auto_remove = container.spec.auto_remove;
-        self.exits.entry(name.to_owned()).or_default().push(code);
-        self.emit(
-            name,
-            ContainerEventKind::Die {
-                exit_code: Some(code),
-            },
-        );
-        if auto_remove {
-            self.containers.remove(name);
-        }
-    }
-
-    /// Adds a created container; returns its id.
-    fn insert(&mut self, spec: ContainerSpec) -> String {
-        let volumes = self.mount_volumes(&spec);
-        self.next_id += 1;
-        let id = format!("{:064x}", self.next_id);
-        self.containers.insert(
-            spec.name.clone(),
-            Container {
-                id: id.clone(),
-                spec,
-                status: Status::Created,
-                exit_code: None,
-                run: 0,
-                started_at: None,
-                finished_at: None,
-                pid: None,
-                started_instant: None,
-                created: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64),
-                volumes,
-            },
-        );
-        id
-    }
-
-    fn check_reachable(&self) -> Result<(), RuntimeError> {
-        if self.unreachable {
-            Err(RuntimeError::Unreachable {
-                endpoint: FAKE_ENDPOINT.into(),
-                reason: "scripted: unreachable".into(),
-            })
-        } else {
-            Ok(())
-        }
-    }
-}
-
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
-}
-
-fn not_found(name: &str) -> RuntimeError {
-    RuntimeError::NotFound {
-        what: format!("container {name}"),
-    }
 }
 
 impl FakeRuntime {
@@ -423,6 +182,121 @@ impl FakeRuntime {
     /// Names of all containers, managed or not.
     pub fn container_names(&self) -> Vec<String> {
         self.state().containers.keys().cloned().collect()
+    }
+
+    /// Every network, by name.
+    pub fn networks(&self) -> BTreeMap<String, NetworkInfo> {
+        let state = self.state();
+        state
+            .networks
+            .names()
+            .into_iter()
+            .map(|name| {
+                let info = state.networks.info(&name, &state.containers);
+                (name, info.unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// The networks `container` is attached to, with its place on each.
+    pub fn attachments_of(&self, container: &str) -> Vec<NetworkAttach> {
+        let state = self.state();
+        let Some(c) = state.containers.get(container) else {
+            return Vec::new();
+        };
+        let mut all = c.spec.networks.clone();
+        if let Some(n) = c.spec.network.as_ref().filter(|n| state.networks.has(n)) {
+            all.push(NetworkAttach {
+                network: n.clone(),
+                ..Default::default()
+            });
+        }
+        all
+    }
+
+    /// Every volume that exists, by name.
+    pub fn volumes(&self) -> Vec<String> {
+        self.state().volumes.all.iter().cloned().collect()
+    }
+
+    /// The volumes mounted in `name` (empty when there is no such
+    /// container).
+    pub fn volumes_of(&self, name: &str) -> Vec<super::VolumeMount> {
+        self.state()
+            .containers
+            .get(name)
+            .map(|c| c.volumes.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait::async_trait]
+impl RuntimeView for FakeRuntime {
+    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        let answer = self.inspect_now(name);
+        let resolved = self.resolve(name);
+        let delay = self.state().inspect_delays.get(&resolved).copied();
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        answer
+    }
+
+    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError> {
+        let state = self.enter(Call::ListManaged)?;
+        Ok(state
+            .containers
+            .values()
+            .filter(|c| c.spec.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE))
+            .map(|c| ContainerSummary {
+                id: c.id.clone(),
+                name: c.spec.name.clone(),
+                running: c.status == Status::Running,
+                labels: c.spec.labels.clone(),
+                created: c.created,
+            })
+            .collect())
+    }
+
+    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
+        let state = self.enter(Call::ImagePresent(image.to_owned()))?;
+        Ok(state.images.contains(image))
+    }
+
+    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError> {
+        let state = self.enter(Call::CgroupDriver)?;
+        Ok(state.driver.unwrap_or(CgroupDriver::Cgroupfs))
+    }
+
+    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
+        let mut state = self.enter(Call::Events(names.to_vec()))?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        state.subscribers.push(Subscriber {
+            names: names.to_vec(),
+            sender,
+        });
+        Ok(Box::pin(futures_util::stream::unfold(
+            receiver,
+            |mut receiver| async move { receiver.recv().await.map(|event| (Ok(event), receiver)) },
+        )))
+    }
+
+    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
+        let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
+        if let Some(digests) = state.repo_digests.get(reference) {
+            return Ok(Some(digests.clone()));
+        }
+        Ok(state.images.contains(reference).then(Vec::new))
+    }
+
+    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
+        let state = self.enter(Call::Network(name.to_owned()))?;
+        Ok(state.networks.info(name, &state.containers))
+    }
+
+    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError> {
+        let state = self.enter(Call::Volume(name.to_owned()))?;
+        Ok(state.volumes.get(name))
     }
 }
 
@@ -605,37 +479,6 @@ impl ContainerRuntime for FakeRuntime {
         }
     }
 
-    async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
-        let answer = self.inspect_now(name);
-        let resolved = self.resolve(name);
-        let delay = self.state().inspect_delays.get(&resolved).copied();
-        if let Some(delay) = delay {
-            tokio::time::sleep(delay).await;
-        }
-        answer
-    }
-
-    async fn list_managed(&self) -> Result<Vec<ContainerSummary>, RuntimeError> {
-        let state = self.enter(Call::ListManaged)?;
-        Ok(state
-            .containers
-            .values()
-            .filter(|c| c.spec.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE))
-            .map(|c| ContainerSummary {
-                id: c.id.clone(),
-                name: c.spec.name.clone(),
-                running: c.status == Status::Running,
-                labels: c.spec.labels.clone(),
-                created: c.created,
-            })
-            .collect())
-    }
-
-    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
-        let state = self.enter(Call::ImagePresent(image.to_owned()))?;
-        Ok(state.images.contains(image))
-    }
-
     async fn pull(&self, image: &str) -> Result<(), RuntimeError> {
         let mut state = self.enter(Call::Pull(image.to_owned()))?;
         if let Some(failure) = state.fail_pull.get_mut(image) {
@@ -656,65 +499,50 @@ impl ContainerRuntime for FakeRuntime {
         Ok(())
     }
 
-    async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError> {
-        let state = self.enter(Call::CgroupDriver)?;
-        Ok(state.driver.unwrap_or(CgroupDriver::Cgroupfs))
-    }
-
-    async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
-        let mut state = self.enter(Call::Events(names.to_vec()))?;
-        let (sender, receiver) = mpsc::unbounded_channel();
-        state.subscribers.push(Subscriber {
-            names: names.to_vec(),
-            sender,
-        });
-        Ok(Box::pin(futures_util::stream::unfold(
-            receiver,
-            |mut receiver| async move { receiver.recv().await.map(|event| (Ok(event), receiver)) },
-        )))
-    }
-
-    async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
-        let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
-        if let Some(digests) = state.repo_digests.get(reference) {
-            return Ok(Some(digests.clone()));
-        }
-        Ok(state.images.contains(reference).then(Vec::new))
-    }
-
-    async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
-        self.network_of(name)
-    }
-
     async fn create_network(&self, spec: &NetworkSpec) -> Result<(), RuntimeError> {
-        self.create_network_of(spec)
+        let mut state = self.enter(Call::CreateNetwork(spec.name.clone()))?;
+        state.networks.create(spec)
     }
 
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
-        self.remove_network_of(name)
+        let mut state = self.enter(Call::RemoveNetwork(name.to_owned()))?;
+        let State {
+            networks,
+            containers,
+            ..
+        } = &mut *state;
+        networks.remove(name, containers)
     }
 
     async fn connect(&self, container: &str, attach: &NetworkAttach) -> Result<(), RuntimeError> {
-        self.connect_of(container, attach)
+        let mut state = self.enter(Call::Connect(container.to_owned(), attach.network.clone()))?;
+        let State {
+            networks,
+            containers,
+            ..
+        } = &mut *state;
+        networks.connect(containers, container, attach)
     }
 
     async fn disconnect(&self, container: &str, network: &str) -> Result<(), RuntimeError> {
-        self.disconnect_of(container, network)
-    }
-
-    async fn volume(&self, name: &str) -> Result<Option<VolumeInfo>, RuntimeError> {
-        self.volume_of(name)
+        let mut state = self.enter(Call::Disconnect(container.to_owned(), network.to_owned()))?;
+        networks::Networks::disconnect(&mut state.containers, container, network);
+        Ok(())
     }
 
     async fn create_volume(&self, spec: &VolumeSpec) -> Result<(), RuntimeError> {
-        self.create_volume_of(spec)
+        let mut state = self.enter(Call::CreateVolume(spec.name.clone()))?;
+        state.volumes.create(spec);
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::ContainerEvent;
     use futures_util::StreamExt;
+    use std::time::Duration;
 
     const IMAGE: &str = "registry.test/app@sha256:0000";
 

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::state::PullFailure;
 use super::*;
 
 impl FakeRuntime {
@@ -11,6 +12,34 @@ impl FakeRuntime {
     /// Makes an image present.
     pub fn add_image(&self, image: &str) {
         self.state().images.insert(image.to_owned());
+    }
+
+    /// `image` declares `VOLUME` at each of `targets`.
+    pub fn set_image_volumes(&self, image: &str, targets: &[&str]) {
+        self.state().volumes.image_volumes.insert(
+            image.to_owned(),
+            targets.iter().map(|t| t.to_string()).collect(),
+        );
+    }
+
+    /// A network made outside mesh-host (no managed label).
+    pub fn add_network(&self, info: NetworkInfo) {
+        self.state().networks.add(info);
+    }
+
+    /// A volume made outside mesh-host.
+    pub fn add_volume(&self, info: VolumeInfo) {
+        self.state().volumes.add(info);
+    }
+
+    /// The local image `tag` has these repository digests.
+    pub fn set_repo_digests(&self, tag: &str, digests: &[&str]) {
+        let mut state = self.state();
+        state.images.insert(tag.to_owned());
+        state.repo_digests.insert(
+            tag.to_owned(),
+            digests.iter().map(|d| d.to_string()).collect(),
+        );
     }
 
     /// Puts a container in place without recording a call and without adding

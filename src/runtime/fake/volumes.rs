@@ -1,40 +1,28 @@
 //! The fake's volumes: an image may declare `VOLUME` targets, a container
-//! gets an anonymous volume at each one nothing else is mounted at, and
-//! no removal ever deletes a volume (as mesh-host asks of Docker).
+//! gets an anonymous volume at each one nothing else is mounted at, named
+//! volumes are made by hand or by a mount, and none is ever deleted (as
+//! mesh-host asks of Docker).
 
-use super::super::{ContainerSpec, RuntimeError, VolumeMount};
-use super::{not_found, FakeRuntime, State};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-impl FakeRuntime {
-    /// `image` declares `VOLUME` at each of `targets`.
-    pub fn set_image_volumes(&self, image: &str, targets: &[&str]) {
-        self.state().image_volumes.insert(
-            image.to_owned(),
-            targets.iter().map(|t| t.to_string()).collect(),
-        );
-    }
+use super::super::{ContainerSpec, VolumeInfo, VolumeMount, VolumeSpec};
 
-    /// Every volume that exists, by name.
-    pub fn volumes(&self) -> Vec<String> {
-        self.state().volumes.iter().cloned().collect()
-    }
-
-    /// The volumes mounted in `name` (empty when there is no such
-    /// container).
-    pub fn volumes_of(&self, name: &str) -> Vec<VolumeMount> {
-        self.state()
-            .containers
-            .get(name)
-            .map(|c| c.volumes.clone())
-            .unwrap_or_default()
-    }
+/// Every volume that exists, and what images declare.
+#[derive(Debug, Default)]
+pub(super) struct Volumes {
+    /// Every volume that exists (none is ever deleted).
+    pub(super) all: BTreeSet<String>,
+    /// What each volume made by `create_volume` (or seeded) was made with.
+    info: BTreeMap<String, VolumeInfo>,
+    /// Per image, the targets it declares `VOLUME` at.
+    pub(super) image_volumes: HashMap<String, Vec<String>>,
 }
 
-impl State {
+impl Volumes {
     /// The volumes a container of `spec` gets: the volumes it mounts by
     /// name (made if missing), and a fresh anonymous one at each target its
-    /// image declares that no mount covers.
-    pub(super) fn mount_volumes(&mut self, spec: &ContainerSpec) -> Vec<VolumeMount> {
+    /// image declares that no mount covers (named from `next_id`).
+    pub(super) fn mount(&mut self, spec: &ContainerSpec, next_id: &mut u64) -> Vec<VolumeMount> {
         let mut mounted: Vec<VolumeMount> = spec
             .mounts
             .iter()
@@ -54,31 +42,49 @@ impl State {
             if spec.mounts.iter().any(|m| m.target == target) {
                 continue;
             }
-            self.next_id += 1;
+            *next_id += 1;
             mounted.push(VolumeMount {
-                name: format!("{:064x}", (0xa_u64 << 60) | self.next_id),
+                name: format!("{:064x}", (0xa_u64 << 60) | *next_id),
                 target,
                 read_only: false,
             });
         }
-        self.volumes.extend(mounted.iter().map(|v| v.name.clone()));
+        self.all.extend(mounted.iter().map(|v| v.name.clone()));
         mounted
     }
 
-    /// Docker's rename: the container keeps everything but its name.
-    pub(super) fn rename(&mut self, name: &str, to: &str) -> Result<(), RuntimeError> {
-        if self.containers.contains_key(to) {
-            return Err(RuntimeError::Conflict {
-                what: format!("container {name}"),
-                reason: format!("the name {to} is already in use"),
-            });
+    /// A volume made outside mesh-host, with what it was made with.
+    pub(super) fn add(&mut self, info: VolumeInfo) {
+        self.all.insert(info.name.clone());
+        self.info.insert(info.name.clone(), info);
+    }
+
+    /// The volume `name` as the runtime reports it.
+    pub(super) fn get(&self, name: &str) -> Option<VolumeInfo> {
+        match self.info.get(name) {
+            Some(info) => Some(info.clone()),
+            // Made by a mount: the runtime's defaults.
+            None if self.all.contains(name) => Some(VolumeInfo {
+                name: name.to_owned(),
+                driver: "local".into(),
+                ..Default::default()
+            }),
+            None => None,
         }
-        let mut container = self
-            .containers
-            .remove(name)
-            .ok_or_else(|| not_found(name))?;
-        container.spec.name = to.to_owned();
-        self.containers.insert(to.to_owned(), container);
-        Ok(())
+    }
+
+    /// Make a named volume; one that exists is left as it is.
+    pub(super) fn create(&mut self, spec: &VolumeSpec) {
+        if self.all.insert(spec.name.clone()) {
+            self.info.insert(
+                spec.name.clone(),
+                VolumeInfo {
+                    name: spec.name.clone(),
+                    driver: spec.driver.clone(),
+                    driver_opts: spec.driver_opts.clone(),
+                    labels: spec.labels.clone(),
+                },
+            );
+        }
     }
 }
