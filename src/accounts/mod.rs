@@ -219,10 +219,8 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Make what is missing of `identity`: a system group with its gid, a
-/// system account with its uid, that group, no home and no login shell.
-/// The caller has checked [`Accounts::conflicts`].
-/// What [`make`] would make for `identity`, making nothing (a preview).
+/// What [`make`] would make for `identity` when `accounts` are the
+/// machine's: what is missing of it.
 pub fn to_make(identity: &Identity, accounts: &Accounts) -> Made {
     let name = identity.name.as_str();
     Made {
@@ -231,6 +229,9 @@ pub fn to_make(identity: &Identity, accounts: &Accounts) -> Made {
     }
 }
 
+/// Make what is missing of `identity`: a system group with its gid, a
+/// system account with its uid, that group, no home and no login shell.
+/// The caller has checked [`Accounts::conflicts`].
 pub fn make(identity: &Identity, accounts: &Accounts) -> Result<Made, String> {
     let name = identity.name.as_str();
     let (uid, gid) = (identity.uid.to_string(), identity.gid.to_string());
@@ -285,6 +286,124 @@ pub fn remove(name: &str, uid: u32, gid: u32, made: Made) -> Result<(), String> 
         _ => {}
     }
     Ok(())
+}
+
+/// The machine's account files, read: what an apply decides identities
+/// from.
+pub trait AccountBook: Send + Sync + std::fmt::Debug {
+    /// The accounts as they are now.
+    fn read(&self) -> Result<Accounts, String>;
+}
+
+/// The account tools: what adds and removes accounts (an apply's
+/// executor holds these; its decisions only the [`AccountBook`]).
+pub trait AccountTools: AccountBook {
+    /// [`make`].
+    fn make(&self, identity: &Identity, found: &Accounts) -> Result<Made, String>;
+    /// [`remove`].
+    fn remove(&self, name: &str, uid: u32, gid: u32, made: Made) -> Result<(), String>;
+}
+
+/// This machine's accounts, through its files and tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemAccounts;
+
+impl AccountBook for SystemAccounts {
+    fn read(&self) -> Result<Accounts, String> {
+        Accounts::system()
+    }
+}
+
+impl AccountTools for SystemAccounts {
+    fn make(&self, identity: &Identity, found: &Accounts) -> Result<Made, String> {
+        make(identity, found)
+    }
+
+    fn remove(&self, name: &str, uid: u32, gid: u32, made: Made) -> Result<(), String> {
+        remove(name, uid, gid, made)
+    }
+}
+
+/// Accounts in memory, for unit tests: [`AccountTools`] without the
+/// machine's files. Every make and remove is recorded.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct FakeAccounts {
+    state: std::sync::Mutex<(Accounts, Vec<String>)>,
+}
+
+#[cfg(test)]
+impl FakeAccounts {
+    /// What was made and removed, in order (`make NAME`, `remove NAME`).
+    pub fn calls(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
+    }
+
+    /// Add an account (and its group) behind the tools' back.
+    pub fn add(&self, name: &str, uid: u32, gid: u32) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0.users.push(User {
+            name: name.into(),
+            uid,
+            gid,
+        });
+        state.0.groups.push(Group {
+            name: name.into(),
+            gid,
+        });
+    }
+}
+
+#[cfg(test)]
+impl AccountBook for FakeAccounts {
+    fn read(&self) -> Result<Accounts, String> {
+        Ok(self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone())
+    }
+}
+
+#[cfg(test)]
+impl AccountTools for FakeAccounts {
+    fn make(&self, identity: &Identity, _found: &Accounts) -> Result<Made, String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let name = identity.name.to_string();
+        let made = to_make(identity, &state.0);
+        if made.group {
+            state.0.groups.push(Group {
+                name: name.clone(),
+                gid: identity.gid,
+            });
+        }
+        if made.user {
+            state.0.users.push(User {
+                name: name.clone(),
+                uid: identity.uid,
+                gid: identity.gid,
+            });
+        }
+        state.1.push(format!("make {name}"));
+        Ok(made)
+    }
+
+    fn remove(&self, name: &str, _uid: u32, _gid: u32, made: Made) -> Result<(), String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if made.user {
+            state.0.users.retain(|u| u.name != name);
+        }
+        if made.group {
+            state.0.groups.retain(|g| g.name != name);
+        }
+        state.1.push(format!("remove {name}"));
+        Ok(())
+    }
 }
 
 #[cfg(test)]
