@@ -78,6 +78,9 @@ pub enum Op<'a> {
     Set(&'a Wanted),
     /// Take the entries of these uids away.
     Unset(&'a [u32]),
+    /// Count the objects [`Op::Set`] would change, changing nothing: what
+    /// an apply decides from before it sets anything.
+    Count(&'a Wanted),
 }
 
 /// What a walk did.
@@ -121,7 +124,8 @@ fn write_acl(fd: BorrowedFd<'_>, name: &str, acl: &Acl) -> Result<(), Errno> {
     rustix::fs::fsetxattr(fd, name, &acl.encode(), XattrFlags::empty())
 }
 
-/// Apply `op` to one opened object; returns whether anything changed.
+/// Apply `op` to one opened object; returns whether anything changed
+/// (for [`Op::Count`], would change).
 pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool, Errno> {
     let stat = rustix::fs::fstat(fd)?;
     let access = read_acl(fd, XATTR_ACCESS)?;
@@ -163,6 +167,11 @@ pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool,
                     }
                 }
             }
+        }
+        Op::Count(wanted) => {
+            let entries = if is_dir { &wanted.dir } else { &wanted.file };
+            changed = !current.grants(entries)
+                || (is_dir && !read_acl(fd, XATTR_DEFAULT)?.is_some_and(|d| d.grants(entries)));
         }
         Op::Unset(uids) => {
             if access.is_some() && uids.iter().any(|u| current.user(*u).is_some()) {
@@ -547,6 +556,10 @@ mod tests {
 
         let wanted = Wanted::of(&[(2001, true), (2002, false)]);
         let root = open_path(folder.to_str().expect("utf-8")).expect("open");
+        // Counted first: what a Set would change, nothing changed.
+        let counted = super::sweep(root.as_fd(), Op::Count(&wanted), SWEEP_BOUND, |_| {});
+        assert_eq!((counted.visited, counted.changed), (8, 4), "{counted:?}");
+        assert_eq!(acl_of(&folder.join("sub")), None, "a count sets nothing");
         let mut dirs = Vec::new();
         let sweep = sweep(root.as_fd(), Op::Set(&wanted), SWEEP_BOUND, |v| {
             dirs.push(String::from_utf8_lossy(&v.link.name).into_owned())
@@ -576,9 +589,11 @@ mod tests {
         assert_eq!(acl_of(&outside), None, "a link's target is never changed");
         assert_eq!(acl_of(&outside.join("secret")), None, "nor a hard link's");
 
-        // A second sweep finds nothing to do.
+        // A second sweep finds nothing to do, and a count says so.
         let again = super::sweep(root.as_fd(), Op::Set(&wanted), SWEEP_BOUND, |_| {});
         assert_eq!(again.changed, 0, "{again:?}");
+        let counted = super::sweep(root.as_fd(), Op::Count(&wanted), SWEEP_BOUND, |_| {});
+        assert_eq!(counted.changed, 0, "{counted:?}");
 
         // A writer keeps a second name of a file it was given: taking the
         // entries away reaches it all the same.
