@@ -3,6 +3,7 @@
 
 use super::file::suffix;
 use super::judge::{judge_start, Observed, ServiceState, StateStep};
+use super::plan::{UnitJob, UnitSeen};
 use super::*;
 
 /// The D-Bus interface holding the type-specific properties (`Result`) of a
@@ -52,7 +53,7 @@ impl UnitFiles {
     }
 
     /// Makes the unit's enablement `want`; what changed.
-    pub(super) async fn set_enabled(
+    pub async fn set_enabled(
         &self,
         name: &str,
         want: bool,
@@ -110,30 +111,70 @@ impl UnitFiles {
             .map_err(|e| format!("GetUnitFileState {name}: {e}"))
     }
 
-    /// Brings the unit to `want`, knowing what happened to its file.
-    pub(super) async fn set_state(
-        &self,
-        name: &str,
-        want: UnitState,
-        file: FileChange,
-        content: &str,
-    ) -> Result<StateStep, String> {
-        match want {
-            UnitState::Stopped => Ok(if self.stop_if_running(name).await? {
-                StateStep::Stopped
-            } else {
-                StateStep::AsDeclared
-            }),
-            UnitState::Started => self.start(name, file, content).await,
-        }
+    /// What systemd says of `unit` now, read only: its enablement, whether
+    /// it runs, whether it is a oneshot without `RemainAfterExit` (the
+    /// unit is loaded for that, as `systemctl show` loads it), and whether
+    /// such a oneshot already ran under the declared file.
+    pub async fn observe(&self, unit: &Unit) -> Result<UnitSeen, String> {
+        let name = unit.name.as_str();
+        check_name(name)?;
+        let enablement = match self.unit_file_state(name).await {
+            Ok(state) => state,
+            // No file of that name yet: nothing is enabled.
+            Err(e) if e.contains(NO_SUCH_UNIT) || e.contains("No such file") => String::new(),
+            Err(e) => return Err(e),
+        };
+        let path = self
+            .manager
+            .load_unit(name.to_string())
+            .await
+            .map_err(|e| format!("LoadUnit {name}: {e}"))?;
+        let o = self.observe_path(name, &path).await?;
+        let oneshot_without_remain = o.oneshot_without_remain();
+        let ran_with_this_file = match &self.runs {
+            Some(runs) if oneshot_without_remain => {
+                match runs.ran_with(name, &oneshot_runs::digest(&unit.content)) {
+                    Ok(at) => at,
+                    Err(e) => {
+                        tracing::warn!(
+                            unit = %name,
+                            "{name}: the record of oneshot runs cannot be read ({e}); running it"
+                        );
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        Ok(UnitSeen {
+            enablement,
+            active_state: o.active_state,
+            oneshot_without_remain,
+            ran_with_this_file,
+        })
     }
 
-    pub(super) async fn start(
+    /// Run the decided `job` on unit `name` (its file `file`, its content
+    /// `content`) and judge what it came to. A start or restart holds a
+    /// reference on the unit until judged (see the module documentation).
+    pub async fn run_job(
         &self,
         name: &str,
-        file: FileChange,
+        job: UnitJob,
         content: &str,
     ) -> Result<StateStep, String> {
+        check_name(name)?;
+        let kind = match job {
+            UnitJob::Stop => {
+                return Ok(if self.stop_if_running(name).await? {
+                    StateStep::Stopped
+                } else {
+                    StateStep::AsDeclared
+                })
+            }
+            UnitJob::Start => JobKind::Start,
+            UnitJob::Restart => JobKind::Restart,
+        };
         // LoadUnit is safe here: the file exists, so this is no stub.
         let path = self
             .manager
@@ -151,7 +192,7 @@ impl UnitFiles {
         unit.reference()
             .await
             .map_err(|e| format!("{name} Ref: {e}"))?;
-        let step = self.start_held(name, file, &path, content).await;
+        let step = self.start_held(name, kind, &path, content).await;
         // Best effort: the reference also ends with this connection.
         let _ = unit.unref().await;
         step
@@ -160,11 +201,11 @@ impl UnitFiles {
     pub(super) async fn start_held(
         &self,
         name: &str,
-        file: FileChange,
+        kind: JobKind,
         path: &OwnedObjectPath,
         content: &str,
     ) -> Result<StateStep, String> {
-        let before = self.observe(name, path).await?;
+        let before = self.observe_path(name, path).await?;
         match before.load_state.as_str() {
             "loaded" => {}
             "not-found" => {
@@ -181,33 +222,12 @@ impl UnitFiles {
                 ))
             }
         }
-        let changed = file != FileChange::Unchanged;
-        let restart = changed && !before.is_down() && restarts_on_change(name);
-        if !changed && before.is_active() {
-            return Ok(StateStep::AsDeclared);
-        }
-        let digest = oneshot_runs::digest(content);
-        if let Some(runs) = &self.runs {
-            if !changed && before.active_state == "inactive" && before.oneshot_without_remain() {
-                match runs.ran_with(name, &digest) {
-                    Ok(Some(at)) => return Ok(StateStep::AlreadyRan(at)),
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(
-                        unit = %name,
-                        "{name}: the record of oneshot runs cannot be read ({e}); running it"
-                    ),
-                }
-            }
-        }
-        let kind = if restart {
-            JobKind::Restart
-        } else {
-            JobKind::Start
-        };
+        let restart = matches!(kind, JobKind::Restart);
         let job_result = self.job(kind, name).await?;
-        let after = self.observe(name, path).await?;
+        let after = self.observe_path(name, path).await?;
         let step = judge_start(name, &job_result, &after, restart);
         if let Some(runs) = &self.runs {
+            let digest = oneshot_runs::digest(content);
             let recorded = match &step {
                 StateStep::Satisfied => runs.remember(name, &digest),
                 StateStep::Failed(_) => runs.forget(name),
@@ -228,12 +248,12 @@ impl UnitFiles {
             Err(e) if is_no_such_unit(&e) => return Ok(false),
             Err(e) => return Err(format!("GetUnit {name}: {e}")),
         };
-        let before = self.observe(name, &path).await?;
+        let before = self.observe_path(name, &path).await?;
         if before.is_down() {
             return Ok(false);
         }
         let job_result = self.job(JobKind::Stop, name).await?;
-        let after = self.observe(name, &path).await?;
+        let after = self.observe_path(name, &path).await?;
         if !after.is_down() {
             return Err(format!(
                 "{name} still {} ({}) after its stop job ended {job_result}; \
@@ -286,7 +306,7 @@ impl UnitFiles {
 
     /// Reads the properties the judgement needs, uncached: each read is
     /// systemd's answer now.
-    pub(super) async fn observe(
+    pub(super) async fn observe_path(
         &self,
         name: &str,
         path: &OwnedObjectPath,

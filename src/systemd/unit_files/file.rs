@@ -40,6 +40,28 @@ impl fmt::Display for FileChange {
     }
 }
 
+/// A unit's file as found in the unit directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnitFileSeen {
+    /// Its content; `None` when there is no file.
+    pub content: Option<Vec<u8>>,
+    /// Its permission bits, when there is one.
+    pub mode: Option<u32>,
+}
+
+impl UnitFileSeen {
+    /// What writing `wanted` would do to it.
+    pub fn change_to(&self, wanted: &[u8]) -> FileChange {
+        file_change(self.content.as_deref(), wanted)
+    }
+
+    /// Whether its mode must be put back (a file whose content is already
+    /// as declared, and whose mode someone changed).
+    pub fn mode_to_fix(&self) -> bool {
+        self.mode.is_some_and(|m| m != UNIT_FILE_MODE)
+    }
+}
+
 pub(super) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name == "." || name == ".." {
         return Err(format!("{name:?} is not a unit name"));
@@ -103,6 +125,25 @@ pub(super) fn write_unit_file(
     crate::store::write_atomic(&path, content, UNIT_FILE_MODE)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(change)
+}
+
+/// The unit file at `path` as it is (no file: nothing).
+pub(super) fn read_unit_file(path: &Path) -> Result<UnitFileSeen, String> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::read(path) {
+        Ok(content) => {
+            let mode = std::fs::metadata(path)
+                .map_err(|e| format!("cannot inspect {}: {e}", path.display()))?
+                .mode()
+                & 0o7777;
+            Ok(UnitFileSeen {
+                content: Some(content),
+                mode: Some(mode),
+            })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(UnitFileSeen::default()),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
 }
 
 /// Deletes `dir/name`; whether there was a file.

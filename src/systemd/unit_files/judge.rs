@@ -69,7 +69,7 @@ impl Observed {
 
 /// What bringing the unit to its declared state came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum StateStep {
+pub enum StateStep {
     /// Already as declared: nothing done.
     AsDeclared,
     /// Started now and active.
@@ -144,18 +144,29 @@ pub(super) fn describe_failure(name: &str, job_result: &str, o: &Observed) -> St
     }
 }
 
-/// Everything [`UnitFiles::converge`](super::UnitFiles::converge) did to one unit.
+/// Everything done to one unit (by an apply's executor, or
+/// [`UnitFiles::converge`](super::UnitFiles::converge)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Steps {
-    pub(super) file: FileChange,
+pub struct Steps {
+    /// What writing its file did.
+    pub file: FileChange,
     /// `Ok(Some("enabled"|"disabled"))` when changed, `Ok(None)` when as
     /// declared (or not declared), `Err` when it could not be made so.
-    pub(super) enablement: Result<Option<&'static str>, String>,
-    pub(super) state: StateStep,
+    pub enablement: Result<Option<&'static str>, String>,
+    /// What bringing it to its declared state came to.
+    pub state: StateStep,
+}
+
+/// What a oneshot's line says when it is not run again.
+pub(super) fn already_ran_words(at: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "ran successfully under this unit file at {}: not run again until the file changes",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )
 }
 
 /// The report line: the most telling action, and every step as the reason.
-pub(super) fn summarize(id: &str, steps: &Steps) -> UnitReport {
+pub fn summarize(id: &str, steps: &Steps) -> UnitReport {
     let mut parts: Vec<String> = Vec::new();
     let mut ok = true;
     if steps.file != FileChange::Unchanged {
@@ -181,10 +192,7 @@ pub(super) fn summarize(id: &str, steps: &Steps) -> UnitReport {
             Some("satisfied")
         }
         StateStep::AlreadyRan(at) => {
-            parts.push(format!(
-                "ran successfully under this unit file at {}: not run again until the file changes",
-                at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            ));
+            parts.push(already_ran_words(*at));
             None
         }
         StateStep::ConditionUnmet => {

@@ -51,7 +51,7 @@ use zbus::{OwnedObjectPath, OwnedVariant};
 use zbus_systemd::systemd1::{ManagerProxy, UnitProxy};
 
 use super::oneshot_runs::{self, OneshotRuns};
-use crate::declaration::{Unit, UnitState};
+use crate::declaration::Unit;
 
 /// Where unit files go unless told otherwise: the administrator's unit
 /// directory, which takes precedence over units shipped by packages.
@@ -90,12 +90,13 @@ pub struct UnitFiles {
 mod dbus;
 mod file;
 mod judge;
+mod plan;
 
-pub use file::FileChange;
-pub use judge::UnitReport;
+pub use file::{FileChange, UnitFileSeen};
+pub use judge::{summarize, StateStep, Steps, UnitReport};
+pub use plan::{decide, planned_words, UnitDecision, UnitJob, UnitSeen};
 
-use file::{blocking, check_name, delete_unit_file, restarts_on_change, write_unit_file};
-use judge::{summarize, StateStep, Steps};
+use file::{blocking, check_name, delete_unit_file, read_unit_file, write_unit_file};
 #[cfg(test)]
 mod tests;
 
@@ -213,26 +214,43 @@ impl UnitFiles {
         }
     }
 
+    /// The file of unit `name` as it is now in the unit directory.
+    pub async fn read_file(&self, name: &str) -> Result<UnitFileSeen, String> {
+        check_name(name)?;
+        let path = self.dir.join(name);
+        blocking(move || read_unit_file(&path)).await?
+    }
+
     /// Bring one unit to its declared state and enablement; `file` is what
-    /// [`UnitFiles::prepare`] did to its file. Never fails: a problem is a
-    /// report line with `ok: false`.
+    /// [`UnitFiles::prepare`] did to its file: what systemd says of it is
+    /// read ([`UnitFiles::observe`]), what it needs decided ([`decide`]),
+    /// and that done. Never fails: a problem is a report line with `ok:
+    /// false`.
     pub async fn converge(&self, id: &str, unit: &Unit, file: FileChange) -> UnitReport {
         let name = unit.name.as_str();
-        if let Err(e) = check_name(name) {
-            return UnitReport {
-                id: id.to_string(),
-                action: "failed".into(),
-                reason: Some(e),
-                ok: false,
-            };
-        }
-        let enablement = match unit.enabled {
+        let failed = |reason: String| UnitReport {
+            id: id.to_string(),
+            action: "failed".into(),
+            reason: Some(reason),
+            ok: false,
+        };
+        let seen = match self.observe(unit).await {
+            Ok(seen) => seen,
+            Err(e) => return failed(e),
+        };
+        let decision = decide(unit, file, &seen);
+        let enablement = match decision.enable {
             Some(want) => self.set_enabled(name, want).await,
             None => Ok(None),
         };
-        let state = match self.set_state(name, unit.state, file, &unit.content).await {
-            Ok(step) => step,
-            Err(e) => StateStep::Failed(e),
+        let state = match decision.job {
+            Some(job) => self
+                .run_job(name, job, &unit.content)
+                .await
+                .unwrap_or_else(StateStep::Failed),
+            None => decision
+                .already_ran
+                .map_or(StateStep::AsDeclared, StateStep::AlreadyRan),
         };
         let report = summarize(
             id,
