@@ -35,7 +35,7 @@ mod volumes;
 pub use calls::Call;
 use container::{not_found, Container, Status};
 pub use state::FAKE_ENDPOINT;
-use state::{State, Subscriber};
+use state::{OnStart, State, Subscriber};
 
 /// The in-memory runtime. See the module documentation.
 #[derive(Debug, Clone, Default)]
@@ -351,6 +351,10 @@ impl ContainerRuntime for FakeRuntime {
             state.begin_run(name)
         };
         if let Some(run) = run {
+            let started = self.state().on_start.get(name).cloned();
+            if let Some(OnStart(act)) = started {
+                act();
+            }
             self.arm_scripted_exit(name, run);
         }
         Ok(())

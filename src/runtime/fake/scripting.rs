@@ -128,6 +128,14 @@ impl FakeRuntime {
             .insert(name.to_owned(), (status.into(), output.into(), after));
     }
 
+    /// Each run of `name` does `act` when it starts (a run-once step that
+    /// writes a file the host reads after it).
+    pub fn on_start(&self, name: &str, act: impl Fn() + Send + Sync + 'static) {
+        self.state()
+            .on_start
+            .insert(name.to_owned(), super::OnStart(std::sync::Arc::new(act)));
+    }
+
     /// Every inspect of `name` panics (a bug in the host's code path).
     pub fn panic_on_inspect(&self, name: &str) {
         self.state().panic_on_inspect.insert(name.to_owned());

@@ -68,6 +68,19 @@ pub(super) struct State {
     pub(super) networks: Networks,
     /// Every volume, and the ones images declare.
     pub(super) volumes: Volumes,
+    /// What a run of these names does to the world when it starts (a
+    /// run-once step writing a file).
+    pub(super) on_start: HashMap<String, OnStart>,
+}
+
+/// What a run does when it starts ([`State::on_start`]).
+#[derive(Clone)]
+pub(super) struct OnStart(pub(super) std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for OnStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnStart(..)")
+    }
 }
 
 impl State {
