@@ -188,6 +188,7 @@ mod tests {
                 action: Action::Created,
                 reason: None,
                 diff: None,
+                steps: Vec::new(),
             }],
             None,
         );
@@ -208,6 +209,7 @@ mod tests {
             action,
             reason: Some("why".into()),
             diff: None,
+            steps: Vec::new(),
         };
         for state in [
             applied(true, vec![line("web", Action::Unchanged)], None),
@@ -242,6 +244,7 @@ mod tests {
                 action: Action::Failed,
                 reason: Some("no such image".into()),
                 diff: None,
+                steps: Vec::new(),
             }],
             None,
         );

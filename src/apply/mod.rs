@@ -2,16 +2,28 @@
 //!
 //! One apply takes the apply lock for its whole length (so no window opens
 //! meanwhile; a window takes the lock only to write its record, so an apply
-//! never waits behind a running step), reads the state it keeps and the
-//! live window records, lists the managed containers **once**, and then
-//! walks the resources in declaration order, each getting one
-//! [`ReportLine`]:
+//! never waits behind a running step), and then:
+//!
+//! 1. **reads** what it decides from, once ([`facts`]): the state it keeps,
+//!    the live window records, the one listing of managed containers;
+//! 2. **decides** ([`decide`]) every resource in the order it will carry
+//!    them out (volumes, networks, the declared resources in declaration
+//!    order, then the removals of what the host made and no longer
+//!    declares): a [`plan`] of typed work, each with its report line, made
+//!    from reads alone;
+//! 3. **carries the plan out** ([`execute`]), decision by decision, each
+//!    coming to an outcome; the report ([`ledger`]) is the plan with the
+//!    outcomes.
+//!
+//! `diff` is steps 1 and 2, the plan rendered: the same decisions the
+//! apply then carries out, so it is exact by construction; no code that
+//! acts is told whether it is a preview.
 //!
 //! | resource | actions |
 //! |---|---|
 //! | file, directory | `created`, `updated`, `unchanged` |
 //! | service container | `created`, `unchanged`, `started`, `recreated: <reason>`, `held-still` |
-//! | run-once step | `ran`, `failed` (halts the apply) |
+//! | run-once step | `ran`, `failed` (halts the apply: what follows is `not-reached`) |
 //! | scheduled step | `installed` (image made present, never run) |
 //! | unit | what the unit manager reports |
 //! | identity | `created`, `unchanged`, `failed` (a name or number taken) |
@@ -28,62 +40,56 @@
 //! Decisions come from the one listing (labels and running state), so a
 //! no-op apply costs that listing and the reads of the files it compares.
 //!
-//! State (store documents [`APPLIED`] and [`CONTAINER_INPUTS`]) is read
+//! State (store documents [`APPLIED`](crate::store::APPLIED) and
+//! [`CONTAINER_INPUTS`](crate::store::CONTAINER_INPUTS)) is read
 //! before anything changes: a corrupt state file fails the apply with
 //! nothing changed, rather than guessing (and, say, recreating everything).
 //!
-//! This file is the apply's face and its one run: the [`Applier`] (lock,
-//! state, listing, report) and the state of one apply in progress (`Run`),
-//! which each resource kind's file extends. The rooms: [`report`] (what an
-//! apply says it did), `order` (declaration order, services batched, then
-//! removals), [`crate::container_spec`] (what a container is), `files` (files and
-//! directories, never through a symbolic link), `containers` (services),
-//! `run_once`, `scheduled` (steps installed, never run), [`pull`] (pull
-//! policy), [`state`] (the documents), [`units`] (the seam to systemd unit
-//! files), `identities` (system accounts), `shared_folders` (ACL entries on
-//! shared folders), [`crate::container_spec::grants`] (a container's identity and grants as the
-//! runtime takes them), [`node_declaration`] (the node's declaration file).
+//! The rooms: [`report`] (what an apply says it did), [`plan`] (what it
+//! decided), [`facts`] (what it decides from), [`decide`] (one file per
+//! resource kind's decisions), [`execute`] (one file per resource kind's
+//! acts), [`ledger`] (the report built, the state recorded),
+//! [`crate::container_spec`] (what a container is), [`nofollow`] (paths
+//! never walked through a link), [`content_diff`] (what a plan shows of a
+//! file), [`pull`] (pull policy), [`state`] and [`records`] (the
+//! documents), [`units`] (the seam to systemd unit files),
+//! [`node_declaration`] (the node's declaration file), [`empty`] (an
+//! empty declaration never wipes an applied node).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::container_spec::Builds;
+use crate::accounts::{AccountBook, AccountTools, SystemAccounts};
 use crate::declaration::Declaration;
 use crate::events::Event;
 use crate::mesh_event;
-use crate::progress::{Progress, Reporter};
-use crate::runtime::{ContainerRuntime, ContainerSummary};
-use crate::schedule::step::ScheduledStep;
+use crate::progress::Reporter;
+use crate::runtime::{ContainerRuntime, RuntimeView};
 use crate::schedule::window::Windows;
-use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
+use crate::store::Store;
 
-mod containers;
-mod depends;
+pub mod content_diff;
+pub mod decide;
 pub mod empty;
-mod files;
-mod finish;
-mod identities;
-mod networking;
+pub mod execute;
+pub mod facts;
+pub mod ledger;
 pub mod node_declaration;
-mod order;
-mod preview;
+pub mod nofollow;
+pub mod plan;
 pub mod pull;
+pub mod records;
 pub mod report;
-mod run_once;
-mod scheduled;
-mod shared_folders;
-
 pub mod state;
 #[cfg(test)]
 mod tests;
 pub mod units;
 
 pub use empty::EmptyRefused;
-pub use order::APPLY_WIDTH;
+pub use execute::APPLY_WIDTH;
 pub use pull::PullPolicy;
-pub use report::{Action, ApplyReport, Halt, PreviewText, ReportLine, WindowLine};
+pub use report::{Action, ApplyReport, Halt, PreviewText, ReportLine, StepLine, WindowLine};
 pub use state::{load_applied, AppliedState, ContainerInputs, LastApply};
 
 /// Why `apply FILE` through the daemon changed nothing.
@@ -94,20 +100,18 @@ pub enum InstallRefused {
     /// FILE declares nothing over a node where resources are applied.
     Empty(EmptyRefused),
 }
-pub use units::{FileChange, UnitManager, UnitReport};
+pub use units::{FileChange, UnitManager, UnitReads, UnitReport};
 
-/// What kind of apply a run is.
-#[derive(Debug, Clone, Copy, Default)]
-struct Mode {
-    /// `diff`: every decision made, nothing done.
-    preview: bool,
-    /// The daemon's periodic apply: a service whose own exit is final by
-    /// its `restart` policy is left exited.
-    reconcile: bool,
+/// What an apply does with its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Render it (`diff`).
+    Show,
+    /// Carry it out.
+    CarryOut,
 }
 
-/// The one listing of managed containers, in flight.
-type Listing = tokio::task::JoinHandle<Result<Vec<ContainerSummary>, crate::runtime::RuntimeError>>;
+use facts::InFlight as Listing;
 
 /// The apply engine of one process. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -117,6 +121,7 @@ pub struct Applier {
     windows: Windows,
     units: Option<Arc<dyn UnitManager>>,
     units_missing: String,
+    accounts: Arc<dyn AccountTools>,
     pull: PullPolicy,
     /// The daemon's shared-folder watch, held while entries change.
     folder_watch: Option<crate::acl::watch::Watcher>,
@@ -138,6 +143,7 @@ impl Applier {
             windows,
             units: None,
             units_missing: NO_UNIT_MANAGER.to_string(),
+            accounts: Arc::new(SystemAccounts),
             pull: PullPolicy::default(),
             folder_watch: None,
             progress: Reporter::none(),
@@ -179,9 +185,21 @@ impl Applier {
         self
     }
 
+    /// Make and remove identities' accounts through `accounts` (the
+    /// machine's own tools by default).
+    pub fn with_accounts(mut self, accounts: Arc<dyn AccountTools>) -> Self {
+        self.accounts = accounts;
+        self
+    }
+
     /// The window engine this applier honours.
     pub fn windows(&self) -> &Windows {
         &self.windows
+    }
+
+    /// The state directory this applier keeps its state in.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Converge the machine to `decl` and report. Never panics; every
@@ -199,26 +217,18 @@ impl Applier {
         report
     }
 
-    /// `diff FILE`: what [`Applier::apply`] of `decl` would do, decided by
-    /// the same walk over the same listing, state and window records, with
-    /// every act left out: no runtime write, no file, unit, account or ACL
-    /// change, no state written. Taken under the apply lock, so that it
-    /// sees the node as the next apply would.
+    /// `diff FILE`: the plan [`Applier::apply`] of `decl` would carry out,
+    /// decided by the same decisions over the same listing, state and
+    /// window records, and rendered, not carried out: no runtime write, no
+    /// file, unit, account or ACL change, no state written. Taken under
+    /// the apply lock, so that it sees the node as the next apply would.
     pub async fn preview(&self, decl: &Declaration) -> ApplyReport {
         let started_at = Utc::now();
         match self.lock(started_at).await {
             Ok(_lock) => {
                 let listing = self.start_listing();
-                self.run_locked(
-                    decl,
-                    started_at,
-                    listing,
-                    Mode {
-                        preview: true,
-                        reconcile: false,
-                    },
-                )
-                .await
+                self.run_locked(decl, started_at, listing, Then::Show, false)
+                    .await
             }
             Err(report) => report,
         }
@@ -238,15 +248,7 @@ impl Applier {
                 let listing = self.start_listing();
                 let decl = self.parse_and_judge(bytes, allow_empty, &listing).await?;
                 Ok(self
-                    .run_locked(
-                        &decl,
-                        started_at,
-                        listing,
-                        Mode {
-                            preview: true,
-                            reconcile: false,
-                        },
-                    )
+                    .run_locked(&decl, started_at, listing, Then::Show, false)
                     .await)
             }
             Err(report) => {
@@ -409,15 +411,7 @@ impl Applier {
                     });
                 }
                 let report = self
-                    .run_locked(
-                        &decl,
-                        started_at,
-                        listing,
-                        Mode {
-                            preview: false,
-                            reconcile,
-                        },
-                    )
+                    .run_locked(&decl, started_at, listing, Then::CarryOut, reconcile)
                     .await;
                 log_finished(&report);
                 return Ok((decl, report));
@@ -458,17 +452,20 @@ impl Applier {
         started_at: DateTime<Utc>,
         listing: Listing,
     ) -> ApplyReport {
-        self.run_locked(decl, started_at, listing, Mode::default())
+        self.run_locked(decl, started_at, listing, Then::CarryOut, false)
             .await
     }
 
-    /// An apply, or its preview (`preview`: decided, nothing done).
+    /// Decide `decl` and then show the plan or carry it out (`reconcile`:
+    /// the daemon's periodic apply, which leaves exited a service whose
+    /// own exit is final by its `restart` policy).
     async fn run_locked(
         &self,
         decl: &Declaration,
         started_at: DateTime<Utc>,
         listing: Listing,
-        mode: Mode,
+        then: Then,
+        reconcile: bool,
     ) -> ApplyReport {
         let refuse = |e: String| {
             ApplyReport::failed_before_start(
@@ -479,46 +476,70 @@ impl Applier {
         // The listing was asked for first and is awaited last: Docker
         // answers it while the state is read. A state that cannot be read
         // still changes nothing: the listing only reads.
-        let state = (|| {
-            let previous: Option<AppliedState> =
-                self.store.load(APPLIED).map_err(|e| e.to_string())?;
-            let inputs_on_disk: Option<BTreeMap<String, ContainerInputs>> = self
-                .store
-                .load(CONTAINER_INPUTS)
-                .map_err(|e| e.to_string())?;
-            let live = self
-                .windows
-                .live_records()
-                .map_err(|e| format!("cannot read the window records: {e}"))?;
-            Ok::<_, String>((previous, inputs_on_disk, live))
-        })();
-        let (previous, inputs_on_disk, live) = match state {
-            Ok(state) => state,
-            Err(e) => {
-                listing.abort();
-                return refuse(e);
+        let facts = match facts::Facts::read(&self.store, &self.windows, listing, reconcile).await {
+            Ok(facts) => facts,
+            Err(e) => return refuse(e),
+        };
+        let view: &dyn RuntimeView = &*self.runtime;
+        let units: Result<&dyn UnitReads, &str> = match &self.units {
+            Some(units) => Ok(&**units as &dyn UnitReads),
+            None => Err(self.units_missing.as_str()),
+        };
+        let accounts: &dyn AccountBook = &*self.accounts;
+        let decider = decide::Decider::new(decl, &facts, view, units, accounts);
+        let (plan, present) = decider.plan().await;
+        match then {
+            Then::Show => {
+                let mut facts = facts;
+                let windows = facts.live.iter().map(WindowLine::of).collect();
+                ledger::release(&mut facts);
+                plan.into_report(started_at, windows)
             }
-        };
-        let listing = match listing.await {
-            Ok(listed) => listed
-                .map(|list| list.into_iter().map(|c| (c.name.clone(), c)).collect())
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(format!("the listing did not finish: {e}")),
-        };
-        if !mode.preview {
-            self.progress.send(Progress::Apply {
-                resources: decl.resources.len(),
-            });
+            Then::CarryOut => {
+                let tools = self.tools(decl, present);
+                execute::Executor::new(tools, decl, facts)
+                    .run(plan, started_at)
+                    .await
+            }
         }
-        let mut run = Run::new(self, decl, previous, inputs_on_disk, live, listing);
-        run.preview = mode.preview;
-        run.reconcile = mode.reconcile;
-        run.networks_and_volumes().await;
-        run.resources().await;
-        if run.halted.is_none() {
-            run.removals().await;
+    }
+
+    /// What the executor of one apply of `decl` acts with; `present`: the
+    /// images the decisions found present.
+    fn tools(&self, decl: &Declaration, present: Vec<String>) -> execute::Tools {
+        let puller = pull::Puller::new(
+            self.runtime.clone(),
+            self.windows.clone(),
+            self.pull.clone(),
+            pull::window_bounds(decl),
+            self.progress.clone(),
+        )
+        .knowing_present(present);
+        execute::Tools {
+            store: self.store.clone(),
+            runtime: self.runtime.clone(),
+            units: match &self.units {
+                Some(units) => Ok(units.clone()),
+                None => Err(self.units_missing.clone()),
+            },
+            accounts: self.accounts.clone(),
+            puller: Arc::new(tokio::sync::Mutex::new(puller)),
+            folder_watch: self.folder_watch.clone(),
+            progress: self.progress.clone(),
         }
-        run.finish(started_at)
+    }
+}
+
+/// Give `applier` the systemd unit manager of `unit_dir`, or say why unit
+/// resources cannot be applied by this process (no system bus).
+pub async fn with_systemd(applier: Applier, unit_dir: &std::path::Path) -> Applier {
+    match crate::systemd::unit_files::UnitFiles::connect(unit_dir.to_path_buf()).await {
+        Ok(units) => {
+            // Oneshot runs are remembered in this applier's state directory.
+            let units = units.with_oneshot_record(applier.store().clone());
+            applier.with_units(Arc::new(units))
+        }
+        Err(e) => applier.without_units(format!("no systemd unit manager: {e}")),
     }
 }
 
@@ -537,167 +558,5 @@ fn log_finished(report: &ApplyReport) {
             "apply finished, {}",
             report.summary()
         );
-    }
-}
-
-/// The state of one apply in progress.
-struct Run<'a> {
-    applier: &'a Applier,
-    decl: &'a Declaration,
-    /// What the last apply recorded (`applied.json`), to write it again
-    /// only when this apply records something else.
-    previous: Option<AppliedState>,
-    /// What each container was created reading, by container name.
-    inputs: BTreeMap<String, ContainerInputs>,
-    /// The same as read from the state directory (`None`: no file), so an
-    /// apply that changed none of it does not write it again.
-    inputs_on_disk: Option<BTreeMap<String, ContainerInputs>>,
-    live: Vec<WindowRecord>,
-    /// Container name → why it is left alone (held, or a window's step).
-    held: BTreeMap<String, String>,
-    /// The one listing of managed containers, by name.
-    listing: Result<BTreeMap<String, ContainerSummary>, String>,
-    /// Managed containers already dealt with under another name (renamed).
-    consumed: BTreeSet<String>,
-    /// Containers this state directory declared before and has not
-    /// removed: the only ones a removal may touch.
-    known: BTreeSet<String>,
-    /// Containers removed by this apply.
-    removed: BTreeSet<String>,
-    /// File resources created or updated by this apply: id → path.
-    changed_files: BTreeMap<String, String>,
-    /// Files the host wrote: path → SHA-256.
-    written_files: BTreeMap<String, String>,
-    /// Unit names whose files the host wrote.
-    written_units: BTreeSet<String>,
-    /// The unit manager's `prepare` answer, once asked.
-    prepared: Option<Result<BTreeMap<String, FileChange>, String>>,
-    /// Every container of the declaration built once, each file read once
-    /// (forgotten whenever the apply changed something a container reads).
-    builds: Builds<'a>,
-    /// The machine id and local zone every step's timing reads.
-    machine: crate::schedule::step::Machine,
-    /// Scheduled steps the last apply installed (or found unchanged), as
-    /// it declared them: one declared alike now is `unchanged`.
-    steps_before: BTreeMap<String, serde_json::Value>,
-    /// Shared with the services converged concurrently (it holds the
-    /// apply's one retry budget and the images known present).
-    puller: Arc<tokio::sync::Mutex<pull::Puller>>,
-    lines: Vec<ReportLine>,
-    ok: bool,
-    /// A preview (`diff`): every decision made, nothing done.
-    preview: bool,
-    /// The daemon's periodic reconcile (see [`Mode::reconcile`]).
-    reconcile: bool,
-    halted: Option<Halt>,
-    warnings: Vec<String>,
-    steps: Vec<ScheduledStep>,
-    /// Volumes and networks (`volume X`, `network X`) that failed, and
-    /// why: no container using one is made by this apply.
-    unusable: BTreeMap<String, String>,
-}
-
-impl<'a> Run<'a> {
-    fn new(
-        applier: &'a Applier,
-        decl: &'a Declaration,
-        previous: Option<AppliedState>,
-        inputs_on_disk: Option<BTreeMap<String, ContainerInputs>>,
-        live: Vec<WindowRecord>,
-        listing: Result<BTreeMap<String, ContainerSummary>, String>,
-    ) -> Self {
-        let mut held = BTreeMap::new();
-        for record in &live {
-            // A window's step container is left alone too: removing it
-            // would cut the step short under its window.
-            held.insert(
-                record.step_container.clone(),
-                format!("the step container of the open window of {}", record.step),
-            );
-            for name in record.held_names() {
-                held.insert(
-                    name.to_string(),
-                    format!(
-                        "held by the window of {} (open since {})",
-                        record.step,
-                        crate::render::time(record.opened_at)
-                    ),
-                );
-            }
-        }
-        let written_files = previous
-            .as_ref()
-            .map(|p| p.files.clone())
-            .unwrap_or_default();
-        let written_units = previous
-            .as_ref()
-            .map(|p| p.units.iter().cloned().collect())
-            .unwrap_or_default();
-        let mut known: BTreeSet<String> = previous
-            .as_ref()
-            .map(|p| p.containers.iter().cloned().collect())
-            .unwrap_or_default();
-        let inputs = inputs_on_disk.clone().unwrap_or_default();
-        known.extend(inputs.keys().cloned());
-        let steps_before = previous
-            .as_ref()
-            .map(state::installed_steps)
-            .unwrap_or_default();
-        let puller = Arc::new(tokio::sync::Mutex::new(pull::Puller::new(
-            applier.runtime.clone(),
-            applier.windows.clone(),
-            applier.pull.clone(),
-            pull::window_bounds(decl),
-            applier.progress.clone(),
-        )));
-        Run {
-            applier,
-            decl,
-            previous,
-            inputs,
-            inputs_on_disk,
-            live,
-            held,
-            listing,
-            consumed: BTreeSet::new(),
-            known,
-            removed: BTreeSet::new(),
-            changed_files: BTreeMap::new(),
-            written_files,
-            written_units,
-            prepared: None,
-            builds: Builds::new(decl),
-            machine: crate::schedule::step::Machine::read(),
-            steps_before,
-            puller,
-            lines: Vec::new(),
-            ok: true,
-            preview: false,
-            reconcile: false,
-            halted: None,
-            warnings: Vec::new(),
-            steps: Vec::new(),
-            unusable: BTreeMap::new(),
-        }
-    }
-
-    fn runtime(&self) -> &dyn ContainerRuntime {
-        &*self.applier.runtime
-    }
-
-    fn push(&mut self, id: &str, action: Action, reason: Option<String>) {
-        if action == Action::Failed {
-            self.ok = false;
-        }
-        if self.preview {
-            self.lines.push(ReportLine::new(id, action, reason));
-            return;
-        }
-        self.applier.progress.send(Progress::Decided {
-            id: id.to_string(),
-            action: action.as_str().to_string(),
-            reason: reason.clone(),
-        });
-        self.lines.push(ReportLine::new(id, action, reason));
     }
 }

@@ -356,7 +356,7 @@ async fn a_remake_cut_short_is_finished_by_the_next_apply() {
     // gone (or made again: the second case below).
     r.store
         .save(
-            super::super::networking::REMAKES,
+            super::super::records::REMAKES,
             &BTreeMap::from([("app_back".to_string(), vec!["web".to_string()])]),
         )
         .unwrap();
@@ -376,14 +376,14 @@ async fn a_remake_cut_short_is_finished_by_the_next_apply() {
     );
     assert_eq!(r.fake.attachments_of("web")[0].aliases, ["www"]);
     let left: Option<BTreeMap<String, Vec<String>>> =
-        r.store.load(super::super::networking::REMAKES).unwrap();
+        r.store.load(super::super::records::REMAKES).unwrap();
     assert_eq!(left, Some(BTreeMap::new()), "the record is gone");
 
     // Cut after the network was made again: it is as declared, web is not
     // on it.
     r.store
         .save(
-            super::super::networking::REMAKES,
+            super::super::records::REMAKES,
             &BTreeMap::from([("app_back".to_string(), vec!["web".to_string()])]),
         )
         .unwrap();

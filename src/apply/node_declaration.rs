@@ -56,7 +56,7 @@ pub enum DeclarationFileError {
         /// The file.
         path: String,
         /// Why, with how many resources it would remove.
-        refused: super::EmptyRefused,
+        refused: super::empty::EmptyRefused,
     },
     /// FILE could not be installed as the node's declaration.
     #[error("cannot install the declaration as {path}: {reason}; nothing was changed")]

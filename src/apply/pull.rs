@@ -97,6 +97,13 @@ impl Puller {
         }
     }
 
+    /// The same, knowing these images present (found so by the apply's
+    /// decisions a moment before): not asked for again.
+    pub fn knowing_present(mut self, images: Vec<String>) -> Self {
+        self.present.extend(images);
+        self
+    }
+
     /// Make `image` present, pulling it if absent.
     pub async fn ensure(&mut self, image: &str) -> Result<Ensured, String> {
         if self.present.contains(image) {

@@ -5,6 +5,11 @@
 //! which the daemon logs, serves over its socket (clients read it back, so
 //! it deserialises too) and records as the last apply's lines. Its words
 //! ([`Action`]) are part of the contract (CONTRACT "Apply").
+//!
+//! `diff` prints the same type: the plan, each line as decided with the
+//! steps it takes ([`StepLine`]); the apply prints the plan with the
+//! outcomes, each step with what became of it. One shape for both, so a
+//! tool can lay the apply's report over the plan step by step.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,6 +46,9 @@ pub enum Action {
     Failed,
     /// No longer declared: removed.
     Removed,
+    /// Decided, but never carried out: the apply halted before it (a
+    /// run-once step failed).
+    NotReached,
     /// Any other action word (from the unit manager).
     Other(String),
 }
@@ -59,6 +67,7 @@ impl Action {
             Action::Ran => "ran",
             Action::Failed => "failed",
             Action::Removed => "removed",
+            Action::NotReached => "not-reached",
             Action::Other(word) => word,
         }
     }
@@ -67,8 +76,10 @@ impl Action {
     /// `held-still`, `failed` and the shared folders' `waiting` and
     /// `refused` (what `changed` in a report counts).
     pub fn changes_something(&self) -> bool {
-        !matches!(self, Action::Unchanged | Action::HeldStill | Action::Failed)
-            && !matches!(self, Action::Other(w) if w == "waiting" || w == "refused" || w == "unchanged" || w == "kept")
+        !matches!(
+            self,
+            Action::Unchanged | Action::HeldStill | Action::Failed | Action::NotReached
+        ) && !matches!(self, Action::Other(w) if w == "waiting" || w == "refused" || w == "unchanged" || w == "kept")
     }
 
     /// The action named `word`.
@@ -84,6 +95,7 @@ impl Action {
             "ran" => Action::Ran,
             "failed" => Action::Failed,
             "removed" => Action::Removed,
+            "not-reached" => Action::NotReached,
             other => Action::Other(other.to_string()),
         }
     }
@@ -108,6 +120,63 @@ impl<'de> Deserialize<'de> for Action {
     }
 }
 
+/// One step a line takes on the machine: what is done (`act`: `create`,
+/// `replace`, `start`, `write`, `enable`, …) to what (`on`: `container
+/// web`, `file /etc/app/env`, `unit app.service`, …), and, once the apply
+/// carried it out, what became of it (`outcome`: `done`, `failed: …`,
+/// `not reached`). A plan's steps have no outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepLine {
+    /// What is done.
+    pub act: String,
+    /// To what.
+    pub on: String,
+    /// Why, where the line's reason does not say it (a tidy-up's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What became of it; `None` in a plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+impl StepLine {
+    /// A planned step: `act` on `on`.
+    pub fn new(act: &str, on: impl Into<String>) -> Self {
+        StepLine {
+            act: act.to_string(),
+            on: on.into(),
+            reason: None,
+            outcome: None,
+        }
+    }
+
+    /// The same with why.
+    pub fn because(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// The same, carried out: `outcome`.
+    pub fn with_outcome(mut self, outcome: impl Into<String>) -> Self {
+        self.outcome = Some(outcome.into());
+        self
+    }
+}
+
+impl fmt::Display for StepLine {
+    /// `ACT ON[: reason][ (outcome)]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.act, self.on)?;
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
+        if let Some(outcome) = &self.outcome {
+            write!(f, " ({outcome})")?;
+        }
+        Ok(())
+    }
+}
+
 /// One line of the report: a resource (by id) and what was done to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportLine {
@@ -122,16 +191,30 @@ pub struct ReportLine {
     /// file: one others may not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// The steps it takes on the machine, in order (none: nothing to do).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepLine>,
 }
 
 impl ReportLine {
-    pub(super) fn new(id: impl Into<String>, action: Action, reason: Option<String>) -> Self {
+    /// A line with no diff and no steps.
+    pub fn new(id: impl Into<String>, action: Action, reason: Option<String>) -> Self {
         ReportLine {
             id: id.into(),
             action,
             reason,
             diff: None,
+            steps: Vec::new(),
         }
+    }
+
+    /// Whether it changes (or, in a plan, would change) the machine: its
+    /// action says so, or it takes a step (a unit only enabled, entries
+    /// only taken away) and neither failed nor was left unreached.
+    pub fn changes_something(&self) -> bool {
+        self.action.changes_something()
+            || (!self.steps.is_empty()
+                && !matches!(self.action, Action::Failed | Action::NotReached))
     }
 }
 
@@ -230,6 +313,11 @@ pub struct ApplyReport {
     /// Things worth knowing that failed nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What an interrupted create or replace left behind, removed after
+    /// the declared resources (no resource's line: a container under a
+    /// making or set-aside name whose own container exists).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tidy: Vec<StepLine>,
     /// The scheduled steps this apply installed, for the scheduler to
     /// re-sync with (`scheduler.sync(report.steps)`).
     #[serde(skip)]
@@ -253,6 +341,7 @@ impl ApplyReport {
             halted: None,
             error: Some(error),
             warnings: Vec::new(),
+            tidy: Vec::new(),
             steps: Vec::new(),
             complete: false,
         }
@@ -316,9 +405,12 @@ impl fmt::Display for PreviewText<'_> {
     /// a last line `diff: ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let report = self.0;
-        let shown = |l: &&ReportLine| l.action != Action::Unchanged;
+        let shown = |l: &&ReportLine| l.action != Action::Unchanged || !l.steps.is_empty();
         for line in report.lines.iter().filter(shown) {
             writeln!(f, "{line}")?;
+        }
+        for step in &report.tidy {
+            writeln!(f, "tidy: {step}")?;
         }
         for line in report.lines.iter().filter(|l| l.diff.is_some()) {
             if let Some(diff) = &line.diff {
@@ -337,15 +429,26 @@ impl fmt::Display for PreviewText<'_> {
         if let Some(error) = &report.error {
             return write!(f, "diff failed: {error}");
         }
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        // A line `unchanged` that still takes a step (a unit only to be
+        // enabled) is counted by what it does, not as unchanged.
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        let mut unchanged = 0;
         for line in &report.lines {
-            *counts.entry(line.action.as_str()).or_default() += 1;
+            if line.action == Action::Unchanged && line.steps.is_empty() {
+                unchanged += 1;
+            } else if line.action == Action::Unchanged {
+                let acts: Vec<&str> = line.steps.iter().map(|s| s.act.as_str()).collect();
+                *counts
+                    .entry(format!("unchanged ({})", acts.join(", ")))
+                    .or_default() += 1;
+            } else {
+                *counts.entry(line.action.as_str().to_string()).or_default() += 1;
+            }
         }
-        let unchanged = counts.remove("unchanged").unwrap_or(0);
         let changing = report
             .lines
             .iter()
-            .filter(|l| l.action.changes_something())
+            .filter(|l| l.changes_something())
             .count();
         let counted = counts
             .iter()
@@ -369,6 +472,9 @@ impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for line in &self.lines {
             writeln!(f, "{line}")?;
+        }
+        for step in &self.tidy {
+            writeln!(f, "tidy: {step}")?;
         }
         for window in &self.windows {
             writeln!(f, "{window}")?;

@@ -242,6 +242,7 @@ mod tests {
                 action: super::super::Action::HeldStill,
                 reason: Some("held".into()),
                 diff: None,
+                steps: Vec::new(),
             }],
             files: BTreeMap::from([("/etc/x".to_string(), "ab".to_string())]),
             units: vec!["a.service".into()],

@@ -471,11 +471,29 @@ async fn a_failing_run_once_halts_the_apply_and_what_came_before_stays() {
         !report.complete,
         "a halted apply did not read the whole declaration"
     );
+    // What followed it, the removal included, was decided and not reached.
     assert_eq!(
         actions(&report),
-        pairs(&[("env", "created"), ("db", "created"), ("migrate", "failed")])
+        pairs(&[
+            ("env", "created"),
+            ("db", "created"),
+            ("migrate", "failed"),
+            ("app", "not-reached"),
+            ("undeclared", "not-reached")
+        ])
     );
     assert_eq!(reason(&report, "migrate"), "exit status 3");
+    assert_eq!(
+        reason(&report, "app"),
+        "the apply halted at migrate before it (it was to be created)"
+    );
+    let app = report.line("app").expect("app's line");
+    assert_eq!(app.steps.len(), 1);
+    assert_eq!(app.steps[0].outcome.as_deref(), Some("not reached"));
+    assert!(
+        !app.changes_something(),
+        "what was not reached changed nothing"
+    );
     let halt = report.halted.as_ref().expect("halted");
     assert_eq!(
         (halt.id.as_str(), halt.exit_status, halt.not_applied),
@@ -551,7 +569,10 @@ async fn a_run_once_over_its_timeout_is_stopped_and_halts() {
         ]))
         .await;
     assert!(began.elapsed() >= Duration::from_secs(30));
-    assert_eq!(actions(&report), pairs(&[("slow", "failed")]));
+    assert_eq!(
+        actions(&report),
+        pairs(&[("slow", "failed"), ("app", "not-reached")])
+    );
     assert_eq!(
         reason(&report, "slow"),
         "timed out after 30s and was stopped (exit status 143)"
@@ -911,23 +932,26 @@ async fn units_are_prepared_once_converged_in_place_and_removed_when_undeclared(
         ])))
         .await;
     assert!(report.ok, "{report}");
+    // Written, then started (declared `started`, not running).
     assert_eq!(
         actions(&report),
-        pairs(&[("a", "created"), ("f", "created"), ("b", "created")])
+        pairs(&[("a", "started"), ("f", "created"), ("b", "started")])
     );
+    assert_eq!(reason(&report, "a"), "file created; started");
+    // Every file written at the first unit (one reload), each unit
+    // started at its place.
     assert_eq!(
         units.calls(),
-        vec!["prepare a,b", "converge a", "converge b"]
+        vec!["prepare a,b", "start a.service", "start b.service"]
     );
+    assert!(units.is_active("a.service") && units.is_active("b.service"));
     let report = applier.apply(&decl(json!([unit("a", "a.service")]))).await;
     assert_eq!(
         actions(&report),
         pairs(&[("a", "unchanged"), ("b.service", "removed")])
     );
-    assert_eq!(
-        units.calls()[3..],
-        ["prepare a", "converge a", "remove b.service"]
-    );
+    // Nothing to write or start: only the removal.
+    assert_eq!(units.calls()[3..], ["remove b.service"]);
 
     // Without a unit manager, a unit fails with the reason given.
     let report = r
@@ -976,11 +1000,17 @@ async fn the_report_renders_as_text_and_json() {
     );
     let json = serde_json::to_value(&report).expect("json");
     assert_eq!(json["ok"], true);
+    // Each line with the steps it took and what became of them.
     assert_eq!(
         json["lines"][0],
-        json!({"id": "web", "action": "recreated", "reason": "made by an older record format"})
+        json!({"id": "web", "action": "recreated", "reason": "made by an older record format",
+               "steps": [{"act": "replace", "on": "container web", "outcome": "done"}]})
     );
-    assert_eq!(json["lines"][1], json!({"id": "gc", "action": "installed"}));
+    assert_eq!(
+        json["lines"][1],
+        json!({"id": "gc", "action": "installed",
+               "steps": [{"act": "install", "on": "schedule gc", "outcome": "done"}]})
+    );
     assert!(json.get("steps").is_none());
     assert_eq!(json["windows"], json!([]));
     let back: ApplyReport = serde_json::from_value(json).expect("a client reads it back");
@@ -1398,7 +1428,16 @@ async fn a_preview_decides_as_the_apply_after_it_and_changes_nothing() {
     // Nothing written: no runtime call but reads, no file, no state.
     let writes: Vec<_> = r.fake.calls()[calls_before..]
         .iter()
-        .filter(|c| !matches!(c, Call::ListManaged | Call::Inspect(_)))
+        .filter(|c| {
+            !matches!(
+                c,
+                Call::ListManaged
+                    | Call::Inspect(_)
+                    | Call::ImagePresent(_)
+                    | Call::Network(_)
+                    | Call::Volume(_)
+            )
+        })
         .cloned()
         .collect();
     assert!(writes.is_empty(), "a preview called {writes:?}");
@@ -1466,3 +1505,6 @@ mod volume_tests;
 
 #[path = "networking_tests.rs"]
 mod networking_tests;
+
+#[path = "plan_tests.rs"]
+mod plan_tests;

@@ -1,283 +1,205 @@
 //! The seam between apply and systemd unit files.
 //!
-//! `type: "unit"` resources are converged by a unit manager (the systemd
-//! implementation writes unit files under `/etc/systemd/system`, reloads
-//! systemd once, and sets each unit's state and enablement over D-Bus).
-//! Apply calls it in three places: [`UnitManager::prepare`] when the first
-//! unit resource is reached (every declared unit's file at once, so systemd
-//! is reloaded once), [`UnitManager::converge`] at each unit's place in the
-//! declaration, and [`UnitManager::remove`] after the declared resources, for
-//! units whose files the host wrote and no longer declares (the
-//! [`AppliedState::units`](super::AppliedState::units) list).
+//! `type: "unit"` resources are decided from what the unit manager reads
+//! ([`UnitReads`]: the unit file as it is, and what systemd says of the
+//! unit: its enablement, whether it runs), and carried out through what
+//! it changes ([`UnitManager`]): every file the plan writes at once when
+//! the first unit is reached (so systemd is reloaded once), then each
+//! unit's enablement and job at its place in the declaration, and the
+//! removal of units whose files the host wrote and no longer declares
+//! (the [`AppliedState::units`](super::AppliedState::units) list) after
+//! the declared resources. The decider holds only the reads.
 //!
 //! Without a manager (no reachable systemd bus) every unit resource fails
 //! with the reason given to [`Applier::without_units`](super::Applier::without_units).
 //!
-//! Both sides of the seam are here: the trait systemd implements, and the
-//! apply's side of it (the unit resources of one apply, and their removal).
+//! Both sides of the seam are here: the traits systemd implements (and a
+//! scripted manager for unit tests).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use super::report::{Action, ReportLine};
-use super::Run;
-use crate::declaration::{ResourceKind, Unit};
+use crate::declaration::Unit;
+use crate::systemd::unit_files::{StateStep, UnitFileSeen, UnitFiles, UnitJob, UnitSeen};
 
 pub use crate::systemd::unit_files::{FileChange, UnitReport};
 
-/// Converges systemd units. See the module documentation for when apply
-/// calls each method.
+/// What the unit manager reads: all an apply decides a unit from.
 #[async_trait::async_trait]
-pub trait UnitManager: Send + Sync + std::fmt::Debug {
-    /// Write every declared unit's file (atomically) and reload systemd once
-    /// if any changed. `units` are `(resource id, unit)`; the answer says,
-    /// per resource id, what happened to its file. `Err`: nothing could be
-    /// written (every unit resource fails with it).
+pub trait UnitReads: Send + Sync + std::fmt::Debug {
+    /// The file of unit `name` as it is now.
+    async fn read_file(&self, name: &str) -> Result<UnitFileSeen, String>;
+
+    /// What systemd says of `unit` now.
+    async fn observe(&self, unit: &Unit) -> Result<UnitSeen, String>;
+
+    /// Where the file of unit `name` is written.
+    fn file_of(&self, name: &str) -> PathBuf;
+}
+
+/// Converges systemd units: what an apply's executor calls.
+#[async_trait::async_trait]
+pub trait UnitManager: UnitReads {
+    /// Write these units' files (atomically) and reload systemd once if
+    /// any changed. `units` are `(resource id, unit)`; the answer says,
+    /// per resource id, what happened to its file. `Err`: the files could
+    /// not all be written (the units whose file was to be written fail).
     async fn prepare(
         &self,
         units: &[(String, Unit)],
     ) -> Result<BTreeMap<String, FileChange>, String>;
 
-    /// Bring unit `id` to its declared state and enablement.
-    async fn converge(&self, id: &str, unit: &Unit, file: FileChange) -> UnitReport;
+    /// Enable (`want`) or disable unit `name`; what changed.
+    async fn set_enabled(&self, name: &str, want: bool) -> Result<Option<&'static str>, String>;
+
+    /// Run `job` on unit `name` (content `content`) and judge it.
+    async fn run_job(&self, name: &str, job: UnitJob, content: &str) -> Result<StateStep, String>;
 
     /// Stop, disable and delete the files of units the host wrote and no
     /// longer declares; one report per unit name.
     async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport>;
-
-    /// Where `prepare` writes the file of unit `name` (a preview reads it).
-    fn file_of(&self, name: &str) -> std::path::PathBuf;
 }
 
 #[async_trait::async_trait]
-impl UnitManager for crate::systemd::unit_files::UnitFiles {
+impl UnitReads for UnitFiles {
+    async fn read_file(&self, name: &str) -> Result<UnitFileSeen, String> {
+        UnitFiles::read_file(self, name).await
+    }
+
+    async fn observe(&self, unit: &Unit) -> Result<UnitSeen, String> {
+        UnitFiles::observe(self, unit).await
+    }
+
+    fn file_of(&self, name: &str) -> PathBuf {
+        self.dir().join(name)
+    }
+}
+
+#[async_trait::async_trait]
+impl UnitManager for UnitFiles {
     async fn prepare(
         &self,
         units: &[(String, Unit)],
     ) -> Result<BTreeMap<String, FileChange>, String> {
-        crate::systemd::unit_files::UnitFiles::prepare(self, units).await
+        UnitFiles::prepare(self, units).await
     }
 
-    async fn converge(&self, id: &str, unit: &Unit, file: FileChange) -> UnitReport {
-        crate::systemd::unit_files::UnitFiles::converge(self, id, unit, file).await
+    async fn set_enabled(&self, name: &str, want: bool) -> Result<Option<&'static str>, String> {
+        UnitFiles::set_enabled(self, name, want).await
+    }
+
+    async fn run_job(&self, name: &str, job: UnitJob, content: &str) -> Result<StateStep, String> {
+        UnitFiles::run_job(self, name, job, content).await
     }
 
     async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport> {
-        crate::systemd::unit_files::UnitFiles::remove(self, unit_names).await
-    }
-
-    fn file_of(&self, name: &str) -> std::path::PathBuf {
-        self.dir().join(name)
+        UnitFiles::remove(self, unit_names).await
     }
 }
 
 /// Where the host writes unit files.
 pub const UNIT_DIR: &str = "/etc/systemd/system";
 
-/// Give `applier` the systemd unit manager, or say why unit resources
-/// cannot be applied by this process (no system bus).
-pub async fn with_systemd(applier: super::Applier, unit_dir: &std::path::Path) -> super::Applier {
-    match crate::systemd::unit_files::UnitFiles::connect(unit_dir.to_path_buf()).await {
-        Ok(units) => {
-            // Oneshot runs are remembered in this applier's state directory.
-            let units = units.with_oneshot_record(applier.store.clone());
-            applier.with_units(std::sync::Arc::new(units))
-        }
-        Err(e) => applier.without_units(format!("no systemd unit manager: {e}")),
-    }
-}
-
-impl Run<'_> {
-    /// A unit resource, through the unit manager; its files are all
-    /// written (and systemd reloaded once) when the first unit is reached.
-    pub(super) async fn unit(&mut self, id: &str, unit: &Unit) {
-        let Some(manager) = self.applier.units.clone() else {
-            let reason = self.applier.units_missing.clone();
-            self.push(id, Action::Failed, Some(reason));
-            return;
-        };
-        if self.preview {
-            return self.preview_unit(id, unit, &*manager);
-        }
-        if self.prepared.is_none() {
-            let declared: Vec<(String, Unit)> = self
-                .decl
-                .resources
-                .iter()
-                .filter_map(|r| match &r.kind {
-                    ResourceKind::Unit(u) => Some((r.id.to_string(), u.clone())),
-                    _ => None,
-                })
-                .collect();
-            let prepared = manager.prepare(&declared).await;
-            if let Ok(written) = &prepared {
-                for (rid, u) in &declared {
-                    if written.contains_key(rid) {
-                        self.written_units.insert(u.name.to_string());
-                    }
-                }
-            }
-            self.prepared = Some(prepared);
-        }
-        let change = match &self.prepared {
-            Some(Ok(map)) => map.get(id).copied(),
-            Some(Err(e)) => {
-                let reason = format!("unit files not written: {e}");
-                self.push(id, Action::Failed, Some(reason));
-                return;
-            }
-            None => None,
-        };
-        let Some(change) = change else {
-            self.push(
-                id,
-                Action::Failed,
-                Some("the unit manager did not write its file".to_string()),
-            );
-            return;
-        };
-        let report = manager.converge(id, unit, change).await;
-        self.unit_line(report);
-    }
-
-    /// A preview of a unit: its file as `prepare` would write it. Its
-    /// state and enablement are converged by the apply and not previewed.
-    fn preview_unit(&mut self, id: &str, unit: &Unit, manager: &dyn UnitManager) {
-        let path = manager.file_of(unit.name.as_str());
-        let before = match std::fs::read(&path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                let reason = format!("cannot read {}: {e}", path.display());
-                return self.push(id, Action::Failed, Some(reason));
-            }
-        };
-        let declared = unit.content.as_bytes();
-        let (action, reason) = match &before {
-            None => (
-                Action::Created,
-                Some(format!("unit file {}", path.display())),
-            ),
-            Some(b) if b.as_slice() == declared => (Action::Unchanged, None),
-            Some(_) => (
-                Action::Updated,
-                Some(format!("unit file {} changed", path.display())),
-            ),
-        };
-        let changed = action != Action::Unchanged;
-        self.push(id, action, reason);
-        if changed {
-            let shown = super::preview::unit_diff(&path, declared, before.as_deref());
-            if let Some(line) = self.lines.last_mut() {
-                line.diff = shown;
-            }
-        }
-    }
-
-    fn unit_line(&mut self, report: UnitReport) {
-        if !report.ok {
-            self.ok = false;
-        }
-        self.lines.push(ReportLine::new(
-            report.id,
-            Action::parse(&report.action),
-            report.reason,
-        ));
-    }
-
-    /// Stop, disable and delete the unit files the host wrote and no
-    /// longer declares.
-    pub(super) async fn remove_units(&mut self) {
-        let declared: BTreeSet<String> = self
-            .decl
-            .resources
-            .iter()
-            .filter_map(|r| match &r.kind {
-                ResourceKind::Unit(u) => Some(u.name.to_string()),
-                _ => None,
-            })
-            .collect();
-        let gone: Vec<String> = self
-            .written_units
-            .iter()
-            .filter(|n| !declared.contains(*n))
-            .cloned()
-            .collect();
-        if gone.is_empty() {
-            return;
-        }
-        if self.preview {
-            for name in gone {
-                self.push(
-                    &name,
-                    Action::Removed,
-                    Some("no longer declared: stopped, disabled, its file deleted".to_string()),
-                );
-            }
-            return;
-        }
-        let Some(manager) = self.applier.units.clone() else {
-            let reason = format!(
-                "no longer declared, but cannot be removed: {}",
-                self.applier.units_missing
-            );
-            for name in gone {
-                self.push(&name, Action::Failed, Some(reason.clone()));
-            }
-            return;
-        };
-        for report in manager.remove(&gone).await {
-            if report.ok {
-                self.written_units.remove(&report.id);
-            }
-            self.unit_line(report);
-        }
-    }
-}
-
-/// A scripted unit manager for unit tests: every call is recorded; files
-/// are "written" in memory.
+/// A scripted unit manager for unit tests: files, enablement and state
+/// kept in memory, every call recorded.
 #[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct FakeUnits {
-    pub(crate) calls: std::sync::Mutex<Vec<String>>,
-    pub(crate) files: std::sync::Mutex<BTreeMap<String, String>>,
+    state: std::sync::Mutex<FakeUnitState>,
     pub(crate) fail_prepare: Option<String>,
 }
 
 #[cfg(test)]
+#[derive(Debug, Default)]
+struct FakeUnitState {
+    calls: Vec<String>,
+    files: BTreeMap<String, String>,
+    /// Unit name → `enabled` or `disabled`.
+    enabled: BTreeMap<String, String>,
+    /// Units that run.
+    active: std::collections::BTreeSet<String>,
+}
+
+#[cfg(test)]
 impl FakeUnits {
-    fn record(&self, call: String) {
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(call);
+    fn state(&self) -> std::sync::MutexGuard<'_, FakeUnitState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Every call that changed something, in order (`prepare a,b`,
+    /// `enable a.service`, `start a.service`, `remove b.service`, …).
     pub(crate) fn calls(&self) -> Vec<String> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.state().calls.clone()
+    }
+
+    /// Stop `name` behind the host's back (an operator's `systemctl stop`).
+    pub(crate) fn stop_by_hand(&self, name: &str) {
+        self.state().active.remove(name);
+    }
+
+    /// Disable `name` behind the host's back.
+    pub(crate) fn disable_by_hand(&self, name: &str) {
+        self.state().enabled.insert(name.into(), "disabled".into());
+    }
+
+    /// Whether `name` runs.
+    pub(crate) fn is_active(&self, name: &str) -> bool {
+        self.state().active.contains(name)
+    }
+}
+
+#[cfg(test)]
+#[async_trait::async_trait]
+impl UnitReads for FakeUnits {
+    async fn read_file(&self, name: &str) -> Result<UnitFileSeen, String> {
+        Ok(match self.state().files.get(name) {
+            Some(content) => UnitFileSeen {
+                content: Some(content.clone().into_bytes()),
+                mode: Some(0o644),
+            },
+            None => UnitFileSeen::default(),
+        })
+    }
+
+    async fn observe(&self, unit: &Unit) -> Result<UnitSeen, String> {
+        let state = self.state();
+        let name = unit.name.as_str();
+        Ok(UnitSeen {
+            enablement: state.enabled.get(name).cloned().unwrap_or_default(),
+            active_state: if state.active.contains(name) {
+                "active".into()
+            } else {
+                "inactive".into()
+            },
+            oneshot_without_remain: false,
+            ran_with_this_file: None,
+        })
+    }
+
+    fn file_of(&self, name: &str) -> PathBuf {
+        std::path::Path::new("/nonexistent/fake-units").join(name)
     }
 }
 
 #[cfg(test)]
 #[async_trait::async_trait]
 impl UnitManager for FakeUnits {
-    fn file_of(&self, name: &str) -> std::path::PathBuf {
-        std::path::Path::new("/nonexistent/fake-units").join(name)
-    }
-
     async fn prepare(
         &self,
         units: &[(String, Unit)],
     ) -> Result<BTreeMap<String, FileChange>, String> {
+        let mut state = self.state();
         let ids: Vec<&str> = units.iter().map(|(id, _)| id.as_str()).collect();
-        self.record(format!("prepare {}", ids.join(",")));
+        state.calls.push(format!("prepare {}", ids.join(",")));
         if let Some(e) = &self.fail_prepare {
             return Err(e.clone());
         }
-        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = BTreeMap::new();
         for (id, unit) in units {
-            let change = match files.insert(unit.name.to_string(), unit.content.clone()) {
+            let change = match state
+                .files
+                .insert(unit.name.to_string(), unit.content.clone())
+            {
                 None => FileChange::Created,
                 Some(old) if old == unit.content => FileChange::Unchanged,
                 Some(_) => FileChange::Updated,
@@ -287,28 +209,47 @@ impl UnitManager for FakeUnits {
         Ok(out)
     }
 
-    async fn converge(&self, id: &str, _unit: &Unit, file: FileChange) -> UnitReport {
-        self.record(format!("converge {id}"));
-        let action = match file {
-            FileChange::Created => "created",
-            FileChange::Updated => "updated",
-            FileChange::Unchanged => "unchanged",
-        };
-        UnitReport {
-            id: id.to_string(),
-            action: action.to_string(),
-            reason: None,
-            ok: true,
-        }
+    async fn set_enabled(&self, name: &str, want: bool) -> Result<Option<&'static str>, String> {
+        let mut state = self.state();
+        let word = if want { "enabled" } else { "disabled" };
+        state
+            .calls
+            .push(format!("{} {name}", &word[..word.len() - 1]));
+        let before = state.enabled.insert(name.into(), word.into());
+        Ok((before.as_deref() != Some(word)).then_some(word))
+    }
+
+    async fn run_job(&self, name: &str, job: UnitJob, _content: &str) -> Result<StateStep, String> {
+        let mut state = self.state();
+        state.calls.push(format!("{} {name}", job.as_str()));
+        Ok(match job {
+            UnitJob::Start => {
+                state.active.insert(name.into());
+                StateStep::Started
+            }
+            UnitJob::Restart => {
+                state.active.insert(name.into());
+                StateStep::Restarted
+            }
+            UnitJob::Stop => {
+                if state.active.remove(name) {
+                    StateStep::Stopped
+                } else {
+                    StateStep::AsDeclared
+                }
+            }
+        })
     }
 
     async fn remove(&self, unit_names: &[String]) -> Vec<UnitReport> {
-        self.record(format!("remove {}", unit_names.join(",")));
-        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state();
+        state.calls.push(format!("remove {}", unit_names.join(",")));
         unit_names
             .iter()
             .map(|name| {
-                files.remove(name);
+                state.files.remove(name);
+                state.active.remove(name);
+                state.enabled.remove(name);
                 UnitReport {
                     id: name.clone(),
                     action: "removed".to_string(),

@@ -69,7 +69,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
             Err(code) => return code,
         };
         let (reporter, rx) = crate::progress::Reporter::channel();
-        let applier = crate::apply::units::with_systemd(
+        let applier = crate::apply::with_systemd(
             Applier::new(
                 host.store.clone(),
                 host.runtime.clone(),

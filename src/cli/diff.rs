@@ -49,7 +49,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
                 return EXIT_REFUSED;
             }
         };
-        let applier = crate::apply::units::with_systemd(
+        let applier = crate::apply::with_systemd(
             Applier::new(host.store, host.runtime, host.windows),
             &cli.unit_dir,
         )

@@ -7,10 +7,10 @@
 //! found each held id by walking the whole declaration: ten thousand builds
 //! and sixty million comparisons per apply, for what a thousand builds say.
 //!
-//! What is kept is only as fresh as the files: an apply that writes a file,
-//! runs a run-once step or changes anything else a container may read calls
-//! [`Builds::invalidate`] before it builds again (`apply::order`), so a
-//! container built after that reads the files as they are then.
+//! What is kept is only as fresh as the files: an apply's decisions tell
+//! it of each file the plan writes and directory it makes
+//! ([`Builds::plan`]), which forgets what was built, so a container built
+//! after that reads the files as the plan will have made them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,8 +25,8 @@ pub struct Builds<'d> {
     decl: &'d Declaration,
     index: HashMap<&'d str, &'d Resource>,
     kept: Mutex<Kept>,
-    /// Files a preview would have written (see [`Builds::pretend_written`]).
-    pending: Mutex<super::Pending>,
+    /// What the plan will have made by then (see [`Builds::plan`]).
+    pending: Mutex<super::Planned>,
 }
 
 #[derive(Debug, Default)]
@@ -51,7 +51,7 @@ impl<'d> Builds<'d> {
             decl,
             index: decl.resources.iter().map(|r| (r.id.as_str(), r)).collect(),
             kept: Mutex::new(Kept::default()),
-            pending: Mutex::new(super::Pending::new()),
+            pending: Mutex::new(super::Planned::new()),
         }
     }
 
@@ -110,13 +110,18 @@ impl<'d> Builds<'d> {
         Some(spec)
     }
 
-    /// A preview: builds from here on read `path` as holding `content`,
-    /// as the apply would have written it (and every build is forgotten).
-    pub fn pretend_written(&self, path: &std::path::Path, content: &[u8]) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), content.to_vec());
+    /// What the plan makes from here on (a file it writes, a directory it
+    /// makes, a group it sets): builds from here on read the machine as
+    /// the plan will have made it, and every build is forgotten.
+    pub fn plan(&self, change: impl FnOnce(&mut super::Planned)) {
+        change(&mut self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        self.invalidate();
+    }
+
+    /// Forget what was planned too (the machine is read afresh: an
+    /// apply's decisions taken again after a run-once step).
+    pub fn forget_plan(&self) {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = super::Planned::new();
         self.invalidate();
     }
 

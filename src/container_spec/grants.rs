@@ -29,7 +29,14 @@ pub struct Access {
 
 /// Resolve `container`'s identity and grants. Refuses a grant whose group
 /// is root's or root-granting, naming it.
-pub fn resolve(decl: &Declaration, container: &Container) -> Result<Access, String> {
+///
+/// A granted path the plan makes or whose group it sets (`planned`) is
+/// judged by the group the plan gives it.
+pub fn resolve(
+    decl: &Declaration,
+    container: &Container,
+    planned: &super::planned::Planned,
+) -> Result<Access, String> {
     let mut access = Access::default();
     if let Some(id) = &container.identity {
         let identity = decl
@@ -48,13 +55,16 @@ pub fn resolve(decl: &Declaration, container: &Container) -> Result<Access, Stri
     let mut granted = Vec::new();
     for grant in &container.grant {
         let path = grant.path.as_str();
-        let gid = open(path)
-            .and_then(|fd| rustix::fs::fstat(&fd))
-            .map_err(|e| match e {
-                Errno::LOOP => format!("grant {path}: a symbolic link is on the path; a grant is never followed through a link"),
-                e => format!("grant {path}: {e}"),
-            })?
-            .st_gid;
+        let gid = match planned.group_of(grant.path.as_path()) {
+            Some(gid) => gid,
+            None => open(path)
+                .and_then(|fd| rustix::fs::fstat(&fd))
+                .map_err(|e| match e {
+                    Errno::LOOP => format!("grant {path}: a symbolic link is on the path; a grant is never followed through a link"),
+                    e => format!("grant {path}: {e}"),
+                })?
+                .st_gid,
+        };
         let name = accounts.group_name(gid);
         if gid == 0 {
             return Err(format!(

@@ -22,9 +22,11 @@
 
 mod cache;
 pub mod grants;
+mod planned;
 mod reads;
 
 pub use cache::Builds;
+pub use planned::Planned;
 use reads::FileReads;
 
 use std::collections::BTreeMap;
@@ -105,7 +107,7 @@ pub fn build(
         res,
         container,
         &mut FileReads::default(),
-        &Pending::new(),
+        &Planned::new(),
     )
 }
 
@@ -115,7 +117,7 @@ fn build_with(
     res: &Resource,
     container: &Container,
     files: &mut FileReads,
-    pending: &Pending,
+    pending: &Planned,
 ) -> Result<BuiltContainer, SpecError> {
     let err = |reason: String| SpecError {
         resource: res.id.to_string(),
@@ -125,8 +127,8 @@ fn build_with(
     let mut env: Vec<(String, String)> = Vec::new();
     for file in &container.env_files {
         let (text, digest) = files
-            .env_file(file.as_path(), |path| match pending.get(path) {
-                Some(content) => String::from_utf8(content.clone())
+            .env_file(file.as_path(), |path| match pending.file(path) {
+                Some(content) => String::from_utf8(content.to_vec())
                     .map_err(|_| "it is not UTF-8 text".to_string()),
                 None => read_env_file(path),
             })
@@ -161,7 +163,7 @@ fn build_with(
         });
     }
     let role = role_name(&container.role);
-    let access = grants::resolve(decl, container).map_err(err)?;
+    let access = grants::resolve(decl, container, pending).map_err(err)?;
     let mut fields: BTreeMap<String, Value> = [
         ("image", json!(container.image.as_str())),
         ("command", json!(container.command)),
@@ -372,11 +374,11 @@ fn record_mount_reads(
     source: &Path,
     read_only: bool,
     reads: &mut BTreeMap<String, Option<String>>,
-    pending: &Pending,
+    pending: &Planned,
 ) -> Result<(), String> {
     let shown = source.display();
-    if let Some(content) = pending.get(source) {
-        // A file a preview would write first: read as it would be.
+    if let Some(content) = pending.file(source) {
+        // A file the plan writes first: read as it will be.
         if read_only {
             reads.insert(source.display().to_string(), Some(pending_digest(content)));
         }
@@ -402,18 +404,12 @@ fn record_mount_reads(
             reads.insert(source.display().to_string(), digest);
         }
         Ok(meta) if meta.is_dir() => {
-            for r in &decl.resources {
-                if let ResourceKind::File(f) = &r.kind {
-                    let path = f.path.as_path();
-                    if path != source && path.starts_with(source) {
-                        let digest = match pending.get(path) {
-                            Some(content) => Some(pending_digest(content)),
-                            None => declared_file_under(source, path)?,
-                        };
-                        reads.insert(f.path.as_str().to_string(), digest);
-                    }
-                }
-            }
+            declared_files_under(decl, source, pending, reads, true)?;
+        }
+        // A directory the plan makes (a declared one, or a parent of a
+        // file it writes): the files the plan writes there, as written.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && pending.is_dir(source) => {
+            declared_files_under(decl, source, pending, reads, false)?;
         }
         // Absent, or a socket/FIFO/device: the runtime reports what it makes
         // of it; it is no configuration to read.
@@ -422,11 +418,33 @@ fn record_mount_reads(
     Ok(())
 }
 
-/// Files a preview would have written by now, by path, with their
-/// declared content: builds read them as the apply would find them.
-pub(crate) type Pending = std::collections::HashMap<std::path::PathBuf, Vec<u8>>;
+/// The declared files under the mounted directory `source`, each as the
+/// plan writes it, else as found there (`exists`: the directory is there
+/// now; else a file the plan does not write is absent).
+fn declared_files_under(
+    decl: &Declaration,
+    source: &Path,
+    pending: &Planned,
+    reads: &mut BTreeMap<String, Option<String>>,
+    exists: bool,
+) -> Result<(), String> {
+    for r in &decl.resources {
+        if let ResourceKind::File(f) = &r.kind {
+            let path = f.path.as_path();
+            if path != source && path.starts_with(source) {
+                let digest = match pending.file(path) {
+                    Some(content) => Some(pending_digest(content)),
+                    None if exists => declared_file_under(source, path)?,
+                    None => None,
+                };
+                reads.insert(f.path.as_str().to_string(), digest);
+            }
+        }
+    }
+    Ok(())
+}
 
-/// The digest of a pending file, as reading it from disk would give it.
+/// The digest of a planned file, as reading it from disk would give it.
 fn pending_digest(content: &[u8]) -> String {
     crate::store::hash_reader(content).unwrap_or_default()
 }

@@ -222,7 +222,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     }
 
     let folders = crate::acl::watch::Watcher::start(store.clone());
-    let applier = crate::apply::units::with_systemd(
+    let applier = crate::apply::with_systemd(
         Applier::new(store.clone(), runtime.clone(), windows.clone())
             .with_folder_watch(folders.clone()),
         &cfg.unit_dir,

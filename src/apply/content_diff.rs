@@ -1,9 +1,6 @@
-//! What a preview (`mesh-host diff`) shows beyond the apply's own lines:
-//! a file's content as a unified diff, unless the file is secret.
-//!
-//! The decisions are the apply's own (each resource kind's file decides
-//! with its act left out when the run is a preview); this file only
-//! renders what a decided file change would write.
+//! What a plan shows of a file (or unit file) it writes beyond its line:
+//! the content as a unified diff, unless the file is secret (its declared
+//! mode does not let others read it: then only its size is said).
 
 use crate::declaration::File;
 
@@ -12,18 +9,18 @@ const CONTEXT: usize = 3;
 
 /// What a preview shows of a file it would write.
 #[derive(Debug, Default)]
-pub(super) struct Shown {
+pub(crate) struct Shown {
     /// The unified diff of the content, current to declared.
-    pub(super) diff: Option<String>,
+    pub(crate) diff: Option<String>,
     /// Said instead, of a secret file or one that is not text.
-    pub(super) note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// The diff of `file`'s declared content against `before` (what is there
 /// now; `None`: nothing, or nothing readable as a file). A file whose
 /// declared mode does not let others read it is secret: only its size is
 /// said.
-pub(super) fn content_diff(file: &File, before: Option<&[u8]>) -> Shown {
+pub(crate) fn content_diff(file: &File, before: Option<&[u8]>) -> Shown {
     let path = file.path.as_str();
     let mode = file.mode.bits();
     if mode & 0o004 == 0 {
@@ -74,7 +71,7 @@ fn unified(path: &str, old: &str, new: &str, existed: bool) -> Option<String> {
 }
 
 /// The diff of a unit file at `path`: declared against `before`.
-pub(super) fn unit_diff(
+pub(crate) fn unit_diff(
     path: &std::path::Path,
     declared: &[u8],
     before: Option<&[u8]>,
