@@ -857,13 +857,24 @@ fn a_failure_among_concurrent_creates_fails_alone_and_a_failing_run_once_halts()
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let mut expected: Vec<String> = (1..=8).map(|i| format!("b{i}")).collect();
     expected.push("migrate".to_string());
+    expected.extend((1..=4).map(|i| format!("a{i}")));
     assert_eq!(
         line_ids(&out),
         expected,
-        "nothing after the halt is reported: {}",
+        "every decided line in order: {}",
         stdout(&out)
     );
     let text = stdout(&out);
+    // What follows the halt was decided and is reported not reached.
+    for i in 1..=4 {
+        assert!(
+            has_line(
+                &out,
+                &format!("a{i} not-reached: the apply halted at migrate before it (it was to be created)")
+            ),
+            "{text}"
+        );
+    }
     assert!(
         text.lines()
             .any(|l| l.starts_with("b4 failed: a container named") && l.contains("does not manage")),

@@ -165,3 +165,206 @@ fn diff_shows_what_apply_would_do_and_does_none_of_it() {
     let out = d.cli(&["diff", &bad]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// A subnet of this test's own, `10.X.Y.0/24` from its names, and another
+/// beside it (the node's routes are the machine's: apart from other
+/// tests' networks).
+fn own_subnets(w: &World) -> (String, String) {
+    let n = w
+        .prefix
+        .bytes()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
+    let (x, y) = (160 + n % 30, (n / 30) % 250);
+    (format!("10.{x}.{y}.0/24"), format!("10.{}.{y}.0/24", x + 1))
+}
+
+/// Each line of a `--json` report: id, action and its steps (what is done
+/// to what).
+fn plan_of(report: &Value) -> Vec<(String, String, Vec<String>)> {
+    report["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| {
+            let steps = l["steps"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .map(|s| {
+                            format!(
+                                "{} {}",
+                                s["act"].as_str().unwrap_or(""),
+                                s["on"].as_str().unwrap_or("")
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                l["id"].as_str().unwrap_or("").to_string(),
+                l["action"].as_str().unwrap_or("").to_string(),
+                steps,
+            )
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
+    let mut w = World::new("plan");
+    let (web, api, old, steady) = (
+        w.name("web"),
+        w.name("api"),
+        w.name("old"),
+        w.name("steady"),
+    );
+    let net = w.network_name("back");
+    let vol = w.volume_name("data");
+    let img = w.busybox();
+    let env = w.path("web.env");
+    let unit = format!("{}-plan.service", w.prefix);
+    let (first_net, second_net) = own_subnets(&w);
+    let content = "[Unit]\nDescription=mesh-host diff test\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n";
+    let unit_res = json!({"id": "plan-unit", "type": "unit", "name": unit, "content": content, "enabled": true});
+    let mut web_svc = declare::service("web", &web, &img);
+    web_svc["env-files"] = json!([env]);
+    web_svc["networks"] = json!([{"name": net}]);
+    web_svc.as_object_mut().expect("object").remove("network");
+    let network =
+        |subnet: &str| json!({"id": "back", "type": "network", "name": net, "subnet": subnet});
+    let env_file = |content: &str| json!({"id": "env", "type": "file", "path": env, "content": content, "mode": "0644"});
+    let applied = json!([
+        network(&first_net),
+        env_file("A=1\n"),
+        web_svc.clone(),
+        declare::service("api", &api, &img),
+        declare::service("old", &old, &img),
+        declare::service("steady", &steady, &img),
+        unit_res.clone(),
+    ]);
+    let d = DaemonUnit::started_with_args(&w, "--metrics-file=", applied);
+    // The unit is enabled for real (a link under the machine's /etc):
+    // taken away whatever happens.
+    let _unit_gone = d.node.on_drop(format!(
+        "systemctl disable {unit}; systemctl stop {unit}; rm -f /run/systemd/system/{unit}; systemctl daemon-reload"
+    ));
+    assert!(w.running(&web) && w.running(&api) && w.running(&steady));
+    assert_eq!(
+        d.node.sh_ok(&format!("systemctl is-enabled {unit}")).trim(),
+        "enabled"
+    );
+
+    // Behind the host's back: a service stopped, the unit stopped and
+    // disabled. The apply on main saw these; its diff did not.
+    d.node.docker_ok(&["stop", "-t", "1", &api]);
+    d.node.sh_ok(&format!(
+        "systemctl stop {unit} && systemctl disable {unit}"
+    ));
+    let next = w.declaration(
+        "plan-next.json",
+        json!([
+            network(&second_net),
+            {"id": "data", "type": "volume", "name": vol},
+            env_file("A=2\n"),
+            web_svc,
+            declare::service("api", &api, &img),
+            declare::service("steady", &steady, &img),
+            unit_res,
+        ]),
+    );
+
+    let since = stamp();
+    let out = d.cli(&["diff", &next, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let diff: Value = serde_json::from_slice(&out.stdout).expect("diff --json");
+    let said = |id: &str| {
+        diff["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .find(|l| l["id"] == json!(id))
+            .map(|l| {
+                format!(
+                    "{} {}",
+                    l["action"].as_str().unwrap_or(""),
+                    l["reason"].as_str().unwrap_or("")
+                )
+            })
+            .unwrap_or_else(|| panic!("no line {id}: {diff}"))
+    };
+    // The unit stopped and disabled by hand is in the plan.
+    assert_eq!(said("plan-unit"), "started started; enabled", "{diff}");
+    assert_eq!(said("web"), format!("recreated {env} changed"), "{diff}");
+    assert_eq!(said("api"), "started was not running", "{diff}");
+    assert!(
+        said("back").starts_with("recreated subnet changed; attached again"),
+        "{diff}"
+    );
+    assert_eq!(said("data"), format!("created volume {vol}"), "{diff}");
+    assert!(
+        said("old").starts_with(&format!("removed container {old} is no longer declared")),
+        "{diff}"
+    );
+    assert_eq!(said("steady"), "unchanged ", "{diff}");
+    let events = w.events(&since, &[&web, &api, &old, &steady]);
+    assert!(events.is_empty(), "diff touched containers: {events:?}");
+    assert_eq!(
+        d.node
+            .sh(&format!("systemctl is-active {unit}"))
+            .status
+            .code(),
+        Some(3)
+    );
+
+    // The apply takes that plan, step by step, each step done.
+    let since = stamp();
+    let out = d.cli(&["apply", &next, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("apply --json");
+    assert_eq!(
+        plan_of(&report),
+        plan_of(&diff),
+        "apply:\n{report:#}\ndiff:\n{diff:#}"
+    );
+    for line in report["lines"].as_array().expect("lines") {
+        for step in line["steps"].as_array().into_iter().flatten() {
+            assert_eq!(step["outcome"], json!("done"), "{line}");
+        }
+    }
+    // Docker saw exactly the containers the steps name change, and
+    // systemd the unit.
+    let stepped: Vec<String> = plan_of(&report)
+        .into_iter()
+        .flat_map(|(_, _, steps)| steps)
+        .filter_map(|s| {
+            s.split_once("container ")
+                .map(|(_, rest)| rest.split(' ').next().unwrap_or("").to_string())
+        })
+        .collect();
+    let events = w.events(&since, &[&web, &api, &old, &steady]);
+    for name in [&web, &api, &old] {
+        assert!(stepped.contains(name), "{name} is in no step: {stepped:?}");
+        assert!(
+            events.iter().any(|(n, _)| n == name),
+            "Docker saw nothing of {name}: {events:?}"
+        );
+    }
+    assert!(!stepped.contains(&steady));
+    assert!(
+        !events.iter().any(|(n, _)| n == &steady),
+        "Docker saw a change no step names: {events:?}"
+    );
+    assert!(w.running(&web) && w.running(&api) && !w.exists(&old));
+    assert_eq!(
+        d.node.sh_ok(&format!("systemctl is-active {unit}")).trim(),
+        "active"
+    );
+    assert_eq!(
+        d.node.sh_ok(&format!("systemctl is-enabled {unit}")).trim(),
+        "enabled"
+    );
+    // And then nothing is planned.
+    let out = d.cli(&["diff", &next]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

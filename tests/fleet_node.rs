@@ -323,8 +323,15 @@ fn a_fleet_is_rolled_checked_stopped_where_it_fails_and_its_alerts_gathered() {
     assert_eq!(checked.len(), hosts.len(), "{answer:#}");
     for (host, r) in checked {
         assert_eq!(r["changed"], true, "{host}: {r:#}");
-        let actions = r["diff"][1]["after"].as_str().unwrap_or_default();
-        assert!(actions.contains("cache created"), "{host}: {r:#}");
+        // The plan: each line and the steps the apply would take.
+        let plan = r["diff"][1]["after"].as_str().unwrap_or_default();
+        assert!(plan.contains("cache created"), "{host}: {r:#}");
+        let member = fleet.members.iter().find(|m| &m.host == host);
+        let step = format!(
+            "  - create container {}\n",
+            member.map(cache).unwrap_or_default()
+        );
+        assert!(plan.contains(&step), "{host} lacks {step:?}: {r:#}");
         assert!(
             r["diff"][0]["after"]
                 .as_str()

@@ -71,6 +71,9 @@ pub(crate) struct Decision {
     /// What is said after whatever the line ends up saying: a grant whose
     /// group cannot write its path (`unhealthy: …`).
     pub(crate) note: Option<String>,
+    /// What the plan says of a file's content in place of its diff (a
+    /// secret file's sizes): said by `diff`, not by the apply's report.
+    pub(crate) shown: Option<String>,
     /// Decided again after the machine changed under the plan (`after
     /// run-once step migrate`): said on its line.
     pub(crate) after: Option<String>,
@@ -88,6 +91,7 @@ impl Decision {
             line,
             harmless: false,
             note: None,
+            shown: None,
             after: None,
             work,
         }
@@ -167,7 +171,7 @@ impl Plan {
                 {
                     ok = false;
                 }
-                if let Some(note) = d.note {
+                for note in d.shown.into_iter().chain(d.note) {
                     line.reason = Some(match line.reason.take() {
                         Some(reason) => format!("{reason}; {note}"),
                         None => note,

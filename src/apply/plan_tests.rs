@@ -500,3 +500,66 @@ async fn a_file_written_under_a_mounted_directory_the_plan_makes_is_read_as_writ
         Some(format!("web recreated: {dir}/app.conf changed"))
     );
 }
+
+#[tokio::test]
+async fn a_network_whose_containers_the_plan_removes_is_removed_with_them() {
+    let k = Kinds::new();
+    let declared = decl(json!([
+        {"id": "back", "type": "network", "name": "px_back"},
+        svc_on("web", &img(1), "px_back"),
+    ]));
+    let (_, first) = diff_then_apply(&k, &declared).await;
+    assert!(first.ok, "{first}");
+    // Nothing declared: the container goes, and then nothing uses the
+    // network: the plan says so before either is removed.
+    let (diff, applied) = diff_then_apply(&k, &decl(json!([]))).await;
+    assert_eq!(
+        plan_of(&diff),
+        vec![
+            (
+                "web".to_string(),
+                "removed".to_string(),
+                vec!["remove container web".to_string()]
+            ),
+            (
+                "back".to_string(),
+                "removed".to_string(),
+                vec!["remove network px_back".to_string()]
+            ),
+        ]
+    );
+    assert!(applied.ok, "{applied}");
+    assert!(!k.r.fake.networks().contains_key("px_back"));
+}
+
+#[tokio::test]
+async fn a_refusal_is_planned_and_the_apply_refuses_the_same_doing_the_rest() {
+    let k = Kinds::new();
+    let r = &k.r;
+    // A folder holding data the host never took: refused, by the plan and
+    // then by the apply, touching nothing in it.
+    let full = r.path("srv/full");
+    std::fs::create_dir_all(&full).unwrap();
+    std::fs::write(format!("{full}/data"), "kept\n").unwrap();
+    let declared = decl(json!([
+        {"id": "appuser", "type": "identity", "name": "appuser", "uid": 2611, "gid": 2611},
+        {"id": "full", "type": "shared-folder", "path": full, "access": [{"identity": "appuser"}]},
+        service("web", &img(1)),
+    ]));
+    let (diff, applied) = diff_then_apply(&k, &declared).await;
+    let line = diff.line("full").expect("full");
+    assert_eq!(line.action.to_string(), "refused", "{}", PreviewText(&diff));
+    assert!(line.steps.is_empty(), "a refusal takes no step: {line}");
+    assert!(!diff.ok && !applied.ok, "{applied}");
+    assert_eq!(
+        applied.line("full").map(ToString::to_string),
+        Some(line.to_string())
+    );
+    // The rest of the plan is carried out.
+    assert!(r.fake.is_running("web"));
+    assert_eq!(k.accounts.calls(), ["make appuser"]);
+    assert_eq!(
+        std::fs::read_to_string(format!("{full}/data")).unwrap(),
+        "kept\n"
+    );
+}

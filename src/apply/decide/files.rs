@@ -228,17 +228,13 @@ pub(super) fn file(d: &mut Context<'_>, slot: Slot, id: &str, file: &File) -> De
     let mut line = ReportLine::new(id, action, reason);
     let shown = content_diff(file, finding.before.as_deref());
     line.diff = shown.diff;
-    if let Some(note) = shown.note {
-        line.reason = Some(match line.reason.take() {
-            Some(reason) => format!("{reason}; {note}"),
-            None => note,
-        });
-    }
     let work = Work::File(FileWork {
         file: file.clone(),
         act,
     });
-    Decision::new(slot, Kind::File, line, work)
+    let mut decision = Decision::new(slot, Kind::File, line, work);
+    decision.shown = shown.note;
+    decision
 }
 
 /// A directory resource's decision.

@@ -49,7 +49,15 @@ fn with_note(reason: String, note: Option<String>) -> String {
 /// shared folders, accounts.
 pub(super) async fn removals(d: &mut Context<'_>, plan: &mut Plan) {
     containers(d, plan).await;
-    networks_and_volumes(d, plan).await;
+    let removed: BTreeSet<String> = plan
+        .decisions
+        .iter()
+        .filter_map(|decision| match &decision.work {
+            Work::RemoveContainer { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    networks_and_volumes(d, plan, &removed).await;
     units(d, plan);
     folders(d, plan);
     accounts(d, plan);
@@ -212,9 +220,10 @@ async fn set_aside(
 }
 
 /// Each network this state made and no longer declares is removed,
-/// unless a container still uses it; each volume no longer declared is
-/// said once to be kept.
-async fn networks_and_volumes(d: &mut Context<'_>, plan: &mut Plan) {
+/// unless a container still uses it once the plan has removed what it
+/// removes (`removed`) and made anew what it makes anew; each volume no
+/// longer declared is said once to be kept.
+async fn networks_and_volumes(d: &mut Context<'_>, plan: &mut Plan, removed: &BTreeSet<String>) {
     let declared_networks: Vec<String> =
         d.decl.networks().map(|(_, n)| n.name.to_string()).collect();
     let declared_volumes: Vec<String> = d.decl.volumes().map(|(_, v)| v.name.to_string()).collect();
@@ -237,15 +246,12 @@ async fn networks_and_volumes(d: &mut Context<'_>, plan: &mut Plan) {
                 plan.networks_gone.push(name.clone());
                 continue;
             }
-            Ok(Some(live)) if !live.containers.is_empty() => {
+            Ok(Some(live)) if !users_after(d, &live.containers, name, removed).is_empty() => {
+                let users = users_after(d, &live.containers, name, removed);
                 let reason = format!(
                     "network {name} is no longer declared, but {} still {} it",
-                    live.containers.join(", "),
-                    if live.containers.len() == 1 {
-                        "uses"
-                    } else {
-                        "use"
-                    }
+                    users.join(", "),
+                    if users.len() == 1 { "uses" } else { "use" }
                 );
                 removal(
                     "network",
@@ -293,6 +299,31 @@ async fn networks_and_volumes(d: &mut Context<'_>, plan: &mut Plan) {
             work,
         ));
     }
+}
+
+/// The containers of `attached` still on network `name` once the plan is
+/// carried out: not removed, not replaced under another name, and, when
+/// made anew, declared on it still.
+fn users_after(
+    d: &Context<'_>,
+    attached: &[String],
+    name: &str,
+    removed: &BTreeSet<String>,
+) -> Vec<String> {
+    attached
+        .iter()
+        .filter(|c| !removed.contains(*c) && !d.consumed.contains(*c))
+        .filter(|c| {
+            !d.replacing.contains(*c)
+                || d.decl
+                    .containers()
+                    .find(|(_, declared)| declared.name.as_str() == c.as_str())
+                    .is_some_and(|(_, declared)| {
+                        super::networks::attach_of(declared, name).is_some()
+                    })
+        })
+        .cloned()
+        .collect()
 }
 
 /// The unit files the host wrote and no longer declares: stopped,

@@ -85,9 +85,11 @@ pub(super) async fn remove(tools: &Tools, name: &str, m: &MadeAccount) -> Outcom
             .map_err(|e| e.to_string())
     });
     if let Err(e) = forgotten {
-        outcome.records.push(super::outcome::Record::Warning(format!(
-            "cannot record the accounts removed: {e}"
-        )));
+        outcome
+            .records
+            .push(super::outcome::Record::Warning(format!(
+                "cannot record the accounts removed: {e}"
+            )));
     }
     outcome
 }

@@ -274,9 +274,11 @@ pub(super) async fn remove(tools: &Tools, id: &str, m: &ManagedFolder) -> Outcom
     };
     if let Err(e) = tools.store.save(SHARED_FOLDERS, &managed) {
         let mut outcome = outcome;
-        outcome.records.push(super::outcome::Record::Warning(format!(
-            "cannot record the shared folders: {e}"
-        )));
+        outcome
+            .records
+            .push(super::outcome::Record::Warning(format!(
+                "cannot record the shared folders: {e}"
+            )));
         return outcome;
     }
     outcome

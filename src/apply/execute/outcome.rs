@@ -68,4 +68,3 @@ pub(crate) enum Record {
     /// A run-once step's exit status.
     ExitStatus(Option<i64>),
 }
-

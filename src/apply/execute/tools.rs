@@ -27,4 +27,3 @@ pub(crate) struct Tools {
     pub(crate) folder_watch: Option<crate::acl::watch::Watcher>,
     pub(crate) progress: Reporter,
 }
-

@@ -19,7 +19,8 @@ description:
     listed; nothing on the node changes.
   - In check mode it runs C(mesh-host diff) and changes nothing.
   - In diff mode it returns the declaration before and after, and the
-    actions the apply takes (or would take).
+    plan: each resource's action and the steps the apply takes (or, in
+    check mode, would take), with what became of each.
 options:
   src:
     description:
@@ -93,6 +94,17 @@ actions:
   returned: when mesh-host answered
   type: list
   elements: str
+plan:
+  description:
+    - The report's lines with their steps, as diff mode shows them - each
+      C(ID ACTION[: reason]), then one indented C(- ACT ON) per step it
+      takes on the node, with its outcome after the apply (C(done),
+      C(failed), C(not reached)).
+    - In check mode, the plan C(mesh-host diff) decided; the apply then
+      takes the same steps.
+  returned: when mesh-host answered
+  type: list
+  elements: str
 problems:
   description: Every problem of a refused declaration, one line each.
   returned: failed, when refused
@@ -127,6 +139,27 @@ def actions_of(report):
         if line.get("reason"):
             text += ": " + line["reason"]
         lines.append(text)
+    return lines
+
+
+def plan_of(report):
+    """Each line of the report, then its steps indented, with outcomes."""
+    lines = []
+    for line in (report or {}).get("lines") or []:
+        text = "%s %s" % (line.get("id"), line.get("action"))
+        if line.get("reason"):
+            text += ": " + line["reason"]
+        lines.append(text)
+        for step in line.get("steps") or []:
+            said = "  - %s %s" % (step.get("act"), step.get("on"))
+            if step.get("outcome"):
+                said += " (%s)" % step["outcome"]
+            lines.append(said)
+    for step in (report or {}).get("tidy") or []:
+        said = "tidy: %s %s" % (step.get("act"), step.get("on"))
+        if step.get("outcome"):
+            said += " (%s)" % step["outcome"]
+        lines.append(said)
     return lines
 
 
@@ -165,15 +198,15 @@ def main():
             before = ""
 
     rc, answer, err = run_json(module, args)
-    result = dict(changed=False, report=answer, actions=actions_of(answer))
+    result = dict(changed=False, report=answer, actions=actions_of(answer), plan=plan_of(answer))
     if module._diff:
         result["diff"] = [
             dict(before_header=declared, after_header=p["src_name"] or "content", before=before, after=text),
             dict(
-                before_header="actions",
-                after_header="actions (mesh-host %s)" % args[0],
+                before_header="plan",
+                after_header="plan (mesh-host %s)" % args[0],
                 before="",
-                after="".join(a + "\n" for a in result["actions"]),
+                after="".join(a + "\n" for a in result["plan"]),
             ),
         ]
     if rc == EXIT_REFUSED or (isinstance(answer, dict) and answer.get("accepted") is False):
