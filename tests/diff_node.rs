@@ -4,9 +4,13 @@
 
 mod support;
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
+use support::accounts::has_entry;
 use support::daemon_unit::DaemonUnit;
 use support::declare::{self, text};
+use support::wait_for;
 use support::world::{stamp, World};
 
 #[test]
@@ -213,18 +217,28 @@ fn plan_of(report: &Value) -> Vec<(String, String, Vec<String>)> {
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     let mut w = World::new("plan");
-    let (web, api, old, steady) = (
+    let (web, api, old, steady, held, hold) = (
         w.name("web"),
         w.name("api"),
         w.name("old"),
         w.name("steady"),
+        w.name("held"),
+        w.name("hold"),
     );
     let net = w.network_name("back");
     let vol = w.volume_name("data");
     let img = w.busybox();
     let env = w.path("web.env");
+    let dir = w.path("dir");
     let unit = format!("{}-plan.service", w.prefix);
     let (first_net, second_net) = own_subnets(&w);
+    let (olduser, user) = (w.identity("olduser"), w.identity("user"));
+    let share = w.shared_path("share");
+    // A folder already holding root's data: refused, by the plan and the
+    // apply alike.
+    let full = w.shared_path("full");
+    w.node
+        .sh_ok(&format!("mkdir -p '{full}' && echo kept > '{full}/data'"));
     let content = "[Unit]\nDescription=mesh-host diff test\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n";
     let unit_res = json!({"id": "plan-unit", "type": "unit", "name": unit, "content": content, "enabled": true});
     let mut web_svc = declare::service("web", &web, &img);
@@ -234,14 +248,29 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     let network =
         |subnet: &str| json!({"id": "back", "type": "network", "name": net, "subnet": subnet});
     let env_file = |content: &str| json!({"id": "env", "type": "file", "path": env, "content": content, "mode": "0644"});
+    let directory =
+        |mode: &str| json!({"id": "dir", "type": "directory", "path": dir, "mode": mode});
+    let held_svc = |level: &str| {
+        let mut s = declare::service("held", &held, &img);
+        s["env"] = json!({"LEVEL": level});
+        s
+    };
+    // The window of `hold` keeps `held` stopped while the diff and the
+    // apply are made.
+    let hold_step = declare::step("hold", &hold, &img, "sleep 40", &["held"], 120);
     let applied = json!([
         network(&first_net),
         env_file("A=1\n"),
+        directory("0750"),
         web_svc.clone(),
         declare::service("api", &api, &img),
         declare::service("old", &old, &img),
         declare::service("steady", &steady, &img),
+        held_svc("1"),
+        hold_step.clone(),
         unit_res.clone(),
+        olduser.clone(),
+        support::accounts::shared_folder("share", &share, &[("olduser", false)]),
     ]);
     let d = DaemonUnit::started_with_args(&w, "--metrics-file=", applied);
     // The unit is enabled for real (a link under the machine's /etc):
@@ -249,11 +278,12 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     let _unit_gone = d.node.on_drop(format!(
         "systemctl disable {unit}; systemctl stop {unit}; rm -f /run/systemd/system/{unit}; systemctl daemon-reload"
     ));
-    assert!(w.running(&web) && w.running(&api) && w.running(&steady));
+    assert!(w.running(&web) && w.running(&api) && w.running(&steady) && w.running(&held));
     assert_eq!(
         d.node.sh_ok(&format!("systemctl is-enabled {unit}")).trim(),
         "enabled"
     );
+    assert!(has_entry(&w.node, &share, olduser.uid));
 
     // Behind the host's back: a service stopped, the unit stopped and
     // disabled. The apply on main saw these; its diff did not.
@@ -261,18 +291,37 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     d.node.sh_ok(&format!(
         "systemctl stop {unit} && systemctl disable {unit}"
     ));
-    let next = w.declaration(
-        "plan-next.json",
-        json!([
+    let next_resources = |with_full: bool| {
+        let mut r = vec![
             network(&second_net),
-            {"id": "data", "type": "volume", "name": vol},
+            json!({"id": "data", "type": "volume", "name": vol}),
             env_file("A=2\n"),
-            web_svc,
+            directory("0700"),
+            web_svc.clone(),
             declare::service("api", &api, &img),
             declare::service("steady", &steady, &img),
-            unit_res,
-        ]),
-    );
+            held_svc("2"),
+            hold_step.clone(),
+            unit_res.clone(),
+            serde_json::to_value(&user).expect("identity"),
+            support::accounts::shared_folder("share", &share, &[("user", true)]),
+        ];
+        if with_full {
+            r.push(support::accounts::shared_folder(
+                "full",
+                &full,
+                &[("user", false)],
+            ));
+        }
+        Value::Array(r)
+    };
+    let next = w.declaration("plan-next.json", next_resources(true));
+
+    // The window opens: `held` stopped while `hold` runs.
+    let mut run = d.cli_spawn(&["run", "hold"]);
+    wait_for("the window of hold", Duration::from_secs(30), || {
+        (w.running(&hold) && !w.running(&held)).then_some(())
+    });
 
     let since = stamp();
     let out = d.cli(&["diff", &next, "--json"]);
@@ -302,12 +351,25 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
         "{diff}"
     );
     assert_eq!(said("data"), format!("created volume {vol}"), "{diff}");
+    assert_eq!(said("dir"), "updated mode 0750 -> 0700", "{diff}");
+    assert!(said("user").starts_with("created"), "{diff}");
+    assert!(said("olduser").starts_with("removed"), "{diff}");
+    assert!(
+        said("share").contains(&format!("grant set: uid {} write", user.uid))
+            && said("share").contains(&format!("grant taken away: uid {}", olduser.uid)),
+        "{diff}"
+    );
+    assert!(said("full").starts_with("refused holds data"), "{diff}");
+    assert!(
+        said("held").starts_with("held-still held by the window of hold"),
+        "{diff}"
+    );
     assert!(
         said("old").starts_with(&format!("removed container {old} is no longer declared")),
         "{diff}"
     );
     assert_eq!(said("steady"), "unchanged ", "{diff}");
-    let events = w.events(&since, &[&web, &api, &old, &steady]);
+    let events = w.events(&since, &[&web, &api, &old, &steady, &held]);
     assert!(events.is_empty(), "diff touched containers: {events:?}");
     assert_eq!(
         d.node
@@ -316,11 +378,15 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
             .code(),
         Some(3)
     );
+    assert!(!w.node.sh(&format!("id -u {}", user.name)).status.success());
+    assert!(has_entry(&w.node, &share, olduser.uid));
+    assert_eq!(d.node.sh_ok(&format!("stat -c %a '{dir}'")).trim(), "750");
 
-    // The apply takes that plan, step by step, each step done.
+    // The apply takes that plan, step by step, each step done; the
+    // refusal fails it.
     let since = stamp();
     let out = d.cli(&["apply", &next, "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).expect("apply --json");
     assert_eq!(
         plan_of(&report),
@@ -342,7 +408,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
                 .map(|(_, rest)| rest.split(' ').next().unwrap_or("").to_string())
         })
         .collect();
-    let events = w.events(&since, &[&web, &api, &old, &steady]);
+    let events = w.events(&since, &[&web, &api, &old, &steady, &held]);
     for name in [&web, &api, &old] {
         assert!(stepped.contains(name), "{name} is in no step: {stepped:?}");
         assert!(
@@ -350,11 +416,13 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
             "Docker saw nothing of {name}: {events:?}"
         );
     }
-    assert!(!stepped.contains(&steady));
-    assert!(
-        !events.iter().any(|(n, _)| n == &steady),
-        "Docker saw a change no step names: {events:?}"
-    );
+    for name in [&steady, &held] {
+        assert!(!stepped.contains(name), "{name} is in a step: {stepped:?}");
+        assert!(
+            !events.iter().any(|(n, _)| n == name),
+            "Docker saw a change no step names: {events:?}"
+        );
+    }
     assert!(w.running(&web) && w.running(&api) && !w.exists(&old));
     assert_eq!(
         d.node.sh_ok(&format!("systemctl is-active {unit}")).trim(),
@@ -364,7 +432,29 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
         d.node.sh_ok(&format!("systemctl is-enabled {unit}")).trim(),
         "enabled"
     );
-    // And then nothing is planned.
-    let out = d.cli(&["diff", &next]);
+    assert_eq!(
+        d.node.sh_ok(&format!("id -u {}", user.name)).trim(),
+        user.uid.to_string()
+    );
+    assert!(has_entry(&w.node, &share, user.uid));
+    assert!(!has_entry(&w.node, &share, olduser.uid));
+    assert!(
+        !has_entry(&w.node, &full, user.uid),
+        "a refused folder changed"
+    );
+    assert_eq!(d.node.sh_ok(&format!("stat -c %a '{dir}'")).trim(), "700");
+
+    // Once the window closes and the refused folder is no longer
+    // declared, the next apply converges `held`, and then nothing is
+    // planned.
+    let ran = run.wait().expect("run hold");
+    assert!(ran.success(), "run hold: {ran:?}");
+    let last = w.declaration("plan-last.json", next_resources(false));
+    let out = d.cli(&["diff", &last]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("held recreated"), "{}", text(&out));
+    let out = d.cli(&["apply", &last]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = d.cli(&["diff", &last]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
