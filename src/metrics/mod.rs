@@ -29,9 +29,10 @@ pub const DEFAULT_FILE: &str = "/var/lib/prometheus/node-exporter/mesh-host.prom
 
 /// Every `outcome` label of `mesh_host_step_fires_total`, so that each
 /// counter exists from the start (a rate over a missing series is nothing).
-pub const OUTCOMES: [&str; 7] = [
+pub const OUTCOMES: [&str; 8] = [
     "succeeded",
     "failed",
+    "oom-killed",
     "timed-out",
     "stopped",
     "interrupted",
@@ -44,6 +45,7 @@ pub fn outcome_label(outcome: &RunOutcome) -> &'static str {
     match outcome {
         RunOutcome::Succeeded => "succeeded",
         RunOutcome::Exited { .. } => "failed",
+        RunOutcome::OomKilled { .. } => "oom-killed",
         RunOutcome::TimedOut { .. } => "timed-out",
         RunOutcome::Stopped { .. } => "stopped",
         RunOutcome::Interrupted { .. } => "interrupted",
