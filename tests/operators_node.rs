@@ -690,7 +690,7 @@ fn the_shipped_alert_rules_pass_promtool_and_fire_only_when_they_should() {
     };
     let out = promtool(&["check", "rules", &shipped]);
     assert!(
-        out.status.success() && stdout(&out).contains("SUCCESS: 7 rules found"),
+        out.status.success() && stdout(&out).contains("SUCCESS: 9 rules found"),
         "{}{}",
         stdout(&out),
         stderr(&out)

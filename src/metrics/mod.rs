@@ -9,6 +9,7 @@
 //! Names and labels are documented in docs/metrics.md.
 
 pub mod counters;
+pub mod histogram;
 pub mod service;
 pub mod text;
 pub mod textfile;
@@ -94,6 +95,14 @@ pub struct StepMetrics {
     pub fires: BTreeMap<String, u64>,
     /// Notices of fires it missed.
     pub missed: u64,
+    /// Its histograms and OOM kills ([`counters::StepCounters`]).
+    pub accounted: counters::StepCounters,
+    /// The CPU time of its last run, in seconds.
+    pub last_cpu_secs: Option<f64>,
+    /// The peak memory of its last run.
+    pub last_memory_peak_bytes: Option<u64>,
+    /// The memory limit its last run had.
+    pub memory_limit_bytes: Option<u64>,
 }
 
 /// One open window.
@@ -157,7 +166,7 @@ pub fn gather(
         let c = counters.steps.get(&s.step).cloned().unwrap_or_default();
         let mut fires: BTreeMap<String, u64> =
             OUTCOMES.iter().map(|o| (o.to_string(), 0)).collect();
-        fires.extend(c.fires);
+        fires.extend(c.fires.clone());
         out.steps.push(StepMetrics {
             step: s.step.clone(),
             module: modules.get(&s.step).cloned().unwrap_or_default(),
@@ -171,6 +180,15 @@ pub fn gather(
             suspended_since: s.suspended_since,
             fires,
             missed: c.missed,
+            last_cpu_secs: s
+                .history
+                .last_usage
+                .as_ref()
+                .and_then(|u| u.cpu_usec)
+                .map(|us| us as f64 / 1e6),
+            last_memory_peak_bytes: s.history.last_usage.as_ref().and_then(|u| u.memory_peak_bytes),
+            memory_limit_bytes: s.history.last_usage.as_ref().and_then(|u| u.memory_limit_bytes),
+            accounted: c,
         });
     }
     out.steps.sort_by(|a, b| a.step.cmp(&b.step));
