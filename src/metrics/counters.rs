@@ -153,11 +153,23 @@ mod tests {
             oom_killed: Some(true),
             ..Usage::default()
         };
-        c.accounted(&report(RunOutcome::OomKilled { status: 137 }, Some(used), Some(3.0)));
+        c.accounted(&report(
+            RunOutcome::OomKilled { status: 137 },
+            Some(used),
+            Some(3.0),
+        ));
         // Could not start: its duration only.
-        c.accounted(&report(RunOutcome::Error { reason: "x".into() }, None, None));
+        c.accounted(&report(
+            RunOutcome::Error { reason: "x".into() },
+            None,
+            None,
+        ));
         // Skipped: ran nothing.
-        c.accounted(&report(RunOutcome::Skipped { reason: "x".into() }, None, None));
+        c.accounted(&report(
+            RunOutcome::Skipped { reason: "x".into() },
+            None,
+            None,
+        ));
         let s = &c.steps["gc"];
         assert_eq!(s.oom_kills, 1);
         let count = |h: &Histogram, f| *h.cumulative(f).0.last().expect("+Inf");

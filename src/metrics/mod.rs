@@ -186,8 +186,16 @@ pub fn gather(
                 .as_ref()
                 .and_then(|u| u.cpu_usec)
                 .map(|us| us as f64 / 1e6),
-            last_memory_peak_bytes: s.history.last_usage.as_ref().and_then(|u| u.memory_peak_bytes),
-            memory_limit_bytes: s.history.last_usage.as_ref().and_then(|u| u.memory_limit_bytes),
+            last_memory_peak_bytes: s
+                .history
+                .last_usage
+                .as_ref()
+                .and_then(|u| u.memory_peak_bytes),
+            memory_limit_bytes: s
+                .history
+                .last_usage
+                .as_ref()
+                .and_then(|u| u.memory_limit_bytes),
             accounted: c,
         });
     }

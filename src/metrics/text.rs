@@ -254,6 +254,10 @@ fn accounting(out: &mut Out, snap: &Snapshot) {
         let bucket = format!("{}_bucket", family.name);
         for s in &snap.steps {
             let (counts, sum) = s.accounted.histogram(family).cumulative(family);
+            if counts.last() == Some(&0) {
+                // Nothing counted: no series yet.
+                continue;
+            }
             let labels = step_labels(s);
             for (i, n) in counts.iter().enumerate() {
                 let le = family
@@ -266,7 +270,11 @@ fn accounting(out: &mut Out, snap: &Snapshot) {
             }
             let count = counts.last().copied().unwrap_or(0);
             out.sample(&format!("{}_sum", family.name), &labels, &number(sum));
-            out.sample(&format!("{}_count", family.name), &labels, &count.to_string());
+            out.sample(
+                &format!("{}_count", family.name),
+                &labels,
+                &count.to_string(),
+            );
         }
     }
     out.family(
@@ -285,7 +293,11 @@ fn accounting(out: &mut Out, snap: &Snapshot) {
     );
     for s in &snap.steps {
         if let Some(v) = s.last_cpu_secs {
-            out.sample("mesh_host_step_last_cpu_seconds", &step_labels(s), &number(v));
+            out.sample(
+                "mesh_host_step_last_cpu_seconds",
+                &step_labels(s),
+                &number(v),
+            );
         }
     }
     out.family(
@@ -494,14 +506,13 @@ mod tests {
             "mesh_host_will_not_start_again_total 1\n",
             "mesh_host_apply_last_success_timestamp_seconds 1796086800\n",
             "mesh_host_apply_ok 0\n",
-            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"0.5\"} 0\n",
+            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"0.1\"} 0\n",
             "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"1\"} 1\n",
-            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"15\"} 2\n",
+            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"10\"} 2\n",
             "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"+Inf\"} 2\n",
             "mesh_host_step_cpu_seconds_sum{step=\"gc\",module=\"registry\"} 8.799999999999999\n",
             "mesh_host_step_cpu_seconds_count{step=\"gc\",module=\"registry\"} 2\n",
             "mesh_host_step_memory_peak_bytes_bucket{step=\"gc\",module=\"registry\",le=\"268435456\"} 1\n",
-            "mesh_host_step_duration_seconds_count{step=\"odd\\\"name\\\\\",module=\"\"} 0\n",
             "mesh_host_step_oom_kills_total{step=\"gc\",module=\"registry\"} 1\n",
             "mesh_host_step_last_cpu_seconds{step=\"gc\",module=\"registry\"} 8.1\n",
             "mesh_host_step_last_memory_peak_bytes{step=\"gc\",module=\"registry\"} 251658240\n",
@@ -509,6 +520,9 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
+        // A step that never ran has no histogram series yet.
+        assert!(!text.contains("mesh_host_step_duration_seconds_count{step=\"odd"));
+        assert!(!text.contains("mesh_host_step_held_seconds_count{step=\"gc"));
         // A step that never succeeded has no last-success series at all.
         assert!(!text.contains("mesh_host_step_last_success_timestamp_seconds{step=\"odd"));
     }
