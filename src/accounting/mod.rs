@@ -24,9 +24,17 @@
 pub mod cgroup;
 pub mod parse;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
+use crate::runtime::ContainerRuntime;
+
 pub use cgroup::{Cgroups, Sample};
+
+/// How long the runtime is given to say whether the OOM killer ended a
+/// run.
+const OOM_ASK: Duration = Duration::from_secs(5);
 
 /// The figures of one fire. A figure the node could not measure is `None`
 /// (and absent from the journal entry, the JSON and the metrics), never 0.
@@ -98,6 +106,33 @@ impl Meter {
             group: group.map(str::to_string),
             before,
         }
+    }
+
+    /// [`Meter::finish`] for the run of container `name`, which exited
+    /// with `exit` by itself (`None`: it was stopped, or lost), its limit
+    /// `limit`: the runtime is asked whether the OOM killer ended it,
+    /// briefly, since the window's close waits for the answer.
+    pub async fn finish_run(
+        self,
+        runtime: &dyn ContainerRuntime,
+        name: &str,
+        exit: Option<i64>,
+        limit: Option<u64>,
+    ) -> Usage {
+        let oom_by_runtime = match exit {
+            Some(_) => tokio::time::timeout(OOM_ASK, runtime.inspect(name))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .flatten()
+                .map(|i| i.oom_killed),
+            None => None,
+        };
+        self.finish(End {
+            oom_by_runtime,
+            sigkilled: exit == Some(137),
+            limit,
+        })
     }
 
     /// Read the group again, the container having exited, and give the

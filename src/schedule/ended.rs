@@ -18,7 +18,8 @@ pub struct Ended<'a> {
     pub module: Option<&'a str>,
     /// The exit status, when the container exited.
     pub exit_status: Option<i64>,
-    /// `None` when it succeeded; else its `MESH_REASON` and its words.
+    /// `None` when it succeeded; else its `MESH_REASON` and its words
+    /// (an OOM kill's are put here with its peak and its limit).
     pub failure: Option<(&'static str, String)>,
     /// How long the fire took, its window included.
     pub duration_secs: f64,
@@ -49,9 +50,16 @@ impl Ended<'_> {
             s => format!(" ({s})"),
         };
         let status = self.exit_status.map(|s| s.to_string()).unwrap_or_default();
+        let failure = self.failure.as_ref().map(|(reason, words)| match *reason {
+            "oom" => (
+                *reason,
+                Usage::oom_text(u.memory_peak_bytes, u.memory_limit_bytes),
+            ),
+            _ => (*reason, words.clone()),
+        });
         let held = (!self.held.is_empty()).then(|| self.held.join(","));
         let usec = |secs: f64| (secs * 1e6) as u64;
-        match &self.failure {
+        match failure {
             None => mesh_event!(
                 info,
                 Event::StepFinished,
@@ -81,7 +89,7 @@ impl Ended<'_> {
                 MESH_FIRE = %self.fire,
                 MESH_MODULE = self.module,
                 MESH_EXIT_STATUS = %status,
-                MESH_REASON = *reason,
+                MESH_REASON = reason,
                 MESH_DURATION_USEC = usec(self.duration_secs),
                 MESH_CPU_USEC = u.cpu_usec,
                 MESH_CPU_USER_USEC = u.cpu_user_usec,

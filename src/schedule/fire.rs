@@ -417,16 +417,8 @@ impl Firer {
                 fire: &fire,
                 module: step.module.as_deref(),
                 exit_status: outcome.exit_status(),
-                failure: (*outcome != RunOutcome::Succeeded).then(|| {
-                    let u = report.usage.clone().unwrap_or_default();
-                    let words = match outcome {
-                        RunOutcome::OomKilled { .. } => {
-                            Usage::oom_text(u.memory_peak_bytes, u.memory_limit_bytes)
-                        }
-                        _ => describe(outcome),
-                    };
-                    (outcome.reason(), words)
-                }),
+                failure: (*outcome != RunOutcome::Succeeded)
+                    .then(|| (outcome.reason(), describe(outcome))),
                 duration_secs: report.duration_secs,
                 usage: report.usage.as_ref(),
                 held: report
@@ -704,18 +696,11 @@ async fn run_step(
     let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
     let (mut outcome, exited) =
         wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
-    // The figures, read while the unit still holds its cgroup, with the
-    // runtime's word on an OOM kill.
-    let usage = meter.finish(crate::accounting::End {
-        oom_by_runtime: runtime
-            .inspect(name)
-            .await
-            .ok()
-            .flatten()
-            .map(|i| i.oom_killed),
-        sigkilled: exited && outcome.exit_status() == Some(137),
-        limit: step.spec.process.memory,
-    });
+    // Read while the unit still holds its cgroup.
+    let exit = outcome.exit_status().filter(|_| exited);
+    let usage = meter
+        .finish_run(runtime, name, exit, step.spec.process.memory)
+        .await;
     units.end(unit).await;
     if let (Some(true), RunOutcome::Exited { status }) = (usage.oom_killed, &outcome) {
         outcome = RunOutcome::OomKilled { status: *status };
