@@ -7,6 +7,10 @@
 //! paged, and its window closes as always. Run on Docker with both cgroup
 //! drivers and on Podman (tests/run).
 //!
+//! The step's declared `memory` and `cpus` are the runtime's limits: its
+//! 2 s of CPU at half a CPU take 4 s, and the OOM killer ends the other
+//! at its 64 MiB.
+//!
 //! The known amounts: the step writes N MiB into its `/dev/shm` (a tmpfs:
 //! resident, charged to its cgroup, held until it exits), then spins
 //! until its shell has used 2 s of CPU, and prints what its processes used
@@ -93,6 +97,8 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
     let mut s = declare::step(&id, &step, &img, SCRIPT, &["svc"], 300);
     s["shm-size"] = json!(512 * MIB);
     s["memory"] = json!(768 * MIB);
+    // Half a CPU: its 2 s of CPU take 4 s at least, if the limit holds.
+    s["cpus"] = json!(0.5);
     s["mounts"] = json!([{"source": data, "target": "/data", "read-only": true}]);
     w.write_declaration(json!([declare::service("svc", &svc, &img), s]));
     let prom = w.path("textfile/mesh-host.prom");
@@ -108,6 +114,17 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.running(&svc), "the held service runs again");
     assert!(stdout(&out).contains("used: CPU "), "{}", stdout(&out));
+
+    // A step's limits are the runtime's: its memory and its CPUs enforced.
+    let limits = w.inspect(&step, "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}}");
+    assert_eq!(limits.trim(), format!("{} 500000000", 768 * MIB));
+    let ran = w.inspect(&step, "{{.State.StartedAt}} {{.State.FinishedAt}}");
+    let times: Vec<chrono::DateTime<chrono::FixedOffset>> = ran
+        .split_whitespace()
+        .map(|t| chrono::DateTime::parse_from_rfc3339(t).expect("a Docker time"))
+        .collect();
+    let wall = (times[1] - times[0]).num_milliseconds();
+    assert!(wall >= 3800, "2 s of CPU at half a CPU took {wall} ms");
 
     // What the step's processes used, by the kernel's own accounting.
     let logs = stdout(&d.cli_with_state(&["logs", &id]));
