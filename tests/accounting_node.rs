@@ -231,8 +231,17 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
             "{args:?}: {s:#}"
         );
     }
-    let text = stdout(&d.cli_with_state(&["status"]));
-    assert!(text.contains("(CPU "), "{text}");
+    for args in [&["status"][..], &["status", "--local"]] {
+        let text = stdout(&d.cli_with_state(args));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("step {id} ")))
+            .unwrap_or_else(|| panic!("{args:?}: no line of step {id} in {text}"));
+        assert!(
+            line.contains("(CPU ") && line.contains("of 768 MiB"),
+            "{args:?}: {line}"
+        );
+    }
 
     // The next fire holds less: its own peak, not the first fire's (a
     // scope of its own, or the step's slice started new for it).
