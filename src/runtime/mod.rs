@@ -456,6 +456,9 @@ pub struct ContainerInfo {
     pub labels: BTreeMap<String, String>,
     /// Host PID of its main process while it runs.
     pub pid: Option<u32>,
+    /// The kernel's OOM killer killed a process of its last run (Docker's
+    /// and Podman's `State.OOMKilled`).
+    pub oom_killed: bool,
     /// Its health check's state, when it has one.
     pub health: Option<Health>,
     /// The volumes mounted in it (named and anonymous; not bind mounts).

@@ -529,6 +529,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
             .pid
             .filter(|pid| *pid > 0)
             .and_then(|pid| u32::try_from(pid).ok()),
+        oom_killed: state.oom_killed.unwrap_or(false),
         health: state.health.and_then(|h| {
             let status = h.status?.to_string();
             // "none" (no check) and "" are no health check at all.
