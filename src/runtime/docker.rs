@@ -514,7 +514,7 @@ mod tests {
     #[test]
     fn a_declared_health_check_is_docker_s_exec_form_in_nanoseconds() {
         let check = HealthSpec::Check {
-            command: vec!["wget".into(), "-q".into(), "--spider".into()],
+            command: Some(vec!["wget".into(), "-q".into(), "--spider".into()]),
             interval: Some(Duration::from_secs(2)),
             timeout: None,
             retries: Some(5),
