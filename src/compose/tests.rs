@@ -229,7 +229,10 @@ async fn bad_input_is_refused_with_every_problem_listed() {
     has(&p, "cache: network_mode: \"service:db\"");
     has(&p, "cache: platform: not supported");
     has(&p, "cache: deploy.replicas: 3");
-    has(&p, "cache: magic: not supported by mesh-host import");
+    has(
+        &p,
+        "cache: magic: not a property of the compose specification here",
+    );
     has(&p, "cache: volumes: \"/data\": an anonymous volume");
 
     let p = refused(&[(
