@@ -35,6 +35,8 @@ mod values;
 pub mod yaml;
 
 #[cfg(test)]
+mod fields_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
