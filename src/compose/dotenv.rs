@@ -11,8 +11,18 @@
 
 use super::interpolate::Interpolator;
 
-/// What interpolates a value, given the pairs read before it.
-pub type Expand<'a> = &'a mut dyn FnMut(&str, &[(String, String)]) -> Result<String, String>;
+use std::collections::HashMap;
+
+/// What interpolates a value, given the values read before it.
+pub type Expand<'a> = &'a mut dyn FnMut(&str, &HashMap<String, String>) -> Result<String, String>;
+
+/// One variable of an env file, and the line it begins on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    pub key: String,
+    pub value: String,
+    pub line: usize,
+}
 
 /// Read `text` into its pairs, in order (a key given again keeps its
 /// place and takes the later value). `expand` interpolates a value given
@@ -22,14 +32,37 @@ pub fn read(
     expand: Expand<'_>,
     inherit: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(String, String)>, String> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    let set = |out: &mut Vec<(String, String)>, key: String, value: String| match out
-        .iter_mut()
-        .find(|(k, _)| *k == key)
-    {
-        Some(slot) => slot.1 = value,
-        None => out.push((key, value)),
-    };
+    Ok(read_lines(text, expand, inherit)?
+        .into_iter()
+        .map(|p| (p.key, p.value))
+        .collect())
+}
+
+/// [`read`], each pair with the line it begins on.
+pub fn read_lines(
+    text: &str,
+    expand: Expand<'_>,
+    inherit: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Pair>, String> {
+    let mut out: Vec<Pair> = Vec::new();
+    // Each key's place in `out`, and its value, for lookups: one pass.
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut values: HashMap<String, String> = HashMap::new();
+    fn set(
+        out: &mut Vec<Pair>,
+        at: &mut HashMap<String, usize>,
+        values: &mut HashMap<String, String>,
+        pair: Pair,
+    ) {
+        values.insert(pair.key.clone(), pair.value.clone());
+        match at.get(&pair.key) {
+            Some(&i) => out[i].value = pair.value,
+            None => {
+                at.insert(pair.key.clone(), out.len());
+                out.push(pair);
+            }
+        }
+    }
     let mut line = 1usize;
     let mut rest = text.strip_prefix('\u{feff}').unwrap_or(text);
     loop {
@@ -81,12 +114,22 @@ pub fn read(
         if matches!(sep, None | Some('\n')) {
             // A name alone: its value from the environment, if it has one.
             if let Some(v) = inherit(&key) {
-                set(&mut out, key, v);
+                set(
+                    &mut out,
+                    &mut at,
+                    &mut values,
+                    Pair {
+                        key,
+                        value: v,
+                        line,
+                    },
+                );
             }
             rest = &rest[end..];
             continue;
         }
         rest = rest[end + 1..].trim_start_matches(is_space);
+        let start_line = line;
         let value;
         match rest.chars().next() {
             Some(quote @ ('"' | '\'')) => {
@@ -102,7 +145,7 @@ pub fn read(
                     ));
                 }
                 value = if quote == '"' {
-                    expand(&escapes(&raw), &out).map_err(|e| format!("line {line}: {e}"))?
+                    expand(&escapes(&raw), &values).map_err(|e| format!("line {line}: {e}"))?
                 } else {
                     raw
                 };
@@ -114,11 +157,20 @@ pub fn read(
                 let raw = &rest[..nl];
                 let raw = raw.split(" #").next().unwrap_or_default();
                 let raw = raw.trim_end();
-                value = expand(raw, &out).map_err(|e| format!("line {line}: {e}"))?;
+                value = expand(raw, &values).map_err(|e| format!("line {line}: {e}"))?;
                 rest = &rest[nl..];
             }
         }
-        set(&mut out, key, value);
+        set(
+            &mut out,
+            &mut at,
+            &mut values,
+            Pair {
+                key,
+                value,
+                line: start_line,
+            },
+        );
     }
     Ok(out)
 }
@@ -221,17 +273,9 @@ pub fn expander<'a>(
     environment: &'a dyn Fn(&str) -> Option<String>,
     at: &'a str,
     unset: &'a mut Vec<String>,
-) -> impl FnMut(&str, &[(String, String)]) -> Result<String, String> + 'a {
-    move |raw: &str, before: &[(String, String)]| {
-        let lookup = |name: &str| {
-            environment(name).or_else(|| {
-                before
-                    .iter()
-                    .rev()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.clone())
-            })
-        };
+) -> impl FnMut(&str, &HashMap<String, String>) -> Result<String, String> + 'a {
+    move |raw: &str, before: &HashMap<String, String>| {
+        let lookup = |name: &str| environment(name).or_else(|| before.get(name).cloned());
         let mut i = Interpolator::new(&lookup);
         let value = i.text(raw, at);
         unset.extend(i.unset.into_keys());

@@ -38,6 +38,8 @@ pub mod yaml;
 mod fields_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 

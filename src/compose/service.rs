@@ -254,33 +254,53 @@ fn env_file(s: &mut Service, abs: &std::path::Path, required: bool) -> Option<St
     let environment = |name: &str| variables.get(name).cloned();
     let mut unset = Vec::new();
     let mut expand = dotenv::expander(&environment, &shown, &mut unset);
-    let compose = dotenv::read(&text, &mut expand, &environment);
-    let ours = crate::container_spec::parse_env_file(&text);
-    let why = match (compose, ours) {
-        (Ok(c), Ok(o)) if c == o => return Some(shown.clone()),
-        (Ok(c), Ok(o)) => {
-            let theirs: BTreeMap<&str, &str> =
-                o.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let differ: Vec<&str> = c
-                .iter()
-                .filter(|(k, v)| theirs.get(k.as_str()) != Some(&v.as_str()))
-                .map(|(k, _)| k.as_str())
-                .collect();
-            format!(
-                "{shown}: {} read otherwise by compose (quotes, `export`, a comment or a ${{VARIABLE}} taken off or expanded) than by an env-file, whose values are taken as written: write them plainly, then import again",
-                if differ.is_empty() || c.len() != o.len() {
-                    "its lines are".to_owned()
-                } else {
-                    differ.join(", ")
-                }
-            )
+    let compose = match dotenv::read_lines(&text, &mut expand, &environment) {
+        Ok(pairs) => pairs,
+        Err(e) => {
+            s.refuse("env_file", format!("{shown}: {e}"));
+            return None;
         }
-        (Err(e), _) => format!("{shown}: {e}"),
-        (_, Err(e)) => format!(
-            "{shown}: {}: not read by docker's env-file rules, whose values are taken as written",
-            e.split(':').next().unwrap_or("a line")
-        ),
     };
+    // Docker's env-file is one variable a line, each read on its own.
+    let mut theirs: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    let mut lines = std::collections::BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        match crate::container_spec::parse_env_file(line) {
+            Ok(pairs) => {
+                for (k, v) in pairs {
+                    theirs.insert(k, (v, i + 1));
+                }
+            }
+            Err(_) => {
+                lines.insert(i + 1);
+            }
+        }
+    }
+    for pair in &compose {
+        match theirs.get(&pair.key) {
+            Some((v, _)) if *v == pair.value => {}
+            _ => {
+                lines.insert(pair.line);
+            }
+        }
+    }
+    let keys: std::collections::HashSet<&str> = compose.iter().map(|p| p.key.as_str()).collect();
+    for (k, (_, line)) in &theirs {
+        if !keys.contains(k.as_str()) {
+            lines.insert(*line);
+        }
+    }
+    drop(expand);
+    if lines.is_empty() {
+        return Some(shown);
+    }
+    let shown_lines: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
+    let why = format!(
+        "{shown}: line{} {}{}: read otherwise by compose (quotes, `export`, a comment or a ${{VARIABLE}} taken off or expanded) than by an env-file, whose values are taken as written: write them plainly, then import again",
+        if lines.len() == 1 { "" } else { "s" },
+        shown_lines.join(", "),
+        if lines.len() > 10 { ", ..." } else { "" }
+    );
     s.refuse("env_file", why);
     None
 }

@@ -278,6 +278,6 @@ async fn an_env_file_compose_would_read_otherwise_is_refused_naming_the_variable
     src.project_name = Some("p".into());
     let fake = pinner();
     let p = import(&src, Some(&fake)).await.unwrap_err();
-    has(&p, "quoted.env: C, E read otherwise by compose");
+    has(&p, "quoted.env: lines 1, 3: read otherwise by compose");
     assert!(!p.iter().any(|l| l.contains("plain.env")), "{p:#?}");
 }
