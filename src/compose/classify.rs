@@ -38,6 +38,27 @@ fn join(parent: &str, key: &str) -> String {
     }
 }
 
+/// Whether `key` is a name as the specification writes names
+/// (`^[a-zA-Z0-9._-]+$`): only such keys are quoted in a message, so that
+/// a file that is no compose file (a secret given with `-f`) never has
+/// its lines printed as keys.
+pub fn is_name(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 128
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// A key as a message may show it.
+fn quoted(key: &str) -> &str {
+    if key.starts_with('[') || is_name(key) {
+        key
+    } else {
+        "(a key that is no name)"
+    }
+}
+
 /// Where a key is, as messages name it: `web: ports[0].mode` for a
 /// service's, `networks.back.internal` for the top level's.
 fn shown(at: &[String]) -> String {
@@ -49,14 +70,14 @@ fn shown(at: &[String]) -> String {
     };
     for part in rest {
         if part.starts_with('[') || out.is_empty() {
-            out.push_str(part);
+            out.push_str(quoted(part));
         } else {
             out.push('.');
-            out.push_str(part);
+            out.push_str(quoted(part));
         }
     }
     match head {
-        Some(service) => format!("{service}: {out}"),
+        Some(service) => format!("{}: {out}", quoted(service)),
         None => out,
     }
 }
@@ -77,6 +98,14 @@ pub fn walk(model: &Map<String, Value>, enabled: &dyn Fn(&str) -> bool, p: &mut 
                         continue;
                     }
                     at.push(name.clone());
+                    if !is_name(name) {
+                        p.refuse(
+                            shown(&at[..1]),
+                            "a service name compose refuses: letters, digits, '.', '_' and '-'",
+                        );
+                        at.pop();
+                        continue;
+                    }
                     if let Value::Object(fields) = service {
                         map(fields, "services.*", &mut at, p);
                     }
@@ -109,6 +138,13 @@ fn one(key: &str, value: &Value, parent: &str, at: &mut Vec<String>, p: &mut Pro
         None => {
             let any = join(parent, "*");
             match class(&any) {
+                Some(_) if !is_name(key) => {
+                    p.refuse(
+                        shown(at),
+                        "a name compose refuses: letters, digits, '.', '_' and '-'",
+                    );
+                    return;
+                }
                 Some(c) => (any, c),
                 None => {
                     p.refuse(
@@ -217,6 +253,19 @@ mod tests {
                 "version: obsolete",
             ]
         );
+    }
+
+    #[test]
+    fn a_key_that_is_no_name_is_never_quoted() {
+        let p = walked(json!({
+            "root:$6$secret$hash:1:0:::": null,
+            "services": {"we b": {"image": "x"}, "ok": {"image": "x", "a$b": 1}},
+            "networks": {"n$x": {}}
+        }));
+        assert_eq!(p.refused.len(), 4, "{:#?}", p.refused);
+        for r in &p.refused {
+            assert!(!r.contains('$') && !r.contains("we b"), "{r}");
+        }
     }
 
     #[test]

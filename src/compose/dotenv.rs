@@ -13,8 +13,10 @@ use super::interpolate::Interpolator;
 
 use std::collections::HashMap;
 
-/// What interpolates a value, given the values read before it.
-pub type Expand<'a> = &'a mut dyn FnMut(&str, &HashMap<String, String>) -> Result<String, String>;
+/// What interpolates a value, given the values read before it and the
+/// line the value begins on.
+pub type Expand<'a> =
+    &'a mut dyn FnMut(&str, &HashMap<String, String>, usize) -> Result<String, String>;
 
 /// One variable of an env file, and the line it begins on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +147,8 @@ pub fn read_lines(
                     ));
                 }
                 value = if quote == '"' {
-                    expand(&escapes(&raw), &values).map_err(|e| format!("line {line}: {e}"))?
+                    expand(&escapes(&raw), &values, start_line)
+                        .map_err(|e| format!("line {line}: {e}"))?
                 } else {
                     raw
                 };
@@ -157,7 +160,8 @@ pub fn read_lines(
                 let raw = &rest[..nl];
                 let raw = raw.split(" #").next().unwrap_or_default();
                 let raw = raw.trim_end();
-                value = expand(raw, &values).map_err(|e| format!("line {line}: {e}"))?;
+                value =
+                    expand(raw, &values, start_line).map_err(|e| format!("line {line}: {e}"))?;
                 rest = &rest[nl..];
             }
         }
@@ -272,13 +276,15 @@ fn escapes(text: &str) -> String {
 pub fn expander<'a>(
     environment: &'a dyn Fn(&str) -> Option<String>,
     at: &'a str,
-    unset: &'a mut Vec<String>,
-) -> impl FnMut(&str, &HashMap<String, String>) -> Result<String, String> + 'a {
-    move |raw: &str, before: &HashMap<String, String>| {
+    unset: &'a mut Vec<usize>,
+) -> impl FnMut(&str, &HashMap<String, String>, usize) -> Result<String, String> + 'a {
+    move |raw: &str, before: &HashMap<String, String>, line: usize| {
         let lookup = |name: &str| environment(name).or_else(|| before.get(name).cloned());
         let mut i = Interpolator::new(&lookup);
         let value = i.text(raw, at);
-        unset.extend(i.unset.into_keys());
+        if !i.unset.is_empty() {
+            unset.push(line);
+        }
         match i.problems.into_iter().next() {
             Some(p) => Err(p.strip_prefix(&format!("{at}: ")).unwrap_or(&p).to_owned()),
             None => Ok(value),
@@ -353,7 +359,7 @@ mod tests {
         let mut expand = expander(&env, ".env", &mut unset);
         read("A=${MISSING}\n", &mut expand, &env).unwrap();
         drop(expand);
-        assert_eq!(unset, ["MISSING"]);
+        assert_eq!(unset, [1]);
     }
 
     #[test]

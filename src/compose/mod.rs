@@ -107,7 +107,8 @@ fn enabled(
                 })
                 .unwrap_or_default();
             let on = theirs.is_empty() || theirs.iter().any(|p| profiles.contains(p));
-            on.then(|| (name.clone(), svc))
+            // A name compose refuses is refused by the walk, by place.
+            (on && classify::is_name(name)).then(|| (name.clone(), svc))
         })
         .collect()
 }
@@ -261,7 +262,11 @@ pub async fn import(
             p.refuse(format!("services.{name}"), "expected a mapping");
         }
     }
-    classify::walk(&project.model, &|name| services.contains_key(name), &mut p);
+    classify::walk(
+        &project.model,
+        &|name| services.contains_key(name) || !classify::is_name(name),
+        &mut p,
+    );
     let top = top::read(&project, &mut p);
     let deps = depends_on(&services, &mut p);
     let order = ordered(&deps, &mut p);

@@ -102,10 +102,10 @@ pub fn read_env_file(
     path: &Path,
     environment: &dyn Fn(&str) -> Option<String>,
     budget: &mut Budget,
-    unset: &mut Vec<String>,
+    unset: &mut Vec<usize>,
 ) -> Result<Vec<(String, String)>, String> {
     let shown = path.display().to_string();
-    let text = input::read_text(path, budget).map_err(|e| format!("{shown}: {}", e.reason()))?;
+    let text = input::read_text(path, budget).map_err(|e| format!("{shown} {}", e.reason()))?;
     let mut expand = dotenv::expander(environment, &shown, unset);
     dotenv::read(&text, &mut expand, environment).map_err(|e| format!("{shown}: {e}"))
 }
@@ -113,7 +113,7 @@ pub fn read_env_file(
 /// One compose file read: its documents, or why not.
 fn read_file(path: &Path, budget: &mut Budget) -> Result<Vec<yaml::Document>, String> {
     let shown = path.display();
-    let text = input::read_text(path, budget).map_err(|e| format!("{shown}: {}", e.reason()))?;
+    let text = input::read_text(path, budget).map_err(|e| format!("{shown} {}", e.reason()))?;
     yaml::documents(&text).map_err(|e| format!("{shown}: {e}"))
 }
 
@@ -167,9 +167,11 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<String>> {
             Ok(pairs) => from_files.extend(pairs),
             Err(e) => problems.push(e),
         }
-        for name in unset {
+        // Lines, not names: an env file may be anything (a secret
+        // linked by mistake), and none of its text is printed.
+        for line in unset {
             notes.push(format!(
-                "{}: the variable {name} is not set: an empty string is used, as compose uses it",
+                "{}: line {line} uses a variable that is not set: an empty string is used, as compose uses it",
                 path.display()
             ));
         }

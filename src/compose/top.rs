@@ -42,7 +42,7 @@ fn entries<'a>(
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(map)) => map
             .iter()
-            .filter(|(k, _)| !k.starts_with("x-"))
+            .filter(|(k, _)| !k.starts_with("x-") && super::classify::is_name(k))
             .filter_map(|(k, v)| match v {
                 Value::Null => Some((k, Map::new())),
                 Value::Object(m) => Some((k, m.clone())),
