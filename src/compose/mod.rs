@@ -37,6 +37,8 @@ pub mod yaml;
 #[cfg(test)]
 mod fields_tests;
 #[cfg(test)]
+mod stacks_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod trust_tests;
