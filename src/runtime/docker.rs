@@ -12,6 +12,7 @@ mod client;
 mod containers;
 mod events;
 mod health;
+mod image_defaults;
 mod images;
 mod network_none;
 mod networking;

@@ -158,6 +158,7 @@ pub(super) async fn create(
                 host.dns = Some(vec![gateway]);
             }
         }
+        super::image_defaults::fill(rt, spec, &mut body).await;
         body.networking_config = (!spec.networks.is_empty()).then(|| NetworkingConfig {
             endpoints_config: Some(
                 spec.networks
