@@ -119,7 +119,21 @@ pub fn read(project: &Project, p: &mut Problems) -> TopLevel {
             let at = format!("{kind}.{key}");
             match entry.get("file") {
                 Some(file) => {
-                    target.insert(key.clone(), super::paths::absolute(project, &text(file)));
+                    let path = super::paths::absolute(project, &text(file));
+                    // Mounted as it is: a missing one would be made a
+                    // directory by Docker, a FIFO or a device is no file.
+                    match std::fs::metadata(&path) {
+                        Ok(m) if m.is_file() => {}
+                        Ok(_) => p.refuse(
+                            format!("{at}.file"),
+                            format!("{} is not a regular file: a secret or config is a file", path.display()),
+                        ),
+                        Err(_) => p.refuse(
+                            format!("{at}.file"),
+                            format!("{} does not exist (compose refuses it too)", path.display()),
+                        ),
+                    }
+                    target.insert(key.clone(), path);
                 }
                 None => p.refuse(
                     at,

@@ -542,3 +542,39 @@ async fn twenty_thousand_services_import() {
     let (d, _) = run(&compose, &[], &[]).await.unwrap();
     assert_eq!(d["resources"].as_array().unwrap().len(), 20_001);
 }
+
+#[tokio::test]
+async fn a_secret_file_that_is_missing_or_no_file_is_refused() {
+    refused(
+        run(
+            "services:\n  web: {image: x, secrets: [key]}\nsecrets:\n  key: {file: ./nowhere}\n",
+            &[],
+            &[],
+        )
+        .await,
+        "secrets.key.file: ",
+    );
+    refused(
+        run(
+            "services:\n  web: {image: x, configs: [c]}\nconfigs:\n  c: {file: /dev/null}\n",
+            &[],
+            &[],
+        )
+        .await,
+        "configs.c.file: /dev/null is not a regular file",
+    );
+    let (d, _) = run(
+        "services:\n  web: {image: x, secrets: [key]}\nsecrets:\n  key: {file: ./key}\n",
+        &[("key", "k\n")],
+        &[],
+    )
+    .await
+    .unwrap();
+    let web = d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "web")
+        .unwrap();
+    assert_eq!(web["mounts"][0]["target"], "/run/secrets/key");
+}
