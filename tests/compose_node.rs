@@ -430,6 +430,31 @@ fn meanings_project(w: &World, project: &str) -> (String, String, String) {
     (dir, env, data)
 }
 
+/// Removes what one run of the meanings project made (its containers,
+/// compose's and mesh-host's, its network, the bind source Docker made
+/// under /root) before the test and after it, whether it passed or not.
+struct Meanings<'a> {
+    w: &'a World,
+    project: &'static str,
+    data: String,
+}
+
+impl Meanings<'_> {
+    fn clear(&self) {
+        let (p, data) = (self.project, &self.data);
+        self.w.node.sh(&format!(
+            "docker rm -f {p}-cleared-1 {p}-kept-1 {p}_cleared_1 {p}_kept_1 >/dev/null 2>&1; \
+             docker network rm {p}_default >/dev/null 2>&1; rm -rf {data}"
+        ));
+    }
+}
+
+impl Drop for Meanings<'_> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 /// The fields that say each meaning, as mesh-host must give them: the
 /// entrypoint cleared, the image's command run, the image's test kept
 /// with the timings given, the whole image's check kept, the root read
@@ -473,14 +498,13 @@ fn assert_meanings(mesh: &BTreeMap<&str, Value>, data: &str, podman: bool) {
 fn what_compose_means_by_an_empty_entrypoint_and_a_partial_health_check_is_kept() {
     let w = World::new("compose-meanings");
     let project = "meanings";
-    let clear = |w: &World, data: &str| {
-        w.node.sh(&format!(
-            "docker rm -f {project}-cleared-1 {project}-kept-1 {project}_cleared_1 {project}_kept_1 >/dev/null 2>&1; \
-             docker network rm {project}_default >/dev/null 2>&1; rm -rf {data}"
-        ));
-    };
     let (dir, env, data) = meanings_project(&w, project);
-    clear(&w, &data);
+    let run = Meanings {
+        w: &w,
+        project,
+        data: data.clone(),
+    };
+    run.clear();
 
     // The oracle.
     let up = w.node.sh(&format!(
@@ -518,7 +542,6 @@ fn what_compose_means_by_an_empty_entrypoint_and_a_partial_health_check_is_kept(
     }
     assert_meanings(&mesh, &data, false);
     w.node.sh_ok(&format!("test -d {data}"));
-    clear(&w, &data);
 }
 
 /// The same meanings through Podman's compatible API.
@@ -528,16 +551,13 @@ fn podman_keeps_what_compose_means_by_an_empty_entrypoint_and_a_partial_health_c
     let w = World::new("compose-meanings-podman");
     let project = "meaningspod";
     let (dir, env, data) = meanings_project(&w, project);
-    let clear = || {
-        w.node.sh(&format!(
-            "docker rm -f {project}-cleared-1 {project}-kept-1 >/dev/null 2>&1; docker network rm {project}_default >/dev/null 2>&1; rm -rf {data}"
-        ))
+    let run = Meanings {
+        w: &w,
+        project,
+        data: data.clone(),
     };
-    clear();
+    run.clear();
     let mesh = meanings_applied(&w, &dir, &env, project);
     assert_meanings(&mesh, &data, true);
     w.node.sh_ok(&format!("test -d {data}"));
-    w.node.sh(&format!(
-        "docker rm -f {project}-cleared-1 {project}-kept-1 >/dev/null 2>&1; docker network rm {project}_default >/dev/null 2>&1; rm -rf {data}"
-    ));
 }
