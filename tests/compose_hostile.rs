@@ -228,10 +228,18 @@ fn paths_that_are_not_regular_files_are_named_never_read() {
         .status()
         .expect("mkfifo");
     assert!(made.success());
-    refused(&project, std::slice::from_ref(&compose), ".env is a FIFO (named pipe)");
+    refused(
+        &project,
+        std::slice::from_ref(&compose),
+        ".env is a FIFO (named pipe)",
+    );
     std::fs::remove_file(&dotenv).expect("rm");
     std::os::unix::fs::symlink("/dev/zero", &dotenv).expect("symlink");
-    refused(&project, std::slice::from_ref(&compose), ".env is a character device");
+    refused(
+        &project,
+        std::slice::from_ref(&compose),
+        ".env is a character device",
+    );
     std::fs::remove_file(&dotenv).expect("rm");
 
     // `--env-file` a FIFO.
