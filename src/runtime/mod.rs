@@ -388,8 +388,10 @@ pub enum HealthSpec {
     /// A check run inside the container; the runtime's defaults where a
     /// value is `None`.
     Check {
-        /// The program and its arguments (`Test: ["CMD", ...]`).
-        command: Vec<String>,
+        /// The program and its arguments (`Test: ["CMD", ...]`); `None`:
+        /// the image's own test (Docker takes each value left unset from
+        /// the image's check).
+        command: Option<Vec<String>>,
         /// Time between two checks.
         interval: Option<std::time::Duration>,
         /// Time one check may take.
