@@ -1,7 +1,7 @@
 //! Every property of the compose specification, classified: translated
 //! into the declaration, noted (it means nothing on a node, and `import`
 //! says so), or refused with its fix. The table is the one list the
-//! importer walks a project against ([`super::classify`]): a key it does
+//! importer walks a project against (`classify.rs`): a key it does
 //! not hold is refused, so nothing is accepted and then ignored. Tests
 //! hold it to the specification's JSON Schema (`schema/compose-spec.json`
 //! beside this room: every property, no stale entry), to the code (each

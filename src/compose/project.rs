@@ -95,7 +95,7 @@ fn files(source: &Source) -> Result<Vec<PathBuf>, String> {
     ))
 }
 
-/// Read the env file at `path` as compose reads it (see [`dotenv`]),
+/// Read the env file at `path` as compose reads it (see `dotenv.rs`),
 /// its values interpolated from `environment` first, then from the
 /// values before them; variables used unset are added to `unset`.
 pub fn read_env_file(

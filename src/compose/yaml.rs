@@ -13,7 +13,7 @@
 //!   boolean or null is refused, as compose refuses a non-string key;
 //!   merge keys (`<<: *base`, `<<: [*a, *b]`) give what the mapping does
 //!   not say itself, the first source winning; scalars resolve as
-//!   [`super::scalar`] says.
+//!   `scalar.rs` says.
 //! - **Tags kept**: compose's `!reset` (the value is dropped here, and the
 //!   same path dropped from the files before it) and `!override` (the
 //!   value replaces the earlier files' instead of merging with them) are
