@@ -111,7 +111,7 @@ fn cron_refuses_with_the_field_and_exit_2() {
 fn misuse_is_exit_2_and_every_command_explains_itself() {
     assert_eq!(mesh(&["no-such-command"]).status.code(), Some(2));
     for cmd in [
-        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs", "history",
     ] {
         let out = mesh(&[cmd, "--help"]);
         assert_eq!(out.status.code(), Some(0), "{cmd}");
@@ -139,7 +139,7 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let man = std::fs::read_to_string(dir.path().join("mesh-host.8")).expect("man page");
     for cmd in [
-        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs", "history",
     ] {
         assert!(man.contains(cmd), "man page lacks {cmd}");
         let page = std::fs::read_to_string(dir.path().join(format!("mesh-host-{cmd}.8")))

@@ -257,7 +257,10 @@ async fn bad_input_is_refused_with_every_problem_listed() {
     has(&p, "cache: network_mode: \"service:db\"");
     has(&p, "cache: platform: not supported");
     has(&p, "cache: deploy.replicas: 3");
-    has(&p, "cache: magic: not supported by mesh-host import");
+    has(
+        &p,
+        "cache: magic: not a property of the compose specification here",
+    );
     has(&p, "cache: volumes: \"/data\": an anonymous volume");
 
     let p = refused(&[(
@@ -303,6 +306,6 @@ async fn an_env_file_compose_would_read_otherwise_is_refused_naming_the_variable
     src.project_name = Some("p".into());
     let fake = pinner();
     let p = import(&src, Some(&fake)).await.unwrap_err();
-    has(&p, "quoted.env: C, E read otherwise by compose");
+    has(&p, "quoted.env: lines 1, 3: read otherwise by compose");
     assert!(!p.iter().any(|l| l.contains("plain.env")), "{p:#?}");
 }

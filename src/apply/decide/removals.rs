@@ -3,9 +3,9 @@
 //! accounts; and the leftovers of interrupted creates and replaces.
 //!
 //! Removal touches only what this state directory made: managed
-//! containers it declared before ([`AppliedState::containers`]
-//! (super::super::AppliedState::containers)), networks, units, folders
-//! and accounts its records name. A container held by a live window
+//! containers it declared before
+//! ([`AppliedState::containers`](crate::apply::state::AppliedState::containers)),
+//! networks, units, folders and accounts its records name. A container held by a live window
 //! stays (`held-still`). A removed container's volumes are kept and
 //! named; a volume is never removed.
 

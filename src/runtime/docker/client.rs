@@ -177,7 +177,7 @@ impl DockerRuntime {
     }
 }
 
-/// The cgroup driver the daemon uses ([`crate::runtime::ContainerRuntime::cgroup_driver`]).
+/// The cgroup driver the daemon uses ([`crate::runtime::RuntimeView::cgroup_driver`]).
 pub(super) async fn cgroup_driver(rt: &DockerRuntime) -> Result<CgroupDriver, RuntimeError> {
     let info = rt
         .docker

@@ -12,7 +12,7 @@ use super::client::{error_chain, DockerRuntime, LONG_TIMEOUT};
 use crate::runtime::{ContainerEvent, ContainerEventKind, EventStream, RuntimeError};
 
 /// The starts, stops and deaths of the containers `names` from now on
-/// ([`crate::runtime::ContainerRuntime::events`]).
+/// ([`crate::runtime::RuntimeView::events`]).
 pub(super) async fn events(
     rt: &DockerRuntime,
     names: &[String],

@@ -16,7 +16,7 @@ const PULL_ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
 /// A pull that reports no progress for this long is given up as unavailable.
 const PULL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Whether `image` is present ([`crate::runtime::ContainerRuntime::image_present`]).
+/// Whether `image` is present ([`crate::runtime::RuntimeView::image_present`]).
 pub(super) async fn image_present(rt: &DockerRuntime, image: &str) -> Result<bool, RuntimeError> {
     match rt.docker.inspect_image(image).await {
         Ok(_) => Ok(true),

@@ -30,6 +30,8 @@ pub(super) struct Container {
     pub(super) started_at: Option<String>,
     pub(super) finished_at: Option<String>,
     pub(super) pid: Option<u32>,
+    /// Its last run was ended by the OOM killer ([`FakeRuntime::oom_kill_runs`](super::FakeRuntime::oom_kill_runs)).
+    pub(super) oom_killed: bool,
     /// When the current run started (tokio time), while it runs.
     pub(super) started_instant: Option<tokio::time::Instant>,
     /// When it was created, in Unix seconds (the wall clock's).

@@ -87,6 +87,7 @@ impl FakeRuntime {
             finished_at: c.finished_at.clone(),
             labels: c.spec.labels.clone(),
             pid: c.pid,
+            oom_killed: c.oom_killed,
             health: health(c),
             volumes: c.volumes.clone(),
         }))

@@ -40,6 +40,8 @@ pub(super) struct State {
     /// an auto-remove container still gets its code.
     pub(super) exits: HashMap<String, Vec<i64>>,
     pub(super) exit_scripts: HashMap<String, (i64, Duration)>,
+    /// Containers whose runs the OOM killer ends.
+    pub(super) oom_kills: BTreeSet<String>,
     pub(super) stop_delays: HashMap<String, Duration>,
     pub(super) stop_cleanups: HashMap<String, Duration>,
     pub(super) start_delays: HashMap<String, Duration>,
@@ -107,6 +109,7 @@ impl State {
         container.run += 1;
         container.started_at = Some(now());
         container.finished_at = None;
+        container.oom_killed = false;
         container.pid = Some(pid);
         container.started_instant = Some(tokio::time::Instant::now());
         let run = container.run;
@@ -117,9 +120,11 @@ impl State {
     /// Ends the current run of a running container; the caller notifies
     /// waiters after releasing the lock.
     pub(super) fn end_run(&mut self, name: &str, code: i64) {
+        let oom = self.oom_kills.contains(name);
         let Some(container) = self.containers.get_mut(name) else {
             return;
         };
+        container.oom_killed = oom;
         if container.status != Status::Running {
             return;
         }
@@ -157,6 +162,7 @@ impl State {
                 started_at: None,
                 finished_at: None,
                 pid: None,
+                oom_killed: false,
                 started_instant: None,
                 created: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

@@ -19,7 +19,7 @@ description:
     listed; nothing on the node changes.
   - In check mode it runs C(mesh-host diff) and changes nothing.
   - In diff mode it returns the declaration before and after, and the
-    plan: each resource's action and the steps the apply takes (or, in
+    plan, each resource's action and the steps the apply takes (or, in
     check mode, would take), with what became of each.
 options:
   src:
@@ -96,10 +96,10 @@ actions:
   elements: str
 plan:
   description:
-    - The report's lines with their steps, as diff mode shows them - each
-      C(ID ACTION[: reason]), then one indented C(- ACT ON) per step it
-      takes on the node, with its outcome after the apply (C(done),
-      C(failed), C(not reached)).
+    - The report's lines with their steps, as diff mode shows them, each
+      C(ID ACTION) with its reason after a colon, then one indented
+      C(- ACT ON) per step it takes on the node, with its outcome after
+      the apply (C(done), C(failed), C(not reached)).
     - In check mode, the plan C(mesh-host diff) decided; the apply then
       takes the same steps.
   returned: when mesh-host answered
