@@ -182,33 +182,33 @@ fn own_subnets(w: &World) -> (String, String) {
     (format!("10.{x}.{y}.0/24"), format!("10.{}.{y}.0/24", x + 1))
 }
 
-/// Each line of a `--json` report: id, action and its steps (what is done
-/// to what).
+/// Each line of a `--json` report: id, action with its reason, and its
+/// steps (what is done to what, and why where the line does not say). A
+/// run-once step's reason is its run's outcome once it ran (its exit
+/// status and time): only its action and steps.
 fn plan_of(report: &Value) -> Vec<(String, String, Vec<String>)> {
+    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or("").to_string();
     report["lines"]
         .as_array()
         .expect("lines")
         .iter()
         .map(|l| {
-            let steps = l["steps"]
+            let steps: Vec<String> = l["steps"]
                 .as_array()
                 .map(|s| {
                     s.iter()
                         .map(|s| {
-                            format!(
-                                "{} {}",
-                                s["act"].as_str().unwrap_or(""),
-                                s["on"].as_str().unwrap_or("")
-                            )
+                            format!("{} {} {}", text(s, "act"), text(s, "on"), text(s, "reason"))
                         })
                         .collect()
                 })
                 .unwrap_or_default();
-            (
-                l["id"].as_str().unwrap_or("").to_string(),
-                l["action"].as_str().unwrap_or("").to_string(),
-                steps,
-            )
+            let action = if steps.iter().any(|s| s.starts_with("run container ")) {
+                text(l, "action")
+            } else {
+                format!("{}: {}", text(l, "action"), text(l, "reason"))
+            };
+            (text(l, "id"), action, steps)
         })
         .collect()
 }
@@ -225,6 +225,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
         w.name("held"),
         w.name("hold"),
     );
+    let (once, nightly) = (w.name("once"), w.name("nightly"));
     let net = w.network_name("back");
     let vol = w.volume_name("data");
     let img = w.busybox();
@@ -291,12 +292,21 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     d.node.sh_ok(&format!(
         "systemctl stop {unit} && systemctl disable {unit}"
     ));
-    let next_resources = |with_full: bool| {
+    // A run-once step runs at every apply: only in the first of the two.
+    let once_step = json!({"id": "once", "type": "container", "name": once, "image": img,
+        "command": ["true"], "network": "none", "run-once": true, "timeout": 60});
+    let nightly_step = declare::step("nightly", &nightly, &img, "true", &[], 60);
+    let next_resources = |first: bool| {
         let mut r = vec![
             network(&second_net),
             json!({"id": "data", "type": "volume", "name": vol}),
             env_file("A=2\n"),
             directory("0700"),
+        ];
+        if first {
+            r.push(once_step.clone());
+        }
+        r.extend([
             web_svc.clone(),
             declare::service("api", &api, &img),
             declare::service("steady", &steady, &img),
@@ -305,8 +315,9 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
             unit_res.clone(),
             serde_json::to_value(&user).expect("identity"),
             support::accounts::shared_folder("share", &share, &[("user", true)]),
-        ];
-        if with_full {
+            nightly_step.clone(),
+        ]);
+        if first {
             r.push(support::accounts::shared_folder(
                 "full",
                 &full,
@@ -369,6 +380,12 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
         "{diff}"
     );
     assert_eq!(said("steady"), "unchanged ", "{diff}");
+    assert_eq!(
+        said("once"),
+        format!("ran {once} runs to completion"),
+        "{diff}"
+    );
+    assert!(said("nightly").starts_with("installed"), "{diff}");
     let events = w.events(&since, &[&web, &api, &old, &steady, &held]);
     assert!(events.is_empty(), "diff touched containers: {events:?}");
     assert_eq!(
@@ -379,6 +396,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
         Some(3)
     );
     assert!(!w.node.sh(&format!("id -u {}", user.name)).status.success());
+    assert!(!w.exists(&once), "diff ran the run-once step");
     assert!(has_entry(&w.node, &share, olduser.uid));
     assert_eq!(d.node.sh_ok(&format!("stat -c %a '{dir}'")).trim(), "750");
 
@@ -424,6 +442,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
         );
     }
     assert!(w.running(&web) && w.running(&api) && !w.exists(&old));
+    assert_eq!(w.inspect(&once, "{{.State.ExitCode}}"), "0", "once ran");
     assert_eq!(
         d.node.sh_ok(&format!("systemctl is-active {unit}")).trim(),
         "active"
@@ -444,9 +463,9 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     );
     assert_eq!(d.node.sh_ok(&format!("stat -c %a '{dir}'")).trim(), "700");
 
-    // Once the window closes and the refused folder is no longer
-    // declared, the next apply converges `held`, and then nothing is
-    // planned.
+    // Once the window closes and the refused folder and the run-once
+    // step are no longer declared, the next apply converges `held`, and
+    // then nothing is planned.
     let ran = run.wait().expect("run hold");
     assert!(ran.success(), "run hold: {ran:?}");
     let last = w.declaration("plan-last.json", next_resources(false));

@@ -81,6 +81,8 @@ pub enum Op<'a> {
     /// Count the objects [`Op::Set`] would change, changing nothing: what
     /// an apply decides from before it sets anything.
     Count(&'a Wanted),
+    /// Count the objects [`Op::Unset`] would change, changing nothing.
+    CountUnset(&'a [u32]),
 }
 
 /// What a walk did.
@@ -125,7 +127,7 @@ fn write_acl(fd: BorrowedFd<'_>, name: &str, acl: &Acl) -> Result<(), Errno> {
 }
 
 /// Apply `op` to one opened object; returns whether anything changed
-/// (for [`Op::Count`], would change).
+/// (for [`Op::Count`] and [`Op::CountUnset`], would change).
 pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool, Errno> {
     let stat = rustix::fs::fstat(fd)?;
     let access = read_acl(fd, XATTR_ACCESS)?;
@@ -172,6 +174,12 @@ pub fn converge_fd(fd: BorrowedFd<'_>, is_dir: bool, op: Op<'_>) -> Result<bool,
             let entries = if is_dir { &wanted.dir } else { &wanted.file };
             changed = !current.grants(entries)
                 || (is_dir && !read_acl(fd, XATTR_DEFAULT)?.is_some_and(|d| d.grants(entries)));
+        }
+        Op::CountUnset(uids) => {
+            changed = (access.is_some() && uids.iter().any(|u| current.user(*u).is_some()))
+                || (is_dir
+                    && read_acl(fd, XATTR_DEFAULT)?
+                        .is_some_and(|d| uids.iter().any(|u| d.user(*u).is_some())));
         }
         Op::Unset(uids) => {
             if access.is_some() && uids.iter().any(|u| current.user(*u).is_some()) {
@@ -371,7 +379,12 @@ pub fn sweep(
             return out;
         }
     };
-    let unset = matches!(op, Op::Unset(_));
+    let unset = matches!(op, Op::Unset(_) | Op::CountUnset(_));
+    // A count changes nothing, so a file's second name would count it
+    // twice where the change itself finds it done: files counted are
+    // counted once.
+    let counts = matches!(op, Op::Count(_) | Op::CountUnset(_));
+    let mut counted_files = std::collections::HashSet::new();
     let mut dirs: Vec<Link<u32>> = vec![Link {
         parent: None,
         name: Box::default(),
@@ -455,6 +468,7 @@ pub fn sweep(
                 continue;
             }
             match converge_fd(fd.as_fd(), is_dir, op) {
+                Ok(true) if counts && !is_dir && !counted_files.insert(ino) => {}
                 Ok(true) => {
                     out.changed += 1;
                     out.last_changed = Some(shown(&dirs, Some(bytes)));
@@ -598,9 +612,20 @@ mod tests {
         // A writer keeps a second name of a file it was given: taking the
         // entries away reaches it all the same.
         std::fs::hard_link(folder.join("sub/file"), folder.join("sub/file.keep")).expect("ln");
+        // Counted first, changing nothing: the count is what taking
+        // them away then changes.
+        let uids = [2001, 2002];
+        let counted = super::sweep(root.as_fd(), Op::CountUnset(&uids), SWEEP_BOUND, |_| {});
+        assert_eq!(counted.changed, 4, "{counted:?}");
+        assert_eq!(
+            file.user(2001),
+            acl_of(&folder.join("sub/file")).expect("acl").user(2001)
+        );
         // Taking the entries away leaves no named entry and no default.
-        let gone = super::sweep(root.as_fd(), Op::Unset(&[2001, 2002]), SWEEP_BOUND, |_| {});
+        let gone = super::sweep(root.as_fd(), Op::Unset(&uids), SWEEP_BOUND, |_| {});
         assert_eq!(gone.changed, 4, "{gone:?}");
+        let again = super::sweep(root.as_fd(), Op::CountUnset(&uids), SWEEP_BOUND, |_| {});
+        assert_eq!(again.changed, 0, "{again:?}");
         for p in [".", "sub", "sub/deeper", "sub/file", "sub/file.keep"] {
             let left = acl_of(&folder.join(p)).unwrap_or_else(|| Acl::from_mode(0));
             assert!(

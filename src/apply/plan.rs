@@ -327,6 +327,9 @@ pub(crate) struct FolderWork {
     pub(crate) module: Option<String>,
     /// What the grants set and taken say (the line's first words).
     pub(crate) grants: Option<String>,
+    /// What the count of the entries to set said (the line's last words,
+    /// when no entries are set).
+    pub(crate) counted: Vec<String>,
 }
 
 /// A network's work.

@@ -178,6 +178,7 @@ pub(crate) async fn sweep(root: &OwnedFd, op: OwnedOp) -> walk::Sweep {
             OwnedOp::Set(wanted) => Op::Set(wanted),
             OwnedOp::Unset(uids) => Op::Unset(uids),
             OwnedOp::Count(wanted) => Op::Count(wanted),
+            OwnedOp::CountUnset(uids) => Op::CountUnset(uids),
         };
         walk::sweep(fd.as_fd(), op, SWEEP_BOUND, |_| {})
     };
@@ -197,6 +198,40 @@ pub(crate) enum OwnedOp {
     Set(Wanted),
     Unset(Vec<u32>),
     Count(Wanted),
+    CountUnset(Vec<u32>),
+}
+
+/// What taking entries away left undone, in words; `None` when it
+/// finished.
+pub(crate) fn unfinished(sweep: &walk::Sweep) -> Option<String> {
+    let mut left = Vec::new();
+    if sweep.failed > 0 {
+        left.push(format!(
+            "{} object(s) could not be reached: {}",
+            sweep.failed,
+            sweep.errors.join("; ")
+        ));
+    }
+    if sweep.truncated {
+        left.push(format!(
+            "the sweep stopped at its bound of {SWEEP_BOUND} entries"
+        ));
+    }
+    (!left.is_empty()).then(|| left.join("; "))
+}
+
+/// What taking the entries of `uids` away says, from its sweep (or,
+/// counted, will say); `Err` when it did not finish.
+pub(crate) fn taken_away(uids: &[u32], sweep: &walk::Sweep) -> Result<String, String> {
+    match unfinished(sweep) {
+        None => Ok(format!(
+            "entries of uid {uids:?} taken away from {} object(s)",
+            sweep.changed
+        )),
+        Some(left) => Err(format!(
+            "entries of uid {uids:?} not all taken away ({left}); taken again at the next apply"
+        )),
+    }
 }
 
 pub(super) async fn shared_folder(
@@ -249,7 +284,7 @@ pub(super) async fn shared_folder(
     let module = res.module.as_ref().map(|m| m.to_string());
     let record_changes = previous
         .is_none_or(|p| p.access != access || p.module != module || !p.narrowing.is_empty());
-    let work = |make: bool, set: Option<Wanted>, access: Vec<FolderAccess>| {
+    let work = |make: bool, set: Option<Wanted>, access: Vec<FolderAccess>, counted| {
         Work::Folder(Box::new(FolderWork {
             id: id.to_string(),
             path: path.to_string(),
@@ -260,7 +295,13 @@ pub(super) async fn shared_folder(
             access,
             module: module.clone(),
             grants: grants.clone(),
+            counted,
         }))
+    };
+    // What taking entries away will say, from a walk that counts them
+    // (a folder made new has none to take).
+    let taking = |swept: &walk::Sweep| {
+        (!take_away.is_empty()).then(|| taken_away(&take_away, swept).unwrap_or_else(|e| e))
     };
     let root = match walk::open_path(path) {
         Ok(fd) => fd,
@@ -270,9 +311,13 @@ pub(super) async fn shared_folder(
                 changed: 1,
                 ..walk::Sweep::default()
             };
-            let reason = said(grants.as_deref(), &describe(&made));
+            let notes: Vec<String> = taking(&walk::Sweep::default())
+                .into_iter()
+                .chain(describe(&made))
+                .collect();
+            let reason = said(grants.as_deref(), &notes);
             let set = Some(wanted(&access));
-            return decided(Action::Created, reason, work(true, set, access));
+            return decided(Action::Created, reason, work(true, set, access, Vec::new()));
         }
         Err(Errno::LOOP | Errno::NOTDIR) => {
             let reason = format!("{path} (or a parent) is a symbolic link or not a directory: a shared folder is never reached through a link");
@@ -292,18 +337,25 @@ pub(super) async fn shared_folder(
             Err(reason) => return decided(Action::Failed, Some(reason), Work::Nothing),
         }
     }
+    let taken = if take_away.is_empty() {
+        None
+    } else {
+        taking(&sweep(&root, OwnedOp::CountUnset(take_away.clone())).await)
+    };
     let counted = sweep(&root, OwnedOp::Count(wanted(&access))).await;
     let action = if counted.changed == 0 {
         Action::Unchanged
     } else {
         Action::Updated
     };
-    let reason = said(grants.as_deref(), &describe(&counted));
-    let set = (counted.changed > 0).then(|| wanted(&access));
+    let counted = describe(&counted);
+    let notes: Vec<String> = taken.into_iter().chain(counted.iter().cloned()).collect();
+    let reason = said(grants.as_deref(), &notes);
+    let set = (action == Action::Updated).then(|| wanted(&access));
     if set.is_none() && take_away.is_empty() && !record_changes {
         return decided(action, reason, Work::Nothing);
     }
-    decided(action, reason, work(false, set, access))
+    decided(action, reason, work(false, set, access, counted))
 }
 
 /// The grants said, then the notes.

@@ -30,6 +30,6 @@ mod volumes;
 mod walk;
 
 pub(crate) use context::unusable_of;
-pub(crate) use folders::{describe, refusal, said, sweep, OwnedOp};
+pub(crate) use folders::{describe, refusal, said, sweep, taken_away, unfinished, OwnedOp};
 pub(crate) use identities::made_what;
 pub(crate) use walk::Decider;

@@ -15,14 +15,14 @@ use std::os::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use super::super::decide::{describe, refusal, said, sweep, OwnedOp};
+use super::super::decide::{describe, refusal, said, sweep, taken_away, unfinished, OwnedOp};
 use super::super::nofollow::open_parent;
 use super::super::plan::{Decision, FolderWork};
 use super::super::report::Action;
 use super::outcome::Outcome;
 use super::tools::Tools;
 use crate::acl::folders::{Consents, ManagedFolder, ManagedFolders, CONSENTS, SHARED_FOLDERS};
-use crate::acl::walk::{self, SWEEP_BOUND};
+use crate::acl::walk;
 use crate::acl::watch;
 use crate::declaration::AbsPath;
 
@@ -61,25 +61,6 @@ pub(crate) fn make(at: &AbsPath) -> Result<(OwnedFd, bool), String> {
     })?;
     rustix::fs::fsync(&parent).map_err(|e| format!("cannot sync the parent of {path}: {e}"))?;
     Ok((fd, made))
-}
-
-/// What taking entries away left undone, in words; `None` when it
-/// finished.
-fn unfinished(sweep: &walk::Sweep) -> Option<String> {
-    let mut left = Vec::new();
-    if sweep.failed > 0 {
-        left.push(format!(
-            "{} object(s) could not be reached: {}",
-            sweep.failed,
-            sweep.errors.join("; ")
-        ));
-    }
-    if sweep.truncated {
-        left.push(format!(
-            "the sweep stopped at its bound of {SWEEP_BOUND} entries"
-        ));
-    }
-    (!left.is_empty()).then(|| left.join("; "))
 }
 
 fn docs(tools: &Tools) -> Result<(ManagedFolders, Consents), String> {
@@ -133,15 +114,10 @@ pub(super) async fn folder(tools: &Tools, work: &FolderWork, decision: &Decision
     if !work.take_away.is_empty() {
         let dropped = work.take_away.clone();
         let swept = sweep(&root, OwnedOp::Unset(dropped.clone())).await;
-        match unfinished(&swept) {
-            None => notes.push(format!(
-                "entries of uid {dropped:?} taken away from {} object(s)",
-                swept.changed
-            )),
-            Some(left) => {
-                notes.push(format!(
-                    "entries of uid {dropped:?} not all taken away ({left}); taken again at the next apply"
-                ));
+        match taken_away(&dropped, &swept) {
+            Ok(note) => notes.push(note),
+            Err(note) => {
+                notes.push(note);
                 narrowing = dropped;
             }
         }
@@ -164,6 +140,7 @@ pub(super) async fn folder(tools: &Tools, work: &FolderWork, decision: &Decision
         notes.extend(describe(&swept));
     } else {
         // Nothing to set: what the decision counted is what it says.
+        notes.extend(work.counted.iter().cloned());
         return finish(tools, work, &mut managed, narrowing, decision, notes, step);
     }
     let action = if work.make {
@@ -215,13 +192,10 @@ fn finish(
             return Outcome::failed_at(step, format!("cannot record the folder: {e}"));
         }
     }
-    let mut reason = decision.line.reason.clone();
-    if !notes.is_empty() {
-        let mut all: Vec<String> = reason.into_iter().collect();
-        all.extend(notes);
-        reason = Some(all.join("; "));
-    }
-    Outcome::new(decision.line.action.clone(), reason)
+    Outcome::new(
+        decision.line.action.clone(),
+        said(work.grants.as_deref(), &notes),
+    )
 }
 
 /// Take the host's entries away from a folder no longer declared (or
