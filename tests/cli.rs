@@ -581,3 +581,149 @@ fn import_writes_a_declaration_check_reads_and_refuses_bad_projects_writing_noth
         assert!(!out_file.exists(), "nothing is written");
     }
 }
+
+/// Where a command's standard output goes in [`printed_to`].
+enum Sink {
+    /// `/dev/full`: every write fails with ENOSPC.
+    Full,
+    /// A pipe whose reading end was closed before the command started:
+    /// every write fails with EPIPE.
+    ClosedPipe,
+}
+
+/// Run mesh-host with `args` in `dir`, its standard output on `sink`,
+/// with a state directory and declaration of its own.
+fn printed_to(sink: Sink, dir: &std::path::Path, args: &[&str]) -> Output {
+    let stdout: std::process::Stdio = match sink {
+        Sink::Full => std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+            .into(),
+        Sink::ClosedPipe => {
+            let (reader, writer) = std::io::pipe().expect("pipe");
+            drop(reader);
+            writer.into()
+        }
+    };
+    let child = Command::new(env!("CARGO_BIN_EXE_mesh-host"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("MESH_HOST_STATE_DIR")
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mesh-host");
+    child.wait_with_output().expect("wait")
+}
+
+/// One command of each kind that prints: a validation (text and JSON), a
+/// static document, computed lines, an imported declaration, and reports
+/// read from a state directory.
+fn printing_commands(dir: &std::path::Path) -> Vec<Vec<String>> {
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).expect("state");
+    std::fs::write(
+        dir.join("compose.yaml"),
+        "services:\n  web:\n    image: nginx:1.27\n",
+    )
+    .expect("compose");
+    let local = |cmd: &str| {
+        vec![
+            cmd.to_string(),
+            "--local".into(),
+            "--state-dir".into(),
+            state.to_string_lossy().into_owned(),
+            "--declaration".into(),
+            dir.join("none.json").to_string_lossy().into_owned(),
+        ]
+    };
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        words(&["check", &example("webapp.json")]),
+        words(&["check", "--json", &example("refused.json")]),
+        words(&["schema"]),
+        words(&["cron", "*/5 * * * *", "--count", "1000"]),
+        words(&["cron", "--json", "@daily"]),
+        words(&["import", "--no-resolve", "-p", "shop"]),
+        local("status"),
+        local("metrics"),
+    ]
+}
+
+#[test]
+fn a_full_disk_on_standard_output_is_one_clear_error_exit_1_never_a_panic() {
+    let dir = tempfile::tempdir().expect("dir");
+    for args in printing_commands(dir.path()) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = printed_to(Sink::Full, dir.path(), &args);
+        let said = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert_eq!(
+            said.lines()
+                .filter(|l| l.starts_with(
+                    "mesh-host: cannot write to standard output: No space left on device"
+                ))
+                .count(),
+            1,
+            "{args:?}: {said}"
+        );
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+    }
+    // diff's 1 means "changes": its trouble is 2, as diff(1)'s. (Without
+    // a runtime it stops before printing: exit 2 either way, never 101.)
+    let out = printed_to(
+        Sink::Full,
+        dir.path(),
+        &[
+            "diff",
+            "--local",
+            "--state-dir",
+            &dir.path().join("state").to_string_lossy(),
+            &example("webapp.json"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_closed_pipe_ends_the_command_quietly_by_sigpipe_as_unix_tools_end() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("dir");
+    for args in printing_commands(dir.path()) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = printed_to(Sink::ClosedPipe, dir.path(), &args);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc_sigpipe()),
+            "{args:?}: {:?} {}",
+            out.status,
+            stderr(&out)
+        );
+        // import says its notes before the declaration; nothing else is said.
+        let err = stderr(&out);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.starts_with("mesh-host: import: "))
+            .map(str::trim_end)
+            .collect::<Vec<_>>();
+        assert!(said.is_empty(), "{args:?}: {said:?}");
+    }
+    // What a shell sees: `| head -2` takes two lines, and the command
+    // ends as `yes | head -2` does (141 under pipefail), saying nothing.
+    let shell = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; {} cron '* * * * *' --count 100000 | head -2; echo \"status $?\" >&2",
+            env!("CARGO_BIN_EXE_mesh-host")
+        ))
+        .output()
+        .expect("bash");
+    assert_eq!(stdout(&shell).lines().count(), 2, "{}", stdout(&shell));
+    assert_eq!(stderr(&shell).trim(), "status 141", "{}", stderr(&shell));
+}
+
+/// SIGPIPE's number on Linux.
+fn libc_sigpipe() -> i32 {
+    13
+}

@@ -32,7 +32,7 @@ pub fn read_input(file: &Path) -> std::io::Result<Vec<u8>> {
 /// Read a declaration file for a command, or say why not (exit 2).
 pub fn read_or_refuse(file: &Path) -> Result<Vec<u8>, u8> {
     read_input(file).map_err(|e| {
-        eprintln!("mesh-host: cannot read {}: {e}", file.display());
+        crate::errln!("mesh-host: cannot read {}: {e}", file.display());
         EXIT_REFUSED
     })
 }
@@ -66,7 +66,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
         Ok(decl) => {
             let warnings = declaration::lint(&decl);
             if let Some(e) = unchecked {
-                eprintln!("mesh-host: identities not checked against this machine's accounts: {e}");
+                crate::errln!(
+                    "mesh-host: identities not checked against this machine's accounts: {e}"
+                );
             }
             let summary = summarize(&decl);
             if json {
@@ -78,9 +80,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
                     warnings,
                 });
             } else {
-                println!("{shown}: accepted: {summary}");
+                crate::outln!("{shown}: accepted: {summary}");
                 for w in &warnings {
-                    println!("warning: {w}");
+                    crate::outln!("warning: {w}");
                 }
             }
             EXIT_OK
@@ -95,9 +97,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
                     warnings: Vec::new(),
                 });
             } else {
-                println!("{shown}: refused, {} problem(s):", refusal.problems.len());
+                crate::outln!("{shown}: refused, {} problem(s):", refusal.problems.len());
                 for p in &refusal.problems {
-                    println!("  {p}");
+                    crate::outln!("  {p}");
                 }
             }
             EXIT_REFUSED

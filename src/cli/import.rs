@@ -26,7 +26,7 @@ pub fn run(cli: &Cli, o: Options<'_>) -> u8 {
     let dir = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("mesh-host: import: the working directory cannot be read: {e}");
+            crate::errln!("mesh-host: import: the working directory cannot be read: {e}");
             return EXIT_FAILED;
         }
     };
@@ -62,37 +62,27 @@ fn said(imported: Result<compose::Imported, Vec<String>>, output: Option<&Path>)
     match imported {
         Ok(imported) => {
             for note in &imported.notes {
-                eprintln!("mesh-host: import: {note}");
+                crate::errln!("mesh-host: import: {note}");
             }
             match output {
                 Some(path) => {
                     if let Err(e) = crate::store::write_atomic(path, &imported.bytes, 0o644) {
-                        eprintln!("mesh-host: import: {}: {e}", path.display());
+                        crate::errln!("mesh-host: import: {}: {e}", path.display());
                         return EXIT_FAILED;
                     }
                 }
-                None => {
-                    use std::io::Write;
-                    let mut out = std::io::stdout().lock();
-                    if out
-                        .write_all(&imported.bytes)
-                        .and_then(|()| out.flush())
-                        .is_err()
-                    {
-                        return EXIT_FAILED;
-                    }
-                }
+                None => super::output::bytes(&imported.bytes),
             }
             EXIT_OK
         }
         Err(problems) => {
-            eprintln!(
+            crate::errln!(
                 "mesh-host: import: refused, nothing written ({} problem{}):",
                 problems.len(),
                 if problems.len() == 1 { "" } else { "s" }
             );
             for p in problems {
-                eprintln!("  {p}");
+                crate::errln!("  {p}");
             }
             EXIT_REFUSED
         }
