@@ -727,3 +727,35 @@ fn a_closed_pipe_ends_the_command_quietly_by_sigpipe_as_unix_tools_end() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+#[test]
+fn a_schedule_with_esc_bel_and_nul_is_refused_with_them_escaped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("d.json");
+    let decl = serde_json::json!({"declaration": 1, "resources": [{
+        "id": "backup", "type": "container", "name": "backup",
+        "image": "127.0.0.1:5000/b@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "network": "none", "schedule": "1 2 3 4 \u{1b}[2J\u{7}\u{0}"
+    }]});
+    std::fs::write(&file, decl.to_string()).expect("write");
+    let out = mesh(&["check", &file.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(r#"unexpected character '\u{1b}' in "\u{1b}[2J\u{7}\0""#),
+        "{text}"
+    );
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+    // The preview's own refusal too.
+    let out = mesh(&["cron", "1 2 3 4 \u{1b}[2J\u{7}"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = stderr(&out);
+    assert!(said.contains(r"'\u{1b}'"), "{said}");
+    assert!(
+        !said.chars().any(|c| c.is_control() && c != '\n'),
+        "{said:?}"
+    );
+}
