@@ -759,3 +759,148 @@ fn a_schedule_with_esc_bel_and_nul_is_refused_with_them_escaped() {
         "{said:?}"
     );
 }
+
+/// Names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn import_o_writes_only_a_regular_file_or_a_new_one() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("compose.yaml"),
+        "services:\n  web:\n    image: nginx:1.27\n",
+    )
+    .expect("compose");
+    std::fs::write(d.join("kept.json"), "the link's own target\n").expect("target");
+    std::os::unix::fs::symlink("kept.json", d.join("link.json")).expect("symlink");
+    std::fs::create_dir(d.join("a-dir")).expect("dir");
+    let fifo = Command::new("mkfifo")
+        .arg(d.join("fifo"))
+        .status()
+        .expect("mkfifo");
+    assert!(fifo.success());
+    // A character device like /dev/null (1:3), made where a refusal that
+    // did not happen could do no harm; only root can make one.
+    let device = Command::new("mknod")
+        .arg(d.join("null"))
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut refused = vec![
+        ("link.json", "is a symbolic link (to kept.json)"),
+        ("a-dir", "is a directory"),
+        ("fifo", "is a FIFO"),
+    ];
+    if device {
+        refused.push(("null", "is a character device"));
+    }
+    let before = names_in(d);
+    for (target, why) in refused {
+        let out = import_in(d, &[], &["--no-resolve", "-p", "shop", "-o", target]);
+        assert_eq!(out.status.code(), Some(2), "{target}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{target}: {}", stderr(&out));
+        assert_eq!(names_in(d), before, "{target}: nothing written");
+    }
+    assert_eq!(
+        std::fs::read_to_string(d.join("kept.json")).expect("read"),
+        "the link's own target\n",
+        "a link is never written through"
+    );
+    assert!(std::fs::symlink_metadata(d.join("link.json"))
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    if device {
+        let meta = std::fs::symlink_metadata(d.join("null")).expect("device");
+        assert!(meta.file_type().is_char_device(), "the device is still one");
+    }
+    // A new file is made; an existing one is replaced, its mode kept.
+    let out = import_in(d, &[], &["--no-resolve", "-p", "shop", "-o", "new.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(d.join("new.json"))
+        .expect("new")
+        .contains("shop-web-1"));
+    std::fs::write(d.join("mine.json"), "old").expect("old");
+    std::fs::set_permissions(d.join("mine.json"), std::fs::Permissions::from_mode(0o600))
+        .expect("chmod");
+    let out = import_in(d, &[], &["--no-resolve", "-p", "shop", "-o", "mine.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let meta = std::fs::metadata(d.join("mine.json")).expect("mine");
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+    assert!(std::fs::read_to_string(d.join("mine.json"))
+        .expect("mine")
+        .contains("shop-web-1"));
+}
+
+/// Whether process `pid` has a file open under `dir` other than the
+/// project it reads: the `-o` file being written (`DIR/#INODE (deleted)`
+/// while it has no name).
+fn writes_under(pid: u32, dir: &std::path::Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .any(|target| target.starts_with(dir) && !target.ends_with("compose.yaml"))
+}
+
+#[test]
+fn a_signal_while_import_o_writes_leaves_the_file_as_it_was_and_nothing_beside() {
+    use std::os::unix::process::ExitStatusExt;
+    // The pause is a fault point of debug builds (src/fault.rs).
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: the pause-in-output fault point exists in debug builds only");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("compose.yaml"),
+        "services:\n  web:\n    image: nginx:1.27\n",
+    )
+    .expect("compose");
+    std::fs::write(d.join("out.json"), "the previous declaration\n").expect("previous");
+    let before = names_in(d);
+    for (signal, number) in [
+        (rustix::process::Signal::TERM, 15),
+        (rustix::process::Signal::INT, 2),
+        (rustix::process::Signal::KILL, 9),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mesh-host"))
+            .args(["import", "--no-resolve", "-p", "shop", "-o", "out.json"])
+            .current_dir(d)
+            .env("MESH_HOST_FAULT", "pause-in-output:import")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("import");
+        // Half of it written, paused: signal it there.
+        let began = std::time::Instant::now();
+        while !writes_under(child.id(), d) {
+            assert!(
+                began.elapsed() < std::time::Duration::from_secs(30),
+                "import never began writing"
+            );
+            assert!(child.try_wait().expect("wait").is_none(), "import ended");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+        rustix::process::kill_process(pid, signal).expect("signal");
+        let status = child.wait().expect("wait");
+        assert_eq!(status.signal(), Some(number), "{status:?}");
+        assert_eq!(names_in(d), before, "after signal {number}");
+        assert_eq!(
+            std::fs::read_to_string(d.join("out.json")).expect("read"),
+            "the previous declaration\n"
+        );
+    }
+}

@@ -369,7 +369,8 @@ pub enum Command {
         #[arg(long)]
         no_resolve: bool,
         /// Write the declaration here (atomically) instead of standard
-        /// output.
+        /// output: a regular file (replaced, its mode kept) or a new one;
+        /// a device, directory, FIFO, socket or symbolic link is refused.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
