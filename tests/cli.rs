@@ -904,3 +904,75 @@ fn a_signal_while_import_o_writes_leaves_the_file_as_it_was_and_nothing_beside()
         );
     }
 }
+
+/// `mesh` with a bound on its run: a FIFO would hang a reader that waits
+/// for a writer.
+fn mesh_bounded(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mesh-host"))
+        .args(args)
+        .env_remove("MESH_HOST_STATE_DIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mesh-host");
+    let began = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if began.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("mesh-host {args:?} still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn a_declaration_is_read_from_a_regular_file_only_and_bounded() {
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path();
+    let fifo = d.join("fifo.json");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo")
+        .success());
+    let big = d.join("big.json");
+    // Sparse: 200 MB that take no room.
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(200_000_000))
+        .expect("big");
+    let dir_path = d.to_string_lossy().into_owned();
+    let cases = [
+        (
+            fifo.to_string_lossy().into_owned(),
+            "is a FIFO, not a regular file",
+        ),
+        (
+            "/dev/zero".to_string(),
+            "is a character device, not a regular file",
+        ),
+        (dir_path, "is a directory, not a regular file"),
+        (
+            big.to_string_lossy().into_owned(),
+            "is 200000000 bytes: a declaration is at most 8388608 bytes",
+        ),
+    ];
+    for (path, said) in &cases {
+        for command in [
+            vec!["check", path.as_str()],
+            vec!["apply", path.as_str()],
+            vec!["diff", path.as_str()],
+            vec!["apply", "--local", path.as_str()],
+        ] {
+            let out = mesh_bounded(&command);
+            assert_eq!(out.status.code(), Some(2), "{command:?}: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains(&format!("{path} {said}"))
+                    || stderr(&out).contains(&format!("{path}: {said}")),
+                "{command:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}

@@ -88,9 +88,9 @@ pub fn run(cli: &Cli, step: &str, opts: Options) -> u8 {
 /// output of a step since removed).
 fn declared_step(file: &Path, step: &str) -> Result<Result<String, String>, String> {
     let shown = file.display();
-    let bytes = match std::fs::read(file) {
+    let bytes = match declaration::input::read(file) {
         Ok(b) => b,
-        Err(e) => return Ok(Err(format!("cannot read {shown} ({e})"))),
+        Err(e) => return Ok(Err(e.to_string())),
     };
     let decl = match declaration::parse(&bytes) {
         Ok(d) => d,

@@ -27,6 +27,7 @@ mod base64;
 pub mod depends;
 pub mod hints;
 pub mod identity;
+pub mod input;
 pub mod lint;
 pub mod model;
 pub mod networking;
