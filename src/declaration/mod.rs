@@ -28,6 +28,7 @@ pub mod depends;
 pub mod hints;
 pub mod identity;
 pub mod input;
+pub mod links;
 pub mod lint;
 pub mod model;
 pub mod networking;
