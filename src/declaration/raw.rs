@@ -8,81 +8,12 @@
 //! refuse one by one, with their paths.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
-/// Read bytes as JSON, refusing an object that repeats a key: serde_json
-/// would keep the last silently, and the sender may have meant the first.
-/// The error carries line and column.
-pub fn read_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    serde_json::from_slice::<StrictValue>(bytes).map(|v| v.0)
-}
-
-/// A JSON value whose objects have no repeated keys.
-struct StrictValue(Value);
-
-impl<'de> Deserialize<'de> for StrictValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        // JSON cannot spell a non-finite number, so `from_f64` succeeds;
-        // `Null` is only a fallback that cannot be reached.
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(StrictValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
-            }
-            let StrictValue(value) = map.next_value()?;
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
-}
+mod read;
+pub use read::read_declaration;
 
 /// The JSON kind of a value, as an operator reads it.
 pub fn kind_of(value: &Value) -> &'static str {
@@ -124,22 +55,9 @@ impl<T> Field<T> {
     }
 }
 
-impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Ok(match T::deserialize(&value) {
-            Ok(v) => Field::Present(v),
-            Err(e) => Field::Invalid {
-                error: plain_words(&e.to_string()),
-                value,
-            },
-        })
-    }
-}
-
 /// Serde speaks of maps, sequences and unit values; a JSON sender thinks of
 /// objects, arrays and null.
-fn plain_words(message: &str) -> String {
+pub(super) fn plain_words(message: &str) -> String {
     message
         .replace("invalid type: map", "invalid type: object")
         .replace("invalid type: sequence", "invalid type: array")
@@ -151,27 +69,38 @@ fn plain_words(message: &str) -> String {
 /// A list whose items are each read on their own.
 pub type List<T> = Field<Vec<Field<T>>>;
 
-/// The whole declaration.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "kebab-case", expecting = "a declaration object")]
+/// The whole declaration but its resources, which [`read_declaration`]
+/// gives one by one as it reads them (its unknown keys' values are not
+/// kept either).
+#[derive(Debug, Default)]
 pub struct RawDeclaration {
     /// The version; [`super::parse`] checks it before anything else.
     pub declaration: Field<Value>,
-    /// The resources, in order.
-    pub resources: List<RawResource>,
-    /// Keys this version does not know.
-    #[serde(flatten)]
+    /// What `resources` was.
+    pub resources: Listed,
+    /// Keys this version does not know (their values are not kept).
     pub unknown: BTreeMap<String, Value>,
 }
 
-/// One resource, by its `type`.
-// Short-lived and few; boxing would only add noise.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+/// What the `resources` key held.
+#[derive(Debug, Default)]
+pub enum Listed {
+    /// No such key.
+    #[default]
+    Absent,
+    /// Not an array: the value sent.
+    Invalid(Value),
+    /// An array, each item of which was given to the reader's caller.
+    Read,
+}
+
+/// One resource, by its `type` (read by [`read`]). A container is boxed:
+/// its raw struct is kilobytes (a `Field` per key it may have), and the
+/// list of resources read holds one slot per resource until validated.
+#[derive(Debug)]
 pub enum RawResource {
     /// `type: "container"`.
-    Container(RawContainer),
+    Container(Box<RawContainer>),
     /// `type: "file"`.
     File(RawFile),
     /// `type: "directory"`.

@@ -1679,12 +1679,24 @@ fn deep_nesting_neither_overflows_nor_panics() {
     let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
     let p = only(refuse_bytes(nested(100_000).as_bytes()));
     assert!(
-        p.message.contains("recursion limit exceeded"),
+        p.message
+            .contains("nested deeper than 64 arrays and objects at line 1"),
         "{}",
         p.message
     );
-    // Just inside serde_json's limit of 128, in every position a value can take.
-    let deep = nested(120);
+    // Past the bound in every position a value can take: refused, said where.
+    let deep = nested(70);
+    for text in [
+        format!(r#"{{"declaration": 1, "resources": [], "extra": {deep}}}"#),
+        format!(
+            r#"{{"declaration": 1, "resources": [{{"id": "a", "type": "container", "health": {deep}}}]}}"#
+        ),
+    ] {
+        let p = only(refuse_bytes(text.as_bytes()));
+        assert!(p.message.contains("nested deeper than 64"), "{}", p.message);
+    }
+    // Just inside it, in every position a value can take: read, never a panic.
+    let deep = nested(58);
     for text in [
         format!(r#"{{"declaration": 1, "resources": [], "extra": {deep}}}"#),
         format!(r#"{{"declaration": 1, "resources": [{deep}]}}"#),
