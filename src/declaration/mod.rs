@@ -34,12 +34,15 @@ pub mod lint;
 pub mod model;
 pub mod networking;
 pub mod options;
+pub mod overlaps;
 mod raw;
 pub mod sandbox;
 mod strict;
 pub mod types;
 mod validate;
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod networking_tests;
 #[cfg(test)]

@@ -32,6 +32,7 @@ mod health;
 mod identities;
 mod networking;
 mod options;
+mod ports;
 mod timing;
 mod units;
 
@@ -66,6 +67,7 @@ impl Validator {
             holds: Vec::new(),
             restart_on: Vec::new(),
             identities: Vec::new(),
+            spans: Default::default(),
             built: None,
         };
         let mut s = entry.sink(&mut self.found);
