@@ -90,9 +90,17 @@ pub enum Listed {
     Absent,
     /// Not an array: the value sent.
     Invalid(Value),
-    /// An array, each item of which was given to the reader's caller.
-    Read,
+    /// An array, each item of which was given to the reader's caller, up
+    /// to [`MAX_RESOURCES`]; `beyond` items more were skipped unread.
+    Read { beyond: usize },
 }
+
+/// How many resources a declaration may declare: 100,000, ten times what
+/// the largest declaration of a node holds by hand. Each costs its entry
+/// in the validator whatever it is (a list of a million `{}` would cost
+/// gigabytes), so past this bound the rest is skipped and the
+/// declaration refused.
+pub const MAX_RESOURCES: usize = 100_000;
 
 /// One resource, by its `type` (read by [`read`]). A container is boxed:
 /// its raw struct is kilobytes (a `Field` per key it may have), and the

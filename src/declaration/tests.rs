@@ -2153,3 +2153,43 @@ fn bad_tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_each_named() {
     );
     assert_eq!(problems.len(), 11, "{problems:#?}");
 }
+
+/// A resource is the same whatever the order of its keys: with `type`
+/// last (the keys before it held as their JSON text), spelt with an
+/// escape, or after a field of the wrong type, it reads and refuses as
+/// with `type` first.
+#[test]
+fn a_resource_reads_the_same_with_its_type_last() {
+    let first = br#"{"declaration": 1, "resources": [
+        {"id": "web", "type": "container", "name": "web-c", "image": "IMG",
+         "ports": [{"host": 8080, "container": 80}], "env": {"A": "1"}}]}"#;
+    let last = br#"{"declaration": 1, "resources": [
+        {"id": "web", "name": "web-c", "image": "IMG",
+         "ports": [{"host": 8080, "container": 80}], "env": {"A": "1"},
+         "type": "cont\u0061iner"}]}"#;
+    let read = |bytes: &[u8]| {
+        let text = String::from_utf8(bytes.to_vec())
+            .unwrap()
+            .replace("IMG", &image());
+        parse(text.as_bytes()).unwrap()
+    };
+    assert_eq!(read(first), read(last));
+    let problems = refuse_bytes(
+        format!(
+            r#"{{"declaration": 1, "resources": [
+                {{"id": "web", "name": "web-c", "image": "{}", "ports": "80",
+                  "type": "container"}},
+                {{"id": "odd", "name": {{"a": [1, 2]}}, "type": "bucket"}}]}}"#,
+            image()
+        )
+        .as_bytes(),
+    );
+    assert_problem(&problems, Some("web"), Some("ports"), "expected");
+    assert_problem(
+        &problems,
+        Some("odd"),
+        Some("type"),
+        "unknown type \"bucket\"",
+    );
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+}

@@ -12,7 +12,9 @@ use serde_json::Value;
 use super::model::{Declaration, Resource, ResourceKind};
 use std::collections::HashSet;
 
-use super::raw::{kind_of, Field, Listed, RawDeclaration, RawResource, RESOURCE_TYPES};
+use super::raw::{
+    kind_of, Field, Listed, RawDeclaration, RawResource, MAX_RESOURCES, RESOURCE_TYPES,
+};
 use super::types::{ModuleName, ResourceId};
 use super::Problem;
 use container::read_container;
@@ -72,7 +74,7 @@ impl Validator {
         };
         let mut s = entry.sink(&mut self.found);
         let built = read_resource(&mut s, resource, &mut entry);
-        entry.built = built;
+        entry.built = built.map(Box::new);
         self.entries.push(entry);
     }
 
@@ -116,7 +118,14 @@ impl Validator {
                 "resources",
                 format!("expected an array of resources, found {}", kind_of(&value)),
             ),
-            Listed::Read => {}
+            Listed::Read { beyond: 0 } => {}
+            Listed::Read { beyond } => top.at(
+                "resources",
+                format!(
+                    "{} resources: a declaration declares at most {MAX_RESOURCES}; the {beyond} after them were not read",
+                    MAX_RESOURCES + beyond
+                ),
+            ),
         }
 
         cross_check(&mut found, &entries);
@@ -127,7 +136,7 @@ impl Validator {
         let mut built = Vec::with_capacity(entries.len());
         for entry in entries {
             match entry.built {
-                Some(resource) => built.push(resource),
+                Some(resource) => built.push(*resource),
                 // Every path that leaves a resource unbuilt reports why; this is
                 // the validator failing, said as such rather than a panic.
                 None => {
@@ -161,7 +170,7 @@ fn read_resource(
     let (id, module, kind) = match raw {
         RawResource::Container(mut c) => {
             let (id, module) = common(s, &mut c.id, &mut c.module, entry);
-            let kind = read_container(s, *c, entry).map(ResourceKind::Container);
+            let kind = read_container(s, *c, entry).map(|c| ResourceKind::Container(Box::new(c)));
             (id, module, kind)
         }
         RawResource::File(mut f) => {

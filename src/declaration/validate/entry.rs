@@ -78,7 +78,10 @@ pub(super) struct Entry {
     /// read it even when the resource has other problems: so a refusal
     /// lists a clash between two resources beside each one's own problems.
     pub(super) spans: Spans,
-    pub(super) built: Option<Resource>,
+    /// The model of the resource when pass one found no problem in it,
+    /// boxed: a resource is a kilobyte, and an entry whose resource did
+    /// not read (a hostile list of a million `{}`) should cost little.
+    pub(super) built: Option<Box<Resource>>,
 }
 
 /// The parts of a resource pass two looks at, each with its field.
