@@ -35,7 +35,7 @@ pub mod model;
 pub mod networking;
 pub mod options;
 pub mod overlaps;
-mod raw;
+pub mod raw;
 pub mod sandbox;
 mod strict;
 pub mod types;

@@ -14,10 +14,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 
+use crate::accounting::{Meter, Usage};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::progress::{Phase, Progress, Reporter};
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
+use crate::schedule::ended::Ended;
 use crate::schedule::output::fire_name;
 use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
 use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
@@ -33,6 +35,11 @@ pub enum RunOutcome {
     Succeeded,
     /// Exited non-zero (137 when `systemctl stop` on its unit killed it).
     Exited {
+        /// The exit status.
+        status: i64,
+    },
+    /// Exited non-zero after the kernel's OOM killer killed a process of it.
+    OomKilled {
         /// The exit status.
         status: i64,
     },
@@ -72,7 +79,7 @@ impl RunOutcome {
     pub fn exit_status(&self) -> Option<i64> {
         match self {
             RunOutcome::Succeeded => Some(0),
-            RunOutcome::Exited { status } => Some(*status),
+            RunOutcome::Exited { status } | RunOutcome::OomKilled { status } => Some(*status),
             RunOutcome::TimedOut { status }
             | RunOutcome::Stopped { status }
             | RunOutcome::Interrupted { status } => *status,
@@ -85,6 +92,21 @@ impl RunOutcome {
     /// catch-up skipped so is owed, and runs once that window has closed.
     pub fn skipped_for_a_window(&self) -> bool {
         matches!(self, RunOutcome::Skipped { reason } if reason.starts_with(SKIPPED_FOR_A_WINDOW))
+    }
+
+    /// Why a run failed, as `MESH_REASON` says it: `exited`, `oom`,
+    /// `timed-out`, `stopped`, `interrupted`, `error`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            RunOutcome::Succeeded => "succeeded",
+            RunOutcome::Exited { .. } => "exited",
+            RunOutcome::OomKilled { .. } => "oom",
+            RunOutcome::TimedOut { .. } => "timed-out",
+            RunOutcome::Stopped { .. } => "stopped",
+            RunOutcome::Interrupted { .. } => "interrupted",
+            RunOutcome::Error { .. } => "error",
+            RunOutcome::Skipped { .. } => "skipped",
+        }
     }
 }
 
@@ -116,6 +138,14 @@ pub struct FireReport {
     /// `healthy` within the closing budget (`held-unhealthy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unhealthy: Vec<String>,
+    /// What the run used, read from its unit's cgroup (`None`: it did not
+    /// run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// How long its window held containers stopped, from its opening to
+    /// its close (`None`: no window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_secs: Option<f64>,
 }
 
 impl FireReport {
@@ -234,6 +264,8 @@ impl Firer {
             recreated: Vec::new(),
             healthy: Vec::new(),
             unhealthy: Vec::new(),
+            usage: None,
+            held_secs: None,
         };
         let fire = fire_name(&step.id, due);
         mesh_event!(
@@ -268,6 +300,7 @@ impl Firer {
         };
         report.unit = prepared.unit.as_ref().map(|u| u.name.clone());
         let mut window = None;
+        let mut held_from = None;
         if !step.holds.is_empty() {
             let plan = WindowPlan {
                 step: step.id.clone(),
@@ -279,6 +312,7 @@ impl Firer {
                 hold_specs: step.hold_specs.clone(),
             };
             phase(Phase::Holding, Some(held.to_string()));
+            held_from = Some(Instant::now());
             match self.windows.open(&plan).await {
                 Ok(w) => window = Some(w),
                 Err(OpenError::Busy { other, container }) => {
@@ -331,6 +365,7 @@ impl Firer {
             Ok(run) => {
                 report.outcome = run.outcome;
                 report.unit = run.unit;
+                report.usage = run.usage;
                 run.ended
             }
             Err(e) => {
@@ -358,6 +393,7 @@ impl Firer {
                 Err(reason) => self.windows.close_unconfirmed(&mut w, &reason).await,
             };
             absorb(&mut report, &closed);
+            report.held_secs = held_from.map(|t| t.elapsed().as_secs_f64());
         }
         self.finish(step, report, started)
     }
@@ -365,23 +401,7 @@ impl Firer {
     fn finish(&self, step: &StepDef, mut report: FireReport, started: Instant) -> FireReport {
         report.duration_secs = started.elapsed().as_secs_f64();
         let fire = fire_name(&step.id, report.due);
-        let status = report
-            .outcome
-            .exit_status()
-            .map(|s| s.to_string())
-            .unwrap_or_default();
         match &report.outcome {
-            RunOutcome::Succeeded => mesh_event!(
-                info,
-                Event::StepFinished,
-                MESH_STEP = %step.id,
-                MESH_FIRE = %fire,
-                MESH_MODULE = step.module.as_deref(),
-                MESH_EXIT_STATUS = %status,
-                "step {} finished in {:.1}s",
-                step.id,
-                report.duration_secs
-            ),
             RunOutcome::Skipped { reason } => mesh_event!(
                 warn,
                 Event::StepSkipped,
@@ -392,18 +412,24 @@ impl Firer {
                 step.id,
                 report.due.to_rfc3339()
             ),
-            other => mesh_event!(
-                warn,
-                Event::StepFailed,
-                MESH_STEP = %step.id,
-                MESH_FIRE = %fire,
-                MESH_MODULE = step.module.as_deref(),
-                MESH_EXIT_STATUS = %status,
-                "step {} failed after {:.1}s: {}",
-                step.id,
-                report.duration_secs,
-                describe(other)
-            ),
+            outcome => Ended {
+                step: &step.id,
+                fire: &fire,
+                module: step.module.as_deref(),
+                exit_status: outcome.exit_status(),
+                failure: (*outcome != RunOutcome::Succeeded)
+                    .then(|| (outcome.reason(), describe(outcome))),
+                duration_secs: report.duration_secs,
+                usage: report.usage.as_ref(),
+                held: report
+                    .started_again
+                    .iter()
+                    .chain(&report.not_started)
+                    .map(String::as_str)
+                    .collect(),
+                held_secs: report.held_secs,
+            }
+            .log(),
         }
         report
     }
@@ -426,6 +452,9 @@ pub fn describe(outcome: &RunOutcome) -> String {
     match outcome {
         RunOutcome::Succeeded => "succeeded".into(),
         RunOutcome::Exited { status } => format!("exited with status {status}"),
+        RunOutcome::OomKilled { status } => {
+            format!("killed by the kernel: out of memory (status {status})")
+        }
         RunOutcome::TimedOut { status } => format!(
             "exceeded its timeout and was stopped (status {})",
             status.map_or("unknown".into(), |s| s.to_string())
@@ -449,6 +478,8 @@ struct StepRun {
     /// exited, was stopped and confirmed, or never started); otherwise why
     /// that could not be confirmed.
     ended: Result<(), String>,
+    /// What it used, when it ran.
+    usage: Option<Usage>,
 }
 
 /// A run made ready to start: its unit made, its container created inside
@@ -482,6 +513,7 @@ async fn prepare_run(
         outcome,
         unit,
         ended: Ok(()),
+        usage: None,
     };
     let (step_lock, ahead) = readier.take(&step.id, due).await;
     let (made_ahead, looked_at_ahead) = match ahead {
@@ -630,6 +662,7 @@ async fn run_step(
     } = prepared;
     let unit_name = unit.as_ref().map(|u| u.name.clone());
     let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
+    let meter = Meter::start(unit.as_ref().and_then(|u| u.control_group.as_deref()));
     // The container is known `created` (looked at or made under the
     // step's lock): one start request, judged by one inspection after it.
     let started = {
@@ -654,15 +687,24 @@ async fn run_step(
             outcome: error(format!("cannot start {name}: {e}")),
             unit: unit_name,
             ended,
+            usage: None,
         };
     }
     units.started(&mut unit).await;
     // The worst moment for a bug: the window open, the step running.
     crate::fault::point("panic-in-step-run", &step.id);
     let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
-    let (outcome, exited) =
+    let (mut outcome, exited) =
         wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
+    // Read while the unit still holds its cgroup.
+    let exit = outcome.exit_status().filter(|_| exited);
+    let usage = meter
+        .finish_run(runtime, name, exit, step.spec.process.memory)
+        .await;
     units.end(unit).await;
+    if let (Some(true), RunOutcome::Exited { status }) = (usage.oom_killed, &outcome) {
+        outcome = RunOutcome::OomKilled { status: *status };
+    }
     // Unless it was seen exiting, the step container is confirmed stopped
     // (or gone) before the window may close: retried while the runtime
     // does not answer, within the closing budget.
@@ -677,6 +719,7 @@ async fn run_step(
         outcome,
         unit: unit_name,
         ended,
+        usage: Some(usage),
     }
 }
 

@@ -4,9 +4,12 @@ pub mod alerts;
 #[cfg(test)]
 mod catch_up_tests;
 pub mod clock;
+pub mod ended;
 pub mod fire;
 pub mod history;
 pub mod jobs;
+#[cfg(test)]
+mod oom_tests;
 pub mod output;
 pub mod plan;
 pub mod ready;

@@ -201,7 +201,7 @@ pub struct CloseReport {
     /// `healthy` within the budget (`held-unhealthy`), with the last output.
     pub unhealthy: Vec<(String, String)>,
     /// The window was taken over by another process before this one had
-    /// closed it: it did nothing more to it (see [`Windows::fence`]).
+    /// closed it: it did nothing more to it (see `Windows::fence`).
     pub lost_window: bool,
 }
 

@@ -325,7 +325,7 @@ impl Store {
     }
 
     /// Record that `who` (an owner of windows) renews its leases now, at
-    /// `since_boot_secs`: without `windows.lock` (see [`heartbeat`]).
+    /// `since_boot_secs`: without `windows.lock` (see `store::heartbeat`).
     pub fn beat(&self, who: &Beater, since_boot_secs: u64) -> Result<(), StoreError> {
         heartbeat::beat(&self.root, who, since_boot_secs)
     }

@@ -13,6 +13,11 @@
 //! a watch on the slice kills what it still holds after the same grace our
 //! scope has.
 //!
+//! Each unit outlives its container until the fire ends it, so that the
+//! fire's figures are read from its cgroup ([`crate::accounting`]): a scope
+//! keeps its keeper process until then, and a step's slice is started new
+//! for each fire when nothing holds it ([`crate::systemd::fresh_slice`]).
+//!
 //! With both drivers a stop job on the unit is also watched for (systemd's
 //! `JobNew` signal, listened to before the unit exists) and handed to the
 //! fire ([`StepUnit::stop_requested`]), which stops the container through
@@ -22,6 +27,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::systemd::fresh_slice::{self, Slices};
 use crate::systemd::orphans::{stop_orphaned_scopes, KEEPER};
 
 /// A transient unit made for one fire.
@@ -33,9 +39,11 @@ pub struct StepUnit {
     /// What the container's cgroup parent must be for its processes to land
     /// in the unit: a cgroup path (cgroupfs driver) or a slice (systemd driver).
     pub cgroup_parent: String,
-    /// Whatever the implementation keeps for the fire: a process holding a
-    /// scope until the container is in it, or a task watching the unit,
-    /// dropped when the run ends.
+    /// The unit's cgroup (`ControlGroup`), whose counters are the fire's
+    /// figures; `None` when it is not known.
+    pub control_group: Option<String>,
+    /// Whatever the implementation keeps for the fire until the run ends:
+    /// a process holding a scope, a hold on the step's slice.
     pub keeper: Option<Box<dyn std::any::Any + Send>>,
     /// Turns true when someone stops the unit (`systemctl stop`): the fire
     /// then stops its container itself (SIGTERM, SIGKILL after its grace)
@@ -221,6 +229,10 @@ impl std::fmt::Display for StartError {
 pub struct SystemdUnits {
     conn: zbus::Connection,
     driver: crate::runtime::CgroupDriver,
+    /// The step slices this process has units in (systemd driver).
+    slices: Slices,
+    /// The node's cgroups are one v2 tree: see [`accounting`].
+    unified: bool,
 }
 
 impl SystemdUnits {
@@ -230,7 +242,12 @@ impl SystemdUnits {
         let conn = zbus::Connection::system()
             .await
             .map_err(|e| format!("cannot reach systemd on the system bus: {e}"))?;
-        let units = SystemdUnits { conn, driver };
+        let units = SystemdUnits {
+            conn,
+            driver,
+            slices: Slices::default(),
+            unified: unified_hierarchy(),
+        };
         // Once per connection: a second Subscribe is refused (AlreadySubscribed).
         units
             .manager()
@@ -300,7 +317,8 @@ impl SystemdUnits {
     /// still loaded (slices outlive what ran in them), reused with its
     /// description brought up to date.
     async fn ensure_slice(&self, name: &str, description: String) -> Result<(), String> {
-        let props = vec![("Description".to_string(), variant(description.clone())?)];
+        let mut props = vec![("Description".to_string(), variant(description.clone())?)];
+        props.extend(accounting(self.unified)?);
         match self.start_transient(name, props).await {
             Ok(()) => Ok(()),
             Err(StartError::Exists(_)) => {
@@ -444,6 +462,39 @@ fn variant<'a, T: Into<zbus::Variant<'a>>>(value: T) -> Result<zbus::OwnedVarian
     zbus::OwnedVariant::try_from(value.into()).map_err(|e| format!("D-Bus value: {e}"))
 }
 
+/// The accounting asked of systemd for a fire's unit.
+///
+/// On cgroup v2 (`unified`), accounting on: systemd keeps the unit's
+/// cgroup in the CPU, memory and I/O controllers for its whole life,
+/// whatever ran in it (a fire's figures are read there once its container
+/// has gone).
+///
+/// On a v1 or hybrid layout nothing is asked. There, systemd turning a v1
+/// controller on for one unit turns it on up to the root slice, and moves
+/// every process of the tree that is in no unit of its own (each container
+/// Docker's cgroupfs driver places itself) to that controller's root, then
+/// removes their emptied groups: one fire's `IOAccounting` took every
+/// running service of the node out of its `blkio` group, and a `docker
+/// exec` into them (a health check) then failed. The runtime makes the
+/// unit's group in each v1 hierarchy anyway, as the container's cgroup
+/// parent, and the kernel's counters there (and in the unified tree of a
+/// hybrid layout) are the fire's figures (`accounting::cgroup`); what
+/// systemd realizes for a unit by its own defaults it keeps as before.
+fn accounting(unified: bool) -> Result<Vec<(String, zbus::OwnedVariant)>, String> {
+    if !unified {
+        return Ok(Vec::new());
+    }
+    ["CPUAccounting", "MemoryAccounting", "IOAccounting"]
+        .iter()
+        .map(|p| Ok((p.to_string(), variant(true)?)))
+        .collect()
+}
+
+/// The node's cgroup file systems are one unified (v2) tree.
+fn unified_hierarchy() -> bool {
+    std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").is_file()
+}
+
 fn description(step: &str, module: Option<&str>) -> String {
     match module {
         Some(m) => format!("mesh-host step {step} of module {m}"),
@@ -497,13 +548,17 @@ impl StepUnits for SystemdUnits {
                     // SIGTERM, then SIGKILL after the same grace.
                     ("TimeoutStopUSec".to_string(), variant(STOP_GRACE_USEC)?),
                     ("PIDs".to_string(), variant(vec![pid])?),
-                ];
+                ]
+                .into_iter()
+                .chain(accounting(self.unified)?)
+                .collect();
                 self.start_transient(&name, props)
                     .await
                     .map_err(|e| e.to_string())?;
                 let cgroup = self.control_group(&name).await?;
                 Ok(Some(StepUnit {
                     name,
+                    control_group: Some(cgroup.clone()),
                     cgroup_parent: cgroup,
                     keeper: Some(Box::new(child)),
                     stop_requested: Some(stop_requested),
@@ -514,12 +569,24 @@ impl StepUnits for SystemdUnits {
                 // Docker makes its own scope per container inside the
                 // slice named as cgroup parent; the slice is the step's.
                 let name = step_slice_name(step);
+                let (lease, alone) = self.slices.lease(&name);
+                if alone {
+                    // New for this fire, its peak is the fire's.
+                    if let Err(e) = fresh_slice::stop_if_idle(&self.manager().await?, &name).await {
+                        tracing::warn!("{e}; the fire runs in the slice as it is");
+                    }
+                }
                 let (watch, stop_requested) = self.watch_stop(&name, true).await?;
                 self.ensure_slice(&name, description(step, module)).await?;
+                let control_group = fresh_slice::control_group(&self.conn, &name)
+                    .await
+                    .map_err(|e| tracing::warn!("{e}: the fire's figures are not read"))
+                    .ok();
                 Ok(Some(StepUnit {
                     name: name.clone(),
+                    control_group,
                     cgroup_parent: name,
-                    keeper: None,
+                    keeper: Some(Box::new(lease)),
                     stop_requested: Some(stop_requested),
                     stop_watch: Some(Box::new(watch)),
                 }))
@@ -542,13 +609,10 @@ impl StepUnits for SystemdUnits {
         }))
     }
 
-    async fn started(&self, unit: &mut Option<StepUnit>) {
-        // The container's processes hold the scope now; the keeper process
-        // goes, so the scope ends when the run does. The stop watch stays
-        // until the end.
-        if let Some(unit) = unit {
-            drop_keeper(unit).await;
-        }
+    async fn started(&self, _unit: &mut Option<StepUnit>) {
+        // The keeper stays until the run ends: the scope outlives the
+        // container until the fire has read its figures. Should this
+        // process die, the keeper ends with it (see KEEPER).
     }
 
     async fn stop_orphans(&self) -> Vec<String> {
