@@ -129,7 +129,7 @@ pub enum Listed {
 /// declaration refused.
 pub const MAX_RESOURCES: usize = 100_000;
 
-/// One resource, by its `type` (read by [`read`]). A container is boxed:
+/// One resource, by its `type` (read by `raw::read`). A container is boxed:
 /// its raw struct is kilobytes (a `Field` per key it may have), and the
 /// list of resources read holds one slot per resource until validated.
 /// It serialises with its `type`: what `mesh-host import` writes.
