@@ -71,6 +71,7 @@ use crate::store::Store;
 
 pub mod content_diff;
 pub mod decide;
+mod depends;
 pub mod empty;
 pub mod execute;
 pub mod facts;

@@ -1508,3 +1508,6 @@ mod networking_tests;
 
 #[path = "plan_tests.rs"]
 mod plan_tests;
+
+#[path = "depends_tests.rs"]
+mod depends_tests;

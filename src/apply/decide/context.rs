@@ -34,6 +34,9 @@ pub(crate) struct Context<'a> {
     /// Volumes and networks (`volume X`, `network X`) the plan cannot
     /// make, and why.
     pub(super) unusable: BTreeMap<String, String>,
+    /// Resources decided `failed` so far: a service depending on one is
+    /// not made or started ([`super::super::depends`]).
+    pub(super) failed: BTreeSet<String>,
     /// Whether each image is present, asked once.
     images: HashMap<String, bool>,
     /// The account files, read once.
@@ -59,6 +62,7 @@ impl<'a> Context<'a> {
             consumed: BTreeSet::new(),
             replacing: BTreeSet::new(),
             unusable: BTreeMap::new(),
+            failed: BTreeSet::new(),
             images: HashMap::new(),
             system_accounts: None,
         }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::super::facts::Facts;
 use super::super::plan::{Plan, Slot};
+use super::super::report::Action;
 use super::super::units::UnitReads;
 use super::context::{unhealthy_note, Context};
 use super::{files, folders, identities, networks, removals, services, steps, units, volumes};
@@ -94,7 +95,10 @@ async fn declared_from(cx: &mut Context<'_>, start: usize, plan: &mut Plan) {
             ResourceKind::Directory(dir) => files::directory(cx, slot, id, dir),
             ResourceKind::Container(c) => {
                 let mut decision = match &c.role {
-                    Role::Service => services::service(cx, slot, res, c).await,
+                    Role::Service => {
+                        let decision = services::service(cx, slot, res, c).await;
+                        super::super::depends::after_failed(&cx.failed, c, decision)
+                    }
                     Role::RunOnce => steps::run_once(cx, slot, res, c).await,
                     Role::Scheduled(_) => steps::scheduled(cx, slot, res, c).await,
                 };
@@ -107,6 +111,9 @@ async fn declared_from(cx: &mut Context<'_>, start: usize, plan: &mut Plan) {
                 folders::shared_folder(cx, slot, res, folder).await
             }
         };
+        if decision.line.action == Action::Failed {
+            cx.failed.insert(id.to_string());
+        }
         plan.decisions.push(decision);
     }
 }

@@ -32,11 +32,13 @@
 //!   the next create carries the volumes from). The next apply decides
 //!   again from those: the plan itself is never stored.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use futures_util::StreamExt;
+use tokio::sync::watch;
 
 use super::decide::Decider;
+use super::depends;
 use super::facts::{listing_of, Facts};
 use super::ledger::Ledger;
 use super::plan::{Decision, Kind, Plan, Slot, Tidy, Work};
@@ -86,6 +88,9 @@ pub(crate) struct Executor<'a> {
     units_to_remove: Vec<String>,
     /// Unit removals done at the first removal reached, by unit name.
     unit_removals: Option<BTreeMap<String, Outcome>>,
+    /// Resources whose line is `failed`: a service depending on one is
+    /// not made or started ([`super::depends`]).
+    failed: BTreeSet<String>,
 }
 
 impl<'a> Executor<'a> {
@@ -102,7 +107,16 @@ impl<'a> Executor<'a> {
             prepared: None,
             units_to_remove: Vec::new(),
             unit_removals: None,
+            failed: BTreeSet::new(),
         }
+    }
+
+    /// Commit `decision`'s `outcome` to the ledger, its failure noted.
+    fn commit(&mut self, decision: Decision, outcome: Outcome) {
+        if outcome.action == Action::Failed {
+            self.failed.insert(decision.line.id.clone());
+        }
+        self.ledger.commit(self.decl, decision, outcome);
     }
 
     /// What of the unit resources `decisions` says is done all at once.
@@ -158,10 +172,16 @@ impl<'a> Executor<'a> {
                 if work.starts() && !work.healthy_first.is_empty() {
                     // What it waits on is converged first.
                     self.converge_batch(&mut batch).await;
+                    let failed_dep = container_of(self.decl, &decision.slot)
+                        .and_then(|c| depends::failed_dependency(&self.failed, c, &decision))
+                        .map(depends::not_started);
+                    if let Some(why) = failed_dep {
+                        self.commit(decision, Outcome::failed(why));
+                        continue;
+                    }
                     if let Err(why) = health::wait(&self.tools, &work.id, &work.healthy_first).await
                     {
-                        self.ledger
-                            .commit(self.decl, decision, Outcome::failed_at(0, why));
+                        self.commit(decision, Outcome::failed_at(0, why));
                         continue;
                     }
                 }
@@ -185,7 +205,7 @@ impl<'a> Executor<'a> {
             let halt = halt_of(&decision, &outcome);
             let ran = outcome.action == Action::Ran;
             let id = decision.line.id.clone();
-            self.ledger.commit(self.decl, decision, outcome);
+            self.commit(decision, outcome);
             if let (Some(mut halt), Some(index)) = (halt, run_once) {
                 halt.not_applied = self.decl.resources.len() - index - 1;
                 self.ledger.halt(halt);
@@ -370,9 +390,47 @@ impl<'a> Executor<'a> {
         {
             let tools = &self.tools;
             let unusable = &self.unusable;
+            // Each service waits for its dependencies in the batch
+            // (declared before it, so taken into the stream before it: the
+            // first unfinished one never waits, and the batch cannot stall).
+            let at: HashMap<&str, usize> = decisions
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.line.id.as_str(), i))
+                .collect();
+            let done: Vec<watch::Sender<Option<bool>>> = (0..decisions.len())
+                .map(|_| watch::channel(None).0)
+                .collect();
             let mut started = Vec::with_capacity(decisions.len());
-            for (i, decision) in decisions.iter().enumerate() {
-                started.push(batched(tools, unusable, i, decision));
+            for ((i, decision), finished) in decisions.iter().enumerate().zip(done.iter()) {
+                let container = container_of(self.decl, &decision.slot);
+                // A dependency that failed in an earlier batch.
+                let failed_before = container
+                    .and_then(|c| depends::failed_dependency(&self.failed, c, decision))
+                    .map(str::to_string);
+                let waits: Vec<(String, depends::Started)> = container
+                    .map(|c| {
+                        c.depends_on
+                            .iter()
+                            .filter_map(|d| at.get(d.id.as_str()))
+                            .map(|&j| (decisions[j].line.id.clone(), done[j].subscribe()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                started.push(async move {
+                    let starts = matches!(&decision.work, Work::Service(w) if w.starts());
+                    let failed_dep = match failed_before {
+                        Some(dep) => Some(dep),
+                        None if starts => depends::gate(waits).await,
+                        None => None,
+                    };
+                    let (i, outcome) = match failed_dep {
+                        Some(dep) => (i, Outcome::failed(depends::not_started(&dep))),
+                        None => batched(tools, unusable, i, decision).await,
+                    };
+                    finished.send_replace(Some(outcome.action != Action::Failed));
+                    (i, outcome)
+                });
             }
             let mut running = futures_util::stream::iter(started).buffer_unordered(APPLY_WIDTH);
             while let Some((i, outcome)) = running.next().await {
@@ -381,7 +439,7 @@ impl<'a> Executor<'a> {
         }
         for (decision, outcome) in decisions.into_iter().zip(outcomes) {
             let outcome = outcome.unwrap_or_else(|| Outcome::failed("not carried out".into()));
-            self.ledger.commit(self.decl, decision, outcome);
+            self.commit(decision, outcome);
         }
     }
 }
@@ -402,6 +460,20 @@ async fn batched(
         _ => Outcome::new(decision.line.action.clone(), decision.line.reason.clone()),
     };
     (i, outcome)
+}
+
+/// The container declared at `slot`, if it is one.
+fn container_of<'d>(
+    decl: &'d Declaration,
+    slot: &Slot,
+) -> Option<&'d crate::declaration::Container> {
+    let Slot::Declared(index) = slot else {
+        return None;
+    };
+    match &decl.resources.get(*index)?.kind {
+        ResourceKind::Container(c) => Some(c),
+        _ => None,
+    }
 }
 
 /// The path of the file resource at `slot`, if it is one.
