@@ -4,13 +4,14 @@
 //! and runs scheduled steps ([`schedule`]) whose maintenance windows always
 //! close. External systems sit behind small interfaces: the container
 //! runtime ([`runtime`]), systemd ([`systemd`]), the on-disk state
-//! ([`store`]) and the clock ([`schedule::clock`]).
+//! ([`store`]) and the clock ([`clock`]).
 
 pub mod accounts;
 pub mod acl;
 pub mod apply;
 pub mod attention;
 pub mod cli;
+pub mod clock;
 pub mod compose;
 pub mod container_spec;
 pub mod control;
@@ -33,3 +34,4 @@ pub mod tap;
 pub mod task;
 #[cfg(test)]
 mod test_dirs;
+pub mod window;

@@ -7,14 +7,14 @@ use tokio::sync::watch;
 
 use super::output::print_json;
 use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
+use crate::clock::SystemClock;
 use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
-use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::{FireReport, Firer};
 use crate::schedule::step;
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
+use crate::window::{Owner, Windows};
 
 /// What a local command works with.
 #[derive(Debug)]

@@ -20,8 +20,8 @@ use crate::progress::{Phase, Progress, Reporter};
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
 use crate::schedule::output::fire_name;
 use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
-use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 use crate::systemd::units::{StepUnit, StepUnits};
+use crate::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 
 pub use crate::schedule::step::StepDef;
 

@@ -1,9 +1,6 @@
-//! Scheduled steps: the scheduler, its clock and timer, one fire, maintenance windows.
-pub mod adopt;
-pub mod alerts;
+//! Scheduled steps: the scheduler, one fire, its output, the steps' own records.
 #[cfg(test)]
 mod catch_up_tests;
-pub mod clock;
 pub mod fire;
 pub mod history;
 pub mod jobs;
@@ -22,6 +19,4 @@ pub mod stale;
 pub mod step;
 pub mod suspend;
 #[cfg(test)]
-mod tests;
-pub mod timer;
-pub mod window;
+pub(crate) mod tests;

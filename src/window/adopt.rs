@@ -24,8 +24,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::schedule::window::{Resumed, Windows};
-use crate::store::WindowRecord;
+use super::budget::CLOSE_BUDGET;
+use super::record::WindowRecord;
+use super::takeover::Resumed;
+use super::windows::Windows;
 
 /// How often an owner without a pidfd, or a directory without inotify, is
 /// looked at again.
@@ -33,8 +35,7 @@ pub const OWNER_POLL: Duration = Duration::from_secs(5);
 
 /// How long a stopping daemon waits for adoptions in flight: stopping a step
 /// (its grace and kill) and one close.
-pub const SHUTDOWN_BOUND: Duration =
-    Duration::from_secs(crate::schedule::window::CLOSE_BUDGET.as_secs() + 30);
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(CLOSE_BUDGET.as_secs() + 30);
 
 /// One live foreign owner being watched.
 #[derive(Debug)]
@@ -105,7 +106,7 @@ impl Adopter {
     /// within [`SHUTDOWN_BOUND`]. One waiting for the runtime to answer
     /// leaves its record owed, for the next daemon or local command.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let dir = self.windows.store().windows_dir().to_path_buf();
+        let dir = self.windows.records().dir().to_path_buf();
         let inotify = match watch_dir(&dir) {
             Ok(fd) => Some(fd),
             Err(e) => {
@@ -182,7 +183,7 @@ impl Adopter {
     /// daemon owes), and have files that are not readable records moved
     /// aside.
     fn scan(&mut self) {
-        let scan = match self.windows.store().scan_windows() {
+        let scan = match self.windows.records().scan() {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read window records to adopt: {e}");
@@ -217,7 +218,7 @@ impl Adopter {
                 continue;
             }
             if record.boot_id == self.windows.owner().boot_id && record.owner_alive() {
-                match record.lease_left(&at, self.windows.store().last_beat(&record)) {
+                match record.lease_left(&at, self.windows.records().beats().last(&record)) {
                     Some(left) if left.is_zero() => {
                         self.spawn(record.step);
                         continue;

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::Store;
 
+use super::record::WindowRecord;
+
 /// The store document (`alerts.json`).
 pub const DOC: &str = "alerts";
 
@@ -44,6 +46,61 @@ pub struct Alerts {
     /// The latest alerts, oldest first.
     #[serde(default)]
     pub recent: Vec<Alert>,
+}
+
+/// Raises the alerts of windows: each in the journal (priority `alert` or
+/// `err`) and recorded for `status`.
+#[derive(Debug, Clone)]
+pub struct Alerter {
+    store: Store,
+}
+
+impl Alerter {
+    /// Alerts recorded in `store`'s state directory.
+    pub fn new(store: Store) -> Self {
+        Alerter { store }
+    }
+
+    /// A held container that will not start again: the alert, in the
+    /// journal and in the record `status` reads.
+    pub fn will_not_start_again(&self, record: &WindowRecord, name: &str, reason: &str) {
+        crate::mesh_alert!(
+            MESH_STEP = %record.step,
+            MESH_CONTAINER = %name,
+            MESH_MODULE = %record.module.as_deref().unwrap_or(""),
+            "container {name} WILL NOT START AGAIN after the window of {}: {reason}",
+            record.step
+        );
+        self.record(
+            crate::events::Event::WillNotStartAgain,
+            &record.step,
+            name,
+            format!(
+                "container {name} WILL NOT START AGAIN after the window of {}: {reason}",
+                record.step
+            ),
+        );
+    }
+
+    /// Record an alert for `status` (beside its journal entry).
+    pub fn record(
+        &self,
+        event: crate::events::Event,
+        step: &str,
+        container: &str,
+        message: String,
+    ) {
+        record(
+            &self.store,
+            Alert {
+                event: event.name().to_string(),
+                at: Utc::now(),
+                step: Some(step.to_string()),
+                container: Some(container.to_string()),
+                message,
+            },
+        );
+    }
 }
 
 /// Record `alert`; a failure is logged (the alert itself is in the journal).
