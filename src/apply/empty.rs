@@ -56,8 +56,10 @@ impl EmptyRefused {
 /// How many resources an empty declaration would remove from this node:
 /// what an apply removes once it is no longer declared, and nothing it
 /// never removes (files, directories and volumes stay). That is the
-/// containers this state made or declared, that still exist (`existing`:
-/// the managed containers listed; `None` when the runtime could not list
+/// containers the last apply declared (services, run-once steps,
+/// scheduled steps: each container or schedule goes), plus those this
+/// state made, no longer declared, that still exist (`existing`: the
+/// managed containers listed; `None` when the runtime could not list
 /// them, and then every known one counts); the unit files it wrote; the
 /// accounts it made; the networks it made; the shared folders whose
 /// entries it set. 0 on a fresh node.
@@ -76,20 +78,24 @@ pub fn applied_count(store: &Store, existing: Option<&BTreeSet<String>>) -> Resu
         .and_then(serde_json::Value::as_array)
         .map(|a| a.iter().collect())
         .unwrap_or_default();
-    // Every container this state declared or made: removed if it exists.
-    let mut containers: BTreeSet<&str> = resources
+    // Every container declared: its container goes, or its schedule.
+    let declared: BTreeSet<&str> = resources
         .iter()
         .filter(|r| r.get("type").and_then(serde_json::Value::as_str) == Some("container"))
         .filter_map(|r| r.get("name").and_then(serde_json::Value::as_str))
         .collect();
-    if let Some(p) = &previous {
-        containers.extend(p.containers.iter().map(String::as_str));
-    }
-    containers.extend(inputs.keys().map(String::as_str));
-    let containers = containers
+    // And each one this state made, no longer declared, still there.
+    let mut known: BTreeSet<&str> = previous
+        .as_ref()
+        .map(|p| p.containers.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    known.extend(inputs.keys().map(String::as_str));
+    let undeclared = known
         .iter()
+        .filter(|name| !declared.contains(*name))
         .filter(|name| existing.is_none_or(|e| e.contains(**name)))
         .count();
+    let containers = declared.len() + undeclared;
     let units = previous.as_ref().map_or(0, |p| p.units.len());
     let accounts = store
         .load::<BTreeMap<String, serde_json::Value>>(super::state::ACCOUNTS)
@@ -216,8 +222,8 @@ mod tests {
         );
         assert_eq!(applied_count(&store, Some(&BTreeSet::new())), Ok(0));
         assert_eq!(judge(&store, Some(&BTreeSet::new())), Ok(()));
-        // Beside them, one of each kind an apply removes: a container that
-        // exists, a unit file written, an account made, a network made,
+        // Beside them, one of each kind an apply removes: a container
+        // declared, a unit file written, an account made, a network made,
         // a shared folder's entries set: 5, the 3 others not counted.
         let mut state: AppliedState = store.load(APPLIED).expect("read").expect("state");
         state.declaration["resources"]
@@ -231,7 +237,7 @@ mod tests {
                 json!({"id": "share", "type": "shared-folder", "path": "/srv/share"}),
             ]);
         state.units = vec!["tick.timer".into()];
-        state.containers = vec!["web".into()];
+        state.containers = vec!["web".into(), "old".into()];
         store.save(APPLIED, &state).expect("save");
         store
             .save(
@@ -254,8 +260,9 @@ mod tests {
             judge(&store, Some(&listed)),
             Err(EmptyRefused::WouldRemove { applied: 5 })
         );
-        // The container gone: 4 left to remove.
-        assert_eq!(applied_count(&store, Some(&BTreeSet::new())), Ok(4));
+        // "old", made here and no longer declared, counts while it exists.
+        let both: BTreeSet<String> = ["web".to_string(), "old".to_string()].into();
+        assert_eq!(applied_count(&store, Some(&both)), Ok(6));
     }
 
     #[test]
