@@ -267,6 +267,13 @@ impl Firer {
             }
         };
         report.unit = prepared.unit.as_ref().map(|u| u.name.clone());
+        if prepared.stopped() {
+            // Its unit was stopped already: nothing is held for a step
+            // that does not run.
+            self.units.end(prepared.unit).await;
+            report.outcome = RunOutcome::Stopped { status: None };
+            return self.finish(step, report, started);
+        }
         let mut window = None;
         if !step.holds.is_empty() {
             let plan = WindowPlan {
@@ -430,10 +437,10 @@ pub fn describe(outcome: &RunOutcome) -> String {
             "exceeded its timeout and was stopped (status {})",
             status.map_or("unknown".into(), |s| s.to_string())
         ),
-        RunOutcome::Stopped { status } => format!(
-            "stopped: its unit was stopped (systemctl stop), status {}",
-            status.map_or("unknown".into(), |s| s.to_string())
-        ),
+        RunOutcome::Stopped { status } => match status {
+            Some(s) => format!("stopped: its unit was stopped (systemctl stop), status {s}"),
+            None => "stopped: its unit was stopped (systemctl stop); no exit status (its container did not run, or could not be inspected)".into(),
+        },
         RunOutcome::Interrupted { .. } => "stopped because mesh-host is shutting down".into(),
         RunOutcome::Error { reason } => reason.clone(),
         RunOutcome::Skipped { reason } => format!("skipped: {reason}"),
@@ -463,6 +470,16 @@ struct PreparedRun {
     /// ([`crate::schedule::ready::Ahead::container`]): started by that ID,
     /// with no request before.
     looked_at_ahead: Option<String>,
+}
+
+impl PreparedRun {
+    /// Whether its unit was stopped already (`systemctl stop`).
+    fn stopped(&self) -> bool {
+        self.unit
+            .as_ref()
+            .and_then(|u| u.stop_requested.as_ref())
+            .is_some_and(|rx| *rx.borrow())
+    }
 }
 
 /// Make the step's unit and see that its container is created inside it:
@@ -630,6 +647,22 @@ async fn run_step(
     } = prepared;
     let unit_name = unit.as_ref().map(|u| u.name.clone());
     let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
+    let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
+    // The fire's unit stopped before its container started (while the
+    // window opened): the step does not run.
+    if stop_requested.as_ref().is_some_and(|rx| *rx.borrow()) {
+        drop(step_lock);
+        units.end(unit).await;
+        tracing::warn!(
+            MESH_STEP = %step.id,
+            "the unit of {name} was stopped before its container started: the step does not run"
+        );
+        return StepRun {
+            outcome: RunOutcome::Stopped { status: None },
+            unit: unit_name,
+            ended: Ok(()),
+        };
+    }
     // The container is known `created` (looked at or made under the
     // step's lock): one start request, judged by one inspection after it.
     let started = {
@@ -656,10 +689,37 @@ async fn run_step(
             ended,
         };
     }
+    // A stop that landed in the instant before the start, asked of systemd
+    // itself: the container is ended at once, so that it never runs on
+    // outside its unit (a scope stopped before its processes were in it).
+    let look = unit.as_ref().map(StepUnit::look);
+    let stopped_first = stop_requested.as_ref().is_some_and(|rx| *rx.borrow())
+        || match &look {
+            Some(look) => units.stopped_since_begin(look).await,
+            None => false,
+        };
+    if stopped_first {
+        tracing::warn!(
+            MESH_STEP = %step.id,
+            "the unit of {name} was stopped as its container started: ending it at once"
+        );
+        if let Err(e) = runtime.kill(name).await {
+            tracing::warn!(MESH_STEP = %step.id, "cannot kill {name}: {e}");
+        }
+        units.end(unit).await;
+        let ended =
+            crate::runtime::stop_confirmed(runtime, name, Instant::now() + close_budget()).await;
+        return StepRun {
+            outcome: RunOutcome::Stopped {
+                status: ended.as_ref().ok().copied().flatten(),
+            },
+            unit: unit_name,
+            ended: ended.map(|_| ()),
+        };
+    }
     units.started(&mut unit).await;
     // The worst moment for a bug: the window open, the step running.
     crate::fault::point("panic-in-step-run", &step.id);
-    let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
     let (outcome, exited) =
         wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
     units.end(unit).await;

@@ -17,6 +17,8 @@ mod sleep_tests;
 pub mod splay;
 pub mod stale;
 pub mod step;
+#[cfg(test)]
+mod stop_tests;
 pub mod suspend;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -2,5 +2,6 @@
 pub mod alerts;
 pub mod oneshot_runs;
 pub mod orphans;
+pub mod stop_watch;
 pub mod unit_files;
 pub mod units;
