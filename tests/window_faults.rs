@@ -947,7 +947,8 @@ fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_
         declare::service("svca", &svca, &img),
         declare::service("svcb", &svcb, &img),
         declare::step(&a, &runa, &img, "sleep 300", &["svca"], 120),
-        declare::step(&b, &runb, &img, "sleep 2", &["svcb"], 120),
+        // Long enough to be seen running beside a under load.
+        declare::step(&b, &runb, &img, "sleep 8", &["svcb"], 120),
     ]));
     let d = DaemonUnit::install(&w, "");
     d.start();

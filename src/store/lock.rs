@@ -158,6 +158,15 @@ pub fn lock_within(path: &Path, bound: Duration) -> Result<Flock, StoreError> {
     }
 }
 
+/// Who holds the lock of `path` now, as `/proc/locks` and `/proc` tell
+/// (`pid N (COMM, state S: meaning)`), for a wait given up.
+pub fn holder(path: &Path) -> String {
+    match File::open(path) {
+        Ok(file) => super::holder::describe(&file),
+        Err(_) => "an unknown process".to_string(),
+    }
+}
+
 /// Takes the lock if it is free; `None` when another holder has it.
 pub fn try_lock(path: &Path) -> Result<Option<Flock>, StoreError> {
     let file = open_lock_file(path)?;

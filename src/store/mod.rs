@@ -61,7 +61,9 @@ pub use digest::{
     config_digest, hash_reader, open_config, read_config, sha256_file, ConfigReadError, MAX_HASHED,
 };
 pub use error::StoreError;
-pub use lock::{lock as flock, lock_within as flock_within, try_lock as try_flock};
+pub use lock::{
+    holder as lock_holder, lock as flock, lock_within as flock_within, try_lock as try_flock,
+};
 pub use lock::{ApplyLock, DocumentLock, Flock};
 
 /// The default state directory.
@@ -169,15 +171,15 @@ impl Store {
         lock::lock(&doc.with_extension("lock")).map(DocumentLock::new)
     }
 
-    /// [`Store::document_lock`], waiting at most `bound` for another holder
-    /// to let go; past that, [`StoreError::LockHeld`] names the holder.
-    pub fn document_lock_within(
-        &self,
-        name: &str,
-        bound: std::time::Duration,
-    ) -> Result<DocumentLock, StoreError> {
-        let doc = self.document_path(name)?;
-        lock::lock_within(&doc.with_extension("lock"), bound).map(DocumentLock::new)
+    /// The lock file of document `name` (`<root>/<name>.lock`).
+    pub fn document_lock_path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        Ok(self.document_path(name)?.with_extension("lock"))
+    }
+
+    /// Takes the lock of document `name` if it is free; `Ok(None)` when
+    /// another holder has it (a caller with a deadline polls it).
+    pub fn try_document_lock(&self, name: &str) -> Result<Option<DocumentLock>, StoreError> {
+        Ok(lock::try_lock(&self.document_lock_path(name)?)?.map(DocumentLock::new))
     }
 
     /// The path of document `name` (`<root>/<name>.json`).

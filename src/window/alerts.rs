@@ -11,9 +11,15 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::store::Store;
+use std::time::Duration;
 
+use crate::store::{lock_holder, Store};
+
+use super::budget::Deadline;
 use super::record::WindowRecord;
+
+/// The longest one wait for `alerts.lock` (never past the act's deadline).
+const ALERTS_LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// The store document (`alerts.json`).
 pub const DOC: &str = "alerts";
@@ -62,8 +68,16 @@ impl Alerter {
     }
 
     /// A held container that will not start again: the alert, in the
-    /// journal and in the record `status` reads.
-    pub fn will_not_start_again(&self, record: &WindowRecord, name: &str, reason: &str) {
+    /// journal at once and in the record `status` reads, the latter within
+    /// `deadline` (a stranger holding `alerts.lock` costs one wait of the
+    /// act, and the journal has the alert whatever happens).
+    pub async fn will_not_start_again(
+        &self,
+        record: &WindowRecord,
+        name: &str,
+        reason: &str,
+        deadline: &Deadline,
+    ) {
         crate::mesh_alert!(
             MESH_STEP = %record.step,
             MESH_CONTAINER = %name,
@@ -79,42 +93,71 @@ impl Alerter {
                 "container {name} WILL NOT START AGAIN after the window of {}: {reason}",
                 record.step
             ),
-        );
+            deadline,
+        )
+        .await;
     }
 
-    /// Record an alert for `status` (beside its journal entry).
-    pub fn record(
+    /// Record an alert for `status` (beside its journal entry), waiting
+    /// for `alerts.lock` within `deadline` only.
+    pub async fn record(
         &self,
         event: crate::events::Event,
         step: &str,
         container: &str,
         message: String,
+        deadline: &Deadline,
     ) {
-        record(
-            &self.store,
-            Alert {
-                event: event.name().to_string(),
-                at: Utc::now(),
-                step: Some(step.to_string()),
-                container: Some(container.to_string()),
-                message,
-            },
-        );
+        let alert = Alert {
+            event: event.name().to_string(),
+            at: Utc::now(),
+            step: Some(step.to_string()),
+            container: Some(container.to_string()),
+            message,
+        };
+        let path = match self.store.document_lock_path(DOC) {
+            Ok(path) => path,
+            Err(e) => {
+                tracing::error!("cannot record the alert for status: {e}");
+                return;
+            }
+        };
+        let locked = deadline
+            .lock(
+                "alerts.lock",
+                ALERTS_LOCK_WAIT,
+                || self.store.try_document_lock(DOC),
+                || lock_holder(&path),
+            )
+            .await;
+        match locked {
+            Ok(_lock) => push(&self.store, alert),
+            Err(e) => tracing::error!(
+                MESH_STEP = %step,
+                MESH_CONTAINER = %container,
+                "cannot record the alert of {container} for status: {e}; the journal has it"
+            ),
+        }
     }
 }
 
-/// Record `alert`; a failure is logged (the alert itself is in the journal).
+/// Record `alert`, waiting for `alerts.lock` as long as it is held; a
+/// failure is logged (the alert itself is in the journal).
 pub fn record(store: &Store, alert: Alert) {
-    let result = (|| {
-        let _lock = store.document_lock(DOC).map_err(|e| e.to_string())?;
-        // A damaged record is replaced: the journal keeps every alert.
-        let mut doc: Alerts = store.load(DOC).ok().flatten().unwrap_or_default();
-        doc.recent.push(alert);
-        let over = doc.recent.len().saturating_sub(KEEP);
-        doc.recent.drain(..over);
-        store.save(DOC, &doc).map_err(|e| e.to_string())
-    })();
-    if let Err(e) = result {
+    match store.document_lock(DOC) {
+        Ok(_lock) => push(store, alert),
+        Err(e) => tracing::error!("cannot record the alert for status: {e}"),
+    }
+}
+
+/// Add `alert` to the document; the caller holds `alerts.lock`.
+fn push(store: &Store, alert: Alert) {
+    // A damaged record is replaced: the journal keeps every alert.
+    let mut doc: Alerts = store.load(DOC).ok().flatten().unwrap_or_default();
+    doc.recent.push(alert);
+    let over = doc.recent.len().saturating_sub(KEEP);
+    doc.recent.drain(..over);
+    if let Err(e) = store.save(DOC, &doc) {
         tracing::error!("cannot record the alert for status: {e}");
     }
 }

@@ -16,14 +16,15 @@ use std::time::Duration;
 use crate::events::Event;
 use crate::mesh_event;
 
-use super::budget::close_budget;
+use super::budget::{close_budget, Deadline, LockWait};
 use super::engine::Engine;
 use super::fence::Fence;
 use super::handle::OpenWindow;
 use super::plan::Specs;
 use super::record::WindowRecord;
+use super::records::Records;
 use super::shared::{self, AtClose, Bookkept};
-use super::start::HeldStart;
+use super::start::{HeldStart, StartFailure};
 
 /// How a close went.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +66,7 @@ pub(super) struct Closing {
     windows: Engine,
     record: WindowRecord,
     specs: Specs,
-    deadline: tokio::time::Instant,
+    deadline: Deadline,
 }
 
 impl Closing {
@@ -82,7 +83,7 @@ impl Closing {
             windows: windows.clone(),
             record: record.clone(),
             specs,
-            deadline: tokio::time::Instant::now() + budget,
+            deadline: Deadline::closing(budget),
         }
     }
 
@@ -97,6 +98,7 @@ impl Closing {
         } = self;
         let record = &record;
         let records = &windows.records;
+        let deadline = &deadline;
         let starter = HeldStart::new(&*windows.runtime, &windows.alerts, record, deadline);
         let mut report = CloseReport::default();
         // Holds are counted across the records of a boot: each container is
@@ -117,7 +119,7 @@ impl Closing {
         // The first decision precedes every start.
         let mut next = {
             let first = held.first().cloned();
-            shared::bookkeep_spawned(records, &current, None, first).await
+            shared::bookkeep_spawned(records, &current, None, first, deadline).await
         };
         // The last container started: taken off the record by the next
         // rewrite (kept when owed: the record owes its start).
@@ -134,13 +136,16 @@ impl Closing {
                     book.next
                 }
                 Ok(Err(e)) => {
-                    // The records cannot be read: a held container must
-                    // run again, so this window starts it.
-                    tracing::warn!(
-                        MESH_STEP = %record.step,
-                        "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
-                        record.step
-                    );
+                    // The records cannot be read, or windows.lock cannot be
+                    // had: a held container must run again, so this window
+                    // starts it (said once of a lock given up).
+                    if !e.said_before() {
+                        tracing::warn!(
+                            MESH_STEP = %record.step,
+                            "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
+                            record.step
+                        );
+                    }
                     None
                 }
                 Err(e) => {
@@ -160,7 +165,9 @@ impl Closing {
                         "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
                     );
                     report.still_held.push(name.to_string());
-                    next = shared::bookkeep_spawned(records, &current, done.take(), after).await;
+                    next =
+                        shared::bookkeep_spawned(records, &current, done.take(), after, deadline)
+                            .await;
                     fresh = true;
                     continue;
                 }
@@ -172,16 +179,29 @@ impl Closing {
             }
             // A decision made beside the previous start is checked again,
             // under `windows.lock`, right before this start (no write).
-            if !fresh && records.fence(&current, &format!("starting {name}")).await == Fence::Lost {
+            if !fresh
+                && records
+                    .fence_by(&current, &format!("starting {name}"), deadline)
+                    .await
+                    == Fence::Lost
+            {
                 report.lost_window = true;
                 return report;
             }
             crate::fault::pause("pause-before-start", name).await;
             // Beside this start: the next decision, and the previous
             // container taken off the record.
-            let book = shared::bookkeep_spawned(records, &current, done.take(), after);
+            let book = shared::bookkeep_spawned(records, &current, done.take(), after, deadline);
             let spec = windows.held_spec(name, &specs);
-            let started = starter.start(name, spec).await;
+            // Past the deadline nothing is begun: what is left is owed,
+            // alerted with what the close ran out waiting for.
+            let started = if deadline.is_spent() {
+                Err(StartFailure::spent(deadline.ran_out(|| {
+                    format!("the container runtime to start {name}")
+                })))
+            } else {
+                starter.start(name, spec).await
+            };
             next = book.await;
             fresh = false;
             if !matches!(&started, Err(f) if f.unanswered) {
@@ -213,7 +233,8 @@ impl Closing {
                     if !(record.owed && failure.unanswered) {
                         windows
                             .alerts
-                            .will_not_start_again(record, name, &failure.reason);
+                            .will_not_start_again(record, name, &failure.reason, deadline)
+                            .await;
                     }
                     if failure.unanswered {
                         report.owed.push(name.to_string());
@@ -238,31 +259,33 @@ impl Closing {
                     .collect(),
                 ..current.clone()
             };
-            match records.rewrite_if_own(&current, &owed).await {
+            match records.rewrite_if_own(&current, &owed, deadline).await {
                 Ok(Fence::Lost) => report.lost_window = true,
                 Ok(Fence::Own) => tracing::warn!(
                     MESH_STEP = %record.step,
-                    "window of {} not closed: the container runtime does not answer; {} owed a start, made as soon as it answers",
+                    "window of {} not closed: {} owed a start, made as soon as the container runtime answers",
                     record.step,
                     report.owed.join(", ")
                 ),
-                Err(e) => tracing::error!(
+                Err(LockWait::Error(e)) => tracing::error!(
                     MESH_STEP = %record.step,
                     "cannot keep the window of {} owed: {e}",
                     record.step
                 ),
+                Err(e) => finish_later(records, current, Some(owed), e),
             }
             return report;
         }
-        match records.erase_if_own(&current).await {
+        match records.erase_if_own(&current, deadline).await {
             Ok(Fence::Own) => {}
             Ok(Fence::Lost) => {
                 report.lost_window = true;
                 return report;
             }
-            Err(e) => {
+            Err(LockWait::Error(e)) => {
                 tracing::error!(MESH_STEP = %record.step, "cannot erase the window record of {}: {e}", record.step)
             }
+            Err(e) => finish_later(records, current, None, e),
         }
         mesh_event!(
             info,
@@ -297,10 +320,12 @@ impl Closing {
                 // Closing itself panicked: every held container is unaccounted for.
                 let reason = format!("closing the window failed: {e}");
                 let mut report = CloseReport::default();
+                let deadline = Deadline::closing(close_budget());
                 for name in window.record.held_names() {
                     windows
                         .alerts
-                        .will_not_start_again(&window.record, name, &reason);
+                        .will_not_start_again(&window.record, name, &reason, &deadline)
+                        .await;
                     report.lost.push((name.to_string(), reason.clone()));
                 }
                 report
@@ -325,8 +350,12 @@ impl Closing {
             record.step_container
         );
         let mut report = CloseReport::default();
+        let deadline = Deadline::closing(close_budget());
         for name in record.held_names() {
-            windows.alerts.will_not_start_again(record, name, &why);
+            windows
+                .alerts
+                .will_not_start_again(record, name, &why, &deadline)
+                .await;
             report.lost.push((name.to_string(), why.clone()));
             report.owed.push(name.to_string());
         }
@@ -334,13 +363,75 @@ impl Closing {
             owed: true,
             ..record.clone()
         };
-        match windows.records.rewrite_if_own(record, &owed).await {
+        match windows
+            .records
+            .rewrite_if_own(record, &owed, &deadline)
+            .await
+        {
             Ok(Fence::Own) => window.record = owed,
             Ok(Fence::Lost) => report.lost_window = true,
-            Err(e) => {
+            Err(LockWait::Error(e)) => {
                 tracing::error!(MESH_STEP = %record.step, "cannot mark the window of {} owed: {e}", record.step)
+            }
+            Err(e) => {
+                let record = record.clone();
+                finish_later(&windows.records, record, Some(owed.clone()), e);
+                window.record = owed;
             }
         }
         report
     }
+}
+
+/// How often the record's last write, put off because `windows.lock` was
+/// held past the close's deadline, is tried again.
+const FINISH_RETRY: Duration = Duration::from_secs(5);
+
+/// The close could not take `windows.lock` for its last write within its
+/// deadline (a stranger holds it): the held containers are started or
+/// alerted already, and the record is erased (or narrowed to what is
+/// `owed`) as soon as the lock is free, on a task of its own. Should this
+/// process end first, the record's owner is gone and whoever takes it
+/// over finishes it.
+fn finish_later(
+    records: &Records,
+    current: WindowRecord,
+    owed: Option<WindowRecord>,
+    why: LockWait,
+) {
+    tracing::warn!(
+        MESH_STEP = %current.step,
+        "the record of the window of {} is {} as soon as windows.lock is free: {why}",
+        current.step,
+        if owed.is_some() { "kept owed" } else { "erased" }
+    );
+    let records = records.clone();
+    tokio::spawn(async move {
+        loop {
+            let wait = Deadline::of("finishing", super::records::RECORDS_LOCK_WAIT);
+            match records.lock_by(&wait).await {
+                Ok(_records) => {
+                    let done = match &owed {
+                        Some(owed) => records.rewrite_if_own_locked(&current, owed),
+                        None => records.erase_if_own_locked(&current),
+                    };
+                    match done {
+                        Ok(_) => tracing::info!(
+                            MESH_STEP = %current.step,
+                            "the record of the window of {} is {} now that windows.lock is free",
+                            current.step,
+                            if owed.is_some() { "kept owed" } else { "erased" }
+                        ),
+                        Err(e) => tracing::error!(
+                            MESH_STEP = %current.step,
+                            "cannot finish the record of the window of {}: {e}",
+                            current.step
+                        ),
+                    }
+                    return;
+                }
+                Err(_) => tokio::time::sleep(FINISH_RETRY).await,
+            }
+        }
+    });
 }

@@ -16,6 +16,7 @@ use crate::events::Event;
 use crate::mesh_alert_of;
 use crate::store::StoreError;
 
+use super::budget::{Deadline, LockWait};
 use super::record::WindowRecord;
 use super::records::Records;
 use super::unreadable::UnreadableRecord;
@@ -66,13 +67,35 @@ impl Records {
     /// A window lost is said (once per call). An error reading the record
     /// is not a loss: the owner acts (a held container must run again).
     pub(crate) async fn fence(&self, held: &WindowRecord, doing: &str) -> Fence {
-        let _records = match self.lock_async().await {
-            Ok(lock) => lock,
+        match self.lock_async().await {
+            Ok(_records) => self.fence_locked(held, doing),
             Err(e) => {
                 tracing::warn!(MESH_STEP = %held.step, "cannot lock the window records to check the window of {} is still this process's: {e}", held.step);
-                return Fence::Own;
+                Fence::Own
             }
-        };
+        }
+    }
+
+    /// [`Self::fence`] within a close's `deadline` (see
+    /// [`Records::lock_by`]): a lock that cannot be had in time is no loss.
+    pub(super) async fn fence_by(
+        &self,
+        held: &WindowRecord,
+        doing: &str,
+        deadline: &Deadline,
+    ) -> Fence {
+        match self.lock_by(deadline).await {
+            Ok(_records) => self.fence_locked(held, doing),
+            Err(e) if e.said_before() => Fence::Own,
+            Err(e) => {
+                tracing::warn!(MESH_STEP = %held.step, "cannot lock the window records to check the window of {} is still this process's: {e}; acting as its owner", held.step);
+                Fence::Own
+            }
+        }
+    }
+
+    /// [`Self::fence`] for a caller holding `windows.lock`.
+    fn fence_locked(&self, held: &WindowRecord, doing: &str) -> Fence {
         match self.get(&held.step) {
             Ok(Some(now)) if now.same_window_and_owner(held) => Fence::Own,
             Ok(now) => {
@@ -88,8 +111,17 @@ impl Records {
 
     /// Erase the record of `held` if it is still that window, this
     /// process's (under `windows.lock`); otherwise leave what is there.
-    pub(super) async fn erase_if_own(&self, held: &WindowRecord) -> Result<Fence, StoreError> {
-        let _records = self.lock_async().await?;
+    pub(super) async fn erase_if_own(
+        &self,
+        held: &WindowRecord,
+        deadline: &Deadline,
+    ) -> Result<Fence, LockWait> {
+        let _records = self.lock_by(deadline).await?;
+        Ok(self.erase_if_own_locked(held)?)
+    }
+
+    /// [`Self::erase_if_own`] for a caller holding `windows.lock`.
+    pub(super) fn erase_if_own_locked(&self, held: &WindowRecord) -> Result<Fence, StoreError> {
         match self.get(&held.step)? {
             Some(now) if now.same_window_and_owner(held) => {
                 self.remove(&held.step)?;
@@ -108,9 +140,10 @@ impl Records {
         &self,
         held: &WindowRecord,
         new: &WindowRecord,
-    ) -> Result<Fence, StoreError> {
-        let _records = self.lock_async().await?;
-        self.rewrite_if_own_locked(held, new)
+        deadline: &Deadline,
+    ) -> Result<Fence, LockWait> {
+        let _records = self.lock_by(deadline).await?;
+        Ok(self.rewrite_if_own_locked(held, new)?)
     }
 
     /// [`Self::rewrite_if_own`] for a caller holding `windows.lock`.

@@ -62,6 +62,8 @@
 pub mod adopt;
 pub mod alerts;
 mod budget;
+#[cfg(test)]
+mod budget_tests;
 mod close;
 #[cfg(test)]
 mod close_tests;
@@ -84,7 +86,7 @@ mod unreadable;
 mod watcher;
 mod windows;
 
-pub use budget::{close_budget, CLOSE_BUDGET};
+pub use budget::{close_budget, Deadline, LockWait, Spent, CLOSE_BUDGET};
 pub use close::CloseReport;
 #[cfg(test)]
 pub(crate) use fence::Fence;

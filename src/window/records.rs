@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::store::{
-    flock_within, fsync_dir, try_flock, write_atomic, write_json, Flock, Store, StoreError,
-    FILE_MODE,
+    flock_within, fsync_dir, lock_holder, try_flock, write_atomic, write_json, Flock, Store,
+    StoreError, FILE_MODE,
 };
 
+use super::budget::{Deadline, LockWait};
 use super::heartbeat::Heartbeats;
 use super::record::{window_file_name, WindowRecord};
 use super::unreadable::{self, ReadRecord, UnreadableRecord, WindowScan};
@@ -202,6 +203,21 @@ impl Records {
                 path: self.lock_path(),
                 source: io::Error::other(join),
             })?
+    }
+
+    /// Takes `windows.lock` within what is left of `deadline`, waiting at
+    /// most [`RECORDS_LOCK_WAIT`], and not at all once this deadline's act
+    /// gave it up (see [`Deadline::lock`]): polled on the runtime's clock.
+    pub async fn lock_by(&self, deadline: &Deadline) -> Result<RecordsLock, LockWait> {
+        let path = self.lock_path();
+        deadline
+            .lock(
+                RECORDS_LOCK_FILE,
+                RECORDS_LOCK_WAIT,
+                || self.try_lock(),
+                || lock_holder(&path),
+            )
+            .await
     }
 
     /// Takes `windows.lock` if it is free; `Ok(None)` when it is held.

@@ -21,6 +21,7 @@ use crate::mesh_alert;
 use crate::runtime::ContainerRuntime;
 
 use super::alerts::Alerter;
+use super::budget::Deadline;
 use super::fence::{say_lost, Fence};
 use super::record::WindowRecord;
 use super::records::Records;
@@ -31,6 +32,11 @@ const RESTORE_WAIT: Duration = Duration::from_secs(10);
 
 /// How often the superseded owner is looked at.
 const OWNER_POLL: Duration = Duration::from_secs(1);
+
+/// One deadline for a taker's whole restore after a superseded owner
+/// died: its looks at the runtime, its wait for `windows.lock`, its starts
+/// and its alerts.
+const RESTORE_BUDGET: Duration = Duration::from_secs(30);
 
 /// Undoes late stops: see the module documentation.
 #[derive(Debug, Clone)]
@@ -149,13 +155,16 @@ impl Restorer {
         // Bounded, and the one runtime request made under `windows.lock`
         // besides a taker's own restore (below): a window opening
         // meanwhile must find `name` running, or hand it over as above.
-        match tokio::time::timeout(RESTORE_WAIT, self.runtime.start(name)).await {
-            Ok(Ok(())) => tracing::warn!(
-                MESH_STEP = %held.step,
-                MESH_CONTAINER = %name,
-                "{name} restored: this process's stop of it landed after its window of {} was taken over; no window holds {name}, so it was started again",
-                held.step
-            ),
+        let failed = match tokio::time::timeout(RESTORE_WAIT, self.runtime.start(name)).await {
+            Ok(Ok(())) => {
+                tracing::warn!(
+                    MESH_STEP = %held.step,
+                    MESH_CONTAINER = %name,
+                    "{name} restored: this process's stop of it landed after its window of {} was taken over; no window holds {name}, so it was started again",
+                    held.step
+                );
+                None
+            }
             Ok(Err(e)) => {
                 mesh_alert!(
                     MESH_STEP = %held.step,
@@ -163,12 +172,7 @@ impl Restorer {
                     "container {name} WILL NOT START AGAIN: this process's stop of it landed after its window of {} was taken over, and starting it again failed: {e}",
                     held.step
                 );
-                self.alerts.record(
-                    crate::events::Event::WillNotStartAgain,
-                    &held.step,
-                    name,
-                    format!("container {name} WILL NOT START AGAIN: its start after a lost window failed: {e}"),
-                );
+                Some(format!("container {name} WILL NOT START AGAIN: its start after a lost window failed: {e}"))
             }
             Err(_) => {
                 mesh_alert!(
@@ -178,13 +182,23 @@ impl Restorer {
                     held.step,
                     RESTORE_WAIT.as_secs()
                 );
-                self.alerts.record(
+                Some(format!("container {name} WILL NOT START AGAIN: the runtime did not answer its start after a lost window"))
+            }
+        };
+        // Recorded for `status` once `windows.lock` is let go: a holder of
+        // `alerts.lock` never keeps it.
+        drop(_records);
+        if let Some(message) = failed {
+            let deadline = Deadline::of("alerting", RESTORE_WAIT);
+            self.alerts
+                .record(
                     crate::events::Event::WillNotStartAgain,
                     &held.step,
                     name,
-                    format!("container {name} WILL NOT START AGAIN: the runtime did not answer its start after a lost window"),
-                );
-            }
+                    message,
+                    &deadline,
+                )
+                .await;
         }
         Fence::Lost
     }
@@ -202,8 +216,35 @@ impl Restorer {
         });
     }
 
+    /// What the dead superseded owner of `record` left stopped, started
+    /// again, within one deadline ([`RESTORE_BUDGET`]) for all of it: the
+    /// runtime is asked which held containers are stopped before
+    /// `windows.lock` is taken, and under it only the starts are made.
     async fn restore_after_superseded(&self, record: &WindowRecord) {
-        let _records = match self.records.lock_async().await {
+        let deadline = Deadline::of("restoring", RESTORE_BUDGET);
+        let mut stopped = Vec::new();
+        for name in record.held_names() {
+            let look = deadline
+                .bound(
+                    || format!("the container runtime to inspect {name}"),
+                    self.runtime.inspect(name),
+                )
+                .await;
+            match look {
+                Ok(Ok(Some(info))) if !info.running => stopped.push(name.to_string()),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot inspect {name} after pid {} died: {e}", record.pid)
+                }
+                Err(spent) => {
+                    tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot inspect {name} after pid {} died: {spent}", record.pid)
+                }
+            }
+        }
+        if stopped.is_empty() {
+            return;
+        }
+        let lock = match self.records.lock_by(&deadline).await {
             Ok(lock) => lock,
             Err(e) => {
                 tracing::warn!(MESH_STEP = %record.step, "cannot lock the window records to look at what pid {} left: {e}", record.pid);
@@ -217,55 +258,61 @@ impl Restorer {
                 return;
             }
         };
-        for name in record.held_names() {
+        let mut failed = Vec::new();
+        for name in &stopped {
             // A window of this boot that holds it (or is starting it, or
             // recorded it stopped when it opened) decides on it.
             if records
                 .iter()
-                .any(|r| r.boot_id == self.boot_id && r.held.iter().any(|c| c.name == name))
+                .any(|r| r.boot_id == self.boot_id && r.held.iter().any(|c| &c.name == name))
             {
                 continue;
-            }
-            match self.runtime.inspect(name).await {
-                Ok(Some(info)) if !info.running => {}
-                Ok(_) => continue,
-                Err(e) => {
-                    tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot inspect {name} after pid {} died: {e}", record.pid);
-                    continue;
-                }
             }
             // See `after_stop`: an opener that looked before the lock
             // looks again.
             if let Err(e) = self.records.bump_epoch() {
                 tracing::error!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot note the start of {name} for windows opening meanwhile: {e}");
             }
-            match tokio::time::timeout(Duration::from_secs(10), self.runtime.start(name)).await {
-                Ok(Ok(())) => tracing::warn!(
-                    MESH_STEP = %record.step,
-                    MESH_CONTAINER = %name,
-                    "{name} restored: pid {}, which lost the window of {}, died with {name} stopped (its late stop landed); no window holds {name}, so it was started again",
-                    record.pid,
-                    record.step
-                ),
-                Ok(Err(e)) => {
-                    crate::mesh_alert!(
+            let started = deadline
+                .bound(
+                    || format!("the container runtime to start {name}"),
+                    self.runtime.start(name),
+                )
+                .await;
+            let why = match started {
+                Ok(Ok(())) => {
+                    tracing::warn!(
                         MESH_STEP = %record.step,
                         MESH_CONTAINER = %name,
-                        "container {name} WILL NOT START AGAIN: pid {}, which lost the window of {}, died with it stopped, and starting it failed: {e}",
+                        "{name} restored: pid {}, which lost the window of {}, died with {name} stopped (its late stop landed); no window holds {name}, so it was started again",
                         record.pid,
                         record.step
                     );
+                    continue;
                 }
-                Err(_) => {
-                    crate::mesh_alert!(
-                        MESH_STEP = %record.step,
-                        MESH_CONTAINER = %name,
-                        "container {name} WILL NOT START AGAIN: pid {}, which lost the window of {}, died with it stopped, and the container runtime did not answer its start within 10 s; the next apply starts it",
-                        record.pid,
-                        record.step
-                    );
-                }
-            }
+                Ok(Err(e)) => format!("starting it failed: {e}"),
+                Err(spent) => format!("{spent}; the next apply starts it"),
+            };
+            crate::mesh_alert!(
+                MESH_STEP = %record.step,
+                MESH_CONTAINER = %name,
+                "container {name} WILL NOT START AGAIN: pid {}, which lost the window of {}, died with it stopped, and {why}",
+                record.pid,
+                record.step
+            );
+            failed.push((name.clone(), why));
+        }
+        drop(lock);
+        for (name, why) in failed {
+            self.alerts
+                .record(
+                    crate::events::Event::WillNotStartAgain,
+                    &record.step,
+                    &name,
+                    format!("container {name} WILL NOT START AGAIN: pid {} died with it stopped after losing its window, and {why}", record.pid),
+                    &deadline,
+                )
+                .await;
         }
     }
 }

@@ -22,7 +22,7 @@
 //!   record. A crash between leaves the mark: whoever takes the record
 //!   over starts it. Each locked step is one rewrite: it takes the last
 //!   container started off and decides on the next, and it is made while
-//!   Docker starts the container between them ([`bookkeep`]), so
+//!   Docker starts the container between them ([`bookkeep_spawned`]), so
 //!   that no write of the record lies between two starts.
 //!
 //! [`HeldContainer::starting`]: crate::store::HeldContainer::starting
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use crate::store::StoreError;
 
-use super::budget::close_budget;
+use super::budget::{close_budget, Deadline, LockWait};
 use super::fence::say_lost;
 use super::plan::WindowPlan;
 use super::record::WindowRecord;
@@ -71,7 +71,7 @@ pub(super) enum AtClose {
     Lost,
 }
 
-/// What one step of a close's bookkeeping did ([`bookkeep`]).
+/// What one step of a close's bookkeeping did ([`bookkeep_spawned`]).
 #[derive(Debug)]
 pub(super) struct Bookkept {
     /// The window's record as it now is on disk.
@@ -176,17 +176,14 @@ pub(super) async fn others_keep_stopped(
 /// whether the window is the last holder of `next`, writing the
 /// decision before the lock is released (see the module docs). It is
 /// also the fence of `next`'s start: a record that is no longer this
-/// window's own is [`AtClose::Lost`], and nothing is written.
-///
-/// Blocking (a lock, a scan, an fsync): the close runs it on the
-/// blocking pool, beside the start of the container before `next`.
-pub(super) fn bookkeep(
+/// window's own is [`AtClose::Lost`], and nothing is written. The caller
+/// holds `windows.lock` ([`bookkeep_spawned`] takes it).
+fn bookkeep_locked(
     records: &Records,
     record: &WindowRecord,
     done: Option<&str>,
     next: Option<&str>,
 ) -> Result<Bookkept, StoreError> {
-    let _records = records.lock()?;
     let scan = records.scan()?;
     let Some(now) = scan
         .records
@@ -238,16 +235,30 @@ pub(super) fn bookkeep(
     })
 }
 
-/// [`bookkeep`] on the blocking pool, as a task of its own: the close
-/// awaits it after the start it runs beside.
+/// [`bookkeep_locked`], as a task of its own: the close awaits it after the
+/// start it runs beside. `windows.lock` is waited for within the close's
+/// `deadline` (one wait of it at most, then tried once at each need: see
+/// [`Deadline::lock`]); the scan and the rewrite, blocking (an fsync), run
+/// on the blocking pool.
 pub(super) fn bookkeep_spawned(
     records: &Records,
     record: &WindowRecord,
     done: Option<String>,
     next: Option<String>,
-) -> tokio::task::JoinHandle<Result<Bookkept, StoreError>> {
-    let (records, record) = (records.clone(), record.clone());
-    tokio::task::spawn_blocking(move || {
-        bookkeep(&records, &record, done.as_deref(), next.as_deref())
+    deadline: &Deadline,
+) -> tokio::task::JoinHandle<Result<Bookkept, LockWait>> {
+    let (records, record, deadline) = (records.clone(), record.clone(), deadline.clone());
+    tokio::spawn(async move {
+        let lock = records.lock_by(&deadline).await?;
+        let booked = tokio::task::spawn_blocking(move || {
+            let _records = lock;
+            bookkeep_locked(&records, &record, done.as_deref(), next.as_deref())
+        })
+        .await
+        .map_err(|join| StoreError::Lock {
+            path: "windows.lock".into(),
+            source: std::io::Error::other(join),
+        })??;
+        Ok(booked)
     })
 }

@@ -2,7 +2,9 @@
 //! start and one to confirm it running; a refusal retried briefly, a
 //! runtime that does not answer retried with backoff until the deadline;
 //! one removed during the window created again from its declaration; and,
-//! with a health check, `healthy` waited for before the next start.
+//! with a health check, `healthy` waited for before the next start. Every
+//! request and every wait is bounded by the close's one deadline
+//! ([`Deadline`]); past it nothing is begun, and what ran out is said.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +14,7 @@ use crate::mesh_event;
 use crate::runtime::{ContainerInfo, ContainerRuntime, ContainerSpec, RuntimeError};
 
 use super::alerts::Alerter;
-use super::budget::close_budget;
+use super::budget::{Deadline, Spent};
 use super::record::WindowRecord;
 
 /// Attempts to start one held container, when the runtime answers with a
@@ -35,13 +37,11 @@ enum Healthy {
     No { status: String, output: String },
 }
 
-/// The one try a container gets when the closing budget is already spent.
-const LAST_TRY: Duration = Duration::from_secs(10);
-
 /// The longest pause between two attempts while the runtime does not answer.
 const UNREACHABLE_BACKOFF_MAX: Duration = Duration::from_secs(15);
 
 /// Why a held container did not start.
+#[derive(Debug)]
 pub(super) struct StartFailure {
     pub(super) reason: String,
     /// The runtime did not answer (rather than refusing).
@@ -68,7 +68,19 @@ pub(super) struct HeldStart<'a> {
     runtime: &'a dyn ContainerRuntime,
     alerts: &'a Alerter,
     record: &'a WindowRecord,
-    deadline: tokio::time::Instant,
+    deadline: &'a Deadline,
+}
+
+impl StartFailure {
+    /// Not started because the close's deadline ran out (on `spent`): owed
+    /// a start, as one the runtime did not answer.
+    pub(super) fn spent(spent: Spent) -> Self {
+        StartFailure {
+            reason: spent.to_string(),
+            unanswered: true,
+            gone: false,
+        }
+    }
 }
 
 impl<'a> HeldStart<'a> {
@@ -77,7 +89,7 @@ impl<'a> HeldStart<'a> {
         runtime: &'a dyn ContainerRuntime,
         alerts: &'a Alerter,
         record: &'a WindowRecord,
-        deadline: tokio::time::Instant,
+        deadline: &'a Deadline,
     ) -> Self {
         HeldStart {
             runtime,
@@ -98,20 +110,16 @@ impl<'a> HeldStart<'a> {
     ) -> Result<Started, StartFailure> {
         let mut said = Started::default();
         let record = self.record;
-        // Past the budget (the runtime was away for it), each container
-        // left still gets one short try, so what is owed is told apart
-        // from what was refused.
-        let until = self.deadline.max(tokio::time::Instant::now() + LAST_TRY);
-        let mut started = self.start_confirmed(name, until).await;
+        let mut started = self.start_confirmed(name).await;
         if let Err(failure) = &started {
             let spec = if failure.gone { spec } else { None };
             if let Some(spec) = spec {
-                started = self.recreate(record, &spec, until).await;
+                started = self.recreate(record, &spec).await;
                 said.recreated = started.is_ok();
             }
         }
         let running = started?;
-        match self.wait_healthy(name, running, until).await {
+        match self.wait_healthy(name, running).await {
             Healthy::NoCheck => {}
             Healthy::Yes => said.healthy = true,
             Healthy::No { status, output } => {
@@ -124,15 +132,18 @@ impl<'a> HeldStart<'a> {
                     "container {name} started again after the window of {} but is {status}: last health check said: {output}",
                     record.step
                 );
-                self.alerts.record(
-                    Event::HeldUnhealthy,
-                    &record.step,
-                    name,
-                    format!(
-                        "container {name} started again after the window of {} but is {status}",
-                        record.step
-                    ),
-                );
+                self.alerts
+                    .record(
+                        Event::HeldUnhealthy,
+                        &record.step,
+                        name,
+                        format!(
+                            "container {name} started again after the window of {} but is {status}",
+                            record.step
+                        ),
+                        self.deadline,
+                    )
+                    .await;
                 said.unhealthy = Some(output);
             }
         }
@@ -141,28 +152,22 @@ impl<'a> HeldStart<'a> {
 
     /// Start one container, confirmed running: the inspection that
     /// confirmed it. A refusal is retried briefly; a runtime that does not
-    /// answer is retried with backoff until `deadline`.
-    async fn start_confirmed(
-        &self,
-        name: &str,
-        deadline: tokio::time::Instant,
-    ) -> Result<ContainerInfo, StartFailure> {
-        let mut last = String::from("closing budget exhausted before the first attempt");
-        let mut unanswered = false;
+    /// answer is retried with backoff until the deadline.
+    async fn start_confirmed(&self, name: &str) -> Result<ContainerInfo, StartFailure> {
+        let mut last: Option<String> = None;
+        let mut unanswered: bool;
         let mut refusals = 0;
         let mut backoff = Duration::from_secs(1);
+        let waiting = || format!("the container runtime to start {name}");
+        let cut = |spent: Spent, last: &Option<String>, unanswered: bool| StartFailure {
+            reason: match last {
+                Some(last) => format!("{spent} (last: {last})"),
+                None => spent.to_string(),
+            },
+            unanswered,
+            gone: false,
+        };
         loop {
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Err(StartFailure {
-                    reason: format!(
-                        "closing budget of {}s exhausted: {last}",
-                        close_budget().as_secs()
-                    ),
-                    unanswered,
-                    gone: false,
-                });
-            }
             let gone = || StartFailure {
                 reason: "the container no longer exists".to_string(),
                 unanswered: false,
@@ -170,28 +175,32 @@ impl<'a> HeldStart<'a> {
             };
             // One request to start and one to confirm: nothing else lies
             // between this start and the next container's.
-            match tokio::time::timeout(deadline - now, self.runtime.start_and_inspect(name)).await {
-                Ok(Ok(Some(info))) if info.running => return Ok(info),
-                Ok(Ok(Some(info))) => {
-                    last = format!("it exited at once (status {})", info.status);
+            let answer = match self
+                .deadline
+                .bound(waiting, self.runtime.start_and_inspect(name))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(spent) => return Err(cut(spent, &last, true)),
+            };
+            match answer {
+                Ok(Some(info)) if info.running => return Ok(info),
+                Ok(Some(info)) => {
+                    last = Some(format!("it exited at once (status {})", info.status));
                     unanswered = false;
                     refusals += 1;
                 }
-                Ok(Ok(None)) => return Err(gone()),
-                Ok(Err(RuntimeError::NotFound { .. })) => return Err(gone()),
-                Ok(Err(e)) => {
+                Ok(None) => return Err(gone()),
+                Err(RuntimeError::NotFound { .. }) => return Err(gone()),
+                Err(e) => {
                     unanswered = e.is_transient();
                     refusals += u32::from(!unanswered);
-                    last = e.to_string();
-                }
-                Err(_) => {
-                    last = "the start did not answer in time".to_string();
-                    unanswered = true;
+                    last = Some(e.to_string());
                 }
             }
             if !unanswered && refusals >= START_ATTEMPTS {
                 return Err(StartFailure {
-                    reason: last,
+                    reason: last.unwrap_or_default(),
                     unanswered: false,
                     gone: false,
                 });
@@ -203,8 +212,13 @@ impl<'a> HeldStart<'a> {
             } else {
                 START_RETRY_PAUSE
             };
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            tokio::time::sleep(pause.min(left)).await;
+            if let Err(spent) = self
+                .deadline
+                .bound(waiting, tokio::time::sleep(pause))
+                .await
+            {
+                return Err(cut(spent, &last, unanswered));
+            }
         }
     }
 
@@ -215,22 +229,23 @@ impl<'a> HeldStart<'a> {
     ///
     /// Docker itself says `unhealthy` once the check's own timing has run
     /// out; the wait also ends then if Docker has not decided (a check that
-    /// hangs), and never outlasts `deadline`, the closing budget.
-    async fn wait_healthy(
-        &self,
-        name: &str,
-        running: ContainerInfo,
-        deadline: tokio::time::Instant,
-    ) -> Healthy {
+    /// hangs), and never outlasts the close's deadline.
+    async fn wait_healthy(&self, name: &str, running: ContainerInfo) -> Healthy {
         let started = tokio::time::Instant::now();
-        let mut deadline = deadline;
+        let mut deadline = self.deadline.instant();
         let mut own_timing = None;
         let mut last = None;
         let mut looked = Some(running);
         loop {
             let look = match looked.take() {
                 Some(info) => Ok(Some(info)),
-                None => self.runtime.inspect(name).await,
+                None => match tokio::time::timeout_at(deadline, self.runtime.inspect(name)).await {
+                    Ok(look) => look,
+                    Err(_) => Err(RuntimeError::Api {
+                        context: format!("inspect {name}"),
+                        reason: "no answer before the deadline".into(),
+                    }),
+                },
             };
             match look {
                 Ok(Some(info)) => match info.health {
@@ -267,7 +282,10 @@ impl<'a> HeldStart<'a> {
                         "still {status} after {}s, the time its health check takes to decide",
                         within.as_secs()
                     ),
-                    None => format!("still {status} when the closing budget ran out"),
+                    None => {
+                        self.deadline.spent(format!("{name} to be healthy"));
+                        format!("still {status} when the closing budget ran out")
+                    }
                 };
                 return Healthy::No { status, output };
             }
@@ -281,15 +299,26 @@ impl<'a> HeldStart<'a> {
         &self,
         record: &WindowRecord,
         spec: &ContainerSpec,
-        deadline: tokio::time::Instant,
     ) -> Result<ContainerInfo, StartFailure> {
         let name = &spec.name;
-        if let Err(e) = self.runtime.create(spec).await {
+        let created = self
+            .deadline
+            .bound(
+                || format!("the container runtime to create {name} again"),
+                self.runtime.create(spec),
+            )
+            .await;
+        let failed = match created {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some((e.to_string(), e.is_transient())),
+            Err(spent) => Some((spent.to_string(), true)),
+        };
+        if let Some((e, unanswered)) = failed {
             return Err(StartFailure {
                 reason: format!(
                     "it was removed during the window and cannot be created again: {e}"
                 ),
-                unanswered: e.is_transient(),
+                unanswered,
                 gone: true,
             });
         }
@@ -299,6 +328,6 @@ impl<'a> HeldStart<'a> {
             "{name} was removed during the window of {}: created again from its declaration",
             record.step
         );
-        self.start_confirmed(name, deadline).await
+        self.start_confirmed(name).await
     }
 }
