@@ -20,6 +20,7 @@ pub mod daemon;
 pub mod declaration;
 pub mod events;
 pub mod fault;
+pub mod journal;
 pub mod metrics;
 pub mod page;
 pub mod plain_log;
@@ -34,4 +35,5 @@ pub mod tap;
 pub mod task;
 #[cfg(test)]
 mod test_dirs;
+pub mod wake;
 pub mod window;

@@ -62,6 +62,14 @@ impl LocalHost {
             eprintln!("mesh-host: cannot read window records, nothing was done: {e}");
             EXIT_FAILED
         })?;
+        // Output a gone owner owed to the journal: what is there now is
+        // forwarded (a container still running stays owed, for the next).
+        let forwards = crate::schedule::forward::Forwards::of(&host.store);
+        let owner = host.windows.owner().clone();
+        for task in crate::schedule::forward::resume(host.runtime.clone(), &forwards, &owner, false)
+        {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(30), task).await;
+        }
         Ok(host)
     }
 }

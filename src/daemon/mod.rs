@@ -44,6 +44,8 @@ use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::progress::Reporter;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
 use crate::schedule::fire::Firer;
+use crate::schedule::forward::Forwards;
+use crate::schedule::forward_keeper::Keeper;
 use crate::schedule::plan;
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
 use crate::schedule::step;
@@ -199,6 +201,13 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // owner died before its container was in it).
     let adopter = crate::window::adopt::Adopter::new(windows.clone()).with_units(units);
     let adopter_task = tokio::spawn(adopter.run(shutdown.clone()));
+    // Output owed to the journal by owners that are gone is forwarded on.
+    let keeper = Keeper::new(
+        runtime.clone(),
+        Forwards::of(&store),
+        windows.owner().clone(),
+    );
+    tokio::spawn(keeper.run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog();

@@ -2,13 +2,19 @@
 #[cfg(test)]
 mod catch_up_tests;
 pub mod fire;
+pub mod forward;
+pub mod forward_keeper;
+#[cfg(test)]
+mod forward_tests;
 pub mod history;
 pub mod jobs;
+pub mod outcome;
 pub mod output;
 pub mod plan;
 pub mod ready;
 #[cfg(test)]
 mod ready_tests;
+mod run_end;
 pub mod scheduler;
 #[cfg(test)]
 mod shared_holds_tests;

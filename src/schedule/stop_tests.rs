@@ -1,7 +1,7 @@
 //! An operator's stop of a fire's unit at every point of the fire, against
-//! the scripted runtime: before the window opens, while it opens, in the
-//! instant before the container's start (seen only by asking systemd
-//! itself), and while the container runs. The same on the sandbox node:
+//! the scripted runtime: before the window opens, while it opens, just
+//! before the container's start (seen only by asking systemd itself), as
+//! the container starts, and while it runs. The same on the sandbox node:
 //! `tests/step_stops_node.rs` and `tests/windows_docker.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,7 +115,9 @@ async fn a_unit_stopped_while_the_window_opens_runs_nothing_and_the_window_close
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_stop_seen_only_by_asking_systemd_after_the_start_ends_the_container_at_once() {
+async fn a_stop_seen_only_by_asking_systemd_before_the_start_runs_nothing() {
+    // Its job was gone before its type could be read: the watch never
+    // said stop, systemd does when asked.
     let r = rig(&[("db", true)]);
     r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
     let (_stop, rx) = watch::channel(false);
@@ -124,6 +126,33 @@ async fn a_stop_seen_only_by_asking_systemd_after_the_start_ends_the_container_a
     let report = firer(&r, units)
         .fire(&step("gc", &["db"], None), t0())
         .await;
+    assert_eq!(report.outcome, RunOutcome::Stopped { status: None });
+    assert!(
+        !moves(&r.fake).contains(&Call::Start(s("gc-run"))),
+        "{:?}",
+        moves(&r.fake)
+    );
+    assert!(r.fake.is_running("db"));
+    assert!(r.records.all().expect("records").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_that_lands_as_the_container_starts_ends_it_at_once() {
+    let r = rig(&[("db", true)]);
+    r.fake.exit_with("gc-run", 0, Duration::from_secs(30));
+    // The start takes 2 s; the stop lands in the middle of it.
+    r.fake.start_delay("gc-run", Duration::from_secs(2));
+    let (stop, rx) = watch::channel(false);
+    let units = Units {
+        stop: rx,
+        left: Arc::default(),
+    };
+    let firer = firer(&r, units);
+    let fire = tokio::spawn(async move { firer.fire(&step("gc", &["db"], None), t0()).await });
+    let fake = r.fake.clone();
+    wait_until(|| fake.calls().contains(&Call::Start(s("gc-run")))).await;
+    stop.send(true).expect("stop");
+    let report = fire.await.expect("fire");
     assert!(
         matches!(report.outcome, RunOutcome::Stopped { .. }),
         "{:?}",
@@ -135,5 +164,11 @@ async fn a_stop_seen_only_by_asking_systemd_after_the_start_ends_the_container_a
     assert!(at(Call::Start(s("gc-run"))) < at(Call::Kill(s("gc-run"))));
     assert!(at(Call::Kill(s("gc-run"))) < at(Call::Start(s("db"))));
     assert!(!r.fake.is_running("gc-run") && r.fake.is_running("db"));
-    assert!(r.records.all().expect("records").is_empty());
+}
+
+/// Wait (on the paused clock) until `done` says so.
+async fn wait_until(done: impl Fn() -> bool) {
+    while !done() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -17,6 +17,7 @@
 //! | `suspended-steps.json` | steps an operator suspended, and since when | `suspend`/`resume`, under `suspended-steps.lock`; the apply engine drops steps no longer declared |
 //! | `windows/<step>.json` | one window record per open window (`crate::window::record`) | the scheduler, under the lock |
 //! | `leases/<boot>-<pid>-<start>` | the seconds since boot at which that owner of windows last renewed its leases, written without `windows.lock` so that a holder of the lock cannot make it look lapsed | that owner alone |
+//! | `forwards/<fire>.json` | a step's output owed to the journal (Podman: `crate::schedule::forward`) | its owner, or whoever takes it over under `forwards.lock` |
 //! | `windows.epoch` | a number, bumped under `windows.lock` before a container is started outside any window's close (`crate::window::Records::epoch`) | that starter |
 //! | `windows/unreadable/` | files found in `windows/` that are not records this host can read, moved aside (`crate::window::Records::set_aside`) | whoever found them, under `windows.lock` |
 //! | `.<file>.<pid>.<n>.tmp` | a write in progress ([`write_atomic`]) | anyone writing |

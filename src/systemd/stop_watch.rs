@@ -11,13 +11,18 @@
 //! (`InactiveEnterTimestampMonotonic` past the fire's baseline: a slice
 //! stopped and made active again by the runtime's next scope in it) was
 //! stopped. Until the container's processes are in the unit, its removal
-//! (`UnitRemoved`: a scope whose keeper was killed) is a stop too; after,
-//! a scope ends by itself when its run does, and only a job says stop.
+//! (`UnitRemoved`: a scope whose keeper was killed) is a stop too, once
+//! systemd confirms the unit gone (a `daemon-reload` removes and makes
+//! again every unit); after, a scope ends by itself when its run does, and
+//! only a job says stop.
 //!
 //! The fire also asks the same question of systemd itself
-//! ([`unit_left`]) right after its container's start: a stop that landed
-//! in the instant before the start is then seen, and the container ended
-//! at once, so that it never runs on outside its unit.
+//! ([`unit_left`]) right before its container's start: a stop whose
+//! signals are not handled yet is then seen, and the step does not run. A
+//! stop landing during the start itself is seen by the watch (its job), and
+//! the container is ended at once, so that it never runs on outside its
+//! unit. (Asked after the start, the unit's state could not tell a stop
+//! from a run that ended at once.)
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -94,8 +99,13 @@ pub async fn watch(
                 }
                 Some(signal) = removals.next() => {
                     let Ok(args) = signal.args() else { continue };
-                    // A scope ends by itself when its run does.
-                    args.id == name && !in_unit.load(Ordering::SeqCst)
+                    // A scope ends by itself when its run does; and a
+                    // `daemon-reload` removes every unit for a moment:
+                    // systemd, asked once it answers again, tells.
+                    let baseline = since.load(Ordering::SeqCst);
+                    args.id == name
+                        && !in_unit.load(Ordering::SeqCst)
+                        && unit_left(&conn, &name, (baseline != UNSET).then_some(baseline)).await
                 }
                 else => return,
             };

@@ -49,6 +49,19 @@ pub struct StepUnit {
 }
 
 impl StepUnit {
+    /// The fire is about to start its container: from now on the unit's
+    /// end (a scope emptied by a run that ended at once) is the run's own,
+    /// and only a stop job is a stop.
+    pub fn starting(&self) {
+        if let Some(watch) = self
+            .stop_watch
+            .as_ref()
+            .and_then(|w| w.downcast_ref::<StopWatch>())
+        {
+            watch.running();
+        }
+    }
+
     /// What to ask systemd of this unit ([`StepUnits::stopped_since_begin`]).
     pub fn look(&self) -> UnitLook {
         UnitLook {
