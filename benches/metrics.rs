@@ -2,7 +2,8 @@
 //! apply or a window change costs the daemon.
 //!
 //! - render: the Prometheus text of N steps (each with every series, two of
-//!   every ten in an open window);
+//!   every ten in an open window), never fired, or each with a month of
+//!   daily fires in its histograms (docs/metrics.md);
 //! - write: that text written as the daemon writes it (temporary file,
 //!   fsync, rename, directory fsync) into a directory of the target dir.
 //!
@@ -13,8 +14,9 @@ mod support;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeZone, Utc};
+use mesh_host::metrics::counters::StepCounters;
 use mesh_host::metrics::{
-    text, textfile, ApplyMetrics, Snapshot, StepMetrics, WindowMetrics, OUTCOMES,
+    histogram, text, textfile, ApplyMetrics, Snapshot, StepMetrics, WindowMetrics, OUTCOMES,
 };
 use support::Bench;
 
@@ -26,7 +28,21 @@ fn t0() -> DateTime<Utc> {
         .expect("a valid date")
 }
 
-fn snapshot(n: usize) -> Snapshot {
+/// N steps; `fired`: each has run, so each has its histograms (a fire a
+/// day for a month, half of them in a window).
+fn snapshot(n: usize, fired: bool) -> Snapshot {
+    let mut accounted = StepCounters::default();
+    for day in 0..30 {
+        let d = day as f64;
+        accounted.duration.observe(&histogram::DURATION, 30.0 + d);
+        accounted.cpu.observe(&histogram::CPU, 8.0 + d / 10.0);
+        accounted
+            .memory_peak
+            .observe(&histogram::MEMORY_PEAK, 2.4e8 + d * 1e6);
+        if day % 2 == 0 {
+            accounted.held.observe(&histogram::HELD, 12.0 + d);
+        }
+    }
     let fires: BTreeMap<String, u64> = OUTCOMES
         .iter()
         .enumerate()
@@ -46,6 +62,14 @@ fn snapshot(n: usize) -> Snapshot {
             suspended_since: None,
             fires: fires.clone(),
             missed: i as u64 % 3,
+            accounted: if fired {
+                accounted.clone()
+            } else {
+                StepCounters::default()
+            },
+            last_cpu_secs: fired.then_some(8.1),
+            last_memory_peak_bytes: fired.then_some(251_658_240),
+            memory_limit_bytes: fired.then_some(268_435_456),
         })
         .collect();
     let windows = (0..n)
@@ -77,24 +101,33 @@ fn main() {
 
     bench.table(
         "One metrics write",
-        &["steps", "text size", "render", "write (atomic, fsynced)"],
+        &[
+            "steps",
+            "fired",
+            "text size",
+            "render",
+            "write (atomic, fsynced)",
+        ],
     );
     for n in SIZES {
-        let name = format!("metrics {n}");
-        if !bench.selected(&name) {
-            continue;
-        }
-        let snap = snapshot(n);
-        let rendered = text::render(&snap);
-        let render = bench.run(&name, || text::render(&snap));
-        let write = bench.run(&name, || textfile::write(&path, &rendered).expect("write"));
-        if let (Some(r), Some(w)) = (render, write) {
-            bench.row(&[
-                n.to_string(),
-                format!("{} KiB", rendered.len() / 1024),
-                r.cell(),
-                w.cell(),
-            ]);
+        for fired in [false, true] {
+            let name = format!("metrics {n}{}", if fired { " fired" } else { "" });
+            if !bench.selected(&name) {
+                continue;
+            }
+            let snap = snapshot(n, fired);
+            let rendered = text::render(&snap);
+            let render = bench.run(&name, || text::render(&snap));
+            let write = bench.run(&name, || textfile::write(&path, &rendered).expect("write"));
+            if let (Some(r), Some(w)) = (render, write) {
+                bench.row(&[
+                    n.to_string(),
+                    if fired { "yes" } else { "no" }.to_string(),
+                    format!("{} KiB", rendered.len() / 1024),
+                    r.cell(),
+                    w.cell(),
+                ]);
+            }
         }
     }
     bench.finish("median (fastest–slowest sample) per write");

@@ -62,6 +62,8 @@ done
 # Prometheus alerting rules on the metrics (docs/metrics.md): data for the
 # operator's Prometheus to point its rule_files at, nothing loads them here.
 put 0644 "$repo/packaging/prometheus/mesh-host-alerts.yml" usr/share/mesh-host/prometheus/mesh-host-alerts.yml
+# A Grafana dashboard of those metrics (docs/metrics.md), to import.
+put 0644 "$repo/packaging/grafana/mesh-host.json" usr/share/mesh-host/grafana/mesh-host.json
 
 # The documentation, the license terms (machine-readable, DEP-5) and the
 # changelog, where Debian policy puts them (large text compressed).

@@ -373,9 +373,13 @@ mod tests {
                 e.name()
             );
         }
+        // The events' table: rows whose second cell is a MESSAGE_ID.
         let rows = page
             .lines()
-            .filter(|l| l.starts_with("| `") && !l.starts_with("| `MESH_EVENT`"))
+            .filter(|l| {
+                let id = l.split('|').nth(2).unwrap_or("").trim().trim_matches('`');
+                id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
+            })
             .count();
         assert_eq!(
             rows,

@@ -6,6 +6,7 @@
 //! runtime ([`runtime`]), systemd ([`systemd`]), the on-disk state
 //! ([`store`]) and the clock ([`clock`]).
 
+pub mod accounting;
 pub mod accounts;
 pub mod acl;
 pub mod apply;

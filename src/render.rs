@@ -74,6 +74,14 @@ pub fn fire(report: &FireReport) -> String {
         out.push_str(&format!("  unit: {unit}\n"));
     }
     out.push_str(&format!("  took: {:.1}s\n", report.duration_secs));
+    if let Some(used) = report.usage.as_ref().map(|u| u.summary()) {
+        if !used.is_empty() {
+            out.push_str(&format!("  used: {used}\n"));
+        }
+    }
+    if let Some(secs) = report.held_secs {
+        out.push_str(&format!("  held: {secs:.1}s\n"));
+    }
     if !report.started_again.is_empty() {
         out.push_str(&format!(
             "  started again: {}\n",
@@ -194,7 +202,11 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
         .map_or(&[][..], Vec::as_slice);
     for s in steps {
         let last = match s.get("last-outcome").and_then(|v| v.as_str()) {
-            Some(outcome) => format!("last {outcome} ({})", when(s.get("last-run"), "?")),
+            Some(outcome) => format!(
+                "last {outcome} ({}){}",
+                when(s.get("last-run"), "?"),
+                last_figures(s)
+            ),
             None => "never run".to_string(),
         };
         out.push_str(&format!(
@@ -223,6 +235,23 @@ pub fn daemon_status(status: &serde_json::Value) -> String {
         out.push('\n');
     }
     out.push_str(&attention_lines(status.get("attention")));
+    out
+}
+
+/// What `status` adds to a step's last outcome: ` in 12.3s (CPU 8.1 s,
+/// peak 240 MiB of 256 MiB, ...)` from its `last-duration-secs` and
+/// `last-usage`, or nothing.
+pub fn last_figures(step: &serde_json::Value) -> String {
+    let mut out = String::new();
+    if let Some(d) = step.get("last-duration-secs").and_then(|v| v.as_f64()) {
+        out.push_str(&format!(" in {d:.1}s"));
+    }
+    let usage: Option<crate::accounting::Usage> = step
+        .get("last-usage")
+        .and_then(|u| serde_json::from_value(u.clone()).ok());
+    if let Some(summary) = usage.map(|u| u.summary()).filter(|s| !s.is_empty()) {
+        out.push_str(&format!(" ({summary})"));
+    }
     out
 }
 
@@ -312,8 +341,19 @@ mod tests {
             recreated: vec!["cache".into()],
             healthy: vec!["web".into()],
             unhealthy: vec!["api".into()],
+            usage: Some(crate::accounting::Usage {
+                cpu_usec: Some(8_100_000),
+                memory_peak_bytes: Some(240 << 20),
+                memory_limit_bytes: Some(256 << 20),
+                ..Default::default()
+            }),
+            held_secs: Some(14.25),
         };
         let text = fire(&report);
+        assert!(
+            text.contains("  used: CPU 8.1 s, peak 240 MiB of 256 MiB\n  held: 14.2s\n"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "  removed during the window, created again from the declaration: cache\n"

@@ -24,7 +24,7 @@ impl Drop for AbortOnDrop {
 /// thousands of resources built (its builds, the records it compared)
 /// takes tens of milliseconds to free, time its answer need not wait for.
 /// Once that thread has had nothing to free for [`SETTLED`], it hands the
-/// freed memory back to the system ([`give_back`]): the allocator would
+/// freed memory back to the system (`give_back`): the allocator would
 /// keep it, and a daemon that applied a large declaration once would stay
 /// that large. Not after each value: applies in a row would then fault
 /// the same memory in again each time (30,000 page faults an apply of

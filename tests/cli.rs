@@ -111,7 +111,7 @@ fn cron_refuses_with_the_field_and_exit_2() {
 fn misuse_is_exit_2_and_every_command_explains_itself() {
     assert_eq!(mesh(&["no-such-command"]).status.code(), Some(2));
     for cmd in [
-        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs", "history",
     ] {
         let out = mesh(&[cmd, "--help"]);
         assert_eq!(out.status.code(), Some(0), "{cmd}");
@@ -139,7 +139,7 @@ fn man_page_and_completions_are_generated_from_the_same_definitions() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let man = std::fs::read_to_string(dir.path().join("mesh-host.8")).expect("man page");
     for cmd in [
-        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs",
+        "check", "cron", "apply", "status", "run", "plan", "daemon", "logs", "history",
     ] {
         assert!(man.contains(cmd), "man page lacks {cmd}");
         let page = std::fs::read_to_string(dir.path().join(format!("mesh-host-{cmd}.8")))
@@ -522,10 +522,45 @@ fn import_in(dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Outp
         .expect("run mesh-host import")
 }
 
+/// A directory of the test's own under which `check` accepts declared
+/// paths: the target's, unless the checkout (and so the target) is a
+/// clone under /tmp, which declarations may not name; then
+/// /var/lib/mesh-host-tests, as the unit tests' `test_dirs` does. Asked of
+/// `check` itself, which holds the rule.
+fn declarable_dir() -> tempfile::TempDir {
+    let probe = tempfile::tempdir().expect("dir");
+    let accepts = |base: &std::path::Path| {
+        let file = probe.path().join("probe.json");
+        let decl = serde_json::json!({"declaration": 1, "resources": [
+            {"id": "d", "type": "directory", "path": base.join("d")}]});
+        std::fs::write(&file, decl.to_string()).expect("write");
+        mesh(&["check", &file.to_string_lossy()]).status.success()
+    };
+    [env!("CARGO_TARGET_TMPDIR"), "/var/lib/mesh-host-tests"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|base| accepts(base) && std::fs::create_dir_all(base).is_ok())
+        .map(|base| tempfile::tempdir_in(base).expect("dir"))
+        .expect("a directory outside /tmp whose paths check accepts")
+}
+
+/// The fixture stack, copied to `dir`: its env-file is then declared at a
+/// path `check` accepts wherever the checkout lives.
+fn shop_fixture(dir: &std::path::Path) -> std::path::PathBuf {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop");
+    let shop = dir.join("shop");
+    std::fs::create_dir(&shop).expect("mkdir");
+    for entry in std::fs::read_dir(&from).expect("the fixture") {
+        let entry = entry.expect("an entry");
+        std::fs::copy(entry.path(), shop.join(entry.file_name())).expect("copy");
+    }
+    shop
+}
+
 #[test]
 fn import_writes_a_declaration_check_reads_and_refuses_bad_projects_writing_nothing() {
-    let fixture =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop");
+    let owned = declarable_dir();
+    let fixture = shop_fixture(owned.path());
     let dir = tempfile::tempdir().expect("dir");
     let out_file = dir.path().join("shop.json");
     let out_path = out_file.to_str().expect("utf-8");

@@ -83,7 +83,16 @@ fn options_reach_docker_and_the_process_and_a_changed_limit_recreates() {
         exec("stat -c %a /run/scratch; df -k /run/scratch | tail -n 1 | tr -s ' ' | cut -d' ' -f2"),
         (true, "1770\n1024".into())
     );
-    assert_eq!(exec("ulimit -n; ulimit -Hn"), (true, "512\n1024".into()));
+    // The limits of the container's own process (PID 1, docker-init, whose
+    // child the service is), not of one `docker exec` starts: runc gives
+    // an exec'd process its rlimits by prlimit(2) once it runs, racing the
+    // Go runtime of `runc init`, which may set its own back (runc#4195,
+    // fixed in runc 1.1.13; Debian 12 has 1.1.5): under load one exec in
+    // about a hundred read 1024.
+    assert_eq!(
+        exec("grep 'open files' /proc/1/limits | tr -s ' '"),
+        (true, "Max open files 512 1024 files".into())
+    );
     assert_eq!(exec("cat /proc/sys/kernel/shmmni"), (true, "2048".into()));
     assert_eq!(
         exec("head -c 3 /dev/xzero | od -An -tx1 | tr -d ' '"),

@@ -444,6 +444,11 @@ fn steps_are_fired_suspended_and_resumed(fleet: &Fleet, m: &Member, held: &str) 
         .and_then(|s| s.iter().find(|s| s["step"] == "nightly"))
         .unwrap_or_else(|| panic!("no step nightly in {status:#}"));
     assert!(step["suspended-since"].is_string(), "{step:#}");
+    // The fire's figures, read from its unit's cgroup, are in the facts.
+    assert_eq!(step["last-outcome"], "succeeded", "{step:#}");
+    assert!(step["last-usage"]["cpu-usec"].is_u64(), "{step:#}");
+    assert!(step["last-usage"]["memory-peak-bytes"].is_u64(), "{step:#}");
+    assert_eq!(step["last-usage"]["oom-killed"], false, "{step:#}");
     assert!(
         m.w.running(held),
         "the held service runs again after the fire"

@@ -85,10 +85,13 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     let gc = w.name("gc");
     let bad = w.name("bad");
     let img = w.busybox();
+    // Lasts a few seconds, so the open window is seen in the metrics; a
+    // memory limit, so its peak is seen against it.
+    let mut gc_step = declare::step(&gc, &gc, &img, "sleep 3", &["svc"], 300);
+    gc_step["memory"] = json!(256 << 20);
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
-        // Lasts a few seconds, so the open window is seen in the metrics.
-        declare::step(&gc, &gc, &img, "sleep 3", &["svc"], 300),
+        gc_step,
         declare::step(&bad, &bad, &img, "exit 3", &[], 300),
     ]));
     let gc_labels = format!("{{step=\"{gc}\",module=\"m\"}}");
@@ -211,10 +214,29 @@ fn metrics_are_written_after_fires_and_windows_and_pass_promtool() {
     );
     assert!(local.contains(&succeeded), "{local}");
 
+    // What the fires used, in the histograms and gauges.
+    assert!(
+        sample(
+            &local,
+            &format!("mesh_host_step_cpu_seconds_count{gc_labels}")
+        ) == Some(1.0),
+        "{local}"
+    );
+    assert_eq!(
+        sample(
+            &local,
+            &format!("mesh_host_step_memory_limit_bytes{gc_labels}")
+        ),
+        Some(268_435_456.0)
+    );
+
     // Counters survive a restart of the daemon.
     d.restart();
     let out = d.cli_with_state(&["metrics"]);
     assert!(stdout(&out).contains(&succeeded), "{}", stdout(&out));
+
+    // The shipped dashboard's queries resolve against these very metrics.
+    support::dashboard::assert_resolves(&stdout(&out), &w.dir);
 }
 
 #[test]
@@ -690,7 +712,7 @@ fn the_shipped_alert_rules_pass_promtool_and_fire_only_when_they_should() {
     };
     let out = promtool(&["check", "rules", &shipped]);
     assert!(
-        out.status.success() && stdout(&out).contains("SUCCESS: 7 rules found"),
+        out.status.success() && stdout(&out).contains("SUCCESS: 9 rules found"),
         "{}{}",
         stdout(&out),
         stderr(&out)

@@ -46,6 +46,7 @@ const STAGED: &[&str] = &[
     "/usr/lib/systemd/system/mesh-host-alert@.service",
     "/usr/lib/systemd/catalog/mesh-host.catalog",
     "/usr/share/mesh-host/prometheus/mesh-host-alerts.yml",
+    "/usr/share/mesh-host/grafana/mesh-host.json",
     "/usr/share/lintian/overrides/mesh-host",
     "/usr/share/bash-completion/completions/mesh-host",
     "/usr/share/zsh/vendor-completions/_mesh-host",

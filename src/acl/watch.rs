@@ -6,7 +6,7 @@
 //! a sweep. Watches are added through the descriptors of the walk
 //! (`/proc/self/fd/N`), so a link is never followed to add one. What the
 //! watch holds and what an event does, its work and its messages bounded
-//! per folder whatever a writer does, is [`super::watched`].
+//! per folder whatever a writer does, is `acl::watched`.
 //!
 //! The watch runs on a thread of its own (it only makes system calls) and
 //! reloads its folders from the store document [`SHARED_FOLDERS`] when told

@@ -62,7 +62,7 @@ pub struct FolderWatch {
     pub path: String,
     /// Directories watched.
     pub watched: usize,
-    /// Its share of [`WATCH_BUDGET`].
+    /// Its share of `WATCH_BUDGET`.
     pub share: usize,
     /// Directories the last whole sweep met that are not watched.
     pub unwatched: usize,

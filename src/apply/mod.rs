@@ -36,12 +36,12 @@
 //! state, listing, report) and the state of one apply in progress (`Run`),
 //! which each resource kind's file extends. The rooms: [`report`] (what an
 //! apply says it did), `order` (declaration order, services batched, then
-//! removals), [`spec`] (what a container is), `files` (files and
+//! removals), [`crate::container_spec`] (what a container is), `files` (files and
 //! directories, never through a symbolic link), `containers` (services),
 //! `run_once`, `scheduled` (steps installed, never run), [`pull`] (pull
 //! policy), [`state`] (the documents), [`units`] (the seam to systemd unit
 //! files), `identities` (system accounts), `shared_folders` (ACL entries on
-//! shared folders), [`grants`] (a container's identity and grants as the
+//! shared folders), [`crate::container_spec::grants`] (a container's identity and grants as the
 //! runtime takes them), [`node_declaration`] (the node's declaration file).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -26,7 +26,7 @@ use crate::declaration::{self, ResourceKind, Role};
 use crate::schedule::output::is_fire_of;
 
 /// Where `journalctl` is looked for, by absolute path (never `$PATH`).
-const JOURNALCTL: [&str; 2] = ["/usr/bin/journalctl", "/bin/journalctl"];
+pub(super) const JOURNALCTL: [&str; 2] = ["/usr/bin/journalctl", "/bin/journalctl"];
 
 /// What to print.
 #[derive(Debug, Clone, Copy)]
@@ -161,7 +161,7 @@ pub struct Line {
 
 /// The value of `field` as text: journalctl gives a field that is not
 /// UTF-8 as an array of bytes.
-fn text(entry: &Value, field: &str) -> Option<String> {
+pub(super) fn text(entry: &Value, field: &str) -> Option<String> {
     match entry.get(field)? {
         Value::String(s) => Some(s.clone()),
         Value::Array(bytes) => {
@@ -280,7 +280,7 @@ fn journalctl(path: &str, args: &[&str], query: &Query) -> std::io::Result<Child
 }
 
 /// Each entry `child` prints, until `each` says stop; then `child` ends.
-fn entries(
+pub(super) fn entries(
     mut child: Child,
     mut each: impl FnMut(Value) -> std::io::Result<bool>,
 ) -> std::io::Result<()> {

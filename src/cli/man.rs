@@ -220,6 +220,16 @@ mesh\-host plan backup
 .fi
 .RE
 .PP
+What the last five fires of \fIbackup\fR took and used (CPU, peak memory
+against its limit, I/O, what they held), and every run the OOM killer ended:
+.PP
+.RS
+.nf
+mesh\-host history backup \-\-fires 5
+journalctl \-t mesh\-host MESH_EVENT=step\-failed MESH_REASON=oom
+.fi
+.RE
+.PP
 Every alert in the journal:
 .PP
 .RS

@@ -14,6 +14,7 @@ mod check;
 mod cron;
 mod diff;
 mod generate;
+mod history;
 mod import;
 mod local;
 mod logs;
@@ -295,6 +296,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the last fires from the journal, with what each took and used.
+    ///
+    /// One line per fire, newest first: when it started, its step, its
+    /// outcome (succeeded, skipped, or why it failed: exited, oom,
+    /// timed-out, stopped, interrupted, error), how long it took, its CPU
+    /// time, its peak memory (against its limit), the bytes it read and
+    /// wrote, and the containers its window held and for how long. Read
+    /// from each fire's end event in the journal (mesh-host's own entries
+    /// only), so this works with or without a running daemon, for steps
+    /// since removed too. A figure the node could not measure shows as -.
+    History {
+        /// Only this step's fires (its resource id); every step's without.
+        step: Option<String>,
+        /// How many of the last fires to list.
+        #[arg(long, value_name = "N", default_value_t = 10,
+              value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        fires: u32,
+        /// Print the fires as a JSON array (figures in bytes and
+        /// microseconds, as the journal has them).
+        #[arg(long)]
+        json: bool,
+    },
     /// Consent to take over a shared folder that already holds data: the
     /// next apply sets its entries on what is there (objects owned by root
     /// excepted). Until then apply reports it `refused: holds data`.
@@ -460,6 +483,11 @@ pub fn dispatch(cli: Cli) -> u8 {
             EXIT_OK
         }
         Command::Take { ref id, json } => take::run(&cli, id, json),
+        Command::History {
+            ref step,
+            fires,
+            json,
+        } => history::run(step.as_deref(), fires as usize, json),
         Command::Logs {
             ref step,
             fires,

@@ -261,7 +261,11 @@ fn print_text(status: &Status, all_steps: bool) {
         let next =
             s.next_fire.map_or("never".to_string(), render::time) + &render::delayed(s.delay_ms);
         let last = match (&s.history.last_run, &s.history.last_outcome) {
-            (Some(at), Some(outcome)) => format!("last run {}: {outcome}", render::time(*at)),
+            (Some(at), Some(outcome)) => format!(
+                "last run {}: {outcome}{}",
+                render::time(*at),
+                render::last_figures(&serde_json::to_value(&s.history).unwrap_or_default())
+            ),
             _ => "never run".to_string(),
         };
         let success = s

@@ -4,8 +4,33 @@
 //! their form, `volumes` and `devices` by their target, `command`,
 //! `entrypoint` and a health check's `test` replaced whole, and other
 //! lists (`ports`, `dns`, `cap_add`, ...) joined without repeats.
+//! Compose's `!reset` and `!override` ([`super::yaml::Mark`]) take the
+//! marked path out of the files before, so that a later file's `ports:
+//! !reset []` leaves no port published and `!override` replaces instead
+//! of merging.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
+
+use super::yaml::Mark;
+
+/// Take each marked path out of `base`, as compose does before it merges
+/// the file that marked it.
+pub fn unset_marked(base: &mut Value, marks: &[Mark]) {
+    for mark in marks {
+        let Some((last, parents)) = mark.path.split_last() else {
+            continue;
+        };
+        let mut at = Some(&mut *base);
+        for key in parents {
+            at = at.and_then(|v| v.get_mut(key.as_str()));
+        }
+        if let Some(Value::Object(map)) = at {
+            map.remove(last);
+        }
+    }
+}
 
 /// Service keys whose list form is `KEY=VALUE` (or `KEY:VALUE` for
 /// `extra_hosts`), merged as maps.
@@ -85,8 +110,10 @@ fn merge_plain(base: Value, later: Value) -> Value {
             Value::Object(base)
         }
         (Value::Array(mut base), Value::Array(later)) => {
+            // Compared by their JSON text: one pass, whatever the lengths.
+            let mut seen: HashSet<String> = base.iter().map(Value::to_string).collect();
             for item in later {
-                if !base.contains(&item) {
+                if seen.insert(item.to_string()) {
                     base.push(item);
                 }
             }
@@ -139,10 +166,22 @@ fn by_target(mut base: Vec<Value>, later: Value) -> Value {
     let Value::Array(later) = later else {
         return later;
     };
+    // Each target's place, so that the pass is linear.
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, b) in base.iter().enumerate() {
+        if let Some(t) = target(b) {
+            at.entry(t).or_insert(i);
+        }
+    }
     for entry in later {
-        let t = target(&entry);
-        match base.iter().position(|b| t.is_some() && target(b) == t) {
-            Some(i) => base[i] = entry,
+        match target(&entry) {
+            Some(t) => match at.get(&t) {
+                Some(&i) => base[i] = entry,
+                None => {
+                    at.insert(t, base.len());
+                    base.push(entry);
+                }
+            },
             None => base.push(entry),
         }
     }
@@ -150,6 +189,7 @@ fn by_target(mut base: Vec<Value>, later: Value) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -180,5 +220,19 @@ mod tests {
         assert_eq!(m["services"]["db"], json!({"image": "d"}));
         assert_eq!(m["volumes"], json!({"logs": {}}));
         assert_eq!(m["name"], "p");
+    }
+
+    #[test]
+    fn reset_and_override_take_the_earlier_value_out() {
+        use crate::compose::yaml::documents;
+        let base = documents("services:\n  web:\n    ports: [\"80:80\"]\n    environment: {A: 1, B: 2}\n    dns: [1.1.1.1]\n").unwrap().remove(0).value;
+        let later = documents("services:\n  web:\n    ports: !reset []\n    environment: !override {C: 3}\n    dns: [8.8.8.8]\n").unwrap().remove(0);
+        let mut base = base;
+        unset_marked(&mut base, &later.marks);
+        let m = merge(base, later.value);
+        let web = &m["services"]["web"];
+        assert_eq!(web.get("ports"), None);
+        assert_eq!(web["environment"], json!({"C": 3}));
+        assert_eq!(web["dns"], json!(["1.1.1.1", "8.8.8.8"]));
     }
 }

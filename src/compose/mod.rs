@@ -3,7 +3,7 @@
 //!
 //! A room of its own above the declaration it produces: it reads the
 //! project ([`project`]: files, `.env`, interpolation, merges, the name),
-//! maps the top level ([`top`]) and each service ([`service`]), orders the
+//! maps the top level (`top`) and each service (`service`), orders the
 //! services by `depends_on`, and reaches the runtime only to pin each
 //! image's tag to its digest ([`pin`]). Nothing is dropped in silence:
 //! what cannot be honoured is refused, all of it listed, each line naming
@@ -11,43 +11,51 @@
 //! as `check` would before it is written, and is stable: the same project
 //! imports to the same bytes.
 
+mod attach;
+mod cast;
+mod classify;
+mod context;
+mod dotenv;
+pub mod fields;
+mod health;
+pub mod input;
 pub mod interpolate;
+mod limits;
 mod merge;
 mod mounts;
 mod paths;
 pub mod pin;
 pub mod ports;
+mod problems;
 pub mod project;
+mod scalar;
 mod service;
 mod top;
 pub mod units;
+mod values;
+pub mod yaml;
 
 #[cfg(test)]
+mod fields_tests;
+#[cfg(test)]
+mod stacks_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
+pub use attach::MAX_PORTS;
+pub use classify::markdown as field_table;
+pub use problems::Problems;
 pub use project::Source;
 
-/// What an import refuses and notes, each line naming the service and
-/// field.
-#[derive(Debug, Default)]
-pub struct Problems {
-    pub refused: Vec<String>,
-    pub notes: Vec<String>,
-}
-
-impl Problems {
-    fn refuse(&mut self, at: impl Into<String>, why: impl Into<String>) {
-        self.refused.push(format!("{}: {}", at.into(), why.into()));
-    }
-
-    fn note(&mut self, at: impl Into<String>, what: impl Into<String>) {
-        self.notes.push(format!("{}: {}", at.into(), what.into()));
-    }
-}
+use crate::declaration::raw::{
+    Field, RawDeclaration, RawDependency, RawDirectory, RawNetwork, RawResource,
+};
 
 /// A declaration made from a project.
 #[derive(Debug)]
@@ -57,11 +65,6 @@ pub struct Imported {
     /// What was noted on the way (said on stderr).
     pub notes: Vec<String>,
 }
-
-/// Top-level keys of a compose file.
-const TOP_KEYS: [&str; 7] = [
-    "version", "name", "services", "networks", "volumes", "secrets", "configs",
-];
 
 /// How one service waits for another (`depends_on`'s conditions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,12 +93,14 @@ fn enabled(
                 })
                 .unwrap_or_default();
             let on = theirs.is_empty() || theirs.iter().any(|p| profiles.contains(p));
-            on.then(|| (name.clone(), svc))
+            // A name compose refuses is refused by the walk, by place.
+            (on && classify::is_name(name)).then(|| (name.clone(), svc))
         })
         .collect()
 }
 
-/// Each service's `depends_on`, read in both forms.
+/// Each service's `depends_on`, read in both forms; a dependency that is
+/// not `required` and not there is left out and noted, as compose warns.
 fn depends_on(
     services: &BTreeMap<String, Map<String, Value>>,
     p: &mut Problems,
@@ -107,27 +112,32 @@ fn depends_on(
             None => {}
             Some(Value::Array(items)) => {
                 for i in items {
-                    mine.push((
-                        i.as_str().unwrap_or_default().to_owned(),
-                        Condition::Started,
-                    ));
+                    mine.push((values::text(i), Condition::Started, true));
                 }
             }
             Some(Value::Object(m)) => {
                 for (dep, how) in m {
-                    let condition = match how.get("condition").and_then(Value::as_str) {
+                    let at = format!("{name}: depends_on.{dep}");
+                    let required = match how.get("required") {
+                        Some(v) => match cast::boolean(p, &format!("{at}.required"), v) {
+                            Some(r) => r,
+                            None => continue,
+                        },
+                        None => true,
+                    };
+                    let condition = match how.get("condition").map(values::text).as_deref() {
                         None | Some("service_started") => Condition::Started,
                         Some("service_healthy") => Condition::Healthy,
                         Some("service_completed_successfully") => Condition::Completed,
                         Some(other) => {
                             p.refuse(
-                                format!("{name}: depends_on.{dep}.condition"),
+                                format!("{at}.condition"),
                                 format!("{other:?} is not a condition compose knows"),
                             );
                             continue;
                         }
                     };
-                    mine.push((dep.clone(), condition));
+                    mine.push((dep.clone(), condition, required));
                 }
             }
             Some(_) => p.refuse(
@@ -135,50 +145,71 @@ fn depends_on(
                 "expected a list or a mapping",
             ),
         }
-        for (dep, _) in &mine {
-            if !services.contains_key(dep) {
+        let mut kept = Vec::new();
+        for (dep, condition, required) in mine {
+            if services.contains_key(&dep) {
+                kept.push((dep, condition));
+            } else if required {
                 p.refuse(
                     format!("{name}: depends_on"),
                     format!(
                         "{dep:?} is not a service of this project (or its profile is not enabled)"
                     ),
                 );
+            } else {
+                p.note(
+                    format!("{name}: depends_on.{dep}"),
+                    "not a service of this project, and not required: left out, as compose leaves it",
+                );
             }
         }
-        mine.retain(|(dep, _)| services.contains_key(dep));
-        deps.insert(name.clone(), mine);
+        deps.insert(name.clone(), kept);
     }
     deps
 }
 
-/// The services in an order where each comes after what it depends on
-/// (ties by name); a cycle is refused, naming it.
+/// The services in an order where each comes after what it depends on,
+/// ties by name (the smallest name ready first); a cycle is refused,
+/// naming it. Linear in the services and their dependencies.
 fn ordered(deps: &BTreeMap<String, Vec<(String, Condition)>>, p: &mut Problems) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    let mut placed: BTreeSet<&str> = BTreeSet::new();
-    while placed.len() < deps.len() {
-        let next = deps.iter().find(|(name, ds)| {
-            !placed.contains(name.as_str()) && ds.iter().all(|(d, _)| placed.contains(d.as_str()))
-        });
-        match next {
-            Some((name, _)) => {
-                placed.insert(name);
-                order.push(name.clone());
-            }
-            None => {
-                let left: Vec<&str> = deps
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|n| !placed.contains(n))
-                    .collect();
-                p.refuse(
-                    "depends_on",
-                    format!("a cycle among {}: no order starts them", left.join(", ")),
-                );
-                order.extend(left.iter().map(|s| s.to_string()));
-                break;
+    let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (name, ds) in deps {
+        let unique: BTreeSet<&str> = ds.iter().map(|(d, _)| d.as_str()).collect();
+        waiting.insert(name, unique.len());
+        for d in unique {
+            dependents.entry(d).or_default().push(name);
+        }
+    }
+    let mut ready: BTreeSet<&str> = waiting
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(name, _)| *name)
+        .collect();
+    let mut order = Vec::with_capacity(deps.len());
+    while let Some(name) = ready.pop_first() {
+        order.push(name.to_owned());
+        for d in dependents.get(name).into_iter().flatten() {
+            if let Some(n) = waiting.get_mut(d) {
+                *n -= 1;
+                if *n == 0 {
+                    ready.insert(d);
+                }
             }
         }
+    }
+    if order.len() < deps.len() {
+        let placed: BTreeSet<&str> = order.iter().map(String::as_str).collect();
+        let left: Vec<&str> = deps
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !placed.contains(n))
+            .collect();
+        p.refuse(
+            "depends_on",
+            format!("a cycle among {}: no order starts them", left.join(", ")),
+        );
+        order.extend(left.iter().map(|s| s.to_string()));
     }
     order
 }
@@ -189,28 +220,39 @@ pub async fn import(
     source: &Source,
     pinner: Option<&dyn pin::Pinner>,
 ) -> Result<Imported, Vec<String>> {
-    let (project, unset) = project::load(source)?;
+    let loaded = project::load(source)?;
+    let project = loaded.project;
     let mut p = Problems {
-        refused: unset,
-        notes: Vec::new(),
+        refused: loaded.refused,
+        notes: loaded.notes,
     };
-    for key in project.model.keys() {
-        match key.as_str() {
-            "include" => p.refuse(
-                "include",
-                "not supported: give each file with -f, then import again",
-            ),
-            k if TOP_KEYS.contains(&k) || k.starts_with("x-") => {}
-            other => p.refuse(other, "not a top-level key of a compose file"),
-        }
-    }
     let services = match project.model.get("services") {
         Some(Value::Object(s)) => enabled(s, &project.profiles),
-        _ => {
+        Some(Value::Null) | None => {
             p.refuse("services", "missing: a project declares its services");
             BTreeMap::new()
         }
+        Some(_) => {
+            p.refuse("services", "expected a mapping of services");
+            BTreeMap::new()
+        }
     };
+    for (name, svc) in project
+        .model
+        .get("services")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if services.contains_key(name) && !svc.is_object() {
+            p.refuse(format!("services.{name}"), "expected a mapping");
+        }
+    }
+    classify::walk(
+        &project.model,
+        &|name| services.contains_key(name) || !classify::is_name(name),
+        &mut p,
+    );
     let top = top::read(&project, &mut p);
     let deps = depends_on(&services, &mut p);
     let order = ordered(&deps, &mut p);
@@ -224,30 +266,37 @@ pub async fn import(
     let mut dirs = BTreeSet::new();
     let mut containers = Vec::new();
     let mut restart_defaulted = Vec::new();
+    let mut published = 0;
     for name in &order {
         let svc = &services[name];
-        let mut c = service::Service {
-            project: &project,
-            top: &top,
-            name,
-            p: &mut p,
-            dirs: &mut dirs,
-            completed: &completed,
-        }
-        .container(svc);
+        let mut c = service::container(
+            &mut context::Service {
+                project: &project,
+                top: &top,
+                name,
+                p: &mut p,
+                dirs: &mut dirs,
+                completed: &completed,
+                ports: &mut published,
+            },
+            svc,
+        );
         let mut after = Vec::new();
         for (dep, condition) in &deps[name] {
-            match condition {
-                Condition::Started => after.push(json!({"id": dep})),
-                Condition::Healthy => after.push(json!({"id": dep, "condition": "healthy"})),
+            let condition = match condition {
+                Condition::Started => Field::Absent,
+                Condition::Healthy => Field::Present("healthy".to_owned()),
                 // A run-once step gates all that follows it.
-                Condition::Completed => {}
-            }
+                Condition::Completed => continue,
+            };
+            after.push(RawDependency {
+                id: Field::Present(dep.clone()),
+                condition,
+                ..RawDependency::default()
+            });
         }
-        if !after.is_empty() {
-            c["depends-on"] = Value::Array(after);
-        }
-        if !svc.contains_key("restart") && c.get("run-once").is_none() {
+        c.depends_on = values::list(after);
+        if !svc.contains_key("restart") && c.run_once.is_absent() {
             restart_defaulted.push(name.clone());
         }
         containers.push(c);
@@ -260,10 +309,11 @@ pub async fn import(
     }
 
     // Images: pinned to their digests, each once.
-    let images: BTreeSet<String> = containers
-        .iter()
-        .filter_map(|c| c.get("image").and_then(Value::as_str).map(str::to_owned))
-        .collect();
+    let image_of = |c: &crate::declaration::raw::RawContainer| match &c.image {
+        Field::Present(i) => Some(i.clone()),
+        _ => None,
+    };
+    let images: BTreeSet<String> = containers.iter().filter_map(image_of).collect();
     let mut pinned: BTreeMap<String, String> = BTreeMap::new();
     if p.refused.is_empty() {
         match pinner {
@@ -296,55 +346,62 @@ pub async fn import(
         }
     }
     for c in &mut containers {
-        if let Some(reference) = c
-            .get("image")
-            .and_then(Value::as_str)
-            .and_then(|i| pinned.get(i))
-        {
-            c["image"] = json!(reference);
+        if let Some(reference) = image_of(c).and_then(|i| pinned.get(&i)) {
+            c.image = Field::Present(reference.clone());
         }
     }
 
     // Networks a service joins that compose makes implicitly: the
     // default one.
-    let mut resources: Vec<Value> = Vec::new();
-    let joined: BTreeSet<String> = containers
-        .iter()
-        .flat_map(|c| {
-            c.get("networks")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|n| n.get("name").and_then(Value::as_str).map(str::to_owned))
-        .collect();
+    let mut resources: Vec<RawResource> = Vec::new();
     let default = format!("{}_default", project.name);
-    let declares_default = top.networks.contains_key("default");
-    if joined.contains(&default) && !declares_default {
-        resources.push(json!({"id": "network-default", "type": "network", "module": project.name, "name": default}));
+    let joins_default = containers.iter().any(|c| match &c.networks {
+        Field::Present(joins) => joins
+            .iter()
+            .any(|j| matches!(j, Field::Present(j) if j.name == Field::Present(default.clone()))),
+        _ => false,
+    });
+    if joins_default && !top.networks.contains_key("default") {
+        resources.push(RawResource::Network(RawNetwork {
+            id: Field::Present("network-default".into()),
+            module: Field::Present(project.name.clone()),
+            name: Field::Present(default),
+            ..RawNetwork::default()
+        }));
     }
-    resources.extend(top.networks.values().filter_map(|n| n.resource.clone()));
-    resources.extend(top.volumes.values().filter_map(|v| v.resource.clone()));
+    resources.extend(top.networks.into_values().filter_map(|n| n.resource));
+    resources.extend(top.volumes.into_values().filter_map(|v| v.resource));
     for (i, dir) in dirs.iter().enumerate() {
-        resources.push(
-            json!({"id": format!("directory-{}", i + 1), "type": "directory",
-                              "module": project.name, "path": dir}),
-        );
+        resources.push(RawResource::Directory(RawDirectory {
+            id: Field::Present(format!("directory-{}", i + 1)),
+            module: Field::Present(project.name.clone()),
+            path: Field::Present(dir.clone()),
+            ..RawDirectory::default()
+        }));
     }
-    resources.extend(containers);
+    resources.extend(containers.into_iter().map(RawResource::Container));
 
     let mut ids = BTreeSet::new();
     for r in &resources {
-        let id = r["id"].as_str().unwrap_or_default();
-        if !ids.insert(id.to_owned()) {
-            p.refuse(id, "two resources would have this id (a service named like a network or volume): rename one");
+        if let Field::Present(id) = r.id() {
+            if !ids.insert(id.clone()) {
+                p.refuse(id, "two resources would have this id (a service named like a network or volume): rename one");
+            }
         }
     }
     if !p.refused.is_empty() {
         return Err(p.refused);
     }
-    let declaration = json!({"declaration": 1, "resources": resources});
-    let mut bytes = serde_json::to_vec_pretty(&declaration).map_err(|e| vec![e.to_string()])?;
+    let declaration = RawDeclaration {
+        declaration: Field::Present(Value::from(crate::declaration::VERSION)),
+        resources: Field::Present(resources.into_iter().map(Field::Present).collect()),
+        unknown: BTreeMap::new(),
+    };
+    // Through a JSON value, whose keys are sorted: the same project, the
+    // same bytes.
+    let mut bytes = serde_json::to_value(&declaration)
+        .and_then(|v| serde_json::to_vec_pretty(&v))
+        .map_err(|e| vec![e.to_string()])?;
     bytes.push(b'\n');
     // What check says of it: nothing, or (tags left) only that they are
     // not pinned.

@@ -1,257 +1,360 @@
 //! A service's mounts: `volumes` in both syntaxes (binds made absolute,
-//! a missing source declared as a directory as compose makes it, named
-//! volumes by their top-level names, tmpfs), `secrets` and `configs` as
-//! read-only files, `tmpfs` and `devices`.
+//! named volumes by their top-level names, tmpfs), `secrets` and
+//! `configs` as read-only files, `tmpfs` and `devices`. A bind source
+//! that does not exist is declared as a directory the apply makes, as
+//! compose makes it; one the service's unit cannot write (under `/root`,
+//! `/home`, `/usr`, ...) is left to Docker, which makes it, as compose
+//! relies on, and that is noted.
 
 use serde_json::{json, Map, Value};
 
-use super::service::{strings, Service};
-use super::top::text;
+use super::context::Service;
+use super::values::{list, some, strings, text};
 use super::{paths, units};
+use crate::declaration::raw::{Field, RawContainer, RawDevice, RawMount, RawTmpfs};
+use crate::declaration::sandbox;
+use crate::declaration::types::AbsPath;
 
-impl Service<'_> {
-    pub(super) fn mounts(&mut self, svc: &Map<String, Value>, c: &mut Map<String, Value>) {
-        let mut mounts = Vec::new();
-        let mut tmpfs = Vec::new();
-        if let Some(Value::Array(entries)) = svc.get("volumes") {
-            for entry in entries {
-                match entry {
-                    Value::String(s) => self.short_volume(s, &mut mounts),
-                    Value::Object(m) => self.long_volume(m, &mut mounts, &mut tmpfs),
-                    _ => self.refuse("volumes", "expected a string or a mapping"),
-                }
+/// Read `svc`'s mounts, tmpfs and devices into `c`.
+pub(super) fn read(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {
+    let mut mounts = Vec::new();
+    let mut tmpfs = Vec::new();
+    if let Some(Value::Array(entries)) = svc.get("volumes") {
+        for (i, entry) in entries.iter().enumerate() {
+            match entry {
+                Value::String(text) => short_volume(s, text, &mut mounts),
+                Value::Object(m) => long_volume(s, i, m, &mut mounts, &mut tmpfs),
+                _ => s.refuse("volumes", "expected a string or a mapping"),
             }
         }
-        for (kind, default_dir) in [("secrets", "/run/secrets/"), ("configs", "/")] {
-            let Some(Value::Array(entries)) = svc.get(kind) else {
+    }
+    for (kind, default_dir) in [("secrets", "/run/secrets/"), ("configs", "/")] {
+        let Some(Value::Array(entries)) = svc.get(kind) else {
+            continue;
+        };
+        for entry in entries {
+            let (source, target) = match entry {
+                Value::Object(m) => (
+                    m.get("source").map(text).unwrap_or_default(),
+                    m.get("target").map(text),
+                ),
+                other => (text(other), None),
+            };
+            let files = if kind == "secrets" {
+                &s.top.secrets
+            } else {
+                &s.top.configs
+            };
+            let Some(file) = files.get(&source).cloned() else {
+                s.refuse(
+                    kind,
+                    format!("{source:?} is not declared in the top-level {kind}"),
+                );
                 continue;
             };
-            for entry in entries {
-                let (source, target) = match entry {
-                    Value::Object(m) => {
-                        for k in m.keys() {
-                            if !["source", "target"].contains(&k.as_str()) {
-                                self.refuse(kind, format!("{k}: not supported (a secret or config is mounted read-only as its file is); remove it"));
-                            }
-                        }
-                        (
-                            m.get("source").map(text).unwrap_or_default(),
-                            m.get("target").map(text),
-                        )
-                    }
-                    other => (text(other), None),
-                };
-                let files = if kind == "secrets" {
-                    &self.top.secrets
-                } else {
-                    &self.top.configs
-                };
-                let Some(file) = files.get(&source).cloned() else {
-                    self.refuse(
-                        kind,
-                        format!("{source:?} is not declared in the top-level {kind}"),
-                    );
-                    continue;
-                };
-                let target = match target {
-                    Some(t) if t.starts_with('/') => t,
-                    Some(t) => format!("{default_dir}{t}"),
-                    None => format!("{default_dir}{source}"),
-                };
-                mounts.push(json!({"source": file.display().to_string(), "target": target, "read-only": true}));
-            }
+            let target = match target {
+                Some(t) if t.starts_with('/') => t,
+                Some(t) => format!("{default_dir}{t}"),
+                None => format!("{default_dir}{source}"),
+            };
+            mounts.push(mount(file.display().to_string(), target, true));
         }
-        if let Some(v) = svc.get("tmpfs") {
-            for entry in strings(v) {
-                let (target, opts) = entry.split_once(':').unwrap_or((&entry, ""));
-                let mut t = json!({"target": target});
-                for opt in opts.split(',').filter(|o| !o.is_empty()) {
-                    match opt.split_once('=') {
-                        Some(("size", s)) => match units::bytes(s) {
-                            Ok(n) => t["size"] = json!(n),
-                            Err(e) => self.refuse("tmpfs", e),
-                        },
-                        Some(("mode", m)) => t["mode"] = json!(m),
-                        _ => self.refuse("tmpfs", format!("{opt:?}: size and mode are supported")),
-                    }
+    }
+    if let Some(v) = svc.get("tmpfs") {
+        for entry in strings(v) {
+            let (target, opts) = entry.split_once(':').unwrap_or((&entry, ""));
+            let mut t = RawTmpfs {
+                target: some(target.to_owned()),
+                ..RawTmpfs::default()
+            };
+            for opt in opts.split(',').filter(|o| !o.is_empty()) {
+                match opt.split_once('=') {
+                    Some(("size", size)) => match units::bytes(size) {
+                        Ok(n) => t.size = some(json!(n)),
+                        Err(e) => s.refuse("tmpfs", e),
+                    },
+                    Some(("mode", m)) => t.mode = some(m.to_owned()),
+                    _ => s.refuse("tmpfs", format!("{opt:?}: size and mode are supported")),
                 }
-                tmpfs.push(t);
             }
+            tmpfs.push(t);
         }
-        if !mounts.is_empty() {
-            c.insert("mounts".into(), Value::Array(mounts));
-        }
-        if !tmpfs.is_empty() {
-            c.insert("tmpfs".into(), Value::Array(tmpfs));
-        }
-        if let Some(v) = svc.get("devices") {
-            let mut devices = Vec::new();
-            for entry in strings(v) {
-                let parts: Vec<&str> = entry.split(':').collect();
-                let d = match parts.as_slice() {
-                    [p] => json!({"path": p}),
-                    [p, t] if t.starts_with('/') => json!({"path": p, "target": t}),
-                    [p, perms] => json!({"path": p, "permissions": perms}),
-                    [p, t, perms] => json!({"path": p, "target": t, "permissions": perms}),
-                    _ => {
-                        self.refuse(
-                            "devices",
-                            format!("{entry:?} is not PATH[:TARGET[:PERMISSIONS]]"),
-                        );
-                        continue;
-                    }
-                };
+    }
+    c.mounts = list(mounts);
+    c.options.tmpfs = list(tmpfs);
+    if let Some(v) = svc.get("devices") {
+        let mut devices = Vec::new();
+        let entries = match v {
+            Value::Array(items) => items.clone(),
+            other => vec![other.clone()],
+        };
+        for entry in entries {
+            if let Some(d) = device(s, &entry) {
                 devices.push(d);
             }
-            c.insert("devices".into(), Value::Array(devices));
         }
+        c.options.devices = Field::Present(devices.into_iter().map(Field::Present).collect());
     }
+}
 
-    /// A bind source: absolute; one that does not exist is declared as a
-    /// directory, as compose makes it.
-    fn bind_source(&mut self, source: &str, create: bool) -> String {
-        let abs = paths::absolute(self.project, source).display().to_string();
-        if !std::path::Path::new(&abs).exists() {
-            if create {
-                let at = self.at("volumes");
-                self.p.note(at, format!("{abs} does not exist: declared as a directory, made by the apply as compose makes it"));
-                self.dirs.insert(abs.clone());
-            } else {
-                self.refuse(
-                    "volumes",
-                    format!("{abs} does not exist (bind.create_host_path is false)"),
-                );
-            }
-        }
-        abs
+fn mount(source: String, target: String, read_only: bool) -> RawMount {
+    RawMount {
+        source: some(source),
+        target: some(target),
+        read_only: some(read_only),
+        ..RawMount::default()
     }
+}
 
-    fn volume_source(&mut self, key: &str) -> Option<String> {
-        match self.top.volumes.get(key) {
-            Some(v) => Some(v.name.clone()),
-            None => {
-                self.refuse(
-                    "volumes",
-                    format!("{key:?} is not declared in the top-level volumes"),
-                );
-                None
-            }
-        }
-    }
-
-    fn short_volume(&mut self, text: &str, mounts: &mut Vec<Value>) {
-        let parts: Vec<&str> = text.split(':').collect();
-        let (source, target, opts) = match parts.as_slice() {
-            [_] => {
-                self.refuse(
-                    "volumes",
-                    format!("{text:?}: an anonymous volume: give it a name (NAME:{text}) to keep its data, then import again"),
-                );
-                return;
-            }
-            [s, t] => (*s, *t, ""),
-            [s, t, o] => (*s, *t, *o),
-            _ => {
-                self.refuse("volumes", format!("{text:?} is not SOURCE:TARGET[:MODE]"));
-                return;
-            }
-        };
-        let mut read_only = false;
-        for opt in opts.split(',').filter(|o| !o.is_empty()) {
-            match opt {
-                "ro" => read_only = true,
-                "rw" | "z" | "Z" | "cached" | "delegated" | "consistent" => {}
-                other => self.refuse(
-                    "volumes",
-                    format!("{text:?}: option {other:?} is not supported"),
-                ),
-            }
-        }
-        let source = if source.starts_with(['/', '.', '~']) {
-            self.bind_source(source, true)
-        } else {
-            match self.volume_source(source) {
-                Some(s) => s,
-                None => return,
-            }
-        };
-        mounts.push(json!({"source": source, "target": target, "read-only": read_only}));
-    }
-
-    fn long_volume(
-        &mut self,
-        m: &Map<String, Value>,
-        mounts: &mut Vec<Value>,
-        tmpfs: &mut Vec<Value>,
-    ) {
-        for k in m.keys() {
-            if ![
-                "type",
-                "source",
-                "target",
-                "read_only",
-                "bind",
-                "volume",
-                "tmpfs",
-                "consistency",
-            ]
-            .contains(&k.as_str())
-            {
-                self.refuse("volumes", format!("{k}: not supported in a volume entry"));
-            }
-        }
-        let target = m.get("target").map(text).unwrap_or_default();
-        let read_only = m.get("read_only").and_then(Value::as_bool).unwrap_or(false);
-        let source = m.get("source").map(text);
-        match m.get("type").map(text).as_deref() {
-            Some("bind") => {
-                let create = m
-                    .get("bind")
-                    .and_then(|b| b.get("create_host_path"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true);
-                let Some(source) = source else {
-                    return self.refuse("volumes", "a bind needs a source");
-                };
-                let source = self.bind_source(&source, create);
-                mounts.push(json!({"source": source, "target": target, "read-only": read_only}));
-            }
-            Some("volume") => {
-                if m.get("volume").and_then(|v| v.get("subpath")).is_some() {
-                    self.refuse("volumes", "volume.subpath: not supported");
-                }
-                let Some(key) = source else {
-                    return self.refuse(
-                        "volumes",
-                        format!("{target}: an anonymous volume: give it a source to keep its data"),
+/// One device: `PATH[:TARGET[:PERMISSIONS]]`, or the long form.
+fn device(s: &mut Service, entry: &Value) -> Option<RawDevice> {
+    let (path, target, permissions) = match entry {
+        Value::Object(m) => (
+            m.get("source").map(text).unwrap_or_default(),
+            m.get("target").map(text),
+            m.get("permissions").map(text),
+        ),
+        other => {
+            let entry = text(other);
+            let parts: Vec<&str> = entry.split(':').collect();
+            match parts.as_slice() {
+                [p] => (p.to_string(), None, None),
+                [p, t] if t.starts_with('/') => (p.to_string(), Some(t.to_string()), None),
+                [p, perms] => (p.to_string(), None, Some(perms.to_string())),
+                [p, t, perms] => (p.to_string(), Some(t.to_string()), Some(perms.to_string())),
+                _ => {
+                    s.refuse(
+                        "devices",
+                        format!("{entry:?} is not PATH[:TARGET[:PERMISSIONS]]"),
                     );
-                };
-                if let Some(source) = self.volume_source(&key) {
-                    mounts
-                        .push(json!({"source": source, "target": target, "read-only": read_only}));
+                    return None;
                 }
             }
-            Some("tmpfs") => {
-                let mut t = json!({"target": target});
-                if let Some(o) = m.get("tmpfs").and_then(Value::as_object) {
-                    if let Some(size) = o.get("size") {
-                        match units::bytes(&text(size)) {
-                            Ok(n) => t["size"] = json!(n),
-                            Err(e) => self.refuse("volumes", e),
-                        }
-                    }
-                    if let Some(mode) = o.get("mode") {
-                        // Compose writes the mode as a number (1777 octal
-                        // read as decimal by YAML): kept as the digits.
-                        t["mode"] = json!(text(mode));
-                    }
-                }
-                tmpfs.push(t);
-            }
-            other => self.refuse(
+        }
+    };
+    Some(RawDevice {
+        path: some(path),
+        target: target.map_or(Field::Absent, Field::Present),
+        permissions: permissions.map_or(Field::Absent, Field::Present),
+        ..RawDevice::default()
+    })
+}
+
+/// A bind source, absolute. One that does not exist is declared as a
+/// directory, as compose makes it, unless the unit cannot write there:
+/// then Docker makes it when it creates the container, as it does under
+/// compose.
+fn bind_source(s: &mut Service, source: &str, create: bool) -> String {
+    let abs = paths::absolute(s.project, source).display().to_string();
+    if std::path::Path::new(&abs).symlink_metadata().is_err() {
+        if !create {
+            s.refuse(
                 "volumes",
-                format!("type {other:?}: bind, volume and tmpfs are supported"),
+                format!("{abs} does not exist (bind.create_host_path is false)"),
+            );
+        } else if let Some(why) = AbsPath::try_from(abs.as_str())
+            .ok()
+            .and_then(|p| sandbox::write_refusal(&p))
+        {
+            let why = why
+                .split(':')
+                .next()
+                .unwrap_or("the unit cannot write there")
+                .to_owned();
+            s.note(
+                "volumes",
+                format!("{abs} does not exist: left to Docker, which makes it when it creates the container, as under compose (mesh-host's unit cannot write there: {why})"),
+            );
+        } else {
+            s.note(
+                "volumes",
+                format!("{abs} does not exist: declared as a directory, made by the apply as compose makes it"),
+            );
+            s.dirs.insert(abs.clone());
+        }
+    }
+    abs
+}
+
+fn volume_source(s: &mut Service, key: &str) -> Option<String> {
+    match s.top.volumes.get(key) {
+        Some(v) => Some(v.name.clone()),
+        None => {
+            s.refuse(
+                "volumes",
+                format!("{key:?} is not declared in the top-level volumes"),
+            );
+            None
+        }
+    }
+}
+
+fn short_volume(s: &mut Service, text: &str, mounts: &mut Vec<RawMount>) {
+    let parts: Vec<&str> = text.split(':').collect();
+    let (source, target, opts) = match parts.as_slice() {
+        [_] => {
+            s.refuse(
+                "volumes",
+                format!("{text:?}: an anonymous volume: give it a name (NAME:{text}) to keep its data, then import again"),
+            );
+            return;
+        }
+        [src, t] => (*src, *t, ""),
+        [src, t, o] => (*src, *t, *o),
+        _ => {
+            s.refuse("volumes", format!("{text:?} is not SOURCE:TARGET[:MODE]"));
+            return;
+        }
+    };
+    let mut read_only = false;
+    for opt in opts.split(',').filter(|o| !o.is_empty()) {
+        match opt {
+            "ro" => read_only = true,
+            "rw" | "rprivate" | "cached" | "delegated" | "consistent" => {}
+            "z" | "Z" => s.note(
+                "volumes",
+                format!("{text:?}: {opt}: SELinux labels are not changed by mesh-host: on a host enforcing SELinux, label the source yourself (chcon -Rt container_file_t PATH)"),
             ),
+            "nocopy" => s.refuse(
+                "volumes",
+                format!("{text:?}: nocopy: not supported: Docker copies the image's files into a new, empty volume; remove it to accept that"),
+            ),
+            "shared" | "rshared" | "slave" | "rslave" | "private" => s.refuse(
+                "volumes",
+                format!("{text:?}: {opt}: not supported: binds are mounted rprivate, Docker's default; remove it"),
+            ),
+            other => s.refuse(
+                "volumes",
+                format!("{text:?}: option {other:?} is not supported"),
+            ),
+        }
+    }
+    let source = if source.starts_with(['/', '.', '~']) {
+        bind_source(s, source, true)
+    } else {
+        match volume_source(s, source) {
+            Some(v) => v,
+            None => return,
+        }
+    };
+    mounts.push(mount(source, target.to_owned(), read_only));
+}
+
+fn long_volume(
+    s: &mut Service,
+    i: usize,
+    m: &Map<String, Value>,
+    mounts: &mut Vec<RawMount>,
+    tmpfs: &mut Vec<RawTmpfs>,
+) {
+    let field = |name: &str| format!("volumes[{i}].{name}");
+    let target = m.get("target").map(text).unwrap_or_default();
+    let read_only = match m.get("read_only") {
+        Some(v) => match s.boolean(&field("read_only"), v) {
+            Some(b) => b,
+            // Never defaulted: the project is refused.
+            None => return,
+        },
+        None => false,
+    };
+    let source = m.get("source").map(text);
+    match m.get("type").map(text).as_deref() {
+        Some("bind") => {
+            let bind = m.get("bind");
+            let create = match bind.and_then(|b| b.get("create_host_path")) {
+                Some(v) => match s.boolean(&field("bind.create_host_path"), v) {
+                    Some(b) => b,
+                    None => return,
+                },
+                None => true,
+            };
+            if let Some(p) = bind.and_then(|b| b.get("propagation")) {
+                let p = text(p);
+                if p != "rprivate" {
+                    s.refuse(
+                        &field("bind.propagation"),
+                        format!("{p:?}: not supported: binds are mounted rprivate, Docker's default; remove it"),
+                    );
+                }
+            }
+            let Some(source) = source else {
+                return s.refuse(&field("source"), "a bind needs a source");
+            };
+            let source = bind_source(s, &source, create);
+            mounts.push(mount(source, target, read_only));
+        }
+        Some("volume") => {
+            if let Some(v) = m.get("volume").and_then(|v| v.get("nocopy")) {
+                if s.boolean(&field("volume.nocopy"), v) == Some(true) {
+                    s.refuse(
+                        &field("volume.nocopy"),
+                        "not supported: Docker copies the image's files into a new, empty volume; remove it to accept that",
+                    );
+                }
+            }
+            let Some(key) = source else {
+                return s.refuse(
+                    "volumes",
+                    format!("{target}: an anonymous volume: give it a source to keep its data"),
+                );
+            };
+            if let Some(source) = volume_source(s, &key) {
+                mounts.push(mount(source, target, read_only));
+            }
+        }
+        Some("tmpfs") => {
+            let mut t = RawTmpfs {
+                target: some(target),
+                ..RawTmpfs::default()
+            };
+            if let Some(o) = m.get("tmpfs").and_then(Value::as_object) {
+                if let Some(size) = o.get("size") {
+                    if let Some(n) = s.size(&field("tmpfs.size"), size) {
+                        t.size = some(json!(n));
+                    }
+                }
+                if let Some(mode) = o.get("mode") {
+                    if let Some(mode) = tmpfs_mode(s, &field("tmpfs.mode"), mode) {
+                        t.mode = some(mode);
+                    }
+                }
+            }
+            tmpfs.push(t);
+        }
+        other => s.refuse(
+            &field("type"),
+            format!("{other:?}: bind, volume and tmpfs are supported"),
+        ),
+    }
+}
+
+/// A long-form tmpfs `mode` as compose reads it: a number, taken as the
+/// mode's value (`0o1777` is the octal mode 1777; `1777` is the decimal
+/// number 1777, mode 3361, and that is said); text is refused, as compose
+/// refuses it.
+fn tmpfs_mode(s: &mut Service, field: &str, v: &Value) -> Option<String> {
+    let at = s.at(field);
+    let n = match v {
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    match n {
+        Some(n) if n <= 0o7777 => {
+            let octal = format!("{n:03o}");
+            if n & 0o6000 != 0 {
+                s.p.note(
+                    at,
+                    format!("{n} is read as a number, as compose reads it: octal {octal}, with set-id bits; write 0o1777 for the usual sticky mode"),
+                );
+            }
+            Some(octal)
+        }
+        _ => {
+            s.p.refuse(
+                at,
+                format!("{v}: a mode is a number, as compose reads it (write it in octal: 0o1777)"),
+            );
+            None
         }
     }
 }

@@ -8,6 +8,8 @@ use std::net::IpAddr;
 
 use serde_json::{json, Value};
 
+use crate::declaration::raw::{Field, RawPort};
+
 /// One published port as the declaration writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Published {
@@ -18,15 +20,19 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({"container": self.container, "protocol": self.protocol});
-        if let Some(h) = self.host {
-            v["host"] = json!(h);
+    /// As the declaration writes it.
+    pub fn to_raw(&self) -> RawPort {
+        RawPort {
+            host: self
+                .host
+                .map_or(Field::Absent, |h| Field::Present(json!(h))),
+            container: Field::Present(json!(self.container)),
+            protocol: Field::Present(self.protocol.clone()),
+            address: self
+                .address
+                .map_or(Field::Absent, |a| Field::Present(a.to_string())),
+            ..RawPort::default()
         }
-        if let Some(a) = self.address {
-            v["address"] = json!(a.to_string());
-        }
-        v
     }
 }
 
@@ -302,13 +308,16 @@ mod tests {
             .unwrap_err()
             .contains("not a field"));
         assert_eq!(
-            Published {
-                host: None,
-                container: 80,
-                protocol: "tcp".into(),
-                address: None
-            }
-            .to_json(),
+            serde_json::to_value(
+                Published {
+                    host: None,
+                    container: 80,
+                    protocol: "tcp".into(),
+                    address: None
+                }
+                .to_raw()
+            )
+            .unwrap(),
             json!({"container": 80, "protocol": "tcp"})
         );
     }

@@ -6,9 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::cell::RefCell;
+
 use serde_json::{Map, Value};
 
-use super::interpolate::interpolate_tree;
+use super::input::{self, Budget};
+use super::interpolate::Interpolator;
+use super::{dotenv, yaml};
 
 /// The file names compose looks for, in its order, when no `-f` is given.
 pub const DEFAULT_FILES: [&str; 4] = [
@@ -42,7 +46,7 @@ pub struct Source {
 }
 
 /// A project, merged and interpolated.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Project {
     pub name: String,
     /// The directory relative paths are read from (the first file's).
@@ -52,6 +56,9 @@ pub struct Project {
     /// The variables it was interpolated with.
     pub variables: BTreeMap<String, String>,
     pub profiles: Vec<String>,
+    /// What is left of the bytes this import may read (env files are
+    /// read while the services are).
+    pub budget: RefCell<Budget>,
 }
 
 /// The files to read: the `-f` ones, or the first default name found in
@@ -72,10 +79,10 @@ fn files(source: &Source) -> Result<Vec<PathBuf>, String> {
     }
     for name in DEFAULT_FILES {
         let path = source.dir.join(name);
-        if path.is_file() {
+        if input::exists(&path) {
             let mut found = vec![path];
             let over = source.dir.join(override_of(name));
-            if over.is_file() {
+            if input::exists(&over) {
                 found.push(over);
             }
             return Ok(found);
@@ -88,126 +95,54 @@ fn files(source: &Source) -> Result<Vec<PathBuf>, String> {
     ))
 }
 
-/// A `.env` file: `KEY=VALUE` lines (`export` allowed), `#` comments,
-/// values in single quotes taken as written, in double quotes with `\n`,
-/// `\"` and `\\` read, unquoted ones trimmed and cut at ` #`.
-pub fn read_dotenv(text: &str) -> Result<Vec<(String, String)>, String> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
-        let Some((key, raw)) = line.split_once('=') else {
-            return Err(format!("line {}: {line:?} is not KEY=VALUE", n + 1));
-        };
-        let key = key.trim();
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-        {
-            return Err(format!("line {}: {key:?} is not a variable name", n + 1));
-        }
-        let raw = raw.trim();
-        let value = if let Some(inner) = raw.strip_prefix('\'') {
-            inner
-                .split_once('\'')
-                .map(|(v, _)| v.to_owned())
-                .ok_or_else(|| format!("line {}: a quote left open", n + 1))?
-        } else if let Some(inner) = raw.strip_prefix('"') {
-            let mut value = String::new();
-            let mut chars = inner.chars();
-            let mut closed = false;
-            while let Some(c) = chars.next() {
-                match c {
-                    '"' => {
-                        closed = true;
-                        break;
-                    }
-                    '\\' => match chars.next() {
-                        Some('n') => value.push('\n'),
-                        Some('t') => value.push('\t'),
-                        Some(other) => value.push(other),
-                        None => {}
-                    },
-                    c => value.push(c),
-                }
-            }
-            if !closed {
-                return Err(format!("line {}: a quote left open", n + 1));
-            }
-            value
-        } else {
-            match raw.find(" #") {
-                Some(i) => raw[..i].trim_end().to_owned(),
-                None => raw.to_owned(),
-            }
-        };
-        out.push((key.to_owned(), value));
-    }
-    Ok(out)
+/// Read the env file at `path` as compose reads it (see `dotenv.rs`),
+/// its values interpolated from `environment` first, then from the
+/// values before them; variables used unset are added to `unset`.
+pub fn read_env_file(
+    path: &Path,
+    environment: &dyn Fn(&str) -> Option<String>,
+    budget: &mut Budget,
+    unset: &mut Vec<usize>,
+) -> Result<Vec<(String, String)>, String> {
+    let shown = path.display().to_string();
+    let text = input::read_text(path, budget).map_err(|e| format!("{shown} {}", e.reason()))?;
+    let mut expand = dotenv::expander(environment, &shown, unset);
+    dotenv::read(&text, &mut expand, environment).map_err(|e| format!("{shown}: {e}"))
 }
 
-/// A YAML value as JSON (keys as strings, tags dropped); `at` names it.
-fn to_json(value: serde_yaml_ng::Value, at: &str, problems: &mut Vec<String>) -> Value {
-    use serde_yaml_ng::Value as Y;
-    match value {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => serde_json::to_value(&n).unwrap_or(Value::Null),
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| to_json(v, &format!("{at}[{i}]"), problems))
-                .collect(),
-        ),
-        Y::Mapping(map) => {
-            let mut out = Map::new();
-            for (k, v) in map {
-                let key = match k {
-                    Y::String(s) => s,
-                    Y::Number(n) => n.to_string(),
-                    Y::Bool(b) => b.to_string(),
-                    other => {
-                        problems.push(format!("{at}: a key must be a string, found {other:?}"));
-                        continue;
-                    }
-                };
-                let path = if at.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{at}.{key}")
-                };
-                let v = to_json(v, &path, problems);
-                out.insert(key, v);
-            }
-            Value::Object(out)
-        }
-        Y::Tagged(tagged) => to_json(tagged.value, at, problems),
-    }
+/// One compose file read: its documents, or why not.
+fn read_file(path: &Path, budget: &mut Budget) -> Result<Vec<yaml::Document>, String> {
+    let shown = path.display();
+    let text = input::read_text(path, budget).map_err(|e| format!("{shown} {}", e.reason()))?;
+    yaml::documents(&text).map_err(|e| format!("{shown}: {e}"))
+}
+
+/// A project read, with what was noted on the way.
+#[derive(Debug)]
+pub struct Loaded {
+    pub project: Project,
+    /// Problems only some values suffer (a required variable unset), so
+    /// that the rest of the project is still read for problems.
+    pub refused: Vec<String>,
+    /// What compose would warn of (a variable used unset).
+    pub notes: Vec<String>,
 }
 
 /// Read the project; every problem listed. What leaves the project
-/// unreadable (a file missing or not YAML) is an error; what only some
-/// values suffer (a variable unset) comes with the project, so that the
-/// rest of it is still read for problems.
-pub fn load(source: &Source) -> Result<(Project, Vec<String>), Vec<String>> {
+/// unreadable (a file missing or not YAML) is an error.
+pub fn load(source: &Source) -> Result<Loaded, Vec<String>> {
     let files = files(source).map_err(|e| vec![e])?;
     let dir = files[0]
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| source.dir.clone());
+    let mut budget = Budget::default();
     let mut problems = Vec::new();
-    let mut value_problems = Vec::new();
+    let mut notes = Vec::new();
 
-    let mut variables: BTreeMap<String, String> = BTreeMap::new();
     let env_files: Vec<PathBuf> = if source.env_files.is_empty() {
         let default = dir.join(".env");
-        if default.is_file() {
+        if input::exists(&default) {
             vec![default]
         } else {
             Vec::new()
@@ -215,57 +150,80 @@ pub fn load(source: &Source) -> Result<(Project, Vec<String>), Vec<String>> {
     } else {
         source.env_files.clone()
     };
+    // The process environment wins over the env files, as in compose; an
+    // env file's values are looked up there first, then among the values
+    // of the env files before.
+    let mut from_files: BTreeMap<String, String> = BTreeMap::new();
     for path in &env_files {
-        match std::fs::read_to_string(path) {
-            Ok(text) => match read_dotenv(&text) {
-                Ok(pairs) => variables.extend(pairs),
-                Err(e) => problems.push(format!("{}: {e}", path.display())),
-            },
-            Err(e) => problems.push(format!("{}: cannot be read: {e}", path.display())),
+        let environment = |name: &str| {
+            source
+                .environment
+                .get(name)
+                .or_else(|| from_files.get(name))
+                .cloned()
+        };
+        let mut unset = Vec::new();
+        match read_env_file(path, &environment, &mut budget, &mut unset) {
+            Ok(pairs) => from_files.extend(pairs),
+            Err(e) => problems.push(e),
+        }
+        // Lines, not names: an env file may be anything (a secret
+        // linked by mistake), and none of its text is printed.
+        for line in unset {
+            notes.push(format!(
+                "{}: line {line} uses a variable that is not set: an empty string is used, as compose uses it",
+                path.display()
+            ));
         }
     }
-    // The process environment wins over the env files, as in compose.
+    let mut variables = from_files;
     variables.extend(source.environment.clone());
     let lookup = |name: &str| variables.get(name).cloned();
+    let mut interpolator = Interpolator::new(&lookup);
+    let mut value_problems = Vec::new();
 
     let mut merged: Option<Value> = None;
     for path in &files {
         let shown = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        let documents = match read_file(path, &mut budget) {
+            Ok(d) => d,
             Err(e) => {
-                problems.push(format!("{shown}: cannot be read: {e}"));
+                problems.push(e);
                 continue;
             }
         };
-        let mut yaml: serde_yaml_ng::Value = match serde_yaml_ng::from_str(&text) {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(format!("{shown}: not valid YAML: {e}"));
+        for yaml::Document { mut value, marks } in documents {
+            if !value.is_object() {
+                problems.push(format!(
+                    "{shown}: a compose file is a mapping (services: ...)"
+                ));
                 continue;
             }
-        };
-        if let Err(e) = yaml.apply_merge() {
-            problems.push(format!("{shown}: a merge key (<<) cannot be applied: {e}"));
-            continue;
+            interpolator.tree(&mut value, "");
+            value_problems.extend(
+                std::mem::take(&mut interpolator.problems)
+                    .into_iter()
+                    .map(|p| format!("{shown}: {p}")),
+            );
+            merged = Some(match merged {
+                None => value,
+                Some(mut base) => {
+                    super::merge::unset_marked(&mut base, &marks);
+                    super::merge::merge(base, value)
+                }
+            });
         }
-        let mut file_problems = Vec::new();
-        let mut value = to_json(yaml, "", &mut file_problems);
-        if !value.is_object() {
-            file_problems.push("a compose file is a mapping (services: ...)".to_owned());
-        }
-        problems.extend(file_problems.into_iter().map(|p| format!("{shown}: {p}")));
-        let mut unset = Vec::new();
-        interpolate_tree(&mut value, &lookup, "", &mut unset);
-        value_problems.extend(unset.into_iter().map(|p| format!("{shown}: {p}")));
-        merged = Some(match merged {
-            None => value,
-            Some(base) => super::merge::merge(base, value),
-        });
     }
+    notes.extend(interpolator.unset_notes());
+    drop(interpolator);
     let model = match merged {
         Some(Value::Object(map)) => map,
-        _ => Map::new(),
+        _ => {
+            if problems.is_empty() {
+                problems.push("the project is empty: its files declare nothing".into());
+            }
+            Map::new()
+        }
     };
     let name = project_name(source, &model, &variables, &dir);
     let name = match name {
@@ -288,16 +246,18 @@ pub fn load(source: &Source) -> Result<(Project, Vec<String>), Vec<String>> {
                 .collect();
         }
     }
-    Ok((
-        Project {
+    Ok(Loaded {
+        project: Project {
             name,
             dir,
             model,
             variables,
             profiles,
+            budget: RefCell::new(budget),
         },
-        value_problems,
-    ))
+        refused: value_problems,
+        notes,
+    })
 }
 
 /// `--project-name`, `COMPOSE_PROJECT_NAME`, the top-level `name:`, or the
@@ -352,26 +312,6 @@ fn project_name(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_dotenv_file_reads_as_compose_reads_it() {
-        let pairs = read_dotenv(
-            "# comment\nA=1\nexport B = two words # note\nC='lit ${X} #'\nD=\"line\\nnext \\\"q\\\"\"\n\nE=\n",
-        )
-        .unwrap();
-        assert_eq!(
-            pairs,
-            [
-                ("A".to_string(), "1".to_string()),
-                ("B".into(), "two words".into()),
-                ("C".into(), "lit ${X} #".into()),
-                ("D".into(), "line\nnext \"q\"".into()),
-                ("E".into(), String::new()),
-            ]
-        );
-        assert!(read_dotenv("JUSTAWORD").unwrap_err().contains("line 1"));
-        assert!(read_dotenv("A='open").unwrap_err().contains("left open"));
-    }
 
     #[test]
     fn override_files_are_named_as_compose_names_them() {

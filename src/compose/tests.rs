@@ -13,8 +13,34 @@ use crate::runtime::fake::FakeRuntime;
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop")
+/// The fixture stack, copied to a directory of the test's own where its
+/// env-file may be declared: the checkout may be a clone under /tmp,
+/// whose paths `check` refuses. Removed when dropped.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn fixture() -> Fixture {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shop");
+    let dir = crate::test_dirs::test_dir();
+    let shop = dir.path().join("shop");
+    std::fs::create_dir(&shop).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), shop.join(entry.file_name())).unwrap();
+    }
+    Fixture {
+        _dir: dir,
+        path: shop,
+    }
 }
 
 fn source(dir: &Path, env: &[(&str, &str)]) -> Source {
@@ -56,7 +82,8 @@ fn resource<'a>(d: &'a Value, id: &str) -> &'a Value {
 
 #[tokio::test]
 async fn the_fixture_stack_imports_pinned_checked_and_stable() {
-    let src = source(&fixture(), &[("REGISTRY", "reg.test")]);
+    let shop = fixture();
+    let src = source(&shop, &[("REGISTRY", "reg.test")]);
     let fake = pinner();
     let first = import(&src, Some(&fake)).await.unwrap();
     let again = import(&src, Some(&fake)).await.unwrap();
@@ -79,7 +106,7 @@ async fn the_fixture_stack_imports_pinned_checked_and_stable() {
         .starts_with("echo \"$GREETING\""));
     assert_eq!(
         web["env-files"][0],
-        fixture().join("web.env").display().to_string()
+        shop.join("web.env").display().to_string()
     );
     assert_eq!(
         web["depends-on"],
@@ -112,8 +139,9 @@ async fn the_fixture_stack_imports_pinned_checked_and_stable() {
 
 #[tokio::test]
 async fn the_process_environment_wins_over_env_and_env_file_replaces_it() {
+    let shop = fixture();
     let d = declaration(&source(
-        &fixture(),
+        &shop,
         &[("REGISTRY", "reg.test"), ("APP_GREETING", "from the shell")],
     ))
     .await;
@@ -121,7 +149,7 @@ async fn the_process_environment_wins_over_env_and_env_file_replaces_it() {
     let dir = tempfile::tempdir().unwrap();
     let other = dir.path().join("other.env");
     std::fs::write(&other, "APP_GREETING=from the other file\n").unwrap();
-    let mut src = source(&fixture(), &[("REGISTRY", "reg.test")]);
+    let mut src = source(&shop, &[("REGISTRY", "reg.test")]);
     src.env_files = vec![other];
     let d = declaration(&src).await;
     assert_eq!(
@@ -229,7 +257,10 @@ async fn bad_input_is_refused_with_every_problem_listed() {
     has(&p, "cache: network_mode: \"service:db\"");
     has(&p, "cache: platform: not supported");
     has(&p, "cache: deploy.replicas: 3");
-    has(&p, "cache: magic: not supported by mesh-host import");
+    has(
+        &p,
+        "cache: magic: not a property of the compose specification here",
+    );
     has(&p, "cache: volumes: \"/data\": an anonymous volume");
 
     let p = refused(&[(
@@ -275,6 +306,6 @@ async fn an_env_file_compose_would_read_otherwise_is_refused_naming_the_variable
     src.project_name = Some("p".into());
     let fake = pinner();
     let p = import(&src, Some(&fake)).await.unwrap_err();
-    has(&p, "quoted.env: C, E read otherwise by compose");
+    has(&p, "quoted.env: lines 1, 3: read otherwise by compose");
     assert!(!p.iter().any(|l| l.contains("plain.env")), "{p:#?}");
 }

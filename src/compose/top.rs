@@ -6,19 +6,21 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::project::Project;
-use super::Problems;
+use super::values::{string_map, strings_map, text};
+use super::{cast, problems::Problems};
+use crate::declaration::raw::{Field, RawNetwork, RawResource, RawVolume};
 
 /// One top-level network or volume.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Named {
     /// Its name in the runtime.
     pub name: String,
     /// The resource declaring it; `None` for an `external` one, which the
     /// declaration only names.
-    pub resource: Option<Value>,
+    pub resource: Option<RawResource>,
 }
 
 /// The top level as the services see it.
@@ -31,27 +33,6 @@ pub struct TopLevel {
     pub configs: BTreeMap<String, PathBuf>,
 }
 
-/// A value as the text compose means by it (a number or boolean as
-/// written, null as nothing).
-pub(super) fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// A map of strings (`labels`, `driver_opts`), in either of compose's forms.
-pub fn string_map(value: Option<&Value>) -> Map<String, Value> {
-    match value {
-        Some(v) => super::merge::as_map(v.clone(), '=')
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(text(&v))))
-            .collect(),
-        None => Map::new(),
-    }
-}
-
 fn entries<'a>(
     project: &'a Project,
     key: &str,
@@ -61,7 +42,7 @@ fn entries<'a>(
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(map)) => map
             .iter()
-            .filter(|(k, _)| !k.starts_with("x-"))
+            .filter(|(k, _)| !k.starts_with("x-") && super::classify::is_name(k))
             .filter_map(|(k, v)| match v {
                 Value::Null => Some((k, Map::new())),
                 Value::Object(m) => Some((k, m.clone())),
@@ -78,24 +59,21 @@ fn entries<'a>(
     }
 }
 
-/// Refuse every key of `entry` not in `known`.
-fn only(entry: &Map<String, Value>, at: &str, known: &[&str], p: &mut Problems) {
-    for k in entry.keys() {
-        if !known.contains(&k.as_str()) && !k.starts_with("x-") {
-            p.refuse(
-                format!("{at}.{k}"),
-                "not supported by mesh-host import; remove it, then import again",
-            );
-        }
+/// Whether `entry` is `external`, cast as compose casts it (`None`: the
+/// value cannot be read, and is refused).
+fn external(entry: &Map<String, Value>, at: &str, p: &mut Problems) -> Option<bool> {
+    match entry.get("external") {
+        None => Some(false),
+        Some(Value::Object(_)) => Some(true),
+        Some(v) => cast::boolean(p, &format!("{at}.external"), v),
     }
 }
 
-fn external(entry: &Map<String, Value>) -> bool {
-    match entry.get("external") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Object(_)) => true,
-        _ => false,
-    }
+/// A boolean of `entry`, absent when not given.
+fn flag(entry: &Map<String, Value>, key: &str, at: &str, p: &mut Problems) -> Option<bool> {
+    entry
+        .get(key)
+        .and_then(|v| cast::boolean(p, &format!("{at}.{key}"), v))
 }
 
 /// Read the top level.
@@ -104,137 +82,58 @@ pub fn read(project: &Project, p: &mut Problems) -> TopLevel {
     let module = &project.name;
     for (key, entry) in entries(project, "networks", p) {
         let at = format!("networks.{key}");
-        only(
-            &entry,
-            &at,
-            &[
-                "name",
-                "driver",
-                "driver_opts",
-                "internal",
-                "external",
-                "labels",
-                "ipam",
-                "attachable",
-            ],
-            p,
-        );
         let name = entry
             .get("name")
             .map(text)
             .unwrap_or_else(|| format!("{module}_{key}"));
-        if external(&entry) {
-            top.networks.insert(
-                key.clone(),
-                Named {
-                    name,
-                    resource: None,
-                },
-            );
-            continue;
-        }
-        if entry
-            .get("driver_opts")
-            .is_some_and(|o| !string_map(Some(o)).is_empty())
-        {
-            p.refuse(format!("{at}.driver_opts"), "not supported: a network is declared with driver, subnet, gateway, internal and labels");
-        }
-        let mut resource = json!({"id": format!("network-{key}"), "type": "network",
-                                   "module": module, "name": name});
-        if let Some(d) = entry.get("driver") {
-            resource["driver"] = Value::String(text(d));
-        }
-        if entry.get("internal").and_then(Value::as_bool) == Some(true) {
-            resource["internal"] = json!(true);
-        }
-        let labels = string_map(entry.get("labels"));
-        if !labels.is_empty() {
-            resource["labels"] = Value::Object(labels);
-        }
-        if let Some(ipam) = entry.get("ipam").and_then(Value::as_object) {
-            only(ipam, &format!("{at}.ipam"), &["driver", "config"], p);
-            let configs = ipam
-                .get("config")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            if configs.len() > 1 {
-                p.refuse(
-                    format!("{at}.ipam.config"),
-                    "one address range per network (mesh-host declares one subnet)",
-                );
-            }
-            if let Some(Value::Object(c)) = configs.first() {
-                only(
-                    c,
-                    &format!("{at}.ipam.config[0]"),
-                    &["subnet", "gateway"],
-                    p,
-                );
-                if let Some(s) = c.get("subnet") {
-                    resource["subnet"] = Value::String(text(s));
-                }
-                if let Some(g) = c.get("gateway") {
-                    resource["gateway"] = Value::String(text(g));
-                }
-            }
-        }
-        top.networks.insert(
-            key.clone(),
-            Named {
-                name,
-                resource: Some(resource),
-            },
-        );
+        let resource = match external(&entry, &at, p) {
+            Some(false) => network(key, &entry, &at, module, &name, p),
+            Some(true) | None => None,
+        };
+        top.networks.insert(key.clone(), Named { name, resource });
     }
     for (key, entry) in entries(project, "volumes", p) {
         let at = format!("volumes.{key}");
-        only(
-            &entry,
-            &at,
-            &["name", "driver", "driver_opts", "labels", "external"],
-            p,
-        );
         let name = entry
             .get("name")
             .map(text)
             .unwrap_or_else(|| format!("{module}_{key}"));
-        if external(&entry) {
-            top.volumes.insert(
-                key.clone(),
-                Named {
-                    name,
-                    resource: None,
-                },
-            );
-            continue;
-        }
-        let mut resource = json!({"id": format!("volume-{key}"), "type": "volume",
-                                   "module": module, "name": name});
-        if let Some(d) = entry.get("driver") {
-            resource["driver"] = Value::String(text(d));
-        }
-        for (from, to) in [("driver_opts", "driver-opts"), ("labels", "labels")] {
-            let map = string_map(entry.get(from));
-            if !map.is_empty() {
-                resource[to] = Value::Object(map);
-            }
-        }
-        top.volumes.insert(
-            key.clone(),
-            Named {
-                name,
-                resource: Some(resource),
-            },
-        );
+        let resource = match external(&entry, &at, p) {
+            Some(false) => Some(RawResource::Volume(RawVolume {
+                id: Field::Present(format!("volume-{key}")),
+                module: Field::Present(module.clone()),
+                name: Field::Present(name.clone()),
+                driver: entry
+                    .get("driver")
+                    .map_or(Field::Absent, |d| Field::Present(text(d))),
+                driver_opts: strings_map(string_map(entry.get("driver_opts"))),
+                labels: strings_map(string_map(entry.get("labels"))),
+                ..RawVolume::default()
+            })),
+            Some(true) | None => None,
+        };
+        top.volumes.insert(key.clone(), Named { name, resource });
     }
     for (kind, target) in [("secrets", &mut top.secrets), ("configs", &mut top.configs)] {
         for (key, entry) in entries(project, kind, p) {
             let at = format!("{kind}.{key}");
             match entry.get("file") {
                 Some(file) => {
-                    only(&entry, &at, &["file", "name"], p);
-                    target.insert(key.clone(), super::paths::absolute(project, &text(file)));
+                    let path = super::paths::absolute(project, &text(file));
+                    // Mounted as it is: a missing one would be made a
+                    // directory by Docker, a FIFO or a device is no file.
+                    match std::fs::metadata(&path) {
+                        Ok(m) if m.is_file() => {}
+                        Ok(_) => p.refuse(
+                            format!("{at}.file"),
+                            format!("{} is not a regular file: a secret or config is a file", path.display()),
+                        ),
+                        Err(_) => p.refuse(
+                            format!("{at}.file"),
+                            format!("{} does not exist (compose refuses it too)", path.display()),
+                        ),
+                    }
+                    target.insert(key.clone(), path);
                 }
                 None => p.refuse(
                     at,
@@ -244,4 +143,73 @@ pub fn read(project: &Project, p: &mut Problems) -> TopLevel {
         }
     }
     top
+}
+
+/// The network resource of a top-level network that is not external.
+fn network(
+    key: &str,
+    entry: &Map<String, Value>,
+    at: &str,
+    module: &str,
+    name: &str,
+    p: &mut Problems,
+) -> Option<RawResource> {
+    let mut n = RawNetwork {
+        id: Field::Present(format!("network-{key}")),
+        module: Field::Present(module.to_owned()),
+        name: Field::Present(name.to_owned()),
+        driver: entry
+            .get("driver")
+            .map_or(Field::Absent, |d| Field::Present(text(d))),
+        labels: strings_map(string_map(entry.get("labels"))),
+        ..RawNetwork::default()
+    };
+    if let Some(internal) = flag(entry, "internal", at, p) {
+        // Written when true only, as the declaration's default is false.
+        if internal {
+            n.internal = Field::Present(true);
+        }
+    }
+    if flag(entry, "enable_ipv4", at, p) == Some(false) {
+        p.refuse(
+            format!("{at}.enable_ipv4"),
+            "false: not supported: Docker 20.10 gives every network IPv4; remove it",
+        );
+    }
+    if flag(entry, "enable_ipv6", at, p) == Some(true) {
+        p.refuse(
+            format!("{at}.enable_ipv6"),
+            "true: not supported: a network is declared with an IPv4 subnet; remove it",
+        );
+    }
+    if let Some(ipam) = entry.get("ipam").and_then(Value::as_object) {
+        if let Some(driver) = ipam.get("driver").map(text) {
+            if driver != "default" {
+                p.refuse(
+                    format!("{at}.ipam.driver"),
+                    format!("{driver:?}: not supported: addresses come from Docker's default IPAM driver; remove it"),
+                );
+            }
+        }
+        let configs = ipam
+            .get("config")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if configs.len() > 1 {
+            p.refuse(
+                format!("{at}.ipam.config"),
+                "one address range per network (mesh-host declares one subnet)",
+            );
+        }
+        if let Some(Value::Object(c)) = configs.first() {
+            if let Some(s) = c.get("subnet") {
+                n.subnet = Field::Present(text(s));
+            }
+            if let Some(g) = c.get("gateway") {
+                n.gateway = Field::Present(text(g));
+            }
+        }
+    }
+    Some(RawResource::Network(n))
 }

@@ -727,7 +727,7 @@ mod tests {
         assert_eq!(
             checked.spec.health,
             Some(HealthSpec::Check {
-                command: vec!["true".into()],
+                command: Some(vec!["true".into()]),
                 interval: None,
                 timeout: None,
                 retries: Some(2),

@@ -111,7 +111,7 @@ impl CronSchedule {
     /// An expression parsed before is not parsed again: five thousand
     /// steps `0 3 * * *` are one parse (10–16 µs each otherwise, for each
     /// apply, `status` and metrics write), and share one schedule. The
-    /// memory is bounded ([`PARSED_KEPT`] expressions).
+    /// memory is bounded (`PARSED_KEPT` expressions).
     pub fn parse(expr: &str) -> Result<Self, CronError> {
         static PARSED: std::sync::Mutex<Option<std::collections::HashMap<String, CronSchedule>>> =
             std::sync::Mutex::new(None);

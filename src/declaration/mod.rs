@@ -31,7 +31,7 @@ pub mod lint;
 pub mod model;
 pub mod networking;
 pub mod options;
-mod raw;
+pub mod raw;
 pub mod sandbox;
 pub mod types;
 mod validate;

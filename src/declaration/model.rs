@@ -236,11 +236,10 @@ impl std::fmt::Display for Health {
             Health::Disabled => return f.write_str("none (the image's check is disabled)"),
             Health::Check(check) => check,
         };
-        write!(
-            f,
-            "{}",
-            serde_json::to_string(&check.command).unwrap_or_default()
-        )?;
+        match &check.command {
+            Some(command) => write!(f, "{}", serde_json::to_string(command).unwrap_or_default())?,
+            None => f.write_str("the image's test")?,
+        }
         let secs = |d: Option<Duration>| d.map(|d| d.as_secs());
         if let Some(s) = secs(check.interval) {
             write!(f, ", every {s} s")?;
@@ -263,8 +262,10 @@ impl std::fmt::Display for Health {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct HealthCheck {
-    /// The program and its arguments; never empty.
-    pub command: Vec<String>,
+    /// The program and its arguments, never empty; `None`: the image's
+    /// own test, with the timings given here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
     /// Time between two checks.
     #[serde(
         skip_serializing_if = "Option::is_none",

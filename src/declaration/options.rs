@@ -66,7 +66,8 @@ pub struct ContainerOptions {
     /// A service's restart policy; `unless-stopped` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restart: Option<super::networking::Restart>,
-    /// Replaces the image's entrypoint; never empty.
+    /// Replaces the image's entrypoint; empty: none at all (the image's
+    /// cleared).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entrypoint: Option<Vec<String>>,
     /// The process's working directory, in the container.

@@ -6,12 +6,15 @@
 //! struct gathers the keys it does not know in `unknown` (in place of
 //! `deny_unknown_fields`, which would stop at the first) for the validator to
 //! refuse one by one, with their paths.
+//!
+//! The same structs serialise: `mesh-host import` builds a declaration as
+//! these values, an absent field left out.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// Read bytes as JSON, refusing an object that repeats a key: serde_json
@@ -137,6 +140,19 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
     }
 }
 
+/// A field is written as the value it holds (an absent one is skipped by
+/// the struct that holds it): what `mesh-host import` builds is written
+/// through these same types, so the compiler ties it to the format.
+impl<T: Serialize> Serialize for Field<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Absent => serializer.serialize_unit(),
+            Field::Present(v) => v.serialize(serializer),
+            Field::Invalid { value, .. } => value.serialize(serializer),
+        }
+    }
+}
+
 /// Serde speaks of maps, sequences and unit values; a JSON sender thinks of
 /// objects, arrays and null.
 fn plain_words(message: &str) -> String {
@@ -152,12 +168,14 @@ fn plain_words(message: &str) -> String {
 pub type List<T> = Field<Vec<Field<T>>>;
 
 /// The whole declaration.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a declaration object")]
 pub struct RawDeclaration {
     /// The version; [`super::parse`] checks it before anything else.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub declaration: Field<Value>,
     /// The resources, in order.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub resources: List<RawResource>,
     /// Keys this version does not know.
     #[serde(flatten)]
@@ -167,7 +185,7 @@ pub struct RawDeclaration {
 /// One resource, by its `type`.
 // Short-lived and few; boxing would only add noise.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum RawResource {
     /// `type: "container"`.
@@ -217,58 +235,83 @@ impl RawResource {
 }
 
 /// `type: "container"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a container object")]
 pub struct RawContainer {
     /// Unique id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
     /// Module grouping resources.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
     /// The runtime's container name.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub name: Field<String>,
     /// `REPO[:TAG]@sha256:<hex>`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub image: Field<String>,
     /// Arguments replacing the image's command.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub command: List<String>,
     /// Environment variables.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub env: Field<BTreeMap<String, Field<String>>>,
     /// Files of environment variables.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub env_files: List<String>,
     /// Bind mounts and volumes.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub mounts: List<RawMount>,
     /// `host`, `none` or a network name.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub network: Field<String>,
     /// Networks joined, with aliases and addresses.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub networks: List<RawNetworkJoin>,
     /// Ports published on the host.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub ports: List<RawPort>,
     /// Resolver addresses.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub dns: List<String>,
     /// `UID[:GID]`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub user: Field<String>,
     /// A step run to completion at apply.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub run_once: Field<bool>,
     /// Five-field cron expression.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub schedule: Field<String>,
     /// IANA zone of `schedule`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub schedule_zone: Field<String>,
     /// Containers held still while the step runs.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub while_stopped: List<String>,
     /// Seconds a step may run.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub timeout: Field<Value>,
     /// File ids whose change restarts this container.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub restart_on: List<String>,
     /// Containers declared before it that it starts after.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub depends_on: List<RawDependency>,
     /// The id of the identity it runs as.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub identity: Field<String>,
     /// Paths whose owning group it is given.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub grant: List<RawGrant>,
     /// Its health check: an object, or `"none"`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub health: Field<Value>,
     /// Seconds each fire is delayed by, at most (exclusive).
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub randomized_delay: Field<Value>,
     /// Run a fire missed while the daemon was down once at start.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub catch_up: Field<bool>,
     /// Options beyond the image (entrypoint, privileges, limits).
     #[serde(flatten)]
@@ -280,79 +323,115 @@ pub struct RawContainer {
 
 /// A container's options beyond its image ([`super::options`]), read
 /// from the container object's own keys.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case")]
 pub struct RawOptions {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub restart: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub entrypoint: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub working_dir: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub hostname: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub labels: Field<BTreeMap<String, Field<String>>>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub stop_signal: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub stop_grace: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub init: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub cap_add: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub cap_drop: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub privileged: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub read_only_root: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub no_new_privileges: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub memory: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub memory_reservation: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub cpus: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub pids_limit: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub shm_size: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub tmpfs: List<RawTmpfs>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub ulimits: Field<BTreeMap<String, Field<RawUlimit>>>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub sysctls: Field<BTreeMap<String, Field<String>>>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub extra_hosts: Field<BTreeMap<String, Field<String>>>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub devices: List<RawDevice>,
 }
 
 /// One entry of `tmpfs`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a tmpfs object")]
 pub struct RawTmpfs {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub target: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub size: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub mode: Field<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// One value of `ulimits`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a ulimit object")]
 pub struct RawUlimit {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub soft: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub hard: Field<Value>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// One entry of `devices`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a device object")]
 pub struct RawDevice {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub path: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub target: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub permissions: Field<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// A container's `health` object.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a health object")]
 pub struct RawHealth {
     /// The check, exec form.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub command: List<String>,
     /// Seconds between two checks.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub interval: Field<Value>,
     /// Seconds a check may take.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub timeout: Field<Value>,
     /// Failures in a row that make it unhealthy.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub retries: Field<Value>,
     /// Seconds after a start during which failures do not count.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub start_period: Field<Value>,
     /// Keys a health object does not have.
     #[serde(flatten)]
@@ -360,14 +439,17 @@ pub struct RawHealth {
 }
 
 /// One entry of `mounts`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a mount object")]
 pub struct RawMount {
     /// Absolute host path or volume name.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub source: Field<String>,
     /// Absolute path in the container.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub target: Field<String>,
     /// Mounted read-only (default false).
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub read_only: Field<bool>,
     /// Keys a mount does not have.
     #[serde(flatten)]
@@ -375,16 +457,20 @@ pub struct RawMount {
 }
 
 /// One entry of `ports`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a port object")]
 pub struct RawPort {
     /// The host's port; the runtime picks one when absent.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub host: Field<Value>,
     /// The container's port.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub container: Field<Value>,
     /// `tcp` (default) or `udp`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub protocol: Field<String>,
     /// The host address it is bound to; every address when absent.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub address: Field<String>,
     /// Keys a port does not have.
     #[serde(flatten)]
@@ -392,22 +478,29 @@ pub struct RawPort {
 }
 
 /// `type: "file"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a file object")]
 pub struct RawFile {
     /// Unique id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
     /// Module grouping resources.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
     /// Absolute path.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub path: Field<String>,
     /// Content as UTF-8 text.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub content: Field<String>,
     /// Content as base64.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub content_base64: Field<String>,
     /// Octal mode string.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub mode: Field<Value>,
     /// `UID:GID`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub owner: Field<String>,
     /// Keys a file does not have.
     #[serde(flatten)]
@@ -415,18 +508,23 @@ pub struct RawFile {
 }
 
 /// `type: "directory"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a directory object")]
 pub struct RawDirectory {
     /// Unique id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
     /// Module grouping resources.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
     /// Absolute path.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub path: Field<String>,
     /// Octal mode string.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub mode: Field<Value>,
     /// `UID:GID`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub owner: Field<String>,
     /// Keys a directory does not have.
     #[serde(flatten)]
@@ -434,20 +532,26 @@ pub struct RawDirectory {
 }
 
 /// `type: "unit"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a unit object")]
 pub struct RawUnit {
     /// Unique id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
     /// Module grouping resources.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
     /// Unit name with its type suffix.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub name: Field<String>,
     /// The unit file.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub content: Field<String>,
     /// `started` or `stopped`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub state: Field<String>,
     /// Enabled at boot.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub enabled: Field<bool>,
     /// Keys a unit does not have.
     #[serde(flatten)]
@@ -455,18 +559,23 @@ pub struct RawUnit {
 }
 
 /// `type: "identity"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "an identity object")]
 pub struct RawIdentity {
     /// Unique id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
     /// Module grouping resources.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
     /// The account and group name.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub name: Field<String>,
     /// The user id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub uid: Field<Value>,
     /// The group id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub gid: Field<Value>,
     /// Keys an identity does not have.
     #[serde(flatten)]
@@ -474,7 +583,7 @@ pub struct RawIdentity {
 }
 
 /// `type: "shared-folder"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(
     default,
     rename_all = "kebab-case",
@@ -482,12 +591,16 @@ pub struct RawIdentity {
 )]
 pub struct RawSharedFolder {
     /// Unique id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
     /// Module grouping resources.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
     /// Absolute path.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub path: Field<String>,
     /// Who may use it.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub access: List<RawAccess>,
     /// Keys a shared folder does not have.
     #[serde(flatten)]
@@ -495,12 +608,14 @@ pub struct RawSharedFolder {
 }
 
 /// One entry of a shared folder's `access`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "an access object")]
 pub struct RawAccess {
     /// The identity's id.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub identity: Field<String>,
     /// Read-write (default false: read-only).
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub write: Field<bool>,
     /// Keys an access entry does not have.
     #[serde(flatten)]
@@ -508,10 +623,11 @@ pub struct RawAccess {
 }
 
 /// One entry of a container's `grant`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a grant object")]
 pub struct RawGrant {
     /// The path whose owning group is given.
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub path: Field<String>,
     /// Keys a grant does not have.
     #[serde(flatten)]
@@ -519,51 +635,70 @@ pub struct RawGrant {
 }
 
 /// One entry of a container's `networks`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a network object")]
 pub struct RawNetworkJoin {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub name: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub aliases: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub ipv4_address: Field<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// `type: "network"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a network object")]
 pub struct RawNetwork {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub name: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub driver: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub subnet: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub gateway: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub internal: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub labels: Field<BTreeMap<String, Field<String>>>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// `type: "volume"`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a volume object")]
 pub struct RawVolume {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub module: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub name: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub driver: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub driver_opts: Field<BTreeMap<String, Field<String>>>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub labels: Field<BTreeMap<String, Field<String>>>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// One entry of a container's `depends-on`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "kebab-case", expecting = "a dependency object")]
 pub struct RawDependency {
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub id: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub condition: Field<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,

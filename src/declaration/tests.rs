@@ -1708,7 +1708,7 @@ fn a_health_check_is_read_with_its_durations_and_none_disables_the_image_s() {
     let Some(Health::Check(check)) = &d.container("web").unwrap().health else {
         panic!("a check");
     };
-    assert_eq!(check.command[0], "wget");
+    assert_eq!(check.command.as_ref().unwrap()[0], "wget");
     assert_eq!(check.interval, Some(Duration::from_secs(10)));
     assert_eq!(check.timeout, Some(Duration::from_secs(3)));
     assert_eq!(check.retries, Some(5));
@@ -1809,7 +1809,7 @@ fn every_problem_of_a_health_check_is_listed() {
         "expected a string",
     );
     let problems = refuse(json!([with(service("web", "web"), "health", json!({}))]));
-    assert_problem(&problems, Some("web"), Some("health.command"), "missing");
+    assert_problem(&problems, Some("web"), Some("health"), "an empty object");
     for bad in [json!("off"), json!(true), json!(["wget"])] {
         let problems = refuse(json!([with(service("web", "web"), "health", bad)]));
         assert_problem(&problems, Some("web"), Some("health"), "must be \"none\"");
@@ -2040,16 +2040,40 @@ fn options_are_read_and_round_trip_through_the_canonical_form() {
 }
 
 #[test]
+fn an_empty_entrypoint_clears_the_image_s_and_health_without_a_command_keeps_its_test() {
+    let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
+        "entrypoint": [], "health": {"interval": 5, "retries": 2}});
+    let d = accept(json!([web]));
+    let c = d.container("web").unwrap();
+    assert_eq!(c.options.entrypoint, Some(Vec::new()));
+    match &c.health {
+        Some(crate::declaration::Health::Check(h)) => {
+            assert_eq!(h.command, None);
+            assert_eq!(h.interval, Some(std::time::Duration::from_secs(5)));
+            assert_eq!(h.retries, Some(2));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Both are part of the canonical form, so of the container's identity.
+    let canonical = serde_json::to_value(&d).unwrap();
+    assert_eq!(canonical["resources"][0]["entrypoint"], json!([]));
+    assert_eq!(
+        canonical["resources"][0]["health"],
+        json!({"interval": 5, "retries": 2})
+    );
+    assert_eq!(accept(canonical["resources"].clone()), d);
+}
+
+#[test]
 fn bad_options_are_each_named() {
     let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
-        "entrypoint": [], "working-dir": "srv", "hostname": "-web",
+        "working-dir": "srv", "hostname": "-web",
         "labels": {"mesh-host.managed": "false", "mesh.step": "x"}, "stop-signal": "sig int",
         "stop-grace": -1, "cap-add": ["NET_ADMN", "NET_ADMIN", "net_admin"],
         "memory": 1024, "memory-reservation": "1g", "cpus": 0, "pids-limit": 0,
         "shm-size": 1.5});
     let problems = refuse(json!([web]));
     let at = |field: &str, words: &str| assert_problem(&problems, Some("web"), Some(field), words);
-    at("entrypoint", "must not be empty");
     at("working-dir", "not an absolute path");
     at("hostname", "not a host name");
     at("labels[\"mesh-host.managed\"]", "mesh-host's own");
@@ -2063,7 +2087,7 @@ fn bad_options_are_each_named() {
     at("cpus", "not a number of CPUs");
     at("pids-limit", "not a number of processes");
     at("shm-size", "1.5 is not a whole number of bytes");
-    assert_eq!(problems.len(), 14, "{problems:#?}");
+    assert_eq!(problems.len(), 13, "{problems:#?}");
 }
 
 #[test]

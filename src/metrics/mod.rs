@@ -9,6 +9,7 @@
 //! Names and labels are documented in docs/metrics.md.
 
 pub mod counters;
+pub mod histogram;
 pub mod service;
 pub mod text;
 pub mod textfile;
@@ -29,9 +30,10 @@ pub const DEFAULT_FILE: &str = "/var/lib/prometheus/node-exporter/mesh-host.prom
 
 /// Every `outcome` label of `mesh_host_step_fires_total`, so that each
 /// counter exists from the start (a rate over a missing series is nothing).
-pub const OUTCOMES: [&str; 7] = [
+pub const OUTCOMES: [&str; 8] = [
     "succeeded",
     "failed",
+    "oom-killed",
     "timed-out",
     "stopped",
     "interrupted",
@@ -44,6 +46,7 @@ pub fn outcome_label(outcome: &RunOutcome) -> &'static str {
     match outcome {
         RunOutcome::Succeeded => "succeeded",
         RunOutcome::Exited { .. } => "failed",
+        RunOutcome::OomKilled { .. } => "oom-killed",
         RunOutcome::TimedOut { .. } => "timed-out",
         RunOutcome::Stopped { .. } => "stopped",
         RunOutcome::Interrupted { .. } => "interrupted",
@@ -92,6 +95,14 @@ pub struct StepMetrics {
     pub fires: BTreeMap<String, u64>,
     /// Notices of fires it missed.
     pub missed: u64,
+    /// Its histograms and OOM kills ([`counters::StepCounters`]).
+    pub accounted: counters::StepCounters,
+    /// The CPU time of its last run, in seconds.
+    pub last_cpu_secs: Option<f64>,
+    /// The peak memory of its last run.
+    pub last_memory_peak_bytes: Option<u64>,
+    /// The memory limit its last run had.
+    pub memory_limit_bytes: Option<u64>,
 }
 
 /// One open window.
@@ -155,7 +166,7 @@ pub fn gather(
         let c = counters.steps.get(&s.step).cloned().unwrap_or_default();
         let mut fires: BTreeMap<String, u64> =
             OUTCOMES.iter().map(|o| (o.to_string(), 0)).collect();
-        fires.extend(c.fires);
+        fires.extend(c.fires.clone());
         out.steps.push(StepMetrics {
             step: s.step.clone(),
             module: modules.get(&s.step).cloned().unwrap_or_default(),
@@ -169,6 +180,23 @@ pub fn gather(
             suspended_since: s.suspended_since,
             fires,
             missed: c.missed,
+            last_cpu_secs: s
+                .history
+                .last_usage
+                .as_ref()
+                .and_then(|u| u.cpu_usec)
+                .map(|us| us as f64 / 1e6),
+            last_memory_peak_bytes: s
+                .history
+                .last_usage
+                .as_ref()
+                .and_then(|u| u.memory_peak_bytes),
+            memory_limit_bytes: s
+                .history
+                .last_usage
+                .as_ref()
+                .and_then(|u| u.memory_limit_bytes),
+            accounted: c,
         });
     }
     out.steps.sort_by(|a, b| a.step.cmp(&b.step));

@@ -173,6 +173,7 @@ impl MetricsService {
                     // skip logs (the scheduler's and the fire's alike).
                     if duration.is_some() {
                         self.counters.fired(&report.step, outcome_label(&report.outcome), duration);
+                        self.counters.accounted(&report);
                         self.save();
                     }
                     true

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use chrono::{DateTime, Utc};
 
-use super::Snapshot;
+use super::{histogram, Snapshot};
 
 /// Render `snap`.
 pub fn render(snap: &Snapshot) -> String {
@@ -96,6 +96,7 @@ pub fn render(snap: &Snapshot) -> String {
             &s.missed.to_string(),
         );
     }
+    accounting(&mut out, snap);
     out.family(
         "mesh_host_step_next_fire_timestamp_seconds",
         "gauge",
@@ -245,6 +246,84 @@ pub fn render(snap: &Snapshot) -> String {
     out.0
 }
 
+/// What the steps' fires took and used: the histograms, OOM kills, the
+/// last run's figures and its limit.
+fn accounting(out: &mut Out, snap: &Snapshot) {
+    for family in &histogram::FAMILIES {
+        out.family(family.name, "histogram", family.help);
+        let bucket = format!("{}_bucket", family.name);
+        for s in &snap.steps {
+            let (counts, sum) = s.accounted.histogram(family).cumulative(family);
+            if counts.last() == Some(&0) {
+                // Nothing counted: no series yet.
+                continue;
+            }
+            let labels = step_labels(s);
+            for (i, n) in counts.iter().enumerate() {
+                let le = family
+                    .bounds
+                    .get(i)
+                    .map_or_else(|| "+Inf".to_string(), |b| histogram::le(*b));
+                let mut with_le = labels.clone();
+                with_le.push(("le", &le));
+                out.sample(&bucket, &with_le, &n.to_string());
+            }
+            let count = counts.last().copied().unwrap_or(0);
+            out.sample(&format!("{}_sum", family.name), &labels, &number(sum));
+            out.sample(
+                &format!("{}_count", family.name),
+                &labels,
+                &count.to_string(),
+            );
+        }
+    }
+    out.family(
+        "mesh_host_step_oom_kills_total",
+        "counter",
+        "Runs of the step in which the kernel's OOM killer killed a process.",
+    );
+    for s in &snap.steps {
+        let n = s.accounted.oom_kills.to_string();
+        out.sample("mesh_host_step_oom_kills_total", &step_labels(s), &n);
+    }
+    out.family(
+        "mesh_host_step_last_cpu_seconds",
+        "gauge",
+        "CPU time (user and system) of the step's last run.",
+    );
+    for s in &snap.steps {
+        if let Some(v) = s.last_cpu_secs {
+            out.sample(
+                "mesh_host_step_last_cpu_seconds",
+                &step_labels(s),
+                &number(v),
+            );
+        }
+    }
+    out.family(
+        "mesh_host_step_last_memory_peak_bytes",
+        "gauge",
+        "Peak memory of the step's last run.",
+    );
+    for s in &snap.steps {
+        if let Some(v) = s.last_memory_peak_bytes {
+            let v = v.to_string();
+            out.sample("mesh_host_step_last_memory_peak_bytes", &step_labels(s), &v);
+        }
+    }
+    out.family(
+        "mesh_host_step_memory_limit_bytes",
+        "gauge",
+        "The memory limit (memory) the step's last run had.",
+    );
+    for s in &snap.steps {
+        if let Some(v) = s.memory_limit_bytes {
+            let v = v.to_string();
+            out.sample("mesh_host_step_memory_limit_bytes", &step_labels(s), &v);
+        }
+    }
+}
+
 /// The `step` and `module` labels of a step's series.
 fn step_labels(s: &super::StepMetrics) -> Vec<(&'static str, &str)> {
     vec![("step", s.step.as_str()), ("module", s.module.as_str())]
@@ -343,6 +422,20 @@ mod tests {
                     suspended_since: Some(at("2026-12-01T10:00:00Z")),
                     fires,
                     missed: 2,
+                    accounted: {
+                        let mut c = super::super::counters::StepCounters {
+                            oom_kills: 1,
+                            ..Default::default()
+                        };
+                        c.cpu.observe(&histogram::CPU, 0.7);
+                        c.cpu.observe(&histogram::CPU, 8.1);
+                        c.memory_peak
+                            .observe(&histogram::MEMORY_PEAK, 240.0 * 1024.0 * 1024.0);
+                        c
+                    },
+                    last_cpu_secs: Some(8.1),
+                    last_memory_peak_bytes: Some(251_658_240),
+                    memory_limit_bytes: Some(268_435_456),
                 },
                 StepMetrics {
                     step: "odd\"name\\".into(),
@@ -380,7 +473,11 @@ mod tests {
                 assert_eq!(kind == "counter", name.ends_with("_total"), "{line}");
             } else {
                 let name = line.split(['{', ' ']).next().expect("name");
-                assert_eq!(Some(name.to_string()), current, "{line}");
+                let family = current.clone().expect("a family");
+                let of_histogram = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|suffix| name.strip_suffix(suffix) == Some(family.as_str()));
+                assert!(name == family || of_histogram, "{line}");
             }
         }
     }
@@ -409,9 +506,23 @@ mod tests {
             "mesh_host_will_not_start_again_total 1\n",
             "mesh_host_apply_last_success_timestamp_seconds 1796086800\n",
             "mesh_host_apply_ok 0\n",
+            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"0.1\"} 0\n",
+            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"1\"} 1\n",
+            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"10\"} 2\n",
+            "mesh_host_step_cpu_seconds_bucket{step=\"gc\",module=\"registry\",le=\"+Inf\"} 2\n",
+            "mesh_host_step_cpu_seconds_sum{step=\"gc\",module=\"registry\"} 8.799999999999999\n",
+            "mesh_host_step_cpu_seconds_count{step=\"gc\",module=\"registry\"} 2\n",
+            "mesh_host_step_memory_peak_bytes_bucket{step=\"gc\",module=\"registry\",le=\"268435456\"} 1\n",
+            "mesh_host_step_oom_kills_total{step=\"gc\",module=\"registry\"} 1\n",
+            "mesh_host_step_last_cpu_seconds{step=\"gc\",module=\"registry\"} 8.1\n",
+            "mesh_host_step_last_memory_peak_bytes{step=\"gc\",module=\"registry\"} 251658240\n",
+            "mesh_host_step_memory_limit_bytes{step=\"gc\",module=\"registry\"} 268435456\n",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
+        // A step that never ran has no histogram series yet.
+        assert!(!text.contains("mesh_host_step_duration_seconds_count{step=\"odd"));
+        assert!(!text.contains("mesh_host_step_held_seconds_count{step=\"gc"));
         // A step that never succeeded has no last-success series at all.
         assert!(!text.contains("mesh_host_step_last_success_timestamp_seconds{step=\"odd"));
     }

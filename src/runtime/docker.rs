@@ -1,6 +1,6 @@
 //! [`ContainerRuntime`] over the Docker Engine API (bollard): the trait's
 //! face, each of its parts in a file of its own: the connection
-//! ([`client`]), containers, images, events, and health checks in Docker's
+//! (`client`), containers, images, events, and health checks in Docker's
 //! terms.
 
 use super::{
@@ -13,6 +13,7 @@ mod client;
 mod containers;
 mod events;
 mod health;
+mod image_defaults;
 mod images;
 mod network_none;
 mod networking;
@@ -349,10 +350,13 @@ mod tests {
             Some("web")
         );
         let host = body.host_config.expect("host config set");
+        // A bind as `Binds`, so that Docker makes a missing source; a
+        // volume through the Mount API.
+        let binds = host.binds.expect("binds set");
+        assert_eq!(binds, ["/srv/web:/data:ro"]);
         let mounts = host.mounts.expect("mounts set");
-        assert_eq!(mounts[0].typ, Some(MountType::BIND));
-        assert_eq!(mounts[0].read_only, Some(true));
-        assert_eq!(mounts[1].typ, Some(MountType::VOLUME));
+        assert_eq!(mounts.len(), 1);
+        assert_eq!(mounts[0].typ, Some(MountType::VOLUME));
         assert_eq!(host.network_mode.as_deref(), Some("host"));
         assert_eq!(host.dns, Some(vec!["10.0.0.53".to_owned()]));
         assert_eq!(
@@ -522,7 +526,7 @@ mod tests {
     #[test]
     fn a_declared_health_check_is_docker_s_exec_form_in_nanoseconds() {
         let check = HealthSpec::Check {
-            command: vec!["wget".into(), "-q".into(), "--spider".into()],
+            command: Some(vec!["wget".into(), "-q".into(), "--spider".into()]),
             interval: Some(Duration::from_secs(2)),
             timeout: None,
             retries: Some(5),

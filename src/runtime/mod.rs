@@ -2,7 +2,7 @@
 //!
 //! Everything the host does with containers goes through
 //! [`ContainerRuntime`], so apply and the scheduler can be tested against the
-//! in-memory [`fake::FakeRuntime`] and the same behaviour against a real
+//! in-memory `fake::FakeRuntime` and the same behaviour against a real
 //! Docker ([`docker::DockerRuntime`], `tests/runtime_docker.rs`).
 //!
 //! The trait speaks in container *names*: the host names every container it
@@ -422,8 +422,10 @@ pub enum HealthSpec {
     /// A check run inside the container; the runtime's defaults where a
     /// value is `None`.
     Check {
-        /// The program and its arguments (`Test: ["CMD", ...]`).
-        command: Vec<String>,
+        /// The program and its arguments (`Test: ["CMD", ...]`); `None`:
+        /// the image's own test (Docker takes each value left unset from
+        /// the image's check).
+        command: Option<Vec<String>>,
         /// Time between two checks.
         interval: Option<std::time::Duration>,
         /// Time one check may take.
@@ -490,6 +492,9 @@ pub struct ContainerInfo {
     pub labels: BTreeMap<String, String>,
     /// Host PID of its main process while it runs.
     pub pid: Option<u32>,
+    /// The kernel's OOM killer killed a process of its last run (Docker's
+    /// and Podman's `State.OOMKilled`).
+    pub oom_killed: bool,
     /// Its health check's state, when it has one.
     pub health: Option<Health>,
     /// The volumes mounted in it (named and anonymous; not bind mounts).

@@ -13,10 +13,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::{watch, OwnedMutexGuard, Semaphore};
 
+use crate::accounting::{Meter, Usage};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::progress::{Phase, Progress, Reporter};
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
+use crate::schedule::ended::Ended;
 use crate::schedule::forward::{Forwarding, Forwards, Owed};
 use crate::schedule::output::fire_name;
 use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
@@ -56,6 +58,14 @@ pub struct FireReport {
     /// `healthy` within the closing budget (`held-unhealthy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unhealthy: Vec<String>,
+    /// What the run used, read from its unit's cgroup (`None`: it did not
+    /// run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// How long its window held containers stopped, from its opening to
+    /// its close (`None`: no window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_secs: Option<f64>,
 }
 
 impl FireReport {
@@ -174,6 +184,8 @@ impl Firer {
             recreated: Vec::new(),
             healthy: Vec::new(),
             unhealthy: Vec::new(),
+            usage: None,
+            held_secs: None,
         };
         let fire = fire_name(&step.id, due);
         mesh_event!(
@@ -215,6 +227,7 @@ impl Firer {
             return self.finish(step, report, started);
         }
         let mut window = None;
+        let mut held_from = None;
         if !step.holds.is_empty() {
             let plan = WindowPlan {
                 step: step.id.clone(),
@@ -226,6 +239,7 @@ impl Firer {
                 hold_specs: step.hold_specs.clone(),
             };
             phase(Phase::Holding, Some(held.to_string()));
+            held_from = Some(Instant::now());
             match self.windows.open(&plan).await {
                 Ok(w) => window = Some(w),
                 Err(OpenError::Busy { other, container }) => {
@@ -295,6 +309,7 @@ impl Firer {
             Ok(run) => {
                 report.outcome = run.outcome;
                 report.unit = run.unit;
+                report.usage = run.usage;
                 run.ended
             }
             Err(e) => {
@@ -322,6 +337,7 @@ impl Firer {
                 Err(reason) => self.windows.close_unconfirmed(&mut w, &reason).await,
             };
             absorb(&mut report, &closed);
+            report.held_secs = held_from.map(|t| t.elapsed().as_secs_f64());
         }
         self.finish(step, report, started)
     }
@@ -329,23 +345,7 @@ impl Firer {
     fn finish(&self, step: &StepDef, mut report: FireReport, started: Instant) -> FireReport {
         report.duration_secs = started.elapsed().as_secs_f64();
         let fire = fire_name(&step.id, report.due);
-        let status = report
-            .outcome
-            .exit_status()
-            .map(|s| s.to_string())
-            .unwrap_or_default();
         match &report.outcome {
-            RunOutcome::Succeeded => mesh_event!(
-                info,
-                Event::StepFinished,
-                MESH_STEP = %step.id,
-                MESH_FIRE = %fire,
-                MESH_MODULE = step.module.as_deref(),
-                MESH_EXIT_STATUS = %status,
-                "step {} finished in {:.1}s",
-                step.id,
-                report.duration_secs
-            ),
             RunOutcome::Skipped { reason } => mesh_event!(
                 warn,
                 Event::StepSkipped,
@@ -356,18 +356,24 @@ impl Firer {
                 step.id,
                 report.due.to_rfc3339()
             ),
-            other => mesh_event!(
-                warn,
-                Event::StepFailed,
-                MESH_STEP = %step.id,
-                MESH_FIRE = %fire,
-                MESH_MODULE = step.module.as_deref(),
-                MESH_EXIT_STATUS = %status,
-                "step {} failed after {:.1}s: {}",
-                step.id,
-                report.duration_secs,
-                describe(other)
-            ),
+            outcome => Ended {
+                step: &step.id,
+                fire: &fire,
+                module: step.module.as_deref(),
+                exit_status: outcome.exit_status(),
+                failure: (*outcome != RunOutcome::Succeeded)
+                    .then(|| (outcome.reason(), describe(outcome))),
+                duration_secs: report.duration_secs,
+                usage: report.usage.as_ref(),
+                held: report
+                    .started_again
+                    .iter()
+                    .chain(&report.not_started)
+                    .map(String::as_str)
+                    .collect(),
+                held_secs: report.held_secs,
+            }
+            .log(),
         }
         report
     }
@@ -394,6 +400,8 @@ struct StepRun {
     /// exited, was stopped and confirmed, or never started); otherwise why
     /// that could not be confirmed.
     ended: Result<(), String>,
+    /// What it used, when it ran.
+    usage: Option<Usage>,
 }
 
 /// A run made ready to start: its unit made, its container created inside
@@ -437,6 +445,7 @@ async fn prepare_run(
         outcome,
         unit,
         ended: Ok(()),
+        usage: None,
     };
     let (step_lock, ahead) = readier.take(&step.id, due).await;
     let (made_ahead, looked_at_ahead) = match ahead {
@@ -603,12 +612,14 @@ async fn run_step(
             outcome: RunOutcome::Stopped { status: None },
             unit: unit_name,
             ended: Ok(()),
+            usage: None,
         };
     }
     // From here a removal of the unit is the run's own end, not a stop.
     if let Some(unit) = &unit {
         unit.starting();
     }
+    let meter = Meter::start(unit.as_ref().and_then(|u| u.control_group.as_deref()));
     // The container is known `created` (looked at or made under the
     // step's lock): one start request, judged by one inspection after it.
     let started = {
@@ -634,6 +645,7 @@ async fn run_step(
             outcome: error(format!("cannot start {name}: {e}")),
             unit: unit_name,
             ended,
+            usage: None,
         };
     }
     // A stop that landed in the instant before the start: the container
@@ -642,22 +654,35 @@ async fn run_step(
         run_end::stopped_as_it_started(runtime, &stop_requested, name, &step.id).await
     {
         forwarding.follow();
+        // Read while the unit still holds its cgroup.
+        let usage = meter
+            .finish_run(runtime, name, None, step.spec.process.memory)
+            .await;
         units.end(unit).await;
         forwarding.finish().await;
         return StepRun {
             outcome: RunOutcome::Stopped { status },
             unit: unit_name,
             ended,
+            usage: Some(usage),
         };
     }
     forwarding.follow();
     units.started(&mut unit).await;
     // The worst moment for a bug: the window open, the step running.
     crate::fault::point("panic-in-step-run", &step.id);
-    let (outcome, exited) =
+    let (mut outcome, exited) =
         run_end::wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
+    // Read while the unit still holds its cgroup.
+    let exit = outcome.exit_status().filter(|_| exited);
+    let usage = meter
+        .finish_run(runtime, name, exit, step.spec.process.memory)
+        .await;
     units.end(unit).await;
     forwarding.finish().await;
+    if let (Some(true), RunOutcome::Exited { status }) = (usage.oom_killed, &outcome) {
+        outcome = RunOutcome::OomKilled { status: *status };
+    }
     // Unless it was seen exiting, the step container is confirmed stopped
     // (or gone) before the window may close: retried while the runtime
     // does not answer, within the closing budget.
@@ -672,6 +697,7 @@ async fn run_step(
         outcome,
         unit: unit_name,
         ended,
+        usage: Some(usage),
     }
 }
 

@@ -24,6 +24,12 @@ pub struct StepHistory {
     pub last_outcome: Option<String>,
     /// Its exit status, if it exited.
     pub last_exit_status: Option<i64>,
+    /// How long the last fire took, its window included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_duration_secs: Option<f64>,
+    /// What the last run used ([`crate::accounting`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_usage: Option<crate::accounting::Usage>,
     /// When a run last succeeded.
     pub last_success: Option<DateTime<Utc>>,
     /// When the step was armed while it had no handled due time: what

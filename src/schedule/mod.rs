@@ -1,6 +1,7 @@
 //! Scheduled steps: the scheduler, one fire, its output, the steps' own records.
 #[cfg(test)]
 mod catch_up_tests;
+pub mod ended;
 pub mod fire;
 pub mod forward;
 pub mod forward_keeper;
@@ -8,6 +9,8 @@ pub mod forward_keeper;
 mod forward_tests;
 pub mod history;
 pub mod jobs;
+#[cfg(test)]
+mod oom_tests;
 pub mod outcome;
 pub mod output;
 pub mod plan;

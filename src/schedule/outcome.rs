@@ -14,6 +14,11 @@ pub enum RunOutcome {
         /// The exit status.
         status: i64,
     },
+    /// Exited non-zero after the kernel's OOM killer killed a process of it.
+    OomKilled {
+        /// The exit status.
+        status: i64,
+    },
     /// Outlived its timeout and was stopped.
     TimedOut {
         /// The exit status after the stop.
@@ -50,7 +55,7 @@ impl RunOutcome {
     pub fn exit_status(&self) -> Option<i64> {
         match self {
             RunOutcome::Succeeded => Some(0),
-            RunOutcome::Exited { status } => Some(*status),
+            RunOutcome::Exited { status } | RunOutcome::OomKilled { status } => Some(*status),
             RunOutcome::TimedOut { status }
             | RunOutcome::Stopped { status }
             | RunOutcome::Interrupted { status } => *status,
@@ -64,6 +69,21 @@ impl RunOutcome {
     pub fn skipped_for_a_window(&self) -> bool {
         matches!(self, RunOutcome::Skipped { reason } if reason.starts_with(SKIPPED_FOR_A_WINDOW))
     }
+
+    /// Why a run failed, as `MESH_REASON` says it: `exited`, `oom`,
+    /// `timed-out`, `stopped`, `interrupted`, `error`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            RunOutcome::Succeeded => "succeeded",
+            RunOutcome::Exited { .. } => "exited",
+            RunOutcome::OomKilled { .. } => "oom",
+            RunOutcome::TimedOut { .. } => "timed-out",
+            RunOutcome::Stopped { .. } => "stopped",
+            RunOutcome::Interrupted { .. } => "interrupted",
+            RunOutcome::Error { .. } => "error",
+            RunOutcome::Skipped { .. } => "skipped",
+        }
+    }
 }
 
 /// A one-line description of an outcome.
@@ -71,6 +91,9 @@ pub fn describe(outcome: &RunOutcome) -> String {
     match outcome {
         RunOutcome::Succeeded => "succeeded".into(),
         RunOutcome::Exited { status } => format!("exited with status {status}"),
+        RunOutcome::OomKilled { status } => {
+            format!("killed by the kernel: out of memory (status {status})")
+        }
         RunOutcome::TimedOut { status } => format!(
             "exceeded its timeout and was stopped (status {})",
             status.map_or("unknown".into(), |s| s.to_string())

@@ -322,6 +322,7 @@ impl crate::systemd::units::StepUnits for CountingUnits {
         Ok(Some(crate::systemd::units::StepUnit {
             name: format!("unit-{}", fire_time.timestamp()),
             cgroup_parent: format!("/steps/{}", fire_time.timestamp()),
+            control_group: None,
             keeper: None,
             stop_requested: None,
             stop_watch: None,

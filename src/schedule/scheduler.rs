@@ -629,6 +629,8 @@ impl Scheduler {
                     recreated: Vec::new(),
                     healthy: Vec::new(),
                     unhealthy: Vec::new(),
+                    usage: None,
+                    held_secs: None,
                 };
                 let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
                 mesh_event!(
@@ -637,6 +639,7 @@ impl Scheduler {
                     MESH_STEP = %step,
                     MESH_FIRE = %fire_name(&step, due),
                     MESH_MODULE = module.as_deref(),
+                    MESH_REASON = "error",
                     "step {step} failed: its fire panicked ({e}); the step is free to fire again"
                 );
                 // A window it left open is handed to the adopter, which
@@ -661,6 +664,8 @@ impl Scheduler {
             h.last_run = Some(now);
             h.last_outcome = Some(describe(&report.outcome));
             h.last_exit_status = report.outcome.exit_status();
+            h.last_duration_secs = Some(report.duration_secs);
+            h.last_usage = report.usage.clone();
             if report.outcome == RunOutcome::Succeeded {
                 h.last_success = Some(now);
             }

@@ -37,6 +37,7 @@ impl StepUnits for Units {
         Ok(Some(StepUnit {
             name: format!("{step}.scope"),
             cgroup_parent: "/test".into(),
+            control_group: None,
             keeper: None,
             stop_requested: Some(self.stop.clone()),
             stop_watch: None,

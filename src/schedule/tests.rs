@@ -688,6 +688,7 @@ impl crate::systemd::units::StepUnits for StoppableUnits {
         Ok(Some(crate::systemd::units::StepUnit {
             name: format!("{step}.scope"),
             cgroup_parent: "/test".into(),
+            control_group: None,
             keeper: None,
             stop_requested: Some(self.0.clone()),
             stop_watch: None,

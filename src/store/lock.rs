@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 
-use super::StoreError;
+use super::error::StoreError;
 
 /// A held `flock(2)` on one lock file. Dropping it releases the lock. The
 /// typed locks wrap it; it is public for the rooms that keep a lock file of

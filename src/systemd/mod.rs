@@ -1,5 +1,6 @@
 //! systemd: transient units for step fires, unit resources, readiness.
 pub mod alerts;
+pub mod fresh_slice;
 pub mod oneshot_runs;
 pub mod orphans;
 pub mod stop_watch;

@@ -1,7 +1,7 @@
 //! Step units whose owner died before its container was in them.
 //!
 //! A fire's scope (Docker's cgroupfs driver) is born holding a keeper
-//! process, dropped once the container's processes are in it. Its keeper
+//! process, dropped once the run has ended and its figures are read. Its keeper
 //! now ends with its owner ([`KEEPER`]); a keeper of
 //! an older mesh-host (`sleep infinity`) did not, and kept its scope
 //! active for good, showing a step running that is not. A starting daemon
@@ -17,7 +17,7 @@
 //! process is `sleep infinity` or `cat -` (its parent the shim, no
 //! mesh-host) is a container's, never a keeper. And a keeper that is gone
 //! by the time its parent is read is no proof of an orphan (a live fire
-//! drops its keeper once its container is in): the scope is left for the
+//! drops its keeper once its run has ended): the scope is left for the
 //! next sweep.
 
 use zbus_systemd::systemd1::ManagerProxy;

@@ -10,11 +10,11 @@
 //! not active, or that entered `inactive` since the fire made it
 //! (`InactiveEnterTimestampMonotonic` past the fire's baseline: a slice
 //! stopped and made active again by the runtime's next scope in it) was
-//! stopped. Until the container's processes are in the unit, its removal
+//! stopped. From the unit made until its container starts, its removal
 //! (`UnitRemoved`: a scope whose keeper was killed) is a stop too, once
 //! systemd confirms the unit gone (a `daemon-reload` removes and makes
-//! again every unit); after, a scope ends by itself when its run does, and
-//! only a job says stop.
+//! again every unit); after, only a job says stop (the unit outlives the
+//! container until the fire ends it, [`crate::systemd::units`]).
 //!
 //! The fire also asks the same question of systemd itself
 //! ([`unit_left`]) right before its container's start: a stop whose
@@ -99,13 +99,18 @@ pub async fn watch(
                 }
                 Some(signal) = removals.next() => {
                     let Ok(args) = signal.args() else { continue };
-                    // A scope ends by itself when its run does; and a
-                    // `daemon-reload` removes every unit for a moment:
-                    // systemd, asked once it answers again, tells.
+                    // The fire's own end of the unit comes after its
+                    // container's start; a `daemon-reload` removes every
+                    // unit for a moment: systemd, asked once it answers
+                    // again, tells. Before the fire has made the unit (no
+                    // baseline yet), a removal is of an earlier life of it
+                    // (a step's idle slice stopped to start it new): a stop
+                    // then is seen by its job.
                     let baseline = since.load(Ordering::SeqCst);
                     args.id == name
+                        && baseline != UNSET
                         && !in_unit.load(Ordering::SeqCst)
-                        && unit_left(&conn, &name, (baseline != UNSET).then_some(baseline)).await
+                        && unit_left(&conn, &name, Some(baseline)).await
                 }
                 else => return,
             };

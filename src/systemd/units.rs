@@ -13,6 +13,11 @@
 //! a watch on the slice kills what it still holds after the same grace our
 //! scope has.
 //!
+//! Each unit outlives its container until the fire ends it, so that the
+//! fire's figures are read from its cgroup ([`crate::accounting`]): a scope
+//! keeps its keeper process until then, and a step's slice is started new
+//! for each fire when nothing holds it ([`crate::systemd::fresh_slice`]).
+//!
 //! With both drivers a stop of the unit is also watched for
 //! (`stop_watch.rs`: never missed, whenever it comes) and handed to the
 //! fire ([`StepUnit::stop_requested`]): before the container starts, the
@@ -23,6 +28,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::systemd::fresh_slice::{self, Slices};
 use crate::systemd::orphans::{stop_orphaned_scopes, KEEPER};
 use crate::systemd::stop_watch::{self, StopWatch};
 
@@ -35,9 +41,11 @@ pub struct StepUnit {
     /// What the container's cgroup parent must be for its processes to land
     /// in the unit: a cgroup path (cgroupfs driver) or a slice (systemd driver).
     pub cgroup_parent: String,
-    /// Whatever the implementation keeps for the fire: a process holding a
-    /// scope until the container is in it, or a task watching the unit,
-    /// dropped when the run ends.
+    /// The unit's cgroup (`ControlGroup`), whose counters are the fire's
+    /// figures; `None` when it is not known.
+    pub control_group: Option<String>,
+    /// Whatever the implementation keeps for the fire until the run ends:
+    /// a process holding a scope, a hold on the step's slice.
     pub keeper: Option<Box<dyn std::any::Any + Send>>,
     /// Turns true when someone stops the unit (`systemctl stop`): the fire
     /// then stops its container itself (SIGTERM, SIGKILL after its grace)
@@ -265,6 +273,8 @@ impl std::fmt::Display for StartError {
 pub struct SystemdUnits {
     conn: zbus::Connection,
     driver: crate::runtime::CgroupDriver,
+    /// The step slices this process has units in (systemd driver).
+    slices: Slices,
 }
 
 impl SystemdUnits {
@@ -274,7 +284,11 @@ impl SystemdUnits {
         let conn = zbus::Connection::system()
             .await
             .map_err(|e| format!("cannot reach systemd on the system bus: {e}"))?;
-        let units = SystemdUnits { conn, driver };
+        let units = SystemdUnits {
+            conn,
+            driver,
+            slices: Slices::default(),
+        };
         // Once per connection: a second Subscribe is refused (AlreadySubscribed).
         units
             .manager()
@@ -344,7 +358,8 @@ impl SystemdUnits {
     /// still loaded (slices outlive what ran in them), reused with its
     /// description brought up to date.
     async fn ensure_slice(&self, name: &str, description: String) -> Result<(), String> {
-        let props = vec![("Description".to_string(), variant(description.clone())?)];
+        let mut props = vec![("Description".to_string(), variant(description.clone())?)];
+        props.extend(accounting()?);
         match self.start_transient(name, props).await {
             Ok(()) => Ok(()),
             Err(StartError::Exists(_)) => {
@@ -424,6 +439,16 @@ fn variant<'a, T: Into<zbus::Variant<'a>>>(value: T) -> Result<zbus::OwnedVarian
     zbus::OwnedVariant::try_from(value.into()).map_err(|e| format!("D-Bus value: {e}"))
 }
 
+/// Accounting on: systemd keeps the unit's cgroup in the CPU, memory and
+/// I/O hierarchies for its whole life, whatever ran in it (a fire's figures
+/// are read there once its container has gone).
+fn accounting() -> Result<Vec<(String, zbus::OwnedVariant)>, String> {
+    ["CPUAccounting", "MemoryAccounting", "IOAccounting"]
+        .iter()
+        .map(|p| Ok((p.to_string(), variant(true)?)))
+        .collect()
+}
+
 fn description(step: &str, module: Option<&str>) -> String {
     match module {
         Some(m) => format!("mesh-host step {step} of module {m}"),
@@ -442,7 +467,7 @@ impl StepUnits for SystemdUnits {
         match self.driver {
             crate::runtime::CgroupDriver::Cgroupfs => {
                 // A scope needs a process at birth: a keeper holds it until
-                // the container's processes are in; then the keeper goes.
+                // the fire ends, past its container's end (its figures).
                 // The keeper reads a pipe whose write end only this process
                 // holds: should this process die before it drops the
                 // keeper (SIGKILL), the kernel closes that end, the keeper
@@ -477,7 +502,10 @@ impl StepUnits for SystemdUnits {
                     // SIGTERM, then SIGKILL after the same grace.
                     ("TimeoutStopUSec".to_string(), variant(STOP_GRACE_USEC)?),
                     ("PIDs".to_string(), variant(vec![pid])?),
-                ];
+                ]
+                .into_iter()
+                .chain(accounting()?)
+                .collect();
                 self.start_transient(&name, props)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -485,6 +513,7 @@ impl StepUnits for SystemdUnits {
                 let cgroup = self.control_group(&name).await?;
                 Ok(Some(StepUnit {
                     name,
+                    control_group: Some(cgroup.clone()),
                     cgroup_parent: cgroup,
                     keeper: Some(Box::new(child)),
                     stop_requested: Some(stop_requested),
@@ -495,14 +524,26 @@ impl StepUnits for SystemdUnits {
                 // Docker makes its own scope per container inside the
                 // slice named as cgroup parent; the slice is the step's.
                 let name = step_slice_name(step);
+                let (lease, alone) = self.slices.lease(&name);
+                if alone {
+                    // New for this fire, its peak is the fire's.
+                    if let Err(e) = fresh_slice::stop_if_idle(&self.manager().await?, &name).await {
+                        tracing::warn!("{e}; the fire runs in the slice as it is");
+                    }
+                }
                 let (watch, stop_requested) =
                     stop_watch::watch(&self.conn, &name, Some(STOP_GRACE)).await?;
                 self.ensure_slice(&name, description(step, module)).await?;
                 watch.set_baseline(stop_watch::inactive_enter(&self.conn, &name).await);
+                let control_group = fresh_slice::control_group(&self.conn, &name)
+                    .await
+                    .map_err(|e| tracing::warn!("{e}: the fire's figures are not read"))
+                    .ok();
                 Ok(Some(StepUnit {
                     name: name.clone(),
+                    control_group,
                     cgroup_parent: name,
-                    keeper: None,
+                    keeper: Some(Box::new(lease)),
                     stop_requested: Some(stop_requested),
                     stop_watch: Some(Box::new(watch)),
                 }))
@@ -525,20 +566,10 @@ impl StepUnits for SystemdUnits {
         }))
     }
 
-    async fn started(&self, unit: &mut Option<StepUnit>) {
-        // The container's processes hold the scope now; the keeper process
-        // goes, so the scope ends when the run does. The stop watch stays
-        // until the end, a scope's end no longer a stop.
-        if let Some(unit) = unit {
-            if let Some(watch) = unit
-                .stop_watch
-                .as_ref()
-                .and_then(|w| w.downcast_ref::<StopWatch>())
-            {
-                watch.running();
-            }
-            drop_keeper(unit).await;
-        }
+    async fn started(&self, _unit: &mut Option<StepUnit>) {
+        // The keeper stays until the run ends: the scope outlives the
+        // container until the fire has read its figures. Should this
+        // process die, the keeper ends with it (see KEEPER).
     }
 
     async fn stopped_since_begin(&self, unit: &UnitLook) -> bool {
@@ -557,9 +588,10 @@ impl StepUnits for SystemdUnits {
 
     async fn end(&self, unit: Option<StepUnit>) {
         if let Some(mut unit) = unit {
-            drop_keeper(&mut unit).await;
-            // The watch task is aborted when dropped.
+            // The watch first (aborted when dropped): the unit's end that
+            // follows the keeper's is the fire's own, no stop.
             unit.stop_watch.take();
+            drop_keeper(&mut unit).await;
         }
     }
 }

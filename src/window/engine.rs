@@ -34,7 +34,7 @@ pub(super) struct Engine {
     /// is then stopped rather than waited for, so its window still closes.
     pub(super) stopping: Option<tokio::sync::watch::Receiver<bool>>,
     /// The spec of every container the armed declaration's steps hold, by
-    /// name ([`Windows::know_held_specs`]).
+    /// name ([`crate::window::Windows::know_held_specs`]).
     pub(super) known_specs: Arc<RwLock<Specs>>,
 }
 

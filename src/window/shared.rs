@@ -25,7 +25,7 @@
 //!   Docker starts the container between them ([`bookkeep_spawned`]), so
 //!   that no write of the record lies between two starts.
 //!
-//! [`HeldContainer::starting`]: crate::store::HeldContainer::starting
+//! [`HeldContainer::starting`]: crate::window::record::HeldContainer::starting
 
 use std::time::Duration;
 

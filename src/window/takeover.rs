@@ -1,6 +1,6 @@
 //! Taking over windows whose owner is gone: by the next daemon at
 //! start-up, by a running daemon's adopter within seconds of the owner's
-//! death ([`crate::schedule::adopt`]), by the next local command. The
+//! death ([`crate::window::adopt`]), by the next local command. The
 //! record is first rewritten as the taker's (under the records lock, so
 //! only one process closes it), what the dead owner left in flight is
 //! settled, a step still running is waited for within the window's bound,

@@ -1,147 +1,28 @@
 #!/usr/bin/env python3
 """Circles between the crate's source files, drawn from their own imports.
 
-A file depends on another when its code outside `#[cfg(test)]` names an
-item of the other's module: `crate::a::b` and `super::x` paths alike, in
-`use` lines and in expressions. A `mod x;` declaration alone is not a
-dependency (the parent contains the child; it does not use it), nor is a
-`pub use` re-export (a module's face, naming what its children offer). Prints each
-circle as `a.rs -> b.rs -> a.rs` and exits 1 when there is one.
+The graph is graph.py's: every path a file's code (not its tests) names
+to another file, `crate::`, `super::`, `self::` and bare `child::item`
+paths alike, in `use` lines and in expressions. Prints each circle as
+`a.rs <-> b.rs` and exits 1 when there is one, but for the crate's own
+src/ the circles listed in known-circles.txt, each exactly as listed: a
+list of what is left to break, which fails once one is broken or changes
+until it is updated.
 
-Usage: circles.py [SRC_DIR]   (default: the src/ beside tests/)
+Usage: circles.py [SRC_DIR]   (default: the src/ beside tests/, with
+known-circles.txt; another SRC_DIR: every circle fails)
 """
 
 import os
-import re
 import sys
 
+from graph import default_src, file_graph
 
-def module_files(src):
-    """Module path (tuple of names) -> file path, for every .rs under src."""
-    mods = {}
-    for root, _dirs, files in os.walk(src):
-        for f in files:
-            if not f.endswith(".rs"):
-                continue
-            path = os.path.join(root, f)
-            rel = os.path.relpath(path, src)[:-3].split(os.sep)
-            if rel[-1] in ("mod", "lib", "main"):
-                rel = rel[:-1]
-            mods[tuple(rel)] = path
-    return mods
+KNOWN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known-circles.txt")
 
 
-def strip_tests_and_comments(text):
-    """The file's text without comments, strings and `#[cfg(test)]` items."""
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    out, i = [], 0
-    for m in re.finditer(r"#\[cfg\(test\)\]\s*", text):
-        if m.start() < i:
-            continue
-        out.append(text[i : m.start()])
-        j = m.end()
-        # Skip the item: up to its `;` (a `mod x;`) or its balanced braces.
-        depth = 0
-        while j < len(text):
-            c = text[j]
-            if c == ";" and depth == 0:
-                j += 1
-                break
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    j += 1
-                    break
-            j += 1
-        i = j
-    out.append(text[i:])
-    return "".join(out)
-
-
-PATH = re.compile(r"\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+|(?:crate|super)::\{[^}]*\})")
-
-
-def expand(path):
-    """`a::{b, c::d}` -> ['a::b', 'a::c::d'] (one level of braces)."""
-    m = re.match(r"(.*)::\{(.*)\}$", path, re.S)
-    if not m:
-        return [path]
-    return [m.group(1) + "::" + p.strip() for p in m.group(2).split(",") if p.strip()]
-
-
-def uses(text):
-    for m in re.finditer(r"(\bpub(?:\([^)]*\))?\s+)?\buse\s+([^;]+);", text):
-        if m.group(1):
-            # A re-export is the module's face, not a use of the other file.
-            continue
-        body = re.sub(r"\s+", "", m.group(2))
-        stack = [body]
-        while stack:
-            p = stack.pop()
-            mm = re.match(r"(.*?)::\{(.*)\}$", p)
-            if mm:
-                parts, depth, cur = [], 0, ""
-                for c in mm.group(2):
-                    if c == "," and depth == 0:
-                        parts.append(cur)
-                        cur = ""
-                        continue
-                    depth += c == "{"
-                    depth -= c == "}"
-                    cur += c
-                parts.append(cur)
-                stack += [mm.group(1) + "::" + q for q in parts if q and q != "self"]
-            else:
-                yield re.sub(r"\bas\w+$", "", p)
-    text = re.sub(r"\bpub(?:\([^)]*\))?\s+use\s+[^;]+;", "", text)
-    for m in PATH.finditer(text):
-        yield from expand(m.group(1))
-
-
-def resolve(here, path, mods):
-    """The file a path names, or None (an item of this file, or outside)."""
-    parts = path.split("::")
-    if parts[0] == "crate":
-        base, rest = (), parts[1:]
-    else:
-        base = here
-        rest = parts
-        while rest and rest[0] in ("super", "self"):
-            if rest[0] == "super":
-                base = base[:-1]
-            rest = rest[1:]
-    best = None
-    for k in range(len(rest) + 1):
-        key = base + tuple(rest[:k])
-        if key in mods:
-            best = key
-    return best
-
-
-def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"
-    )
-    mods = module_files(src)
-    # Files of tests (`#[cfg(test)] mod tests;`) are not part of the graph.
-    for mod, path in list(mods.items()):
-        text = open(path, encoding="utf-8").read()
-        for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text):
-            mods.pop(mod + (m.group(1),), None)
-    graph = {}
-    for mod, path in mods.items():
-        text = strip_tests_and_comments(open(path, encoding="utf-8").read())
-        # A file's own module path, for `super`: a mod.rs is its directory.
-        edges = set()
-        for p in uses(text):
-            target = resolve(mod, p, mods)
-            if target is not None and target != mod and target != ():
-                edges.add(target)
-        graph[mod] = edges
-    # Tarjan's strongly connected components.
+def circles(graph):
+    """The strongly connected components of more than one file (Tarjan)."""
     index, low, on, stack, out = {}, {}, set(), [], []
     counter = [0]
 
@@ -150,7 +31,7 @@ def main():
         counter[0] += 1
         stack.append(v)
         on.add(v)
-        for w in graph.get(v, ()):
+        for w in sorted(graph.get(v, ())):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -171,12 +52,53 @@ def main():
     for v in sorted(graph):
         if v not in index:
             visit(v)
-    name = lambda m: os.path.relpath(mods[m], os.path.dirname(src.rstrip("/")) or ".")
-    for comp in out:
-        print("circle: " + " <-> ".join(sorted(name(m) for m in comp)))
-    if out:
+    return out
+
+
+def known(path):
+    """The circles a list allows (one a line, its files by path from the
+    repository, `#` comments), as frozensets of paths."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                out.append(frozenset(line.split()))
+    return out
+
+
+def check(src, allowed=()):
+    """The problems: each circle not allowed, each allowed one not found
+    exactly (broken, or grown: the list says what is left to break)."""
+    mods, graph = file_graph(src)
+    root = os.path.dirname(os.path.abspath(src))
+    name = lambda m: os.path.relpath(os.path.abspath(mods[m]), root)
+    found = [frozenset(name(m) for m in comp) for comp in circles(graph)]
+    problems = []
+    for comp in found:
+        if comp not in allowed:
+            problems.append("circle: " + " <-> ".join(sorted(comp)))
+    for comp in allowed:
+        if comp not in found:
+            problems.append(
+                "listed circle no longer found as listed (broken or changed: "
+                "update tests/layout/known-circles.txt): " + " ".join(sorted(comp))
+            )
+    return mods, found, problems
+
+
+def main():
+    args = sys.argv[1:]
+    src = args[0] if args else default_src()
+    # The list of circles still to break applies to the crate's own src/.
+    allowed = known(KNOWN) if not args else []
+    mods, found, problems = check(src, allowed)
+    for p in problems:
+        print(p)
+    if problems:
         return 1
-    print(f"no circles among {len(mods)} files")
+    left = f" ({len(found)} listed in {os.path.relpath(KNOWN)}, to break)" if found else ""
+    print(f"no circles among {len(mods)} files{left}")
     return 0
 
 

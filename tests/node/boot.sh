@@ -17,17 +17,43 @@ stage_run() {
 	rm -rf "$NODE_RUN_DIR"
 	mkdir -p "$units/docker.service.d" "$NODE_RUN_DIR/systemd/journald.conf.d"
 	mask() { ln -sfn /dev/null "$units/$1"; }
+	keep_out() {
+		mkdir -p "$units/$1.d"
+		printf '%s\n' "# Written by tests/node/boot.sh: enabled on the machine, not run in its nodes." \
+			"[Unit]" "ConditionVirtualization=!container" >"$units/$1.d/10-mesh-node.conf"
+	}
 
-	# Everything enabled on the real filesystem starts at boot. Other
-	# packages on the machine (a database, a web server) would then bind
-	# the machine's loopback ports or touch its state: the node runs only
-	# systemd's own units and Docker.
+	# The node boots a target of its own, not the machine's default: what
+	# the machine runs (its services, init scripts made units by
+	# systemd-sysv-generator, rc.local) is wanted by multi-user.target,
+	# which nothing pulls in here. One failing in the node would make it
+	# "degraded"; one working would bind the machine's loopback ports or
+	# touch its state. basic.target brings systemd's own units (journald,
+	# tmpfiles, the sockets of D-Bus and Docker); the harness starts
+	# Podman's API service itself.
+	cat >"$units/mesh-node.target" <<EOF
+# Written by tests/node/boot.sh: the sandbox node's default unit
+# (systemd --unit=mesh-node.target), in place of the machine's.
+[Unit]
+Description=Sandbox node of mesh-host's tests
+Requires=basic.target
+Wants=systemd-journald.service dbus.service docker.service
+After=basic.target
+AllowIsolate=yes
+EOF
+	# What the machine enabled into the targets the node does boot
+	# (sysinit, basic, sockets, timers, network-online for Docker) would
+	# still start there: every unit the machine enabled but Docker's is
+	# kept out of the node. Not by a mask: one in /run hides a unit file
+	# of /lib, but a unit written to /etc/systemd/system comes first. A
+	# drop-in applies wherever the file is: a condition the node never
+	# meets, so the unit is skipped, neither started nor failed.
 	for link in /etc/systemd/system/*.wants/* /etc/systemd/system/*.requires/*; do
 		[[ -e $link || -L $link ]] || continue
 		unit=${link##*/}
 		case $unit in
 		docker.service | docker.socket | *.target) ;;
-		*) mask "$unit" ;;
+		*) keep_out "$unit" ;;
 		esac
 	done
 	for unit in \
@@ -35,7 +61,7 @@ stage_run() {
 		console-getty.service container-getty@.service getty-static.service \
 		systemd-sysctl.service systemd-modules-load.service \
 		systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
-		systemd-tmpfiles-clean.timer \
+		systemd-tmpfiles-clean.timer systemd-update-utmp.service \
 		apt-daily.service apt-daily.timer \
 		apt-daily-upgrade.service apt-daily-upgrade.timer \
 		postgresql.service postgresql@.service \
@@ -44,7 +70,8 @@ stage_run() {
 		podman-auto-update.service podman-auto-update.timer; do
 		# The ttys and the console are the machine's: no login prompt
 		# there. The kernel's sysctls, modules and binfmt handlers are
-		# the machine's too. /var/tmp cleaning and apt runs would act on
+		# the machine's too, and so is /var/log/wtmp, where the node's
+		# boots would be recorded. /var/tmp cleaning and apt runs would act on
 		# the machine's files (and race tests/run's apt-get). dockerd
 		# runs its own containerd, with its state under the node's.
 		# Podman's own units would use the machine's storage: the node's
@@ -174,7 +201,7 @@ ln -s /proc/self/fd/1 /dev/stdout
 ln -s /proc/self/fd/2 /dev/stderr
 : >/dev/console
 mount --bind "$console_log" /dev/console
-exec /lib/systemd/systemd --system
+exec /lib/systemd/systemd --system --unit=mesh-node.target
 EOF
 
 # The mounted cgroup hierarchies of the machine (v1 controllers, name=systemd,

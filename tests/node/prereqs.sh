@@ -4,18 +4,14 @@
 # that one `apt-get update` serves them all.
 # The packages stay installed afterwards: they are the harness's own
 # prerequisites, installed on the machine because the node shares its
-# filesystem. Nothing here starts a service on the machine itself.
+# filesystem. Nothing here starts a service on the machine itself, and
+# nothing it installs is left enabled there: Debian enables a package's
+# services as it installs it (Prometheus on :9090, a registry on :5000,
+# dockerd), so that a machine running systemd would start them at its next
+# boot. The node starts what it needs itself (boot.sh).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-# Debian's docker-registry package enables a registry with basic auth on :5000
-# and the node boots every unit enabled on the real filesystem: mask it before
-# the package can enable it.
-if [[ ! -L /etc/systemd/system/docker-registry.service ]]; then
-	mkdir -p /etc/systemd/system
-	ln -sf /dev/null /etc/systemd/system/docker-registry.service
-fi
 
 packages=(
 	systemd dbus          # the node's PID 1 and its system bus
@@ -48,6 +44,10 @@ if ((${#missing[@]} == 0)); then
 	exit 0
 fi
 
+# Every installed package, as `dpkg-query` names it.
+installed_packages() { dpkg-query -W -f '${db:Status-Status} ${Package}\n' | awk '$1 == "installed" { print $2 }'; }
+before=$(installed_packages)
+
 log "installing ${missing[*]}"
 # invoke-rc.d would otherwise start dockerd and friends on the machine itself
 # (no systemd there: it falls back to the init scripts). The node starts them.
@@ -63,3 +63,44 @@ trap cleanup EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The units and init scripts of what was just installed, its dependencies
+# included (what was installed before is the machine's own, left as it is).
+installed=$(comm -13 <(sort <<<"$before") <(installed_packages | sort))
+services=()
+scripts=()
+# shellcheck disable=SC2086 # $installed: one package name a word
+while IFS= read -r path; do
+	case $path in
+	*/systemd/system/*@.*) ;; # a template: its instances are enabled by name
+	/lib/systemd/system/*.* | /usr/lib/systemd/system/*.*)
+		case $path in
+		*.service | *.socket | *.timer | *.path) services+=("${path##*/}") ;;
+		esac
+		;;
+	/etc/init.d/?*) scripts+=("${path##*/}") ;;
+	esac
+done < <(if [[ -n $installed ]]; then dpkg-query -L $installed 2>/dev/null; fi)
+# Disabled as an administrator would: an upgrade of the package keeps them
+# so (Debian's maintainer scripts enable only what was never disabled).
+# systemctl works on the unit files whether systemd runs or not; an init
+# script gets K links, which no runlevel starts.
+for unit in "${services[@]}"; do
+	systemctl disable --quiet "$unit" 2>/dev/null || true
+done
+for script in "${scripts[@]}"; do
+	update-rc.d "$script" disable >/dev/null 2>&1 || true
+done
+left=()
+for unit in "${services[@]}"; do
+	if [[ $(systemctl is-enabled "$unit" 2>/dev/null) == enabled* ]]; then
+		left+=("$unit")
+	fi
+done
+for script in "${scripts[@]}"; do
+	for link in /etc/rc[2-5].d/S[0-9][0-9]"$script"; do
+		if [[ -e $link || -L $link ]]; then left+=("$link"); fi
+	done
+done
+((${#left[@]} == 0)) || die "left enabled on the machine by the packages installed: ${left[*]}"
+log "installed, none of their ${#services[@]} unit(s) and ${#scripts[@]} init script(s) enabled"

@@ -69,6 +69,12 @@ impl DaemonUnit {
             exec.push(' ');
             exec.push_str(args);
         }
+        // The default metrics file is the machine's one path, which the
+        // package test's daemon writes and reads: a test's daemon writes
+        // its own unless the test names one (or none).
+        if !args.contains("--metrics-file") {
+            exec.push_str(&format!(" --metrics-file {}", w.path("metrics.prom")));
+        }
         let shipped = include_str!("../../units/mesh-host.service");
         let text: Vec<String> = shipped
             .lines()

@@ -12,6 +12,7 @@
 
 pub mod accounts;
 pub mod daemon_unit;
+pub mod dashboard;
 pub mod declare;
 pub mod event_log;
 pub mod package;

@@ -2,7 +2,7 @@
 //! id, module, kind and what it points at.
 //!
 //! Each kind's reader fills it in as it reads (see the parent module); the
-//! second pass ([`super::cross_check`]) checks across entries what no
+//! second pass ([`super::cross_check`](mod@super::cross_check)) checks across entries what no
 //! resource can check alone.
 
 use super::fields::{Found, Sink};

@@ -204,16 +204,29 @@ pub(super) fn timeout_seconds(value: &Value) -> Result<Duration, String> {
 
 /// A non-empty list of arguments (`command`, `entrypoint`): `None` when
 /// absent; an empty one is refused, saying that leaving it out keeps the
-/// image's own.
+/// image's own ([`read_entrypoint`] takes an empty one).
 pub(super) fn read_args(s: &mut Sink, field: &str, value: List<String>) -> Option<Vec<String>> {
-    let items = take(s, field, value)?;
-    if items.is_empty() {
-        s.at(
-            field,
-            "must not be empty: leave it out to keep the image's own",
-        );
-        return None;
+    if let Field::Present(items) = &value {
+        if items.is_empty() {
+            s.at(
+                field,
+                "must not be empty: leave it out to keep the image's own",
+            );
+            return None;
+        }
     }
+    read_arg_list(s, field, value)
+}
+
+/// `entrypoint`: a list of arguments, where an empty one clears the
+/// image's entrypoint (as `docker run --entrypoint ""` and compose's
+/// `entrypoint: []` do).
+pub(super) fn read_entrypoint(s: &mut Sink, value: List<String>) -> Option<Vec<String>> {
+    read_arg_list(s, "entrypoint", value)
+}
+
+fn read_arg_list(s: &mut Sink, field: &str, value: List<String>) -> Option<Vec<String>> {
+    let items = take(s, field, value)?;
     let mut args = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("{field}[{i}]");

@@ -1,5 +1,6 @@
 //! Validation of a container's `health`: `"none"`, or an object whose
-//! `command` is the check in exec form and whose `interval`, `timeout`,
+//! `command` is the check in exec form (absent: the image's own test,
+//! with the timings given) and whose `interval`, `timeout`,
 //! `retries` and `start-period` are whole positive numbers. Every problem is
 //! reported, each at its own field (`health.interval`, `health.command[1]`).
 
@@ -45,6 +46,18 @@ pub(super) fn read_health(s: &mut Sink, value: Field<Value>) -> Option<Health> {
         }
     };
     refuse_unknown(s, "health", raw.unknown, Fields::Health);
+    if raw.command.is_absent()
+        && raw.interval.is_absent()
+        && raw.timeout.is_absent()
+        && raw.retries.is_absent()
+        && raw.start_period.is_absent()
+    {
+        s.at(
+            "health",
+            "an empty object: give a command, or timings for the image's own test (or leave health out: the image's check runs)",
+        );
+        return None;
+    }
     let command = read_command(s, raw.command);
     let interval = seconds(s, "health.interval", raw.interval);
     let timeout = seconds(s, "health.timeout", raw.timeout);
@@ -59,15 +72,13 @@ pub(super) fn read_health(s: &mut Sink, value: Field<Value>) -> Option<Health> {
     }))
 }
 
-/// `health.command`: required, not empty, each argument a string without
-/// NUL, the program not empty and not one of Docker's form words.
-fn read_command(s: &mut Sink, value: Field<Vec<Field<String>>>) -> Option<Vec<String>> {
+/// `health.command`: absent (the image's own test, with the timings
+/// given), or not empty, each argument a string without NUL, the program
+/// not empty and not one of Docker's form words. `Some(None)`: absent;
+/// `None`: refused.
+fn read_command(s: &mut Sink, value: Field<Vec<Field<String>>>) -> Option<Option<Vec<String>>> {
     if value.is_absent() {
-        s.at(
-            "health.command",
-            "missing: the check to run, in exec form (e.g. [\"wget\", \"-q\", \"--spider\", \"http://127.0.0.1:5000/\"])",
-        );
-        return None;
+        return Some(None);
     }
     let items = take(s, "health.command", value)?;
     if items.is_empty() {
@@ -97,7 +108,7 @@ fn read_command(s: &mut Sink, value: Field<Vec<Field<String>>>) -> Option<Vec<St
             _ => ok = false,
         }
     }
-    ok.then_some(args)
+    ok.then_some(Some(args))
 }
 
 /// A duration of the check, when given: whole seconds, at least 1.

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::fields::{key_path, no_nul, read_args, refuse_unknown, require, take, take_list, Sink};
+use super::fields::{
+    key_path, no_nul, read_entrypoint, refuse_unknown, require, take, take_list, Sink,
+};
 use crate::declaration::hints::Fields;
 use crate::declaration::networking::Restart;
 use crate::declaration::options::{
@@ -57,7 +59,7 @@ pub(super) fn read_string_map(
 }
 
 pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
-    let entrypoint = read_args(s, "entrypoint", raw.entrypoint);
+    let entrypoint = read_entrypoint(s, raw.entrypoint);
     let working_dir = take(s, "working-dir", raw.working_dir).filter(|dir| {
         let ok = dir.starts_with('/') && !dir.contains('\0');
         if !ok {

@@ -158,6 +158,7 @@ pub(super) async fn create(
                 host.dns = Some(vec![gateway]);
             }
         }
+        super::image_defaults::fill(rt, spec, &mut body).await;
         body.networking_config = (!spec.networks.is_empty()).then(|| NetworkingConfig {
             endpoints_config: Some(
                 spec.networks
@@ -529,6 +530,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
             .pid
             .filter(|pid| *pid > 0)
             .and_then(|pid| u32::try_from(pid).ok()),
+        oom_killed: state.oom_killed.unwrap_or(false),
         health: state.health.and_then(|h| {
             let status = h.status?.to_string();
             // "none" (no check) and "" are no health check at all.
@@ -575,9 +577,28 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
+    // A bind mount goes as `Binds` (`SOURCE:TARGET[:ro]`), as `docker
+    // run -v` and compose give it: then Docker makes a missing source
+    // directory, which the Mount API refuses, and which compose stacks
+    // rely on (a data directory under /root, which this service's unit
+    // cannot make itself). A path holding ':' or ',' cannot be written
+    // there, and goes through the Mount API.
+    let as_bind = |m: &&crate::runtime::MountSpec| {
+        m.is_bind() && !m.source.contains([':', ',']) && !m.target.contains([':', ','])
+    };
+    let binds: Vec<String> = spec
+        .mounts
+        .iter()
+        .filter(as_bind)
+        .map(|m| {
+            let mode = if m.read_only { ":ro" } else { "" };
+            format!("{}:{}{mode}", m.source, m.target)
+        })
+        .collect();
     let mounts = spec
         .mounts
         .iter()
+        .filter(|m| !as_bind(m))
         .map(|m| Mount {
             target: Some(m.target.clone()),
             source: Some(m.source.clone()),
@@ -618,6 +639,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
     let signed = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
     let host_config = HostConfig {
         mounts: Some(mounts),
+        binds: (!binds.is_empty()).then_some(binds),
         port_bindings: (!bindings.is_empty()).then_some(bindings),
         init: p.init.then_some(true),
         cap_add: (!p.cap_add.is_empty()).then(|| p.cap_add.clone()),

@@ -46,11 +46,11 @@ pub(super) fn health_config(health: &HealthSpec) -> HealthConfig {
             retries,
             start_period,
         } => HealthConfig {
-            test: Some(
+            test: command.as_ref().map(|command| {
                 std::iter::once("CMD".to_string())
                     .chain(command.iter().cloned())
-                    .collect(),
-            ),
+                    .collect()
+            }),
             interval: nanos(interval),
             timeout: nanos(timeout),
             retries: retries.map(i64::from),

@@ -126,6 +126,8 @@ struct Container {
     started_at: Option<String>,
     finished_at: Option<String>,
     pid: Option<u32>,
+    /// Its last run was ended by the OOM killer ([`FakeRuntime::oom_kill_runs`]).
+    oom_killed: bool,
     /// When the current run started (tokio time), while it runs.
     started_instant: Option<tokio::time::Instant>,
     /// When it was created, in Unix seconds (the wall clock's).
@@ -156,6 +158,8 @@ struct State {
     /// an auto-remove container still gets its code.
     exits: HashMap<String, Vec<i64>>,
     exit_scripts: HashMap<String, (i64, Duration)>,
+    /// Containers whose runs the OOM killer ends.
+    oom_kills: BTreeSet<String>,
     stop_delays: HashMap<String, Duration>,
     stop_cleanups: HashMap<String, Duration>,
     start_delays: HashMap<String, Duration>,
@@ -217,6 +221,7 @@ impl State {
         container.run += 1;
         container.started_at = Some(now());
         container.finished_at = None;
+        container.oom_killed = false;
         container.pid = Some(pid);
         container.started_instant = Some(tokio::time::Instant::now());
         let run = container.run;
@@ -227,9 +232,11 @@ impl State {
     /// Ends the current run of a running container; the caller notifies
     /// waiters after releasing the lock.
     fn end_run(&mut self, name: &str, code: i64) {
+        let oom = self.oom_kills.contains(name);
         let Some(container) = self.containers.get_mut(name) else {
             return;
         };
+        container.oom_killed = oom;
         if container.status != Status::Running {
             return;
         }
@@ -267,6 +274,7 @@ impl State {
                 started_at: None,
                 finished_at: None,
                 pid: None,
+                oom_killed: false,
                 started_instant: None,
                 created: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -336,6 +344,7 @@ impl FakeRuntime {
             finished_at: c.finished_at.clone(),
             labels: c.spec.labels.clone(),
             pid: c.pid,
+            oom_killed: c.oom_killed,
             health: health(c),
             volumes: c.volumes.clone(),
         }))

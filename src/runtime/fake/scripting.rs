@@ -140,6 +140,12 @@ impl FakeRuntime {
         }
     }
 
+    /// The runs of `name` that end from now on are ended by the kernel's
+    /// OOM killer: its inspection says `oom_killed`.
+    pub fn oom_kill_runs(&self, name: &str) {
+        self.state().oom_kills.insert(name.to_owned());
+    }
+
     /// Stops of `name` take `delay` (tokio time) before the container
     /// exits, like a service with a slow shutdown.
     pub fn stop_delay(&self, name: &str, delay: Duration) {

@@ -11,7 +11,7 @@ use serde::Serialize;
 /// Permission bits of every unit file written.
 pub(super) const UNIT_FILE_MODE: u32 = 0o644;
 
-/// What [`UnitFiles::prepare`] did to one unit's file.
+/// What [`UnitFiles::prepare`](super::UnitFiles::prepare) did to one unit's file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FileChange {

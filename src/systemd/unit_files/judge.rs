@@ -8,7 +8,7 @@ use super::file::FileChange;
 /// One line of the apply report for a unit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnitReport {
-    /// The resource id (for [`UnitFiles::remove`], the unit's name).
+    /// The resource id (for [`UnitFiles::remove`](super::UnitFiles::remove), the unit's name).
     pub id: String,
     /// `created`, `updated`, `unchanged`, `started`, `stopped`, `satisfied`,
     /// `removed` or `failed`.
@@ -144,7 +144,7 @@ pub(super) fn describe_failure(name: &str, job_result: &str, o: &Observed) -> St
     }
 }
 
-/// Everything [`UnitFiles::converge`] did to one unit.
+/// Everything [`UnitFiles::converge`](super::UnitFiles::converge) did to one unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Steps {
     pub(super) file: FileChange,

@@ -15,6 +15,12 @@ description:
     needs an operator's attention (a failed resource, a window past its
     bound, a suspended step, a C(WILL NOT START AGAIN) alert) as
     C(mesh_host.attention). Attention does not fail the task.
+  - Each scheduled step in C(mesh_host.steps) carries its last fire's
+    outcome and what it used, read from the fire's own cgroup:
+    C(last-outcome), C(last-duration-secs) and C(last-usage) (C(cpu-usec),
+    C(memory-peak-bytes), C(memory-limit-bytes), C(io-read-bytes),
+    C(io-write-bytes), C(oom-killed)); a figure the node could not measure
+    is absent.
 options:
   executable:
     description: The mesh-host command on the node.
@@ -38,11 +44,22 @@ EXAMPLES = r"""
 - name: Stop the play on a node that needs attention
   ansible.builtin.assert:
     that: ansible_facts.mesh_host.attention | default([]) | length == 0
+
+- name: Warn of steps whose last run came within 10% of its memory limit
+  ansible.builtin.debug:
+    msg: "{{ item.step }} peaked at {{ item['last-usage']['memory-peak-bytes'] | filesizeformat(true) }}"
+  loop: "{{ ansible_facts.mesh_host.steps }}"
+  when:
+    - item['last-usage']['memory-limit-bytes'] is defined
+    - item['last-usage']['memory-peak-bytes'] is defined
+    - item['last-usage']['memory-peak-bytes'] > 0.9 * item['last-usage']['memory-limit-bytes']
 """
 
 RETURN = r"""
 ansible_facts:
-  description: C(mesh_host), the status.
+  description: >-
+    C(mesh_host), the status; C(mesh_host.steps[].last-usage) the last
+    fire's figures of each step.
   returned: always
   type: dict
 """

@@ -1,0 +1,377 @@
+//! Every fire accounted, on the sandbox node with the daemon as a real
+//! unit (docs/journal.md, "What each fire used"): a step that holds a
+//! known amount of memory and burns a known amount of CPU reports them
+//! within 10 % in the journal, the metrics, `history` and `status`; the
+//! next, smaller fire of the same step reports its own peak, not the
+//! first one's; a step over its memory limit is reported OOM-killed,
+//! paged, and its window closes as always. Run on Docker with both cgroup
+//! drivers and on Podman (tests/run).
+//!
+//! The step's declared `memory` and `cpus` are the runtime's limits: its
+//! 2 s of CPU at half a CPU take 4 s, and the OOM killer ends the other
+//! at its 64 MiB.
+//!
+//! The known amounts: the step writes N MiB into its `/dev/shm` (a tmpfs:
+//! resident, charged to its cgroup, held until it exits), then spins
+//! until its shell has used 2 s of CPU, and prints what its processes used
+//! by the kernel's own per-process accounting (`/proc/1/stat`: its
+//! shell's user and system time and its reaped children's, in clock
+//! ticks), which knows nothing of cgroups.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::daemon_unit::DaemonUnit;
+use support::declare;
+use support::world::World;
+use support::{dashboard, stdout, wait_for};
+
+const MIB: u64 = 1 << 20;
+
+/// The clock ticks of `/proc/PID/stat` per second (USER_HZ: 100 on Linux).
+const TICKS: u64 = 100;
+
+/// N MiB (read from `/data/mib`) into `/dev/shm`, then a busy loop until
+/// the shell itself used 2 s of CPU; prints `cpu-ticks T`, what the
+/// container's processes used by the kernel's per-process accounting.
+const SCRIPT: &str = "n=$(cat /data/mib); dd if=/dev/zero of=/dev/shm/fill bs=1M count=$n 2>/dev/null; \
+     while :; do read -r _ _ _ _ _ _ _ _ _ _ _ _ _ u s _ < /proc/$$/stat; [ $((u+s)) -ge 200 ] && break; done; \
+     read -r _ _ _ _ _ _ _ _ _ _ _ _ _ u s cu cs _ < /proc/$$/stat; echo cpu-ticks $((u+s+cu+cs))";
+
+/// The memory written by the first fire.
+const FIRST_MIB: u64 = 200;
+
+fn entries(journal: &str) -> Vec<Value> {
+    journal
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn number(entry: &Value, field: &str) -> u64 {
+    entry[field]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{field} is not a number in {entry:#}"))
+}
+
+/// `value` lies within 10 % of `known`.
+fn within_10_percent(value: f64, known: f64, what: &str) {
+    assert!(
+        (value - known).abs() <= known * 0.1,
+        "{what}: {value} is not within 10 % of {known}"
+    );
+}
+
+/// The value of the sample `series` (name and labels, exactly) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The end events of `step` of this test, newest last, as JSON entries.
+fn end_events(w: &World, step: &str, event: &str) -> Vec<Value> {
+    entries(&w.node.journal(&[
+        "-t",
+        "mesh-host",
+        "-o",
+        "json",
+        &format!("MESH_EVENT={event}"),
+        &format!("MESH_STEP={step}"),
+    ]))
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
+    let mut w = World::new("acct");
+    // A step id of this test alone: it names the fire's units node-wide.
+    let id = w.prefix.replace('-', "_") + "_fig";
+    let (step, svc, img) = (w.name("step"), w.name("svc"), w.busybox());
+    let data = w.path("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::write(format!("{data}/mib"), FIRST_MIB.to_string()).expect("mib");
+    let mut s = declare::step(&id, &step, &img, SCRIPT, &["svc"], 300);
+    s["shm-size"] = json!(512 * MIB);
+    s["memory"] = json!(768 * MIB);
+    // Half a CPU: its 2 s of CPU take 4 s at least, if the limit holds.
+    s["cpus"] = json!(0.5);
+    s["mounts"] = json!([{"source": data, "target": "/data", "read-only": true}]);
+    w.write_declaration(json!([declare::service("svc", &svc, &img), s]));
+    let prom = w.path("textfile/mesh-host.prom");
+    let d = DaemonUnit::install_with_args(&w, "", &format!("--metrics-file {prom}"));
+    // The slice of the systemd driver outlives a fire: taken away after.
+    let _slice = w.node.on_drop(format!(
+        "systemctl stop 'mesh-host-step\\x2d{id}.slice' 2>/dev/null || true"
+    ));
+    d.start();
+    assert!(w.running(&svc));
+
+    let out = d.cli(&["run", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(w.running(&svc), "the held service runs again");
+    assert!(stdout(&out).contains("used: CPU "), "{}", stdout(&out));
+
+    // A step's limits are the runtime's: its memory and its CPUs enforced.
+    let limits = w.inspect(&step, "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}}");
+    assert_eq!(limits.trim(), format!("{} 500000000", 768 * MIB));
+    let ran = w.inspect(&step, "{{.State.StartedAt}} {{.State.FinishedAt}}");
+    let times: Vec<chrono::DateTime<chrono::FixedOffset>> = ran
+        .split_whitespace()
+        .map(|t| chrono::DateTime::parse_from_rfc3339(t).expect("a Docker time"))
+        .collect();
+    let wall = (times[1] - times[0]).num_milliseconds();
+    assert!(wall >= 3800, "2 s of CPU at half a CPU took {wall} ms");
+
+    // What the step's processes used, by the kernel's own accounting.
+    let logs = stdout(&d.cli_with_state(&["logs", &id]));
+    let ticks: u64 = logs
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu-ticks "))
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the step's output has no cpu-ticks: {logs}"));
+    let known_cpu_usec = ticks * 1_000_000 / TICKS;
+    assert!(known_cpu_usec >= 2_000_000, "it burned 2 s: {ticks} ticks");
+
+    // The journal.
+    let ended = end_events(&w, &id, "step-finished");
+    let e = ended.last().expect("the fire's step-finished");
+    let cpu = number(e, "MESH_CPU_USEC");
+    within_10_percent(cpu as f64, known_cpu_usec as f64, "MESH_CPU_USEC");
+    // The kernel splits the total by its own scaling: to a millisecond.
+    let split = number(e, "MESH_CPU_USER_USEC") + number(e, "MESH_CPU_SYSTEM_USEC");
+    assert!(split.abs_diff(cpu) <= 1000, "{split} of {cpu}: {e:#}");
+    let peak = number(e, "MESH_MEMORY_PEAK_BYTES");
+    // At least what it wrote, and no more than 10 % over it.
+    assert!(peak >= FIRST_MIB * MIB, "peak {peak} below what it held");
+    within_10_percent(
+        peak as f64,
+        (FIRST_MIB * MIB) as f64,
+        "MESH_MEMORY_PEAK_BYTES",
+    );
+    assert_eq!(number(e, "MESH_MEMORY_LIMIT_BYTES"), 768 * MIB);
+    assert_eq!(e["MESH_OOM_KILLED"], "0", "{e:#}");
+    number(e, "MESH_IO_READ_BYTES");
+    number(e, "MESH_IO_WRITE_BYTES");
+    assert_eq!(e["MESH_HELD"], svc.as_str(), "{e:#}");
+    let held = number(e, "MESH_HELD_USEC");
+    let took = number(e, "MESH_DURATION_USEC");
+    assert!(held > 2_000_000 && held <= took, "held {held} of {took}");
+    assert!(
+        e["MESSAGE"].as_str().unwrap_or("").contains("of 768 MiB"),
+        "{e:#}"
+    );
+
+    // The metrics.
+    let labels = format!("{{step=\"{id}\",module=\"m\"}}");
+    let metrics = wait_for("the fire in the metrics", Duration::from_secs(30), || {
+        let t = std::fs::read_to_string(&prom).ok()?;
+        (sample(&t, &format!("mesh_host_step_cpu_seconds_count{labels}")) == Some(1.0)).then_some(t)
+    });
+    let metric = |name: &str| {
+        sample(&metrics, &format!("{name}{labels}"))
+            .unwrap_or_else(|| panic!("no {name}{labels} in\n{metrics}"))
+    };
+    within_10_percent(
+        metric("mesh_host_step_cpu_seconds_sum"),
+        known_cpu_usec as f64 / 1e6,
+        "mesh_host_step_cpu_seconds_sum",
+    );
+    within_10_percent(
+        metric("mesh_host_step_memory_peak_bytes_sum"),
+        (FIRST_MIB * MIB) as f64,
+        "mesh_host_step_memory_peak_bytes_sum",
+    );
+    assert_eq!(metric("mesh_host_step_last_memory_peak_bytes"), peak as f64);
+    assert_eq!(
+        metric("mesh_host_step_memory_limit_bytes"),
+        (768 * MIB) as f64
+    );
+    assert_eq!(metric("mesh_host_step_duration_seconds_count"), 1.0);
+    assert_eq!(metric("mesh_host_step_held_seconds_count"), 1.0);
+    assert_eq!(metric("mesh_host_step_oom_kills_total"), 0.0);
+    let bucket = format!(
+        "mesh_host_step_memory_peak_bytes_bucket{{step=\"{id}\",module=\"m\",le=\"268435456\"}}"
+    );
+    assert_eq!(sample(&metrics, &bucket), Some(1.0), "{metrics}");
+
+    // history, as JSON and as text.
+    let out = d.cli(&["history", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let fires: Value = serde_json::from_str(&stdout(&out)).expect("history --json");
+    let last = &fires[0];
+    assert_eq!(last["outcome"], "succeeded", "{fires:#}");
+    assert_eq!(last["cpu-usec"], cpu, "{fires:#}");
+    assert_eq!(last["memory-peak-bytes"], peak, "{fires:#}");
+    assert_eq!(last["held"], json!([svc]), "{fires:#}");
+    let text = stdout(&d.cli(&["history", &id]));
+    let row = text
+        .lines()
+        .nth(1)
+        .unwrap_or_else(|| panic!("no fire in {text}"));
+    assert!(
+        row.contains(&id) && row.contains("succeeded") && row.contains("of 768 MiB"),
+        "{text}"
+    );
+
+    // status, from the daemon and from the state directory alone.
+    for args in [&["status", "--json"][..], &["status", "--json", "--local"]] {
+        let out = d.cli_with_state(args);
+        let status: Value = serde_json::from_str(&stdout(&out)).expect("status --json");
+        let s = status["steps"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["step"] == id.as_str()))
+            .unwrap_or_else(|| panic!("{args:?}: no step {id} in {status:#}"));
+        assert_eq!(s["last-usage"]["cpu-usec"], cpu, "{args:?}: {s:#}");
+        assert_eq!(
+            s["last-usage"]["memory-peak-bytes"], peak,
+            "{args:?}: {s:#}"
+        );
+    }
+    for args in [&["status"][..], &["status", "--local"]] {
+        let text = stdout(&d.cli_with_state(args));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("step {id} ")))
+            .unwrap_or_else(|| panic!("{args:?}: no line of step {id} in {text}"));
+        assert!(
+            line.contains("(CPU ") && line.contains("of 768 MiB"),
+            "{args:?}: {line}"
+        );
+    }
+
+    // The next fire holds less: its own peak, not the first fire's (a
+    // scope of its own, or the step's slice started new for it).
+    std::fs::write(format!("{data}/mib"), "40").expect("mib");
+    let out = d.cli(&["run", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let ended = end_events(&w, &id, "step-finished");
+    assert_eq!(ended.len(), 2, "two fires");
+    let second = number(&ended[1], "MESH_MEMORY_PEAK_BYTES");
+    assert!(
+        (40 * MIB..100 * MIB).contains(&second),
+        "the second fire's peak {second} is its own"
+    );
+
+    // The dashboard's queries against these very metrics.
+    let metrics = wait_for(
+        "the second fire in the metrics",
+        Duration::from_secs(30),
+        || {
+            let t = std::fs::read_to_string(&prom).ok()?;
+            (sample(&t, &format!("mesh_host_step_cpu_seconds_count{labels}")) == Some(2.0))
+                .then_some(t)
+        },
+    );
+    dashboard::assert_resolves(&metrics, &w.dir);
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn accounting_a_step_over_its_memory_limit_is_oom_killed_paged_and_its_window_closes() {
+    let mut w = World::new("acct-oom");
+    let id = w.prefix.replace('-', "_") + "_oom";
+    let (step, svc, img) = (w.name("step"), w.name("svc"), w.busybox());
+    // A page template that only has to start: the daemon's page entry is
+    // what is read.
+    let template = format!("{}-page@.service", w.prefix);
+    std::fs::write(
+        format!("/proc/{}/root/run/systemd/system/{template}", w.node.pid()),
+        "[Service]\nType=oneshot\nExecStart=/bin/true\n",
+    )
+    .expect("template");
+    let _template = w.node.on_drop(format!(
+        "rm -f /run/systemd/system/{template}; systemctl daemon-reload"
+    ));
+    w.node.sh_ok("systemctl daemon-reload");
+    let mut s = declare::step(
+        &id,
+        &step,
+        &img,
+        "exec dd if=/dev/zero of=/dev/shm/fill bs=1M count=200",
+        &["svc"],
+        300,
+    );
+    s["shm-size"] = json!(512 * MIB);
+    s["memory"] = json!(64 * MIB);
+    w.write_declaration(json!([declare::service("svc", &svc, &img), s]));
+    let prom = w.path("textfile/mesh-host.prom");
+    let d = DaemonUnit::install_with_args(
+        &w,
+        "",
+        &format!("--metrics-file {prom} --on-alert {template}"),
+    );
+    let _slice = w.node.on_drop(format!(
+        "systemctl stop 'mesh-host-step\\x2d{id}.slice' 2>/dev/null || true"
+    ));
+    d.start();
+    assert!(w.running(&svc));
+
+    let out = d.cli(&["run", &id]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("killed by the kernel: out of memory"),
+        "{}",
+        stdout(&out)
+    );
+    // Its window closed as always: the held service runs again.
+    assert!(w.running(&svc), "the held service runs again");
+    let closed = end_events(&w, &id, "window-closed");
+    assert_eq!(closed.len(), 1, "{closed:#?}");
+
+    let failed = end_events(&w, &id, "step-failed");
+    let e = failed.last().expect("the fire's step-failed");
+    assert_eq!(e["MESH_REASON"], "oom", "{e:#}");
+    assert_eq!(e["MESH_OOM_KILLED"], "1", "{e:#}");
+    assert_eq!(e["MESH_EXIT_STATUS"], "137", "{e:#}");
+    assert_eq!(number(e, "MESH_MEMORY_LIMIT_BYTES"), 64 * MIB);
+    let peak = number(e, "MESH_MEMORY_PEAK_BYTES");
+    assert!(peak >= 63 * MIB, "it reached its limit: {peak}");
+    let message = e["MESSAGE"].as_str().unwrap_or("");
+    assert!(
+        message.contains("killed by the kernel: out of memory, peak ")
+            && message.contains("of its 64 MiB limit"),
+        "{message}"
+    );
+
+    // Paged like every step-failed.
+    let page = wait_for("the daemon's page entry", Duration::from_secs(30), || {
+        let found = entries(&d.unit_journal(&[
+            "-o",
+            "json",
+            "MESH_ALERT_EVENT=step-failed",
+            &format!("MESH_STEP={id}"),
+        ]));
+        found.into_iter().next()
+    });
+    assert!(
+        page["MESH_ALERT_MESSAGE"]
+            .as_str()
+            .unwrap_or("")
+            .contains("out of memory"),
+        "{page:#}"
+    );
+
+    // Counted, and listed.
+    let labels = format!("{{step=\"{id}\",module=\"m\"}}");
+    let metrics = wait_for(
+        "the OOM kill in the metrics",
+        Duration::from_secs(30),
+        || {
+            let t = std::fs::read_to_string(&prom).ok()?;
+            (sample(&t, &format!("mesh_host_step_oom_kills_total{labels}")) == Some(1.0))
+                .then_some(t)
+        },
+    );
+    let oom_fires =
+        format!("mesh_host_step_fires_total{{step=\"{id}\",module=\"m\",outcome=\"oom-killed\"}}");
+    assert_eq!(sample(&metrics, &oom_fires), Some(1.0), "{metrics}");
+    let text = stdout(&d.cli(&["history", &id]));
+    assert!(
+        text.contains("oom (137)") && text.contains("of 64 MiB"),
+        "{text}"
+    );
+}
