@@ -90,12 +90,24 @@ pub async fn watch(
     let (tx, rx) = tokio::sync::watch::channel(false);
     let (in_unit, since) = (running.clone(), baseline.clone());
     let task = tokio::spawn(async move {
+        // Both streams are read on at all times, each signal of another
+        // unit dropped at once, and the questions to systemd a signal of
+        // this unit raises asked beside them: a stream left unread fills
+        // the connection's queue, and then no answer comes in on it for
+        // anyone (the fire's own calls to systemd included).
+        let mut checks = futures_util::stream::FuturesUnordered::new();
         loop {
-            let stopped = tokio::select! {
+            tokio::select! {
                 Some(signal) = jobs.next() => {
                     let Ok(args) = signal.args() else { continue };
-                    args.unit == name
-                        && is_stop(&conn, args.job.clone(), &name, since.load(Ordering::SeqCst)).await
+                    if args.unit != name {
+                        continue;
+                    }
+                    let (conn, name, job) = (conn.clone(), name.clone(), args.job.clone());
+                    let baseline = since.load(Ordering::SeqCst);
+                    checks.push(Box::pin(async move {
+                        is_stop(&conn, job, &name, baseline).await
+                    }) as Check);
                 }
                 Some(signal) = removals.next() => {
                     let Ok(args) = signal.args() else { continue };
@@ -107,35 +119,41 @@ pub async fn watch(
                     // (a step's idle slice stopped to start it new): a stop
                     // then is seen by its job.
                     let baseline = since.load(Ordering::SeqCst);
-                    args.id == name
-                        && baseline != UNSET
-                        && !in_unit.load(Ordering::SeqCst)
-                        && unit_left(&conn, &name, Some(baseline)).await
+                    if args.id != name || baseline == UNSET || in_unit.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    let (conn, name) = (conn.clone(), name.clone());
+                    checks.push(Box::pin(async move {
+                        unit_left(&conn, &name, Some(baseline)).await
+                    }) as Check);
+                }
+                Some(stopped) = checks.next(), if !checks.is_empty() => {
+                    if stopped {
+                        break;
+                    }
                 }
                 else => return,
-            };
-            if !stopped {
-                continue;
             }
-            tracing::info!("{name} is being stopped (systemctl stop): ending the run");
-            let _ = tx.send(true);
-            let Some(grace) = kill_after_grace else {
-                return;
-            };
-            tokio::time::sleep(grace).await;
-            // Still there after the grace: what a stop of our own scope
-            // does at this point (SIGKILL).
-            match manager
-                .kill_unit(name.clone(), "all".to_string(), SIGKILL)
-                .await
-            {
-                Ok(()) => tracing::info!(
-                    "{name} was stopped and still held processes after {grace:?}: killed them"
-                ),
-                // Nothing left to kill: the stop ended it all in time.
-                Err(e) => tracing::debug!("{name}: nothing killed after the stop grace: {e}"),
-            }
+        }
+        // Nothing more is read: the streams go before the wait below.
+        drop((jobs, removals, checks));
+        tracing::info!("{name} is being stopped (systemctl stop): ending the run");
+        let _ = tx.send(true);
+        let Some(grace) = kill_after_grace else {
             return;
+        };
+        tokio::time::sleep(grace).await;
+        // Still there after the grace: what a stop of our own scope
+        // does at this point (SIGKILL).
+        match manager
+            .kill_unit(name.clone(), "all".to_string(), SIGKILL)
+            .await
+        {
+            Ok(()) => tracing::info!(
+                "{name} was stopped and still held processes after {grace:?}: killed them"
+            ),
+            // Nothing left to kill: the stop ended it all in time.
+            Err(e) => tracing::debug!("{name}: nothing killed after the stop grace: {e}"),
         }
     });
     Ok((
@@ -147,6 +165,9 @@ pub async fn watch(
         rx,
     ))
 }
+
+/// A question to systemd a signal of the watched unit raises: was it a stop?
+type Check = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
 
 /// What ends processes that outlive the grace.
 const SIGKILL: i32 = 9;
