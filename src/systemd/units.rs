@@ -29,6 +29,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::systemd::fresh_slice::{self, Slices};
+use crate::systemd::jobs::JobEnds;
 use crate::systemd::orphans::{stop_orphaned_scopes, KEEPER};
 use crate::systemd::stop_watch::{self, StopWatch};
 
@@ -311,15 +312,16 @@ impl SystemdUnits {
         name: &str,
         props: Vec<(String, zbus::OwnedVariant)>,
     ) -> Result<(), StartError> {
-        use futures_util::StreamExt;
         let manager = self.manager().await?;
         // Subscribed at connect; listen, then start: no JobRemoved is missed.
-        let mut removed = manager
-            .receive_job_removed()
-            .await
-            .map_err(|e| format!("systemd JobRemoved: {e}"))?;
-        let job = match manager
-            .start_transient_unit(name.to_string(), "fail".to_string(), props, Vec::new())
+        let mut ends = JobEnds::listen(&manager).await?;
+        let job = match ends
+            .queue(manager.start_transient_unit(
+                name.to_string(),
+                "fail".to_string(),
+                props,
+                Vec::new(),
+            ))
             .await
         {
             Ok(job) => job,
@@ -333,20 +335,13 @@ impl SystemdUnits {
             }
         };
         let wait = async {
-            while let Some(signal) = removed.next().await {
-                let Ok(args) = signal.args() else { continue };
-                if args.job.as_str() == job.as_str() {
-                    return if args.result == "done" {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "starting {name} ended with {} (see journalctl -u {name})",
-                            args.result
-                        ))
-                    };
-                }
+            match ends.result(&job).await.as_deref() {
+                Some("done") => Ok(()),
+                Some(result) => Err(format!(
+                    "starting {name} ended with {result} (see journalctl -u {name})"
+                )),
+                None => Err(format!("lost systemd's signals while starting {name}")),
             }
-            Err(format!("lost systemd's signals while starting {name}"))
         };
         tokio::time::timeout(START_TIMEOUT, wait)
             .await
