@@ -276,6 +276,8 @@ pub struct SystemdUnits {
     driver: crate::runtime::CgroupDriver,
     /// The step slices this process has units in (systemd driver).
     slices: Slices,
+    /// The node's cgroups are one v2 tree: see [`accounting`].
+    unified: bool,
 }
 
 impl SystemdUnits {
@@ -289,6 +291,7 @@ impl SystemdUnits {
             conn,
             driver,
             slices: Slices::default(),
+            unified: unified_hierarchy(),
         };
         // Once per connection: a second Subscribe is refused (AlreadySubscribed).
         units
@@ -354,7 +357,7 @@ impl SystemdUnits {
     /// description brought up to date.
     async fn ensure_slice(&self, name: &str, description: String) -> Result<(), String> {
         let mut props = vec![("Description".to_string(), variant(description.clone())?)];
-        props.extend(accounting()?);
+        props.extend(accounting(self.unified)?);
         match self.start_transient(name, props).await {
             Ok(()) => Ok(()),
             Err(StartError::Exists(_)) => {
@@ -434,14 +437,37 @@ fn variant<'a, T: Into<zbus::Variant<'a>>>(value: T) -> Result<zbus::OwnedVarian
     zbus::OwnedVariant::try_from(value.into()).map_err(|e| format!("D-Bus value: {e}"))
 }
 
-/// Accounting on: systemd keeps the unit's cgroup in the CPU, memory and
-/// I/O hierarchies for its whole life, whatever ran in it (a fire's figures
-/// are read there once its container has gone).
-fn accounting() -> Result<Vec<(String, zbus::OwnedVariant)>, String> {
+/// The accounting asked of systemd for a fire's unit.
+///
+/// On cgroup v2 (`unified`), accounting on: systemd keeps the unit's
+/// cgroup in the CPU, memory and I/O controllers for its whole life,
+/// whatever ran in it (a fire's figures are read there once its container
+/// has gone).
+///
+/// On a v1 or hybrid layout nothing is asked. There, systemd turning a v1
+/// controller on for one unit turns it on up to the root slice, and moves
+/// every process of the tree that is in no unit of its own (each container
+/// Docker's cgroupfs driver places itself) to that controller's root, then
+/// removes their emptied groups: one fire's `IOAccounting` took every
+/// running service of the node out of its `blkio` group, and a `docker
+/// exec` into them (a health check) then failed. The runtime makes the
+/// unit's group in each v1 hierarchy anyway, as the container's cgroup
+/// parent, and the kernel's counters there (and in the unified tree of a
+/// hybrid layout) are the fire's figures (`accounting::cgroup`); what
+/// systemd realizes for a unit by its own defaults it keeps as before.
+fn accounting(unified: bool) -> Result<Vec<(String, zbus::OwnedVariant)>, String> {
+    if !unified {
+        return Ok(Vec::new());
+    }
     ["CPUAccounting", "MemoryAccounting", "IOAccounting"]
         .iter()
         .map(|p| Ok((p.to_string(), variant(true)?)))
         .collect()
+}
+
+/// The node's cgroup file systems are one unified (v2) tree.
+fn unified_hierarchy() -> bool {
+    std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").is_file()
 }
 
 fn description(step: &str, module: Option<&str>) -> String {
@@ -499,7 +525,7 @@ impl StepUnits for SystemdUnits {
                     ("PIDs".to_string(), variant(vec![pid])?),
                 ]
                 .into_iter()
-                .chain(accounting()?)
+                .chain(accounting(self.unified)?)
                 .collect();
                 self.start_transient(&name, props)
                     .await

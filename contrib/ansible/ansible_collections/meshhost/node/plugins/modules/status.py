@@ -16,7 +16,7 @@ description:
     bound, a suspended step, a C(WILL NOT START AGAIN) alert) as
     C(mesh_host.attention). Attention does not fail the task.
   - Each scheduled step in C(mesh_host.steps) carries its last fire's
-    outcome and what it used, read from the fire's own cgroup:
+    outcome and what it used as read from the fire's own cgroup, in
     C(last-outcome), C(last-duration-secs) and C(last-usage) (C(cpu-usec),
     C(memory-peak-bytes), C(memory-limit-bytes), C(io-read-bytes),
     C(io-write-bytes), C(oom-killed)); a figure the node could not measure
