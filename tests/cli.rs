@@ -224,6 +224,8 @@ fn check_refuses_paths_the_unit_cannot_write_and_the_hosts_own() {
             {"id": "state", "type": "file", "path": "/srv/mh/state/applied.json", "content": "{}"},
             {"id": "decl", "type": "file", "path": "/srv/mh/declaration.json", "content": "{}"},
             {"id": "default-state", "type": "directory", "path": "/var/lib/mesh-host/x"},
+            {"id": "lib", "type": "file", "path": "/lib/app.conf", "content": "x"},
+            {"id": "var-run", "type": "file", "path": "/var/run/mesh-host/x", "content": "x"},
             {"id": "app", "type": "container", "name": "app",
              "image": "r.test/c@sha256:0000000000000000000000000000000000000000000000000000000000000000",
              "env-files": ["/usr/share/app/defaults.env"]}
@@ -247,6 +249,9 @@ fn check_refuses_paths_the_unit_cannot_write_and_the_hosts_own() {
         ("sysctl", "ProtectKernelTunables=yes"),
         ("state", "own state directory (/srv/mh/state)"),
         ("decl", "the node's declaration file"),
+        // Judged where the usr merge's and tmpfiles' links lead.
+        ("lib", "/lib/app.conf (that is /usr/lib/app.conf: /lib links to /usr/lib) (under /usr) is read-only to mesh-host.service (ProtectSystem=yes)"),
+        ("var-run", "/var/run/mesh-host/x (that is /run/mesh-host/x: /var/run links to /run) is mesh-host's own runtime directory"),
     ] {
         assert!(
             text.lines().any(|l| l.contains(id) && l.contains(needle)),
@@ -265,8 +270,8 @@ fn check_refuses_paths_the_unit_cannot_write_and_the_hosts_own() {
     }
     assert_eq!(
         text.matches("\n").count(),
-        7,
-        "one heading and six problems:\n{text}"
+        9,
+        "one heading and eight problems:\n{text}"
     );
 }
 

@@ -16,6 +16,12 @@
 //! under the private directories (`PrivateTmp=yes`): a read-only view is
 //! still a view, but what the service sees there is no one else's.
 //!
+//! A path is judged as the unit will see it: through the links every
+//! systemd distribution has at its root ([`ROOT_LINKS`]: the usr merge's
+//! `/bin`, `/lib`, ... and `/var/run`), so `/lib/x` is refused as the
+//! `/usr/lib/x` it writes, and `/var/run/mesh-host/x` as the runtime
+//! directory's.
+//!
 //! The host's own paths are refused as written paths too: its state
 //! directory, the unit's runtime directory, its control socket and the
 //! node's declaration file ([`OwnPaths`]). Writing them would corrupt the state
@@ -150,6 +156,37 @@ impl Default for OwnPaths {
     }
 }
 
+/// Links at the root of every systemd distribution, as (link, target):
+/// the usr merge (Debian 12, RHEL 7 and later, Fedora, Arch, Ubuntu) and
+/// tmpfiles' own `/var/run` and `/var/lock`. The unit writes through them
+/// to where they lead, so a path is judged there; a fixed list, so that a
+/// declaration means the same wherever it is checked.
+pub const ROOT_LINKS: &[(&str, &str)] = &[
+    ("/bin", "/usr/bin"),
+    ("/sbin", "/usr/sbin"),
+    ("/lib", "/usr/lib"),
+    ("/lib32", "/usr/lib32"),
+    ("/lib64", "/usr/lib64"),
+    ("/libx32", "/usr/libx32"),
+    ("/var/run", "/run"),
+    ("/var/lock", "/run/lock"),
+];
+
+/// `path` as the unit sees it, and the link it goes through, if any.
+fn through_root_links(path: &Path) -> (PathBuf, Option<(&'static str, &'static str)>) {
+    for &(link, target) in ROOT_LINKS {
+        if let Ok(rest) = path.strip_prefix(link) {
+            let seen = if rest.as_os_str().is_empty() {
+                PathBuf::from(target)
+            } else {
+                Path::new(target).join(rest)
+            };
+            return (seen, Some((link, target)));
+        }
+    }
+    (path.to_path_buf(), None)
+}
+
 static OWN_PATHS: OnceLock<OwnPaths> = OnceLock::new();
 
 /// Set this process's own paths, once, before any declaration is read
@@ -180,7 +217,15 @@ pub fn write_refusal(path: &AbsPath) -> Option<String> {
 }
 
 fn write_refusal_with(path: &AbsPath, own: &OwnPaths) -> Option<String> {
-    let p = path.as_path();
+    let (seen, link) = through_root_links(path.as_path());
+    let p = seen.as_path();
+    // Said first when the path goes through a link: where it lands.
+    let path = match link {
+        Some((link, target)) => {
+            format!("{path} (that is {}: {link} links to {target})", p.display())
+        }
+        None => path.to_string(),
+    };
     if let Some(row) = UNWRITABLE
         .iter()
         .find(|row| p.starts_with(row.dir) && !row.except.iter().any(|e| p.starts_with(e)))
@@ -281,6 +326,48 @@ mod tests {
                  (ProtectSystem=yes); put it under /etc, /srv, /var, /opt or /usr/local"
             )
         );
+    }
+
+    #[test]
+    fn a_path_through_a_root_link_is_judged_where_it_lands() {
+        let own = OwnPaths::default();
+        let cases = [
+            (
+                "/lib/app.conf",
+                "that is /usr/lib/app.conf: /lib links to /usr/lib",
+            ),
+            ("/bin/app", "ProtectSystem=yes"),
+            ("/sbin", "that is /usr/sbin: /sbin links to /usr/sbin"),
+            ("/lib64/x", "ProtectSystem=yes"),
+            (
+                "/var/run/mesh-host/x",
+                "own runtime directory (/run/mesh-host)",
+            ),
+            ("/var/run/user/0/x", "ProtectHome=read-only"),
+            ("/var/run/mesh-host/control.sock", "/var/run links to /run"),
+        ];
+        for (p, needle) in cases {
+            let why = write_refusal_with(&path(p), &own).unwrap_or_else(|| panic!("{p}"));
+            assert!(why.starts_with(p), "{why}");
+            assert!(why.contains(needle), "{p}: {why}");
+        }
+        assert_eq!(
+            write_refusal_with(&path("/lib/app.conf"), &own).as_deref(),
+            Some(
+                "/lib/app.conf (that is /usr/lib/app.conf: /lib links to /usr/lib) (under /usr) \
+                 is read-only to mesh-host.service (ProtectSystem=yes); put it under /etc, /srv, \
+                 /var, /opt or /usr/local"
+            )
+        );
+        for fine in [
+            "/var/run-app/x",
+            "/var/runx",
+            "/libexec-app/x",
+            "/binaries/x",
+            "/var/lock/app",
+        ] {
+            assert_eq!(write_refusal_with(&path(fine), &own), None, "{fine}");
+        }
     }
 
     #[test]
