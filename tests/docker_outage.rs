@@ -586,6 +586,12 @@ fn outage_a_close_of_twelve_held_services_with_both_locks_held_and_docker_paused
             "{name} neither runs nor is alerted: {said}"
         );
     }
+    // The figure docs/windows.md quotes.
+    eprintln!(
+        "close of 12 held services, budget {BUDGET} s: ended {took:?} after the step, \
+         {running} running again, {} alerted",
+        held.len() - running
+    );
     assert!(!w.running(&held[0]), "its mount source is gone");
     assert!(alerted(&held[0]).contains("WILL NOT START AGAIN"));
     assert!(
