@@ -198,53 +198,6 @@ fn an_empty_declaration_found_at_the_daemons_start_removes_nothing() {
     );
 }
 
-// A path through the usr merge's links (`/lib` is `/usr/lib` on this
-// node, as on every Debian 12 and RHEL) is judged where the unit writes
-// it: `apply` through the daemon refuses it (2) naming where it lands and
-// the unit setting, where before `check` let it pass and the apply then
-// failed under ProtectSystem=yes.
-#[test]
-#[ignore = "needs the sandbox node: run tests/run"]
-fn a_path_through_the_usr_merges_links_is_refused_where_it_lands() {
-    let mut w = World::new("usrmerge");
-    let kept = w.path("kept.conf");
-    let d = DaemonUnit::started_with_args(
-        &w,
-        "--metrics-file=",
-        json!([{"id": "kept", "type": "file", "path": kept, "content": "kept\n"}]),
-    );
-    assert!(
-        std::fs::read_link("/lib").is_ok(),
-        "the node is usr-merged: /lib is a link"
-    );
-    let name = format!("{}.conf", w.name("lib"));
-    let landed = format!("/usr/lib/{name}");
-    let _gone = w.node.on_drop(format!("rm -f {}", quote(&landed)));
-    let file = w.declaration(
-        "lib.json",
-        json!([
-            {"id": "kept", "type": "file", "path": kept, "content": "kept\n"},
-            {"id": "conf", "type": "file", "path": format!("/lib/{name}"), "content": "x\n"},
-        ]),
-    );
-    for args in [vec!["check", file.as_str()], vec!["apply", file.as_str()]] {
-        let out = d.cli(&args);
-        let said = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
-        assert!(
-            said.contains(&format!(
-                "/lib/{name} (that is {landed}: /lib links to /usr/lib) (under /usr) is \
-                 read-only to mesh-host.service (ProtectSystem=yes)"
-            )),
-            "{args:?}: {said}"
-        );
-    }
-    assert!(
-        !std::path::Path::new(&landed).exists(),
-        "nothing written through the link"
-    );
-}
-
 /// A step of `w` that fires every minute, echoing a line.
 fn every_minute(w: &mut World, id: &str) -> serde_json::Value {
     let name = w.name(id);

@@ -1469,3 +1469,6 @@ mod volume_tests;
 
 #[path = "networking_tests.rs"]
 mod networking_tests;
+
+#[path = "depends_tests.rs"]
+mod depends_tests;

@@ -55,11 +55,11 @@ impl LocalHost {
     /// command closes them. Errors are printed; the exit code is returned.
     pub async fn ready(cli: &Cli) -> Result<LocalHost, u8> {
         let host = LocalHost::open(cli).await.map_err(|msg| {
-            eprintln!("mesh-host: {msg}");
+            crate::errln!("mesh-host: {msg}");
             EXIT_FAILED
         })?;
         host.windows.resume().await.map_err(|e| {
-            eprintln!("mesh-host: cannot read window records, nothing was done: {e}");
+            crate::errln!("mesh-host: cannot read window records, nothing was done: {e}");
             EXIT_FAILED
         })?;
         // Output a gone owner owed to the journal: what is there now is
@@ -77,11 +77,11 @@ impl LocalHost {
 /// The declared step `step_id` of the declaration file; errors printed.
 pub fn load_step(cli: &Cli, step_id: &str) -> Result<ScheduledStep, u8> {
     let decl = load_declaration(cli).map_err(|(code, msg)| {
-        eprintln!("mesh-host: {msg}");
+        crate::errln!("mesh-host: {msg}");
         code
     })?;
     step::find(&decl, step_id).map_err(|msg| {
-        eprintln!("mesh-host: {msg}");
+        crate::errln!("mesh-host: {msg}");
         EXIT_REFUSED
     })
 }
@@ -94,7 +94,7 @@ pub fn block_on<F: std::future::Future<Output = u8>>(fut: F) -> u8 {
     {
         Ok(rt) => rt.block_on(fut),
         Err(e) => {
-            eprintln!("mesh-host: cannot start the async runtime: {e}");
+            crate::errln!("mesh-host: cannot start the async runtime: {e}");
             EXIT_FAILED
         }
     }
@@ -140,14 +140,14 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
             match suspended.map(|s| s.since(step_id)) {
                 Ok(None) => {}
                 Ok(Some(since)) => {
-                    eprintln!(
+                    crate::errln!(
                         "mesh-host: {}",
                         crate::schedule::suspend::refusal(step_id, since)
                     );
                     return EXIT_REFUSED;
                 }
                 Err(e) => {
-                    eprintln!("mesh-host: cannot tell whether {step_id} is suspended: {e}");
+                    crate::errln!("mesh-host: cannot tell whether {step_id} is suspended: {e}");
                     return EXIT_FAILED;
                 }
             }
@@ -161,12 +161,12 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
             Ok(true) => {}
             Ok(false) => {
                 if let Err(e) = host.runtime.pull(image).await {
-                    eprintln!("mesh-host: cannot pull {image}: {e}");
+                    crate::errln!("mesh-host: cannot pull {image}: {e}");
                     return EXIT_FAILED;
                 }
             }
             Err(e) => {
-                eprintln!("mesh-host: {e}");
+                crate::errln!("mesh-host: {e}");
                 return EXIT_FAILED;
             }
         }
@@ -188,7 +188,7 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
                     Some(super::progress::Followed::new(events))
                 }
                 Err(e) => {
-                    eprintln!("mesh-host: the step's output will not be shown: {e}");
+                    crate::errln!("mesh-host: the step's output will not be shown: {e}");
                     None
                 }
             }
@@ -221,7 +221,7 @@ pub fn print_report(report: &FireReport, json: bool) {
     if json {
         print_json(report);
     } else {
-        print!("{}", crate::render::fire(report));
+        crate::out!("{}", crate::render::fire(report));
     }
 }
 
@@ -235,7 +235,7 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
         let host = match LocalHost::open(cli).await {
             Ok(h) => h,
             Err(msg) => {
-                eprintln!("mesh-host: {msg}");
+                crate::errln!("mesh-host: {msg}");
                 return EXIT_FAILED;
             }
         };
@@ -246,12 +246,12 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
                 if json {
                     print_json(&plan);
                 } else {
-                    print!("{}", plan.render());
+                    crate::out!("{}", plan.render());
                 }
                 EXIT_OK
             }
             Err(e) => {
-                eprintln!("mesh-host: {e}");
+                crate::errln!("mesh-host: {e}");
                 EXIT_FAILED
             }
         }

@@ -93,7 +93,7 @@ pub fn run_local(cli: &Cli, json: bool, all_steps: bool) -> u8 {
             }
         }
         Err(msg) => {
-            eprintln!("mesh-host: {msg}");
+            crate::errln!("mesh-host: {msg}");
             EXIT_FAILED
         }
     }
@@ -209,23 +209,23 @@ fn applied_declaration(applied: &AppliedState) -> Result<Declaration, String> {
 }
 
 fn print_text(status: &Status, all_steps: bool) {
-    println!("declaration: {}", status.declaration);
+    crate::outln!("declaration: {}", status.declaration);
     match &status.last_apply {
-        None => println!("last apply: none recorded in {}", status.state_dir),
+        None => crate::outln!("last apply: none recorded in {}", status.state_dir),
         Some(last) => {
             let outcome = match (&last.halted, last.ok) {
                 (Some(h), _) => format!("failed, halted at {} ({})", h.id, h.reason),
                 (None, true) => "ok".to_string(),
                 (None, false) => "failed".to_string(),
             };
-            println!("last apply: {} {outcome}", render::time(last.applied_at));
+            crate::outln!("last apply: {} {outcome}", render::time(last.applied_at));
             for line in &last.lines {
-                println!("  {line}");
+                crate::outln!("  {line}");
             }
         }
     }
     if status.windows.is_empty() {
-        println!("windows: none open");
+        crate::outln!("windows: none open");
     }
     for w in &status.windows {
         // Only a promise that holds: with a daemon listening, it adopts the
@@ -242,11 +242,11 @@ fn print_text(status: &Status, all_steps: bool) {
         } else {
             ""
         };
-        println!("{}{owner}{owed}", w.window);
+        crate::outln!("{}{owner}{owed}", w.window);
     }
-    print!("{}", render::health_lines(&status.health));
+    crate::out!("{}", render::health_lines(&status.health));
     if status.steps.is_empty() {
-        println!("scheduled steps: none");
+        crate::outln!("scheduled steps: none");
     }
     let shown: Vec<&StepLine> = if all_steps {
         status.steps.iter().collect()
@@ -275,17 +275,19 @@ fn print_text(status: &Status, all_steps: bool) {
                 format!("last success {}", render::time(t))
             });
         let suspended = render::suspended(s.suspended_since.map(|t| t.to_rfc3339()).as_deref());
-        println!(
+        crate::outln!(
             "step {} \"{}\" ({}): next {next}; {last}; {success}{suspended}",
-            s.step, s.schedule, s.zone
+            s.step,
+            s.schedule,
+            s.zone
         );
     }
     if shown.len() < status.steps.len() {
-        println!(
+        crate::outln!(
             "{}",
             crate::step_listing::left_out_line(status.steps.len(), shown.len())
         );
     }
     let attention = serde_json::to_value(&status.attention).unwrap_or_default();
-    print!("{}", render::attention_lines(Some(&attention)));
+    crate::out!("{}", render::attention_lines(Some(&attention)));
 }

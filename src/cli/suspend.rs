@@ -18,7 +18,7 @@ use crate::store::Store;
 /// Suspend (`suspend` true) or resume `step_id` in the state directory.
 pub fn run_local(cli: &Cli, step_id: &str, suspending: bool, json: bool) -> u8 {
     if std::os::unix::net::UnixStream::connect(&cli.control_socket).is_ok() {
-        eprintln!(
+        crate::errln!(
             "mesh-host: a daemon answers on {}: {} {step_id} without --local, so that its scheduler acts on it at once",
             cli.control_socket.display(),
             if suspending { "suspend" } else { "resume" }
@@ -28,7 +28,7 @@ pub fn run_local(cli: &Cli, step_id: &str, suspending: bool, json: bool) -> u8 {
     let store = match Store::open(&cli.state_dir) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mesh-host: {e}");
+            crate::errln!("mesh-host: {e}");
             return EXIT_FAILED;
         }
     };
@@ -42,7 +42,7 @@ pub fn run_local(cli: &Cli, step_id: &str, suspending: bool, json: bool) -> u8 {
                 if json {
                     print_json(&json!({"step": step_id, "suspended": true, "since": since}));
                 } else {
-                    println!(
+                    crate::outln!(
                         "step {step_id} suspended since {}: its due times are logged step-suspended, not run and never caught up; mesh-host resume {step_id} lifts it",
                         crate::render::time(since)
                     );
@@ -50,7 +50,7 @@ pub fn run_local(cli: &Cli, step_id: &str, suspending: bool, json: bool) -> u8 {
                 EXIT_OK
             }
             Err(e) => {
-                eprintln!("mesh-host: cannot suspend {step_id}: {e}");
+                crate::errln!("mesh-host: cannot suspend {step_id}: {e}");
                 EXIT_FAILED
             }
         }
@@ -72,17 +72,17 @@ pub fn run_local(cli: &Cli, step_id: &str, suspending: bool, json: bool) -> u8 {
                     );
                 } else {
                     match was {
-                        Some(since) => println!(
+                        Some(since) => crate::outln!(
                             "step {step_id} resumed (suspended since {}): it fires again from its next due time",
                             crate::render::time(since)
                         ),
-                        None => println!("step {step_id} was not suspended"),
+                        None => crate::outln!("step {step_id} was not suspended"),
                     }
                 }
                 EXIT_OK
             }
             Err(e) => {
-                eprintln!("mesh-host: cannot resume {step_id}: {e}");
+                crate::errln!("mesh-host: cannot resume {step_id}: {e}");
                 EXIT_FAILED
             }
         }

@@ -27,21 +27,21 @@ pub fn run(cli: &Cli, id: &str, json: bool) -> u8 {
     let decl = match declaration::parse(&bytes) {
         Ok(d) => d,
         Err(refusal) => {
-            eprintln!("mesh-host: {} is refused:\n{refusal}", file.display());
+            crate::errln!("mesh-host: {} is refused:\n{refusal}", file.display());
             return EXIT_REFUSED;
         }
     };
     let path = match decl.get(id).map(|r| &r.kind) {
         Some(ResourceKind::SharedFolder(f)) => f.path.to_string(),
         Some(_) => {
-            eprintln!(
+            crate::errln!(
                 "mesh-host: {id} is not a shared folder in {}",
                 file.display()
             );
             return EXIT_REFUSED;
         }
         None => {
-            eprintln!("mesh-host: no shared folder {id} in {}", file.display());
+            crate::errln!("mesh-host: no shared folder {id} in {}", file.display());
             return EXIT_REFUSED;
         }
     };
@@ -58,13 +58,13 @@ pub fn run(cli: &Cli, id: &str, json: bool) -> u8 {
             store.save(CONSENTS, &consents).map_err(|e| e.to_string())
         });
     if let Err(e) = recorded {
-        eprintln!("mesh-host: cannot record the consent: {e}");
+        crate::errln!("mesh-host: cannot record the consent: {e}");
         return EXIT_FAILED;
     }
     if json {
         print_json(&Taken { id, path: &path });
     } else {
-        println!("{id}: consent recorded: the next apply takes {path} over (objects owned by root beneath it are never taken); `systemctl reload mesh-host` applies now");
+        crate::outln!("{id}: consent recorded: the next apply takes {path} over (objects owned by root beneath it are never taken); `systemctl reload mesh-host` applies now");
     }
     EXIT_OK
 }

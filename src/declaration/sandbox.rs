@@ -16,11 +16,10 @@
 //! under the private directories (`PrivateTmp=yes`): a read-only view is
 //! still a view, but what the service sees there is no one else's.
 //!
-//! A path is judged as the unit will see it: through the links every
-//! systemd distribution has at its root ([`ROOT_LINKS`]: the usr merge's
-//! `/bin`, `/lib`, ... and `/var/run`), so `/lib/x` is refused as the
-//! `/usr/lib/x` it writes, and `/var/run/mesh-host/x` as the runtime
-//! directory's.
+//! A path is judged as written and as the unit would reach it through
+//! links ([`super::links`]): `/lib/x` is `/usr/lib/x` on a usr-merged
+//! system, `/var/run/mesh-host/x` the unit's runtime directory; the
+//! refusal says which link it went through.
 //!
 //! The host's own paths are refused as written paths too: its state
 //! directory, the unit's runtime directory, its control socket and the
@@ -156,37 +155,6 @@ impl Default for OwnPaths {
     }
 }
 
-/// Links at the root of every systemd distribution, as (link, target):
-/// the usr merge (Debian 12, RHEL 7 and later, Fedora, Arch, Ubuntu) and
-/// tmpfiles' own `/var/run` and `/var/lock`. The unit writes through them
-/// to where they lead, so a path is judged there; a fixed list, so that a
-/// declaration means the same wherever it is checked.
-pub const ROOT_LINKS: &[(&str, &str)] = &[
-    ("/bin", "/usr/bin"),
-    ("/sbin", "/usr/sbin"),
-    ("/lib", "/usr/lib"),
-    ("/lib32", "/usr/lib32"),
-    ("/lib64", "/usr/lib64"),
-    ("/libx32", "/usr/libx32"),
-    ("/var/run", "/run"),
-    ("/var/lock", "/run/lock"),
-];
-
-/// `path` as the unit sees it, and the link it goes through, if any.
-fn through_root_links(path: &Path) -> (PathBuf, Option<(&'static str, &'static str)>) {
-    for &(link, target) in ROOT_LINKS {
-        if let Ok(rest) = path.strip_prefix(link) {
-            let seen = if rest.as_os_str().is_empty() {
-                PathBuf::from(target)
-            } else {
-                Path::new(target).join(rest)
-            };
-            return (seen, Some((link, target)));
-        }
-    }
-    (path.to_path_buf(), None)
-}
-
 static OWN_PATHS: OnceLock<OwnPaths> = OnceLock::new();
 
 /// Set this process's own paths, once, before any declaration is read
@@ -199,8 +167,25 @@ fn own_paths() -> &'static OwnPaths {
     OWN_PATHS.get_or_init(OwnPaths::default)
 }
 
-/// Why `path`, which the host only reads, cannot be declared, if it cannot.
+/// Why `path`, which the host only reads, cannot be declared, if it
+/// cannot: as written, or as the unit would reach it through links
+/// ([`super::links`]).
 pub fn refusal(path: &AbsPath) -> Option<String> {
+    read_refusal(path).or_else(|| through_links(path, read_refusal))
+}
+
+/// `judge` of the path `path` reaches through links, said with the links.
+fn through_links(path: &AbsPath, judge: impl Fn(&AbsPath) -> Option<String>) -> Option<String> {
+    let reached = super::links::reached(path.as_path())?;
+    let seen = AbsPath::try_from(reached.path.to_str()?).ok()?;
+    let why = judge(&seen)?;
+    Some(format!(
+        "{path} is {seen} as the unit sees it ({}): {why}",
+        reached.via.join("; ")
+    ))
+}
+
+fn read_refusal(path: &AbsPath) -> Option<String> {
     let p = path.as_path();
     let dir = PRIVATE_TMP.iter().find(|d| p.starts_with(d))?;
     Some(format!(
@@ -213,19 +198,12 @@ pub fn refusal(path: &AbsPath) -> Option<String> {
 /// Why `path`, which the host writes (a file, a directory, a shared
 /// folder's entries), cannot be declared, if it cannot.
 pub fn write_refusal(path: &AbsPath) -> Option<String> {
-    write_refusal_with(path, own_paths())
+    let own = own_paths();
+    write_refusal_with(path, own).or_else(|| through_links(path, |p| write_refusal_with(p, own)))
 }
 
 fn write_refusal_with(path: &AbsPath, own: &OwnPaths) -> Option<String> {
-    let (seen, link) = through_root_links(path.as_path());
-    let p = seen.as_path();
-    // Said first when the path goes through a link: where it lands.
-    let path = match link {
-        Some((link, target)) => {
-            format!("{path} (that is {}: {link} links to {target})", p.display())
-        }
-        None => path.to_string(),
-    };
+    let p = path.as_path();
     if let Some(row) = UNWRITABLE
         .iter()
         .find(|row| p.starts_with(row.dir) && !row.except.iter().any(|e| p.starts_with(e)))
@@ -329,45 +307,39 @@ mod tests {
     }
 
     #[test]
-    fn a_path_through_a_root_link_is_judged_where_it_lands() {
-        let own = OwnPaths::default();
-        let cases = [
+    fn paths_through_the_usr_merge_links_are_judged_where_they_lead() {
+        for (p, reached, setting) in [
             (
-                "/lib/app.conf",
-                "that is /usr/lib/app.conf: /lib links to /usr/lib",
+                "/lib/mesh-test/x.conf",
+                "/usr/lib/mesh-test/x.conf",
+                "ProtectSystem=yes",
             ),
-            ("/bin/app", "ProtectSystem=yes"),
-            ("/sbin", "that is /usr/sbin: /sbin links to /usr/sbin"),
-            ("/lib64/x", "ProtectSystem=yes"),
-            (
-                "/var/run/mesh-host/x",
-                "own runtime directory (/run/mesh-host)",
-            ),
-            ("/var/run/user/0/x", "ProtectHome=read-only"),
-            ("/var/run/mesh-host/control.sock", "/var/run links to /run"),
-        ];
-        for (p, needle) in cases {
-            let why = write_refusal_with(&path(p), &own).unwrap_or_else(|| panic!("{p}"));
-            assert!(why.starts_with(p), "{why}");
-            assert!(why.contains(needle), "{p}: {why}");
-        }
-        assert_eq!(
-            write_refusal_with(&path("/lib/app.conf"), &own).as_deref(),
-            Some(
-                "/lib/app.conf (that is /usr/lib/app.conf: /lib links to /usr/lib) (under /usr) \
-                 is read-only to mesh-host.service (ProtectSystem=yes); put it under /etc, /srv, \
-                 /var, /opt or /usr/local"
-            )
-        );
-        for fine in [
-            "/var/run-app/x",
-            "/var/runx",
-            "/libexec-app/x",
-            "/binaries/x",
-            "/var/lock/app",
+            ("/bin/tool", "/usr/bin/tool", "ProtectSystem=yes"),
+            ("/sbin/x", "/usr/sbin/x", "ProtectSystem=yes"),
+            ("/lib64/x", "/usr/lib64/x", "ProtectSystem=yes"),
         ] {
-            assert_eq!(write_refusal_with(&path(fine), &own), None, "{fine}");
+            let why = write_refusal(&path(p)).unwrap_or_else(|| panic!("{p}"));
+            assert!(
+                why.starts_with(&format!("{p} is {reached} as the unit sees it (")),
+                "{why}"
+            );
+            assert!(why.contains("on a usr-merged system"), "{why}");
+            assert!(why.contains(setting), "{why}");
         }
+        let why = write_refusal(&path("/var/run/mesh-host/x")).expect("runtime directory");
+        assert!(why.contains("/var/run is a link to /run"), "{why}");
+        assert!(
+            why.contains("own runtime directory (/run/mesh-host)"),
+            "{why}"
+        );
+        // Read paths: the private /tmp reached through a link.
+        let dir = tempfile::tempdir_in("/var/lib").expect("dir");
+        let link = dir.path().join("scratch");
+        std::os::unix::fs::symlink("/var/tmp", &link).expect("link");
+        let p = AbsPath::try_from(link.join("app.env").to_str().expect("utf-8")).expect("path");
+        let why = refusal(&p).expect("through the link");
+        assert!(why.contains("PrivateTmp=yes"), "{why}");
+        assert!(why.contains("is a link to /var/tmp"), "{why}");
     }
 
     #[test]

@@ -54,8 +54,8 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use atomic::write_atomic;
 pub(crate) use atomic::{fsync_dir, write_atomic_unsynced};
+pub use atomic::{write_atomic, write_atomic_with};
 pub use boot::{boot_id, live_process_start_time, process_start_time};
 pub use cached::Cached;
 pub use digest::{
