@@ -4,7 +4,7 @@
 //! and runs scheduled steps ([`schedule`]) whose maintenance windows always
 //! close. External systems sit behind small interfaces: the container
 //! runtime ([`runtime`]), systemd ([`systemd`]), the on-disk state
-//! ([`store`]) and the clock ([`schedule::clock`]).
+//! ([`store`]) and the clock ([`clock`]).
 
 pub mod accounting;
 pub mod accounts;
@@ -12,6 +12,7 @@ pub mod acl;
 pub mod apply;
 pub mod attention;
 pub mod cli;
+pub mod clock;
 pub mod compose;
 pub mod container_spec;
 pub mod control;
@@ -20,6 +21,7 @@ pub mod daemon;
 pub mod declaration;
 pub mod events;
 pub mod fault;
+pub mod journal;
 pub mod metrics;
 pub mod page;
 pub mod plain_log;
@@ -34,3 +36,5 @@ pub mod tap;
 pub mod task;
 #[cfg(test)]
 mod test_dirs;
+pub mod wake;
+pub mod window;

@@ -22,7 +22,8 @@ use super::state::{self, AppliedState, ContainerInputs};
 use crate::acl::folders::{Consents, ManagedFolders, CONSENTS, SHARED_FOLDERS};
 use crate::runtime::{ContainerSummary, RuntimeError};
 use crate::schedule::step::Machine;
-use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
+use crate::store::{Store, APPLIED, CONTAINER_INPUTS};
+use crate::window::WindowRecord;
 
 /// The one listing of managed containers, by name, or why there is none.
 pub(crate) type Listing = Result<BTreeMap<String, ContainerSummary>, String>;
@@ -70,7 +71,7 @@ impl Facts {
     /// cannot start (the listing is then not awaited: it only reads).
     pub(crate) async fn read(
         store: &Store,
-        windows: &crate::schedule::window::Windows,
+        windows: &crate::window::Windows,
         listing: InFlight,
         reconcile: bool,
     ) -> Result<Facts, String> {

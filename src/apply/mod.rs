@@ -66,8 +66,8 @@ use crate::events::Event;
 use crate::mesh_event;
 use crate::progress::Reporter;
 use crate::runtime::{ContainerRuntime, RuntimeView};
-use crate::schedule::window::Windows;
 use crate::store::Store;
+use crate::window::Windows;
 
 pub mod content_diff;
 pub mod decide;
@@ -527,6 +527,7 @@ impl Applier {
             puller: Arc::new(tokio::sync::Mutex::new(puller)),
             folder_watch: self.folder_watch.clone(),
             progress: self.progress.clone(),
+            owner: self.windows.owner().clone(),
         }
     }
 }

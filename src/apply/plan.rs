@@ -249,6 +249,8 @@ impl ServiceWork {
 pub(crate) struct RunOnceWork {
     pub(crate) name: String,
     pub(crate) built: Arc<BuiltContainer>,
+    /// The step's module (`MESH_MODULE` of its output), if any.
+    pub(crate) module: Option<String>,
     pub(crate) pull: Option<String>,
     /// The last run's container (or one an interrupted replace set
     /// aside), whose volumes the run carries.

@@ -109,8 +109,8 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         .unwrap_or_default();
     let now = Utc::now();
     let boot = boot_id().map_err(|e| e.to_string())?;
-    let records = store
-        .windows()
+    let records = crate::window::Records::of(&store)
+        .all()
         .map_err(|e| format!("cannot read the window records: {e}"))?;
     let windows = records
         .iter()
@@ -154,10 +154,10 @@ fn gather(cli: &Cli) -> Result<Status, String> {
         applied.as_ref(),
         &records,
         &suspended,
-        &crate::store::Moment {
+        &crate::window::Moment {
             wall: now,
             boot_id: boot.clone(),
-            since_boot: Some(crate::store::since_boot()),
+            since_boot: Some(crate::clock::since_boot()),
         },
     );
     if let Some(line) = empty_declaration(cli, &store) {

@@ -36,19 +36,21 @@ use tokio::sync::{mpsc, watch, Mutex};
 
 use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
+use crate::clock::SystemClock;
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::Declaration;
 use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::progress::Reporter;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
-use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::Firer;
+use crate::schedule::forward::Forwards;
+use crate::schedule::forward_keeper::Keeper;
 use crate::schedule::plan;
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
 use crate::schedule::step;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
+use crate::window::{Owner, Windows};
 
 use notify::Notifier;
 
@@ -180,7 +182,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         tracing::error!("cannot look for unreadable window records: {e}");
     }
     // Heartbeats of owners that died (or of earlier boots) renew nothing.
-    if let Err(e) = store.sweep_beats(&windows.owner().boot_id) {
+    if let Err(e) = windows.records().beats().sweep(&windows.owner().boot_id) {
         tracing::warn!("cannot remove the heartbeats of owners that are gone: {e}");
     }
     // A package upgrade: the previous daemon handed its windows over, their
@@ -197,8 +199,15 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // dies later (a local command, an installer) or stops renewing its
     // lease. It also stops step units no live owner keeps (a scope whose
     // owner died before its container was in it).
-    let adopter = crate::schedule::adopt::Adopter::new(windows.clone()).with_units(units);
+    let adopter = crate::window::adopt::Adopter::new(windows.clone()).with_units(units);
     let adopter_task = tokio::spawn(adopter.run(shutdown.clone()));
+    // Output owed to the journal by owners that are gone is forwarded on.
+    let keeper = Keeper::new(
+        runtime.clone(),
+        Forwards::of(&store),
+        windows.owner().clone(),
+    );
+    tokio::spawn(keeper.run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog();
@@ -772,7 +781,7 @@ impl Daemon {
             let stale_due = async {
                 match stale_at {
                     Some(at) => {
-                        crate::schedule::timer::sleep_until(Some(at), now, None).await;
+                        crate::clock::timer::sleep_until(Some(at), now, None).await;
                     }
                     None => std::future::pending().await,
                 }

@@ -65,6 +65,7 @@ pub(super) async fn run_once(
     let work = RunOnceWork {
         name: name.to_string(),
         built,
+        module: res.module.as_deref().map(str::to_string),
         pull,
         from,
         timeout: c.timeout,

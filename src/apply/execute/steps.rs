@@ -19,6 +19,7 @@ use super::services;
 use super::tools::Tools;
 use crate::progress::Progress;
 use crate::runtime::stop_run;
+use crate::schedule::forward::{Forwarding, Forwards, Owed};
 use crate::schedule::output::{run_once_name, to_journal};
 
 /// Run a run-once step to completion.
@@ -64,9 +65,25 @@ async fn run_to_completion(
     let mut spec = work.built.spec.clone();
     let run = run_once_name(id, chrono::Utc::now());
     to_journal(&mut spec, id, &run);
-    services::make(&*tools.runtime, &spec, work.from.as_deref())
-        .await
-        .map_err(|e| (false, None, e.to_string()))?;
+    // Where the runtime keeps the output to itself, it is owed to the
+    // journal before the container starts (schedule/forward.rs).
+    let mut forwarding = Forwarding::owe(
+        tools.runtime.clone(),
+        &Forwards::of(&tools.store),
+        Owed::new(
+            &tools.owner,
+            id,
+            work.module.as_deref(),
+            &run,
+            name,
+            &spec.image,
+        ),
+    );
+    if let Err(e) = services::make(&*tools.runtime, &spec, work.from.as_deref()).await {
+        forwarding.abandon();
+        return Err((false, None, e.to_string()));
+    }
+    forwarding.follow();
     let runtime = tools.runtime.clone();
     let waited = match work.timeout {
         Some(limit) => tokio::time::timeout(limit, runtime.wait_exit(name))
@@ -74,6 +91,7 @@ async fn run_to_completion(
             .ok(),
         None => Some(runtime.wait_exit(name).await),
     };
+    forwarding.finish().await;
     match waited {
         Some(Ok(0)) => Ok(began.elapsed()),
         Some(Ok(status)) => Err((false, Some(status), format!("exit status {status}"))),

@@ -11,6 +11,7 @@ use crate::accounts::AccountTools;
 use crate::progress::Reporter;
 use crate::runtime::ContainerRuntime;
 use crate::store::Store;
+use crate::window::Owner;
 
 /// See the module documentation.
 #[derive(Debug, Clone)]
@@ -26,4 +27,6 @@ pub(crate) struct Tools {
     /// The daemon's shared-folder watch, held while entries change.
     pub(crate) folder_watch: Option<crate::acl::watch::Watcher>,
     pub(crate) progress: Reporter,
+    /// Who owes a run-once step's forwarded output (this process).
+    pub(crate) owner: Owner,
 }

@@ -31,6 +31,8 @@ pub enum Call {
     CgroupDriver,
     /// [`RuntimeView::events`](crate::runtime::RuntimeView::events) for those names.
     Events(Vec<String>),
+    /// [`RuntimeView::output`](crate::runtime::RuntimeView::output) of that container.
+    Output(String),
     /// [`RuntimeView::network`](crate::runtime::RuntimeView::network).
     Network(String),
     /// [`ContainerRuntime::create_network`](crate::runtime::ContainerRuntime::create_network).

@@ -18,8 +18,8 @@ use tokio::sync::{mpsc, Notify};
 
 use super::{
     CgroupDriver, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec,
-    ContainerSummary, EventStream, NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError,
-    RuntimeView, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
+    ContainerSummary, EventStream, NetworkAttach, NetworkInfo, NetworkSpec, OutputChunks,
+    RuntimeError, RuntimeView, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Exit code of a container ended by SIGKILL (128 + 9), as Docker reports it.
@@ -28,6 +28,7 @@ pub const KILLED_EXIT_CODE: i64 = 137;
 mod calls;
 mod container;
 mod networks;
+mod output;
 mod scripting;
 mod state;
 mod volumes;
@@ -48,6 +49,8 @@ struct Shared {
     state: Mutex<State>,
     /// Woken on every exit and removal, for `wait_exit`.
     changed: Notify,
+    /// What containers wrote ([`FakeRuntime::write_output`]).
+    outputs: output::Outputs,
 }
 
 impl FakeRuntime {
@@ -282,6 +285,32 @@ impl RuntimeView for FakeRuntime {
         )))
     }
 
+    fn journals_output(&self) -> bool {
+        !self.state().forwarded_output
+    }
+
+    async fn output(&self, name: &str, follow: bool) -> Result<OutputChunks, RuntimeError> {
+        // Asked by id or by name, as Docker is.
+        let name = {
+            let state = self.enter(Call::Output(name.to_owned()))?;
+            state
+                .containers
+                .iter()
+                .find(|(_, c)| c.id == name)
+                .map_or(name.to_owned(), |(n, _)| n.clone())
+        };
+        let name = name.as_str();
+        let this = self.clone();
+        let who = name.to_owned();
+        let running = Arc::new(move || {
+            this.state()
+                .containers
+                .get(&who)
+                .is_some_and(|c| c.status == Status::Running)
+        });
+        Ok(self.shared.outputs.read(name, follow, running))
+    }
+
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
         let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
         if let Some(digests) = state.repo_digests.get(reference) {
@@ -392,6 +421,7 @@ impl ContainerRuntime for FakeRuntime {
             (was_running, state.stop_cleanups.get(name).copied())
         };
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         if let Some(cleanup) = cleanup {
             tokio::time::sleep(cleanup).await;
         }
@@ -410,6 +440,7 @@ impl ContainerRuntime for FakeRuntime {
             state.end_run(name, KILLED_EXIT_CODE);
         }
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         Ok(())
     }
 
@@ -420,6 +451,7 @@ impl ContainerRuntime for FakeRuntime {
             state.containers.remove(name);
         }
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         Ok(())
     }
 
@@ -439,6 +471,7 @@ impl ContainerRuntime for FakeRuntime {
             state.containers.remove(name);
         }
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         Ok(())
     }
 

@@ -73,6 +73,9 @@ pub(super) struct State {
     /// What a run of these names does to the world when it starts (a
     /// run-once step writing a file).
     pub(super) on_start: HashMap<String, OnStart>,
+    /// Containers' output goes to the runtime's own logs, not the journal:
+    /// mesh-host forwards it (Podman's case).
+    pub(super) forwarded_output: bool,
 }
 
 /// What a run does when it starts ([`State::on_start`]).
