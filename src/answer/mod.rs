@@ -88,7 +88,16 @@ impl Answer for Failure {
     }
 }
 
+/// An answer or why there is none. Its JSON is the one or the other's
+/// own document, never Rust's `{"Ok": ...}`.
 impl<A: Answer> Answer for Result<A, Failure> {
+    fn response(&self) -> Response {
+        match self {
+            Ok(a) => a.response(),
+            Err(f) => f.response(),
+        }
+    }
+
     fn exit(&self) -> Exit {
         match self {
             Ok(a) => a.exit(),
@@ -125,6 +134,25 @@ mod tests {
         assert_eq!(r.exit, Exit::Refused.code());
         assert_eq!(r.text, "no scheduled step gc");
         assert_eq!(r.json, serde_json::json!({"error": "no scheduled step gc"}));
+    }
+
+    #[test]
+    fn an_answer_or_a_failure_is_the_document_of_the_one_it_holds() {
+        let taken: Result<crate::answer::take::Taken, Failure> = Ok(crate::answer::take::Taken {
+            id: "data".into(),
+            path: "/srv/data".into(),
+        });
+        let r = taken.response();
+        assert_eq!(r.exit, Exit::Ok.code());
+        assert_eq!(
+            r.json,
+            serde_json::json!({"id": "data", "path": "/srv/data"})
+        );
+        let refused: Result<crate::answer::take::Taken, Failure> =
+            Err(Failure::refused("no shared folder x"));
+        let r = refused.response();
+        assert_eq!(r.exit, Exit::Refused.code());
+        assert_eq!(r.json, serde_json::json!({"error": "no shared folder x"}));
     }
 
     #[test]

@@ -110,8 +110,10 @@ impl RunOutcome {
     }
 }
 
-/// What one fire did.
+/// What one fire did (`run --json`: its keys kebab-case, as in every
+/// other document mesh-host prints).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct FireReport {
     /// The step.
     pub step: String,
