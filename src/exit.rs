@@ -1,7 +1,7 @@
 //! The exit codes of every command: one type, so that the daemon's answers,
 //! `--local` and the command line end the same way, and so that
 //! docs/exit-codes.md, the man page and the Ansible collection's
-//! `module_utils` can be held to it by a test (`tests/cli.rs`).
+//! `module_utils` can be held to it by a test (`tests/exit_codes.rs`).
 
 /// How a command ends. The numbers are the contract's (CONTRACT "Command
 /// line"): `2` is also clap's code for misused arguments, `130` is what a
