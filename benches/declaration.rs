@@ -8,6 +8,19 @@
 //! containers with env, env-files, mounts and restart-on, and one scheduled
 //! step holding two of them still).
 //!
+//! A second table grows one thing at a time (ports of a container,
+//! services publishing ports, dependencies, steps holding writers, shared
+//! folders, tmpfs mounts) and times `check`'s own work on it (`parse`,
+//! then `lint`): each pass of the validation is linear, so the time per
+//! item stays flat as the count grows (a quadratic pass shows as a time
+//! per item that grows with the count).
+//!
+//! A third measures the peak memory of a parse, in a process of its own
+//! (this bench run again, `BENCH_PEAK_FILE` set): the resident memory's
+//! high-water mark (`VmHWM`, reset through `/proc/self/clear_refs`) above
+//! what the process held with the bytes read, against the size of the
+//! bytes.
+//!
 //! `cargo bench --bench declaration [-- FILTER]`
 
 mod support;
@@ -71,7 +84,163 @@ fn generated(resources: usize) -> Vec<u8> {
         .expect("a JSON value serialises")
 }
 
+/// A container resource of its own name.
+fn container(id: &str) -> Value {
+    json!({"id": id, "type": "container", "name": format!("{id}-c"), "image": IMAGE})
+}
+
+/// Declarations growing one thing at a time, by `n`.
+fn growing(kind: &str, n: usize) -> Vec<u8> {
+    let resources: Vec<Value> = match kind {
+        // One container publishing `n` ports (tcp and udp of each number).
+        "ports of one container" => {
+            let ports: Vec<Value> = (0..n)
+                .map(|i| {
+                    let port = 1 + i / 2;
+                    json!({"host": port, "container": port,
+                           "protocol": if i % 2 == 0 { "tcp" } else { "udp" }})
+                })
+                .collect();
+            let mut c = container("web");
+            c["ports"] = json!(ports);
+            vec![c]
+        }
+        // `n` services, each publishing a host port of its own.
+        "services publishing a port" => (0..n)
+            .map(|i| {
+                let mut c = container(&format!("s{i}"));
+                c["ports"] = json!([{"host": 1024 + i, "container": 80}]);
+                c
+            })
+            .collect(),
+        // `n` services, each depending on every one of the 10 before it.
+        "services depending on the 10 before" => (0..n)
+            .map(|i| {
+                let mut c = container(&format!("s{i}"));
+                let deps: Vec<Value> = (i.saturating_sub(10)..i)
+                    .map(|d| json!({"id": format!("s{d}")}))
+                    .collect();
+                c["depends-on"] = json!(deps);
+                c
+            })
+            .collect(),
+        // One service depending on `n` declared before it.
+        "dependencies of one service" => {
+            let mut all: Vec<Value> = (0..n).map(|i| container(&format!("s{i}"))).collect();
+            let mut last = container("last");
+            let deps: Vec<Value> = (0..n).map(|d| json!({"id": format!("s{d}")})).collect();
+            last["depends-on"] = json!(deps);
+            all.push(last);
+            all
+        }
+        // `n` services each writing a volume of its own that a step of its
+        // own reads, holding it: what lint looks for, `2n` containers.
+        "steps holding a writer" => (0..n)
+            .flat_map(|i| {
+                let volume = format!("v{i}");
+                let mut svc = container(&format!("s{i}"));
+                svc["mounts"] = json!([{"source": volume, "target": "/data"}]);
+                let mut step = container(&format!("b{i}"));
+                step["mounts"] = json!([{"source": volume, "target": "/data", "read-only": true}]);
+                step["schedule"] = json!("@daily");
+                step["timeout"] = json!(600);
+                step["while-stopped"] = json!([format!("s{i}")]);
+                vec![
+                    json!({"id": format!("vol{i}"), "type": "volume", "name": volume}),
+                    svc,
+                    step,
+                ]
+            })
+            .collect(),
+        // `n` shared folders, side by side.
+        "shared folders" => std::iter::once(
+            json!({"id": "media", "type": "identity", "name": "media", "uid": 2001, "gid": 2001}),
+        )
+        .chain((0..n).map(|i| {
+            json!({"id": format!("f{i}"), "type": "shared-folder",
+                   "path": format!("/srv/share/{}/f{i}", i % 100),
+                   "access": [{"identity": "media"}]})
+        }))
+        .collect(),
+        // One container with `n` tmpfs mounts.
+        "tmpfs of one container" => {
+            let tmpfs: Vec<Value> = (0..n)
+                .map(|i| json!({"target": format!("/t/{i}")}))
+                .collect();
+            let mut c = container("web");
+            c["tmpfs"] = json!(tmpfs);
+            vec![c]
+        }
+        other => panic!("no input {other}"),
+    };
+    serde_json::to_vec(&json!({"declaration": 1, "resources": resources}))
+        .expect("a JSON value serialises")
+}
+
+/// The sizes each growing input is measured at.
+const GROWING: &[(&str, &[usize])] = &[
+    ("ports of one container", &[16_384, 65_536, 131_070]),
+    ("services publishing a port", &[5_000, 20_000]),
+    ("services depending on the 10 before", &[5_000, 20_000]),
+    ("dependencies of one service", &[5_000, 20_000]),
+    ("steps holding a writer", &[2_500, 10_000]),
+    ("shared folders", &[5_000, 20_000]),
+    ("tmpfs of one container", &[5_000, 20_000]),
+];
+
+/// What `check` does with the bytes but ask the machine's accounts.
+fn check(bytes: &[u8]) -> usize {
+    match mesh_host::declaration::parse(bytes) {
+        Ok(decl) => mesh_host::declaration::lint(&decl).len() + decl.resources.len(),
+        Err(refusal) => refusal.problems.len(),
+    }
+}
+
+/// Resident memory figures of this process, in KiB: (`VmRSS`, `VmHWM`).
+fn rss_and_peak() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// In the process run for one peak: read the file, reset the high-water
+/// mark, parse and lint, print `PEAK KIB` above what was held before.
+fn peak_of(file: &str) {
+    let bytes = std::fs::read(file).expect("input");
+    // 5: reset the peak resident memory to the current one.
+    std::fs::write("/proc/self/clear_refs", "5").expect("clear_refs");
+    let (before, _) = rss_and_peak();
+    std::hint::black_box(check(&bytes));
+    let (_, peak) = rss_and_peak();
+    println!("PEAK {}", peak.saturating_sub(before));
+}
+
+/// The peak memory of a parse of `bytes`, in KiB, in a process of its own.
+fn measure_peak(dir: &std::path::Path, name: &str, bytes: &[u8]) -> u64 {
+    let file = dir.join(name.replace([' ', ','], "-"));
+    std::fs::write(&file, bytes).expect("write input");
+    let out = std::process::Command::new(std::env::current_exe().expect("this bench"))
+        .env("BENCH_PEAK_FILE", &file)
+        .output()
+        .expect("run the peak");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("PEAK "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak from {name}: {text}"))
+}
+
 fn main() {
+    if let Ok(file) = std::env::var("BENCH_PEAK_FILE") {
+        peak_of(&file);
+        return;
+    }
     let mut bench = Bench::from_args();
     let mut inputs: Vec<(String, Vec<u8>, bool)> = vec![
         (
@@ -140,6 +309,72 @@ fn main() {
                 p.ratio_cell(),
             ]);
         }
+    }
+
+    bench.table(
+        "What check costs as one thing grows",
+        &["input", "count", "bytes", "parse + lint", "per item"],
+    );
+    for (kind, sizes) in GROWING {
+        for &n in *sizes {
+            let name = format!("{kind}, {n}");
+            if !bench.selected(&name) {
+                continue;
+            }
+            let bytes = growing(kind, n);
+            // Each input is what it claims: accepted (never refused by a
+            // bound), so the work measured is the whole validation.
+            if let Err(r) = mesh_host::declaration::parse(&bytes) {
+                panic!("{name} is refused:\n{r}");
+            }
+            if let Some(stats) = bench.run_few(&name, 5, || check(&bytes)) {
+                let per_item = stats.median / u32::try_from(n).unwrap_or(u32::MAX);
+                bench.row(&[
+                    kind.to_string(),
+                    n.to_string(),
+                    bytes.len().to_string(),
+                    stats.cell(),
+                    support::human(per_item),
+                ]);
+            }
+        }
+    }
+
+    bench.table(
+        "Peak memory of a parse",
+        &["input", "bytes", "peak above the bytes read", "ratio"],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let peaks: Vec<(String, Vec<u8>)> = vec![
+        ("generated, 10000 resources".into(), generated(10_000)),
+        (
+            "ports of one container, 131070".into(),
+            growing("ports of one container", 131_070),
+        ),
+        (
+            "services publishing a port, 20000".into(),
+            growing("services publishing a port", 20_000),
+        ),
+        (
+            "steps holding a writer, 10000".into(),
+            growing("steps holding a writer", 10_000),
+        ),
+    ];
+    if !bench.measuring() {
+        // A check that the measuring process still runs, on a small input.
+        measure_peak(dir.path(), "generated-100", &generated(100));
+    }
+    for (name, bytes) in &peaks {
+        if !bench.selected(name) || !bench.measuring() {
+            continue;
+        }
+        let kib = measure_peak(dir.path(), name, bytes);
+        bench.row(&[
+            name.clone(),
+            bytes.len().to_string(),
+            format!("{:.1} MB", kib as f64 * 1024.0 / 1e6),
+            format!("{:.1}×", kib as f64 * 1024.0 / bytes.len() as f64),
+        ]);
     }
     bench.finish("cells are median (fastest–slowest sample) per parse; MB = 10^6 bytes.");
 }

@@ -46,6 +46,10 @@
 //!   slow to take the signal, which a bare `kill -HUP` as `ExecReload=`
 //!   lets `systemctl reload` return before (tests/daemon_node.rs).
 //!
+//! - `pause-in-output:import` (a pause): `import -o FILE` with half of
+//!   the declaration written, for a minute: a node test signals the
+//!   process there (tests/cli.rs), and nothing of it may be left.
+//!
 //! `MESH_HOST_MAKING_GRACE_SECS=N` shortens the age (ten minutes) at which
 //! an apply takes a container under a making name for one an interrupted
 //! create left, so that a node test need not wait for it
@@ -95,6 +99,25 @@ pub async fn pause(name: &str, subject: &str) {
         tokio::time::sleep(Duration::from_secs(60)).await;
     }
 }
+
+/// [`pause`] for code that does not run on the async runtime: blocks the
+/// thread (`pause-in-output`, on `import`: its `-o` file half written).
+#[cfg(debug_assertions)]
+pub fn pause_blocking(name: &str, subject: &str) {
+    let asked = std::env::var("MESH_HOST_FAULT").is_ok_and(|v| {
+        v.split(',')
+            .any(|f| f.split_once(':') == Some((name, subject)))
+    });
+    if asked {
+        tracing::warn!("pausing at {name} in {subject} (MESH_HOST_FAULT)");
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+/// Release builds: never pauses.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn pause_blocking(_name: &str, _subject: &str) {}
 
 /// Release builds: never pauses.
 #[cfg(not(debug_assertions))]

@@ -302,6 +302,34 @@ impl Bench {
         Some(Stats::from_samples(samples, 1))
     }
 
+    /// Measure `body` one call per sample, `samples` samples and no warm-up
+    /// but one call: for bodies of seconds (a build before a fix, whose
+    /// cost grows with the square of its input).
+    pub fn run_few<T>(
+        &self,
+        name: &str,
+        samples: usize,
+        mut body: impl FnMut() -> T,
+    ) -> Option<Stats> {
+        if !self.selected(name) {
+            return None;
+        }
+        self.bodies.set(self.bodies.get() + 1);
+        if !self.measure {
+            std::hint::black_box(body());
+            return None;
+        }
+        std::hint::black_box(body());
+        let samples = (0..samples.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(body());
+                t.elapsed()
+            })
+            .collect();
+        Some(Stats::from_samples(samples, 1))
+    }
+
     /// Close the run: the note on samples when measuring, else how many
     /// bodies ran once.
     pub fn finish(&self, note: &str) {

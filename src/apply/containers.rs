@@ -107,6 +107,11 @@ enum Inputs {
 }
 
 impl Outcome {
+    /// Whether the service failed (to be made or started).
+    pub(super) fn failed(&self) -> bool {
+        self.line.action == Action::Failed
+    }
+
     /// A line known without a runtime call, changing nothing recorded.
     fn known(line: ReportLine) -> Self {
         Outcome {

@@ -584,6 +584,9 @@ struct Run<'a> {
     /// apply's one retry budget and the images known present).
     puller: Arc<tokio::sync::Mutex<pull::Puller>>,
     lines: Vec<ReportLine>,
+    /// The resources whose line is `failed`: a service depending on one
+    /// is not started ([`depends`]).
+    failed: BTreeSet<String>,
     ok: bool,
     /// A preview (`diff`): every decision made, nothing done.
     preview: bool,
@@ -671,6 +674,7 @@ impl<'a> Run<'a> {
             steps_before,
             puller,
             lines: Vec::new(),
+            failed: BTreeSet::new(),
             ok: true,
             preview: false,
             reconcile: false,
@@ -688,6 +692,7 @@ impl<'a> Run<'a> {
     fn push(&mut self, id: &str, action: Action, reason: Option<String>) {
         if action == Action::Failed {
             self.ok = false;
+            self.failed.insert(id.to_owned());
         }
         if self.preview {
             self.lines.push(ReportLine::new(id, action, reason));

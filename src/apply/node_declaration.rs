@@ -70,9 +70,9 @@ pub enum DeclarationFileError {
 
 /// Read and validate the node's declaration at `path`.
 pub fn read(path: &Path) -> Result<Declaration, DeclarationFileError> {
-    let bytes = std::fs::read(path).map_err(|e| DeclarationFileError::Unreadable {
+    let bytes = declaration::input::read(path).map_err(|e| DeclarationFileError::Unreadable {
         path: path.display().to_string(),
-        reason: e.to_string(),
+        reason: e.reason(),
     })?;
     declaration::parse(&bytes).map_err(|r| DeclarationFileError::Refused {
         path: path.display().to_string(),
@@ -172,6 +172,25 @@ mod tests {
         assert!(matches!(&e, DeclarationFileError::Refused { .. }), "{e}");
         std::fs::write(&path, b"{\"declaration\":1,\"resources\":[]}").expect("write");
         assert!(read(&path).expect("valid").resources.is_empty());
+        // The daemon's start and reload read only a regular file: a FIFO
+        // there is refused at once (it used to wait for a writer).
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let e = read(&fifo).expect_err("a FIFO");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot read {}: is a FIFO, not a regular file: a declaration is read from a regular file (or `-`, standard input)",
+                fifo.display()
+            )
+        );
     }
 
     #[test]

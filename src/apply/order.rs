@@ -6,14 +6,18 @@
 //! a time would make an apply of fifty of them wait on fifty pulls in a
 //! row, so services declared next to each other form a batch whose runtime
 //! calls run concurrently while their lines still come out in declaration
-//! order. This file is that ordering and batching; what each resource kind
+//! order; a service's calls wait for those of the services it depends on
+//! (`depends`), as compose starts dependencies first. This file is that ordering and batching; what each resource kind
 //! does is in its own file (`files`, `containers`, `run_once`, `scheduled`,
 //! `units`, `identities`, `shared_folders`).
 
+use std::collections::HashMap;
+
 use futures_util::StreamExt;
+use tokio::sync::watch;
 
 use super::containers::{Executor, Outcome, Work};
-use super::Run;
+use super::{depends, Run};
 use crate::declaration::depends::Condition;
 use crate::declaration::{Container, Resource, ResourceKind, Role};
 
@@ -57,7 +61,8 @@ impl<'a> Run<'a> {
                         let work = self.after_dependencies(res, c, work).await;
                         batch.push((res, work));
                     } else {
-                        batch.push((res, self.decide_service(res, c)));
+                        let work = self.decide_service(res, c);
+                        batch.push((res, self.after_failed(res, c, work)));
                     }
                     continue;
                 }
@@ -105,6 +110,11 @@ impl<'a> Run<'a> {
         }
         if self.preview {
             for (res, work) in std::mem::take(batch) {
+                // Committed in order: what it depends on is said by now.
+                let work = match &res.kind {
+                    ResourceKind::Container(c) => self.after_failed(res, c, work),
+                    _ => work,
+                };
                 self.commit_service(res, work.preview());
                 if let ResourceKind::Container(c) = &res.kind {
                     self.note_unhealthy_grants(&res.id, c);
@@ -120,14 +130,42 @@ impl<'a> Run<'a> {
             std::mem::take(batch).into_iter().unzip();
         let mut outcomes: Vec<Option<Outcome>> =
             std::iter::repeat_with(|| None).take(works.len()).collect();
+        // Each service waits for its dependencies in the batch (declared
+        // before it, so taken into the stream before it: the first
+        // unfinished one never waits, and the batch cannot stall).
+        let at: HashMap<&str, usize> = resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.as_str(), i))
+            .collect();
+        let done: Vec<watch::Sender<Option<bool>>> =
+            (0..works.len()).map(|_| watch::channel(None).0).collect();
+        let gated: Vec<(String, Vec<(String, depends::Started)>)> = resources
+            .iter()
+            .map(|r| {
+                let waits = match &r.kind {
+                    ResourceKind::Container(c) => c
+                        .depends_on
+                        .iter()
+                        .filter_map(|d| at.get(d.id.as_str()))
+                        .map(|&j| (resources[j].id.to_string(), done[j].subscribe()))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                (r.id.to_string(), waits)
+            })
+            .collect();
         let executor = &executor;
-        let mut running = futures_util::stream::iter(
-            works
-                .into_iter()
-                .enumerate()
-                .map(|(i, work)| async move { (i, work.execute(executor).await) }),
-        )
-        .buffer_unordered(APPLY_WIDTH);
+        let mut running =
+            futures_util::stream::iter(works.into_iter().zip(gated).zip(done).enumerate().map(
+                |(i, ((work, (id, waits)), done))| async move {
+                    let work = depends::gate(&id, work, waits).await;
+                    let outcome = work.execute(executor).await;
+                    done.send_replace(Some(!outcome.failed()));
+                    (i, outcome)
+                },
+            ))
+            .buffer_unordered(APPLY_WIDTH);
         while let Some((i, outcome)) = running.next().await {
             outcomes[i] = Some(outcome);
         }

@@ -1466,3 +1466,6 @@ mod volume_tests;
 
 #[path = "networking_tests.rs"]
 mod networking_tests;
+
+#[path = "depends_tests.rs"]
+mod depends_tests;

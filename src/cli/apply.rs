@@ -52,12 +52,12 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
                     problems: &refusal.problems,
                 });
             } else {
-                eprintln!(
+                crate::errln!(
                     "mesh-host: {shown} is refused, nothing was applied; {} problem(s):",
                     refusal.problems.len()
                 );
                 for p in &refusal.problems {
-                    eprintln!("  {p}");
+                    crate::errln!("  {p}");
                 }
             }
             return EXIT_REFUSED;
@@ -114,7 +114,7 @@ pub fn print_report(report: &ApplyReport, json: bool) {
         print_json(report);
     } else {
         let text = report.to_string();
-        println!("{text}");
+        crate::outln!("{text}");
     }
 }
 
@@ -134,6 +134,6 @@ pub(super) fn print_empty_refused(
             "empty": refused,
         }));
     } else {
-        eprintln!("mesh-host: {shown}: {said}{refused}");
+        crate::errln!("mesh-host: {shown}: {said}{refused}");
     }
 }

@@ -1,6 +1,5 @@
 //! `mesh-host check FILE`: validate a declaration, changing nothing.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
@@ -18,21 +17,12 @@ struct CheckResult<'a> {
     warnings: Vec<declaration::Warning>,
 }
 
-/// Read the declaration file, or standard input for `-`.
-pub fn read_input(file: &Path) -> std::io::Result<Vec<u8>> {
-    if file == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf)?;
-        Ok(buf)
-    } else {
-        std::fs::read(file)
-    }
-}
-
-/// Read a declaration file for a command, or say why not (exit 2).
+/// Read a declaration file (or standard input for `-`) for a command, or
+/// say why not (exit 2): regular files only, bounded
+/// ([`crate::declaration::input`]).
 pub fn read_or_refuse(file: &Path) -> Result<Vec<u8>, u8> {
-    read_input(file).map_err(|e| {
-        eprintln!("mesh-host: cannot read {}: {e}", file.display());
+    declaration::input::read(file).map_err(|e| {
+        crate::errln!("mesh-host: {e}");
         EXIT_REFUSED
     })
 }
@@ -66,7 +56,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
         Ok(decl) => {
             let warnings = declaration::lint(&decl);
             if let Some(e) = unchecked {
-                eprintln!("mesh-host: identities not checked against this machine's accounts: {e}");
+                crate::errln!(
+                    "mesh-host: identities not checked against this machine's accounts: {e}"
+                );
             }
             let summary = summarize(&decl);
             if json {
@@ -78,9 +70,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
                     warnings,
                 });
             } else {
-                println!("{shown}: accepted: {summary}");
+                crate::outln!("{shown}: accepted: {summary}");
                 for w in &warnings {
-                    println!("warning: {w}");
+                    crate::outln!("warning: {w}");
                 }
             }
             EXIT_OK
@@ -95,9 +87,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
                     warnings: Vec::new(),
                 });
             } else {
-                println!("{shown}: refused, {} problem(s):", refusal.problems.len());
+                crate::outln!("{shown}: refused, {} problem(s):", refusal.problems.len());
                 for p in &refusal.problems {
-                    println!("  {p}");
+                    crate::outln!("  {p}");
                 }
             }
             EXIT_REFUSED
@@ -148,4 +140,26 @@ pub fn summarize(decl: &Declaration) -> String {
         if parts.is_empty() { "" } else { ": " },
         parts.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Any declaration a reader accepts travels whole through the socket.
+    #[test]
+    fn the_socket_carries_the_largest_declaration() {
+        assert_eq!(
+            crate::control::MAX_DECLARATION as u64,
+            declaration::input::MAX_BYTES
+        );
+        let largest = "\"".repeat(crate::control::MAX_DECLARATION);
+        let request = crate::control::Request::Apply {
+            declaration: largest,
+            allow_empty: true,
+            progress: true,
+        };
+        let sent = serde_json::to_vec(&request).expect("encodes");
+        assert!(sent.len() <= crate::control::MAX_REQUEST, "{}", sent.len());
+    }
 }

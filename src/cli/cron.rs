@@ -48,7 +48,7 @@ pub fn run(expr: &str, options: Options<'_>, json: bool) -> u8 {
         Some(z) => match z.parse() {
             Ok(z) => z,
             Err(_) => {
-                eprintln!("mesh-host: --zone {z}: not a known IANA time zone");
+                crate::errln!("mesh-host: --zone {z:?}: not a known IANA time zone");
                 return EXIT_REFUSED;
             }
         },
@@ -58,7 +58,7 @@ pub fn run(expr: &str, options: Options<'_>, json: bool) -> u8 {
         Some(f) => match DateTime::parse_from_rfc3339(f) {
             Ok(t) => t.to_utc(),
             Err(e) => {
-                eprintln!("mesh-host: --from {f}: not an RFC 3339 time ({e}); e.g. 2026-03-29T00:00:00+01:00");
+                crate::errln!("mesh-host: --from {f:?}: not an RFC 3339 time ({e}); e.g. 2026-03-29T00:00:00+01:00");
                 return EXIT_REFUSED;
             }
         },
@@ -67,13 +67,13 @@ pub fn run(expr: &str, options: Options<'_>, json: bool) -> u8 {
     let schedule = match CronSchedule::parse(expr) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mesh-host: {expr:?}: {e}");
+            crate::errln!("mesh-host: {expr:?}: {e}");
             return EXIT_REFUSED;
         }
     };
     let delay = match splay {
         Some((0, _)) => {
-            eprintln!("mesh-host: --randomized-delay 0: must be at least 1 second");
+            crate::errln!("mesh-host: --randomized-delay 0: must be at least 1 second");
             return EXIT_REFUSED;
         }
         Some((secs, step)) => Some(crate::schedule::splay::delay(
@@ -99,13 +99,13 @@ pub fn run(expr: &str, options: Options<'_>, json: bool) -> u8 {
         });
     } else {
         if let Some(d) = delay {
-            eprintln!(
+            crate::errln!(
                 "randomized delay on this node: {}",
                 crate::schedule::splay::describe(d)
             );
         }
         for t in next {
-            println!("{t}");
+            crate::outln!("{t}");
         }
     }
     EXIT_OK

@@ -45,7 +45,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
         let host = match LocalHost::open(cli).await {
             Ok(h) => h,
             Err(msg) => {
-                eprintln!("mesh-host: {msg}");
+                crate::errln!("mesh-host: {msg}");
                 return EXIT_REFUSED;
             }
         };
@@ -59,7 +59,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
                 if json {
                     print_json(&report);
                 } else {
-                    println!("{}", PreviewText(&report));
+                    crate::outln!("{}", PreviewText(&report));
                 }
                 report.diff_exit()
             }
@@ -71,12 +71,12 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
                         "problems": refusal.problems,
                     }));
                 } else {
-                    eprintln!(
+                    crate::errln!(
                         "mesh-host: {shown} is refused; {} problem(s):",
                         refusal.problems.len()
                     );
                     for p in &refusal.problems {
-                        eprintln!("  {p}");
+                        crate::errln!("  {p}");
                     }
                 }
                 EXIT_REFUSED
@@ -98,7 +98,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
 fn read_text(file: &Path) -> Result<String, u8> {
     let bytes = read_or_refuse(file)?;
     String::from_utf8(bytes).map_err(|_| {
-        eprintln!("mesh-host: {} is not UTF-8 text", file.display());
+        crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
         EXIT_REFUSED
     })
 }

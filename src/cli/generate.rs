@@ -16,7 +16,7 @@ pub fn run(dir: &Path) -> u8 {
     match write_all(dir) {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("mesh-host: cannot generate into {}: {e}", dir.display());
+            crate::errln!("mesh-host: cannot generate into {}: {e}", dir.display());
             EXIT_FAILED
         }
     }

@@ -2,7 +2,19 @@
 //! ([`crate::compose`]). Exit 0 with the declaration on standard output
 //! (or written atomically to `-o`) and notes on standard error; exit 2
 //! with every problem listed and nothing written.
+//!
+//! `-o PATH` writes a regular file only: PATH is a regular file (replaced,
+//! its permission bits kept) or nothing yet (made 0644). Anything else is
+//! refused before any work, and again just before the write: a device
+//! (`-o /dev/null` as root would otherwise replace the device with a
+//! file), a directory, a FIFO, a socket, and a symbolic link, which is
+//! neither followed nor replaced (name the file it points at). The file is
+//! written without a name until it is whole ([`crate::store::write_atomic`]),
+//! so a SIGTERM, SIGINT or SIGKILL mid-write leaves PATH as it was and no
+//! temporary file behind.
 
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::local::block_on;
@@ -23,10 +35,16 @@ pub struct Options<'a> {
 }
 
 pub fn run(cli: &Cli, o: Options<'_>) -> u8 {
+    if let Some(path) = o.output {
+        if let Err((code, why)) = output_target(path) {
+            crate::errln!("mesh-host: import: -o {}: {why}", path.display());
+            return code;
+        }
+    }
     let dir = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("mesh-host: import: the working directory cannot be read: {e}");
+            crate::errln!("mesh-host: import: the working directory cannot be read: {e}");
             return EXIT_FAILED;
         }
     };
@@ -62,39 +80,89 @@ fn said(imported: Result<compose::Imported, Vec<String>>, output: Option<&Path>)
     match imported {
         Ok(imported) => {
             for note in &imported.notes {
-                eprintln!("mesh-host: import: {note}");
+                crate::errln!("mesh-host: import: {note}");
             }
             match output {
                 Some(path) => {
-                    if let Err(e) = crate::store::write_atomic(path, &imported.bytes, 0o644) {
-                        eprintln!("mesh-host: import: {}: {e}", path.display());
-                        return EXIT_FAILED;
+                    if let Err((code, why)) = write_output(path, &imported.bytes) {
+                        crate::errln!("mesh-host: import: -o {}: {why}", path.display());
+                        return code;
                     }
                 }
-                None => {
-                    use std::io::Write;
-                    let mut out = std::io::stdout().lock();
-                    if out
-                        .write_all(&imported.bytes)
-                        .and_then(|()| out.flush())
-                        .is_err()
-                    {
-                        return EXIT_FAILED;
-                    }
-                }
+                None => super::output::bytes(&imported.bytes),
             }
             EXIT_OK
         }
         Err(problems) => {
-            eprintln!(
+            crate::errln!(
                 "mesh-host: import: refused, nothing written ({} problem{}):",
                 problems.len(),
                 if problems.len() == 1 { "" } else { "s" }
             );
             for p in problems {
-                eprintln!("  {p}");
+                crate::errln!("  {p}");
             }
             EXIT_REFUSED
         }
     }
+}
+
+/// Whether `-o` may write `path`: the permission bits to give the file
+/// (an existing one's, else 0644), or the exit code and why not.
+fn output_target(path: &Path) -> Result<u32, (u8, String)> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0o644),
+        Err(e) => return Err((EXIT_FAILED, format!("cannot be looked at: {e}"))),
+    };
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(meta.permissions().mode() & 0o7777);
+    }
+    if kind.is_symlink() {
+        let to = std::fs::read_link(path)
+            .map(|t| format!(" (to {})", t.display()))
+            .unwrap_or_default();
+        return Err((
+            EXIT_REFUSED,
+            format!(
+                "is a symbolic link{to}: -o neither follows nor replaces a link; name the file itself"
+            ),
+        ));
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err((
+        EXIT_REFUSED,
+        format!("is {what}: -o writes a regular file, or makes a new one; nothing was written"),
+    ))
+}
+
+/// Write the declaration at `path`, looked at again just before (what is
+/// there may have changed while the project was read).
+fn write_output(path: &Path, bytes: &[u8]) -> Result<(), (u8, String)> {
+    let mode = output_target(path)?;
+    crate::store::write_atomic_with(path, mode, |file| {
+        let (first, rest) = bytes.split_at(bytes.len() / 2);
+        file.write_all(first)?;
+        crate::fault::pause_blocking("pause-in-output", "import");
+        file.write_all(rest)
+    })
+    .map_err(|e| {
+        (
+            EXIT_FAILED,
+            format!("cannot be written: {e}; nothing was written"),
+        )
+    })
 }

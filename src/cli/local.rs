@@ -56,11 +56,11 @@ impl LocalHost {
     /// command closes them. Errors are printed; the exit code is returned.
     pub async fn ready(cli: &Cli) -> Result<LocalHost, u8> {
         let host = LocalHost::open(cli).await.map_err(|msg| {
-            eprintln!("mesh-host: {msg}");
+            crate::errln!("mesh-host: {msg}");
             EXIT_FAILED
         })?;
         host.windows.resume().await.map_err(|e| {
-            eprintln!("mesh-host: cannot read window records, nothing was done: {e}");
+            crate::errln!("mesh-host: cannot read window records, nothing was done: {e}");
             EXIT_FAILED
         })?;
         Ok(host)
@@ -82,7 +82,7 @@ pub fn block_on<F: std::future::Future<Output = u8>>(fut: F) -> u8 {
     {
         Ok(rt) => rt.block_on(fut),
         Err(e) => {
-            eprintln!("mesh-host: cannot start the async runtime: {e}");
+            crate::errln!("mesh-host: cannot start the async runtime: {e}");
             EXIT_FAILED
         }
     }
@@ -153,12 +153,12 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
             Ok(true) => {}
             Ok(false) => {
                 if let Err(e) = host.runtime.pull(image).await {
-                    eprintln!("mesh-host: cannot pull {image}: {e}");
+                    crate::errln!("mesh-host: cannot pull {image}: {e}");
                     return EXIT_FAILED;
                 }
             }
             Err(e) => {
-                eprintln!("mesh-host: {e}");
+                crate::errln!("mesh-host: {e}");
                 return EXIT_FAILED;
             }
         }
@@ -180,7 +180,7 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
                     Some(super::progress::Followed::new(events))
                 }
                 Err(e) => {
-                    eprintln!("mesh-host: the step's output will not be shown: {e}");
+                    crate::errln!("mesh-host: the step's output will not be shown: {e}");
                     None
                 }
             }
@@ -213,7 +213,7 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
         let host = match LocalHost::open(cli).await {
             Ok(h) => h,
             Err(msg) => {
-                eprintln!("mesh-host: {msg}");
+                crate::errln!("mesh-host: {msg}");
                 return EXIT_FAILED;
             }
         };
@@ -224,12 +224,12 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
                 if json {
                     print_json(&plan);
                 } else {
-                    print!("{}", plan.render());
+                    crate::out!("{}", plan.render());
                 }
                 EXIT_OK
             }
             Err(e) => {
-                eprintln!("mesh-host: {e}");
+                crate::errln!("mesh-host: {e}");
                 EXIT_FAILED
             }
         }

@@ -42,12 +42,12 @@ pub fn run(cli: &Cli, step: &str, opts: Options) -> u8 {
     let declared = match declared_step(&cli.declaration, step) {
         Ok(d) => d,
         Err(refusal) => {
-            eprintln!("mesh-host: {refusal}");
+            crate::errln!("mesh-host: {refusal}");
             return EXIT_REFUSED;
         }
     };
     let Some(journalctl) = JOURNALCTL.iter().copied().find(|p| Path::new(p).exists()) else {
-        eprintln!("mesh-host: no journalctl at {}", JOURNALCTL.join(" or "));
+        crate::errln!("mesh-host: no journalctl at {}", JOURNALCTL.join(" or "));
         return EXIT_FAILED;
     };
     let query = Query {
@@ -57,26 +57,26 @@ pub fn run(cli: &Cli, step: &str, opts: Options) -> u8 {
     let selection = match select(journalctl, &query, opts.fires) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mesh-host: cannot read the journal: {e}");
+            crate::errln!("mesh-host: cannot read the journal: {e}");
             return EXIT_FAILED;
         }
     };
     if selection.fires.is_empty() {
         if let Err(why) = declared {
-            eprintln!(
+            crate::errln!(
                 "mesh-host: no step {step}: {why}, and the journal holds no fire of a step by that id"
             );
             return EXIT_REFUSED;
         }
         if !opts.follow {
-            eprintln!("mesh-host: the journal holds no fire of step {step} yet");
+            crate::errln!("mesh-host: the journal holds no fire of step {step} yet");
             return EXIT_OK;
         }
     }
     match print(journalctl, &query, &selection, opts) {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("mesh-host: cannot read the journal: {e}");
+            crate::errln!("mesh-host: cannot read the journal: {e}");
             EXIT_FAILED
         }
     }
@@ -88,9 +88,9 @@ pub fn run(cli: &Cli, step: &str, opts: Options) -> u8 {
 /// output of a step since removed).
 fn declared_step(file: &Path, step: &str) -> Result<Result<String, String>, String> {
     let shown = file.display();
-    let bytes = match std::fs::read(file) {
+    let bytes = match declaration::input::read(file) {
         Ok(b) => b,
-        Err(e) => return Ok(Err(format!("cannot read {shown} ({e})"))),
+        Err(e) => return Ok(Err(e.to_string())),
     };
     let decl = match declaration::parse(&bytes) {
         Ok(d) => d,
@@ -447,8 +447,7 @@ fn print(path: &str, query: &Query, selection: &Selection, opts: Options) -> std
         current: None,
         open: None,
     };
-    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
-    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    let (mut out, mut err) = (super::output::Out, super::output::ErrOut);
     entries(journalctl(path, &args, query)?, |entry| {
         let Some(e) = classify(&entry, query.step) else {
             return Ok(true);

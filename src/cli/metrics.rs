@@ -11,11 +11,11 @@ pub fn run_local(cli: &Cli) -> u8 {
         .and_then(|store| crate::metrics::service::local(&store));
     match text {
         Ok(text) => {
-            print!("{text}");
+            crate::out!("{text}");
             EXIT_OK
         }
         Err(msg) => {
-            eprintln!("mesh-host: {msg}");
+            crate::errln!("mesh-host: {msg}");
             EXIT_FAILED
         }
     }

@@ -23,7 +23,7 @@ mod local;
 mod logs;
 mod man;
 mod metrics;
-mod output;
+pub mod output;
 mod progress;
 mod remote;
 mod status;
@@ -396,7 +396,8 @@ pub enum Command {
         #[arg(long)]
         no_resolve: bool,
         /// Write the declaration here (atomically) instead of standard
-        /// output.
+        /// output: a regular file (replaced, its mode kept) or a new one;
+        /// a device, directory, FIFO, socket or symbolic link is refused.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
@@ -483,7 +484,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             },
         ),
         Command::Schema => {
-            print!("{}", crate::declaration::SCHEMA);
+            output::text(crate::declaration::SCHEMA);
             EXIT_OK
         }
         Command::Take { ref id, json } => take::run(&cli, id, json),
@@ -583,7 +584,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(declaration) => remote::apply(&cli, declaration, allow_empty, json),
                 Err(_) => {
-                    eprintln!("mesh-host: {} is not UTF-8 text", file.display());
+                    crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
                     EXIT_REFUSED
                 }
             },
@@ -606,6 +607,8 @@ pub fn dispatch(cli: Cli) -> u8 {
             allow_empty,
             json,
         } => {
+            // diff's 1 means "changes": trouble is 2, as diff(1) says it.
+            output::set_failure_code(EXIT_REFUSED);
             if local {
                 diff::run_local(&cli, file, allow_empty, json)
             } else {

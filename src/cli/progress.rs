@@ -232,7 +232,7 @@ impl Screen {
     /// A line a terminal that cannot redraw keeps.
     fn plain(&mut self, view: &View, text: Option<String>) {
         if let (false, Some(text)) = (self.style.redraw, text) {
-            eprintln!("mesh-host {}: {text}", view.what);
+            crate::errln!("mesh-host {}: {text}", view.what);
         }
     }
 }
@@ -271,10 +271,12 @@ impl Followed {
         {
             match event {
                 FollowEvent::Line { fire: of, line } if of == fire => {
-                    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
-                    let _ = self
-                        .printer
-                        .line(&of, &line, &mut stdout.lock(), &mut stderr.lock());
+                    let _ = self.printer.line(
+                        &of,
+                        &line,
+                        &mut super::output::Out,
+                        &mut super::output::ErrOut,
+                    );
                 }
                 FollowEvent::Ended { fire: of } if of == fire => self.ended = true,
                 _ => {}
@@ -283,7 +285,7 @@ impl Followed {
     }
 
     fn finish(&mut self) {
-        let _ = self.printer.close(&mut std::io::stdout().lock());
+        let _ = self.printer.close(&mut super::output::Out);
     }
 }
 

@@ -41,7 +41,7 @@ pub(super) fn print_answer_or(answer: Result<Response, String>, json: bool, unre
     match answer {
         Ok(response) => print_response(&response, json),
         Err(e) => {
-            eprintln!("mesh-host: {e}");
+            crate::errln!("mesh-host: {e}");
             unreachable
         }
     }
@@ -58,7 +58,7 @@ pub fn reload(cli: &Cli) -> u8 {
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                 Ok(term) => term,
                 Err(e) => {
-                    eprintln!("mesh-host: cannot handle SIGTERM: {e}");
+                    crate::errln!("mesh-host: cannot handle SIGTERM: {e}");
                     return super::EXIT_FAILED;
                 }
             };
@@ -67,7 +67,7 @@ pub fn reload(cli: &Cli) -> u8 {
                 print_answer(answer, false)
             }
             _ = term.recv() => {
-                println!("the daemon is being stopped: the reload is left to it");
+                crate::outln!("the daemon is being stopped: the reload is left to it");
                 super::EXIT_OK
             }
         }
@@ -120,7 +120,7 @@ pub fn run(cli: &Cli, step: &str, force: bool, follow: bool, json: bool) -> u8 {
                     Some(Followed::new(events))
                 }
                 Err(e) => {
-                    eprintln!("mesh-host: the step's output will not be shown: {e}");
+                    crate::errln!("mesh-host: the step's output will not be shown: {e}");
                     None
                 }
             }
@@ -140,7 +140,7 @@ pub fn run(cli: &Cli, step: &str, force: bool, follow: bool, json: bool) -> u8 {
         match answer {
             Some(answer) => print_answer(answer, json),
             None => {
-                eprintln!("{}", interrupted(step, view.fire()));
+                crate::errln!("{}", interrupted(step, view.fire()));
                 EXIT_INTERRUPTED
             }
         }

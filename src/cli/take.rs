@@ -15,7 +15,7 @@ pub fn run(cli: &Cli, id: &str, json: bool) -> u8 {
     let decl = match declaration::parse(&bytes) {
         Ok(d) => d,
         Err(refusal) => {
-            eprintln!("mesh-host: {} is refused:\n{refusal}", file.display());
+            crate::errln!("mesh-host: {} is refused:\n{refusal}", file.display());
             return EXIT_REFUSED;
         }
     };

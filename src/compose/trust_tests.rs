@@ -465,7 +465,7 @@ async fn reset_and_override_apply_across_files() {
 #[tokio::test]
 async fn an_unset_variable_is_noted_and_dotenv_values_use_earlier_ones() {
     let (d, notes) = run(
-        "services:\n  web:\n    image: x:${TAG}\n    volumes: [\"${DATA}:/data\"]\n",
+        "services:\n  web:\n    image: x${TAG}\n    volumes: [\"${DATA}:/data\"]\n",
         &[(".env", "BASE=/srv/base-for-a-test\nDATA=${BASE}/data\n")],
         &[],
     )
@@ -541,6 +541,21 @@ async fn twenty_thousand_services_import() {
     compose = compose.replace("s0: {image: x, depends_on: [s0]}", "s0: {image: x}");
     let (d, _) = run(&compose, &[], &[]).await.unwrap();
     assert_eq!(d["resources"].as_array().unwrap().len(), 20_001);
+}
+
+/// Images left as tags are checked as if pinned: a real problem past the
+/// first thousand a refusal lists is still named (it was hidden behind
+/// a thousand "not pinned" lines, filtered away, and a count).
+#[tokio::test]
+async fn a_problem_past_a_thousand_tags_is_still_named() {
+    let mut compose = String::from("services:\n");
+    for i in 0..1_500 {
+        compose.push_str(&format!("  s{i}: {{image: x, restart: always}}\n"));
+    }
+    compose.push_str("  a: {image: x, restart: always, ports: [\"8080:80\"]}\n");
+    compose.push_str("  b: {image: x, restart: always, ports: [\"8080:80\"]}\n");
+    let problems = refused(run(&compose, &[], &[]).await, "8080");
+    assert_eq!(problems.len(), 1, "{problems:#?}");
 }
 
 #[tokio::test]

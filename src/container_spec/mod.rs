@@ -542,7 +542,12 @@ pub fn parse_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
             ),
         };
         if key.is_empty() || key.contains(char::is_whitespace) {
-            return Err(format!("line {}: {key:?} is not a variable name", n + 1));
+            // Never the line itself: an env-file may hold secrets, and a
+            // line that is not KEY=VALUE may be one (a password alone).
+            return Err(format!(
+                "line {}: not a variable: KEY=VALUE, or KEY alone, the name not empty and without spaces",
+                n + 1
+            ));
         }
         out.push((key.to_string(), value));
     }
@@ -568,6 +573,11 @@ mod tests {
         );
         let e = parse_env_file("A=1\nB C=2\n").expect_err("bad key");
         assert!(e.contains("line 2"), "{e}");
+        // A line that is not a variable is never quoted: it may be a secret.
+        let e = parse_env_file("A=1\nroot:$y$j9T$hash secret:19000:0:99999:7:::\n")
+            .expect_err("not an env-file");
+        assert!(e.starts_with("line 2: "), "{e}");
+        assert!(!e.contains("root") && !e.contains("secret"), "{e}");
     }
 
     fn parsed(resources: Value) -> Declaration {

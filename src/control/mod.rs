@@ -21,8 +21,16 @@ use serde::{Deserialize, Serialize};
 /// Where the daemon listens by default.
 pub const DEFAULT_SOCKET: &str = "/run/mesh-host/control.sock";
 
-/// The largest request accepted (a declaration travels inside `apply`).
-pub const MAX_REQUEST: usize = 8 * 1024 * 1024;
+/// The largest declaration a request carries: the largest one read
+/// (`declaration::input::MAX_BYTES`, 8 MiB; a test in `cli` holds the two
+/// equal).
+pub const MAX_DECLARATION: usize = 8 * 1024 * 1024;
+
+/// The largest request accepted: a declaration travels inside `apply` and
+/// `diff` as a JSON string, in which each quote, backslash and line break
+/// of its text takes two bytes, so twice [`MAX_DECLARATION`] and room for
+/// the rest. Any declaration a reader accepts travels whole.
+pub const MAX_REQUEST: usize = 2 * MAX_DECLARATION + 64 * 1024;
 
 /// How long a client has to send its whole request.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -120,7 +120,7 @@ pub(super) fn parse_expression(expr: &str) -> Result<Fields, CronError> {
     if first.starts_with('@') {
         if words.len() > 1 {
             return Err(CronError(format!(
-                "the macro {first} stands alone; found more after it"
+                "the macro {first:?} stands alone; found more after it"
             )));
         }
         let expanded = expand_macro(first)?;
@@ -186,7 +186,7 @@ fn expand_macro(word: &str) -> Result<&'static str, CronError> {
             "@reboot is not supported: a scheduled step runs on a calendar, not at boot".into(),
         )),
         _ => Err(CronError(format!(
-            "unknown macro {word}; accepted: @yearly @annually @monthly @weekly @daily \
+            "unknown macro {word:?}; accepted: @yearly @annually @monthly @weekly @daily \
              @midnight @hourly (lowercase)"
         ))),
     }
@@ -200,8 +200,10 @@ fn parse_field(kind: FieldKind, text: &str) -> Result<(u64, bool), String> {
     {
         return Err(match c {
             '?' => "'?' is Quartz syntax, not Debian cron's; write '*'".to_string(),
-            '#' => format!("'#' (nth weekday of the month) in '{text}' is not supported"),
-            _ => format!("unexpected character '{c}' in '{text}'"),
+            // The field may hold anything (ESC, BEL, NUL): quoted as Rust
+            // quotes it, as every other field's message does.
+            '#' => format!("'#' (nth weekday of the month) in {text:?} is not supported"),
+            _ => format!("unexpected character {c:?} in {text:?}"),
         });
     }
     let mut bits = 0u64;

@@ -417,8 +417,8 @@ fn refusals_name_the_field_and_the_reason() {
         ("0 0 0 * * * 2030", "seconds and year fields are not supported"),
         ("0 0 1 1 1 1 1 1", "found 8 fields"),
         ("@reboot", "@reboot is not supported"),
-        ("@Daily", "unknown macro @Daily"),
-        ("@fortnightly", "unknown macro @fortnightly"),
+        ("@Daily", "unknown macro \"@Daily\""),
+        ("@fortnightly", "unknown macro \"@fortnightly\""),
         ("@daily 5", "stands alone"),
         ("61 * * * *", "minute: 61 is out of range 0-59"),
         ("* 24 * * *", "hour: 24 is out of range 0-23"),
@@ -463,6 +463,39 @@ fn refusals_name_the_field_and_the_reason() {
     assert!(!refusal("0 0 31 4,6,9,11 *").contains("February"));
     // Sunday as 0 explains the reversed day range.
     assert!(refusal("0 0 * * fri-sun").contains("Sunday is 0 here"));
+}
+
+#[test]
+fn control_characters_are_quoted_never_printed_raw() {
+    // ESC, BEL and NUL in an expression (a declaration can carry any of
+    // them) come out escaped, as every other field's message quotes them:
+    // a refusal printed on a terminal never drives it.
+    for (expr, shown) in [
+        ("1 2 3 4 \u{1b}\u{7}", "'\\u{1b}' in \"\\u{1b}\\u{7}\""),
+        ("\0 * * * *", "'\\0' in \"\\0\""),
+        (
+            "* * * * 1#\u{1b}",
+            "'#' (nth weekday of the month) in \"1#\\u{1b}\"",
+        ),
+        ("@\u{7}daily", "unknown macro \"@\\u{7}daily\""),
+        ("@daily \u{1b}", "the macro \"@daily\" stands alone"),
+    ] {
+        let got = refusal(expr);
+        assert!(got.contains(shown), "{expr:?}: {got:?} lacks {shown:?}");
+        assert!(!got.chars().any(char::is_control), "{expr:?}: {got:?}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    /// Whatever the expression, a refusal holds no control character.
+    #[test]
+    fn no_refusal_prints_a_control_character(expr in "[ -~\\x00-\\x1f\\x7f\\u{80}-\\u{9f}@#*/,0-9a-z-]{0,40}") {
+        if let Err(e) = CronSchedule::parse(&expr) {
+            let text = e.to_string();
+            proptest::prop_assert!(!text.chars().any(char::is_control), "{:?}: {:?}", expr, text);
+        }
+    }
 }
 
 #[test]

@@ -85,6 +85,11 @@ const ALIASES: &[(&str, &str)] = &[
 /// the same but for case and `_` (`read_only`), a known alias
 /// (`healthcheck`), or a spelling one or two edits away (`helth`).
 pub fn nearest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+    // No field name is this long: nothing to compare (and the distance is
+    // quadratic in the lengths).
+    if unknown.len() > 64 {
+        return None;
+    }
     let norm = |s: &str| s.to_ascii_lowercase().replace('_', "-");
     let wanted = norm(unknown);
     if let Some(k) = known.iter().find(|k| norm(k) == wanted) {

@@ -3,11 +3,14 @@
 //! A declaration with warnings is still applied (`check` exits 0); each
 //! warning names the resource it is about and the step concerned.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::Serialize;
 
-use super::model::{Declaration, Role, Step};
+use super::model::{Container, Declaration, MountSource, Resource, Role, Step};
+use super::overlaps::PathIndex;
+use super::types::{ResourceId, VolumeName};
 
 /// Lint name: a container writes data a holding step reads, yet the step does
 /// not hold it.
@@ -43,22 +46,38 @@ pub struct Warning {
 }
 
 impl fmt::Display for Warning {
-    /// `resource: message (lint)`.
+    /// `resource: message (lint)`; `message (lint)` for the count of
+    /// warnings not listed, which is about no resource.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} ({})", self.resource, self.message, self.lint)
+        if !self.resource.is_empty() {
+            write!(f, "{}: ", self.resource)?;
+        }
+        write!(f, "{} ({})", self.message, self.lint)
     }
 }
 
+/// How many warnings are listed; past them, one more says how many were
+/// not (a declaration can be made to warn of every pair of its steps and
+/// containers).
+pub const MAX_WARNINGS: usize = 1000;
+
+/// Lint name of the warning that says how many were not listed.
+pub const MORE: &str = "more-warnings";
+
 /// Every warning for a valid declaration, in declaration order of the steps.
+///
+/// Linear in the declaration: what a step's mounts overlap is found in an
+/// index of the writers' mounts, and declared networks and volumes in sets.
 pub fn lint(decl: &Declaration) -> Vec<Warning> {
-    let mut warnings = Vec::new();
+    let mut warnings = Warnings::default();
+    let writers = Writers::of(decl);
     for step in decl.steps() {
         if step.schedule.while_stopped.is_empty() {
             continue;
         }
         let step_id = step.resource.id.as_str();
         if step.container.timeout.is_none() {
-            warnings.push(Warning {
+            warnings.push(|| Warning {
                 lint: WINDOW_WITHOUT_TIMEOUT,
                 resource: step_id.to_owned(),
                 step: Some(step_id.to_owned()),
@@ -67,12 +86,13 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
                 ),
             });
         }
-        missed_writers(decl, step, &mut warnings);
+        missed_writers(&writers, step, &mut warnings);
     }
+    let declared = Declared::of(decl);
     for (resource, container) in decl.containers() {
-        undeclared_uses(decl, resource.id.as_str(), container, &mut warnings);
+        undeclared_uses(&declared, resource.id.as_str(), container, &mut warnings);
         if container.options.privileged {
-            warnings.push(Warning {
+            warnings.push(|| Warning {
                 lint: PRIVILEGED,
                 resource: resource.id.to_string(),
                 step: None,
@@ -80,16 +100,71 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
             });
         }
     }
-    warnings
+    warnings.done()
+}
+
+/// The warnings listed so far, and how many more were found.
+#[derive(Debug, Default)]
+struct Warnings {
+    listed: Vec<Warning>,
+    more: usize,
+}
+
+impl Warnings {
+    /// Whether no more are listed: a check that only adds to the count
+    /// may stop looking.
+    fn full(&self) -> bool {
+        self.listed.len() >= MAX_WARNINGS
+    }
+
+    /// One more warning, made only if it is listed.
+    fn push(&mut self, warning: impl FnOnce() -> Warning) {
+        if self.full() {
+            self.more += 1;
+        } else {
+            self.listed.push(warning());
+        }
+    }
+
+    fn done(mut self) -> Vec<Warning> {
+        if self.more > 0 {
+            self.listed.push(Warning {
+                lint: MORE,
+                resource: String::new(),
+                step: None,
+                message: format!(
+                    "and {} more warning{}, not listed: a check lists the first {MAX_WARNINGS}",
+                    self.more,
+                    if self.more == 1 { "" } else { "s" }
+                ),
+            });
+        }
+        self.listed
+    }
+}
+
+/// The names of the declared networks and volumes.
+struct Declared<'d> {
+    networks: HashSet<&'d str>,
+    volumes: HashSet<&'d VolumeName>,
+}
+
+impl<'d> Declared<'d> {
+    fn of(decl: &'d Declaration) -> Self {
+        Declared {
+            networks: decl.networks().map(|(_, n)| n.name.as_str()).collect(),
+            volumes: decl.volumes().map(|(_, v)| &v.name).collect(),
+        }
+    }
 }
 
 /// The networks and volumes `container` uses that are neither declared
 /// nor the runtime's own.
 fn undeclared_uses(
-    decl: &Declaration,
+    declared: &Declared<'_>,
     id: &str,
     container: &super::model::Container,
-    warnings: &mut Vec<Warning>,
+    warnings: &mut Warnings,
 ) {
     let mut networks: Vec<&str> = container.networks.iter().map(|n| n.name.as_str()).collect();
     if let Some(super::model::Network::Named(n)) = &container.network {
@@ -97,11 +172,11 @@ fn undeclared_uses(
     }
     for network in networks {
         if super::networking::RUNTIME_NETWORKS.contains(&network)
-            || decl.networks().any(|(_, n)| n.name.as_str() == network)
+            || declared.networks.contains(network)
         {
             continue;
         }
-        warnings.push(Warning {
+        warnings.push(|| Warning {
             lint: UNDECLARED_NETWORK,
             resource: id.to_owned(),
             step: None,
@@ -114,10 +189,10 @@ fn undeclared_uses(
         let super::model::MountSource::Volume(volume) = &mount.source else {
             continue;
         };
-        if decl.volumes().any(|(_, v)| &v.name == volume) {
+        if declared.volumes.contains(volume) {
             continue;
         }
-        warnings.push(Warning {
+        warnings.push(|| Warning {
             lint: UNDECLARED_VOLUME,
             resource: id.to_owned(),
             step: None,
@@ -129,17 +204,71 @@ fn undeclared_uses(
     }
 }
 
+/// Every container that may write while a window is open (any but a
+/// run-once step, which runs only inside an apply, and no window opens
+/// while an apply is in flight), by what it mounts read-write; values
+/// are their positions among the declaration's containers.
+struct Writers<'d> {
+    containers: Vec<(&'d Resource, &'d Container)>,
+    paths: PathIndex<usize>,
+    volumes: HashMap<&'d VolumeName, Vec<usize>>,
+}
+
+impl<'d> Writers<'d> {
+    fn of(decl: &'d Declaration) -> Self {
+        let containers: Vec<(&Resource, &Container)> = decl.containers().collect();
+        let mut paths = PathIndex::new();
+        let mut volumes: HashMap<&VolumeName, Vec<usize>> = HashMap::new();
+        for (i, (_, container)) in containers.iter().enumerate() {
+            if container.role == Role::RunOnce {
+                continue;
+            }
+            for mount in container.mounts.iter().filter(|m| !m.read_only) {
+                match &mount.source {
+                    MountSource::Path(p) => paths.insert(p, i),
+                    MountSource::Volume(v) => volumes.entry(v).or_default().push(i),
+                }
+            }
+        }
+        Writers {
+            containers,
+            paths,
+            volumes,
+        }
+    }
+
+    /// The positions of the containers that write what `source` mounts.
+    fn of_source(&self, source: &MountSource, into: &mut HashSet<usize>) {
+        match source {
+            MountSource::Path(p) => into.extend(self.paths.overlapping(p)),
+            MountSource::Volume(v) => {
+                into.extend(self.volumes.get(v).into_iter().flatten().copied())
+            }
+        }
+    }
+}
+
 /// Containers that mount read-write what the step mounts, and that the
 /// step's window does not hold: they write while the step works.
-fn missed_writers(decl: &Declaration, step: Step<'_>, warnings: &mut Vec<Warning>) {
+fn missed_writers(writers: &Writers<'_>, step: Step<'_>, warnings: &mut Warnings) {
     let step_id = step.resource.id.as_str();
-    for (resource, container) in decl.containers() {
-        if resource.id == step.resource.id
-            || step.schedule.while_stopped.contains(&resource.id)
-            // A run-once step runs only inside an apply, and no window opens
-            // while an apply is in flight.
-            || container.role == Role::RunOnce
-        {
+    let mut found: HashSet<usize> = HashSet::new();
+    for mount in &step.container.mounts {
+        writers.of_source(&mount.source, &mut found);
+    }
+    let held: HashSet<&ResourceId> = step.schedule.while_stopped.iter().collect();
+    let mut found: Vec<usize> = found.into_iter().collect();
+    found.sort_unstable();
+    for i in found {
+        let Some((resource, container)) = writers.containers.get(i) else {
+            continue;
+        };
+        if resource.id == step.resource.id || held.contains(&resource.id) {
+            continue;
+        }
+        if warnings.full() {
+            // Counted, not described: the rest is not listed anyway.
+            warnings.more += 1;
             continue;
         }
         let overlap = container
@@ -154,7 +283,7 @@ fn missed_writers(decl: &Declaration, step: Step<'_>, warnings: &mut Vec<Warning
                     .map(|s| (m, s))
             });
         if let Some((mine, theirs)) = overlap {
-            warnings.push(Warning {
+            warnings.push(|| Warning {
                 lint: WINDOW_MISSES_WRITER,
                 resource: resource.id.to_string(),
                 step: Some(step_id.to_owned()),

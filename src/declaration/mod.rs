@@ -3,8 +3,9 @@
 //! Bytes go through three stages, so that nothing invalid reaches the engine
 //! and every problem is reported at once (CONTRACT "The declaration"):
 //!
-//! 1. `raw`: the JSON is read (duplicate keys refused) into serde structs
-//!    that mirror the wire format. Every field is a `Field`, which
+//! 1. `raw`: the JSON is checked (`strict`: syntax, duplicate keys refused,
+//!    nesting bounded) and read straight into serde structs that mirror the
+//!    wire format, with no tree of JSON values of the whole document. Every field is a `Field`, which
 //!    records a wrong JSON type instead of failing, and every struct catches
 //!    the keys it does not know; so one bad field never hides the next.
 //! 2. `validate`: walks the raw structs, collects **every** problem, each
@@ -27,15 +28,21 @@ mod base64;
 pub mod depends;
 pub mod hints;
 pub mod identity;
+pub mod input;
+pub mod links;
 pub mod lint;
 pub mod model;
 pub mod networking;
 pub mod options;
+pub mod overlaps;
 pub mod raw;
 pub mod sandbox;
+mod strict;
 pub mod types;
 mod validate;
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod networking_tests;
 #[cfg(test)]
@@ -75,42 +82,54 @@ pub const VERSION: u64 = 1;
 /// input that is not JSON, not an object, or not version 1 is refused with
 /// that one problem, since nothing else in it can be read with confidence.
 pub fn parse(bytes: &[u8]) -> Result<Declaration, Refusal> {
-    let value = raw::read_json(bytes).map_err(|e| {
+    if bytes.len() as u64 > input::MAX_BYTES {
+        return Err(Refusal::single(
+            None,
+            input::too_large(Some(bytes.len() as u64)),
+        ));
+    }
+    strict::check(bytes).map_err(|e| {
         let message = match hints::not_json(bytes) {
             Some(hint) => format!("not valid JSON: {e}: {hint}"),
             None => format!("not valid JSON: {e}"),
         };
         Refusal::single(None, message)
     })?;
-    let Some(object) = value.as_object() else {
+    let kind = strict::top_kind(bytes);
+    if kind != "an object" {
         return Err(Refusal::single(
             None,
             format!(
-                "a declaration is a JSON object {{\"declaration\": 1, \"resources\": [...]}}, found {}",
-                raw::kind_of(&value)
+                "a declaration is a JSON object {{\"declaration\": 1, \"resources\": [...]}}, found {kind}"
             ),
         ));
-    };
-    match object.get("declaration") {
-        None => {
+    }
+    // Pass one of the validation runs as the resources are read, so that
+    // each raw resource lives only until it is read into the model.
+    let mut validator = validate::Validator::new();
+    let raw = raw::read_declaration(bytes, |resource| validator.resource(resource))
+        // Every field of the raw structs absorbs type errors, and the JSON
+        // was checked above, so this is not expected to fail; if it does,
+        // say so rather than panic.
+        .map_err(|e| Refusal::single(None, format!("could not read the declaration: {e}")))?;
+    match &raw.declaration {
+        raw::Field::Absent => {
             return Err(Refusal::single(
                 Some("declaration"),
                 format!("missing: expected \"declaration\": {VERSION}"),
             ))
         }
-        Some(v) if v.as_u64() == Some(VERSION) => {}
-        Some(v) => {
+        raw::Field::Present(v) if v.as_u64() == Some(VERSION) => {}
+        raw::Field::Present(v) | raw::Field::Invalid { value: v, .. } => {
             return Err(Refusal::single(
                 Some("declaration"),
                 format!("this host reads declaration version {VERSION} only, found {v}"),
             ))
         }
     }
-    let raw: raw::RawDeclaration = serde_json::from_value(value)
-        // Every field of the raw structs absorbs type errors, so this is not
-        // expected to fail; if it does, say so rather than panic.
-        .map_err(|e| Refusal::single(None, format!("could not read the declaration: {e}")))?;
-    validate::validate(raw).map_err(|problems| Refusal { problems })
+    validator
+        .finish(raw)
+        .map_err(|problems| Refusal { problems })
 }
 
 /// Why a declaration was refused: every problem found in it.

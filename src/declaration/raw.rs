@@ -11,81 +11,12 @@
 //! these values, an absent field left out.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 
-/// Read bytes as JSON, refusing an object that repeats a key: serde_json
-/// would keep the last silently, and the sender may have meant the first.
-/// The error carries line and column.
-pub fn read_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    serde_json::from_slice::<StrictValue>(bytes).map(|v| v.0)
-}
-
-/// A JSON value whose objects have no repeated keys.
-struct StrictValue(Value);
-
-impl<'de> Deserialize<'de> for StrictValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        // JSON cannot spell a non-finite number, so `from_f64` succeeds;
-        // `Null` is only a fallback that cannot be reached.
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(StrictValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
-            }
-            let StrictValue(value) = map.next_value()?;
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
-}
+mod read;
+pub use read::read_declaration;
 
 /// The JSON kind of a value, as an operator reads it.
 pub fn kind_of(value: &Value) -> &'static str {
@@ -127,19 +58,6 @@ impl<T> Field<T> {
     }
 }
 
-impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Ok(match T::deserialize(&value) {
-            Ok(v) => Field::Present(v),
-            Err(e) => Field::Invalid {
-                error: plain_words(&e.to_string()),
-                value,
-            },
-        })
-    }
-}
-
 /// A field is written as the value it holds (an absent one is skipped by
 /// the struct that holds it): what `mesh-host import` builds is written
 /// through these same types, so the compiler ties it to the format.
@@ -155,7 +73,7 @@ impl<T: Serialize> Serialize for Field<T> {
 
 /// Serde speaks of maps, sequences and unit values; a JSON sender thinks of
 /// objects, arrays and null.
-fn plain_words(message: &str) -> String {
+pub(super) fn plain_words(message: &str) -> String {
     message
         .replace("invalid type: map", "invalid type: object")
         .replace("invalid type: sequence", "invalid type: array")
@@ -167,29 +85,59 @@ fn plain_words(message: &str) -> String {
 /// A list whose items are each read on their own.
 pub type List<T> = Field<Vec<Field<T>>>;
 
-/// The whole declaration.
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(default, rename_all = "kebab-case", expecting = "a declaration object")]
+/// The whole declaration but its resources, which [`read_declaration`]
+/// gives one by one as it reads them (its unknown keys' values are not
+/// kept either).
+#[derive(Debug, Default)]
 pub struct RawDeclaration {
     /// The version; [`super::parse`] checks it before anything else.
-    #[serde(skip_serializing_if = "Field::is_absent")]
     pub declaration: Field<Value>,
-    /// The resources, in order.
-    #[serde(skip_serializing_if = "Field::is_absent")]
-    pub resources: List<RawResource>,
-    /// Keys this version does not know.
-    #[serde(flatten)]
+    /// What `resources` was.
+    pub resources: Listed,
+    /// Keys this version does not know (their values are not kept).
     pub unknown: BTreeMap<String, Value>,
 }
 
-/// One resource, by its `type`.
-// Short-lived and few; boxing would only add noise.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Deserialize, Serialize)]
+/// A declaration as `mesh-host import` writes it: its version and its
+/// resources, each written through the raw struct the reader fills, so
+/// the compiler ties what is written to what is read.
+#[derive(Debug, Serialize)]
+pub struct WrittenDeclaration {
+    /// [`super::VERSION`].
+    pub declaration: u64,
+    /// The resources, in order.
+    pub resources: Vec<RawResource>,
+}
+
+/// What the `resources` key held.
+#[derive(Debug, Default)]
+pub enum Listed {
+    /// No such key.
+    #[default]
+    Absent,
+    /// Not an array: the value sent.
+    Invalid(Value),
+    /// An array, each item of which was given to the reader's caller, up
+    /// to [`MAX_RESOURCES`]; `beyond` items more were skipped unread.
+    Read { beyond: usize },
+}
+
+/// How many resources a declaration may declare: 100,000, ten times what
+/// the largest declaration of a node holds by hand. Each costs its entry
+/// in the validator whatever it is (a list of a million `{}` would cost
+/// gigabytes), so past this bound the rest is skipped and the
+/// declaration refused.
+pub const MAX_RESOURCES: usize = 100_000;
+
+/// One resource, by its `type` (read by `raw::read`). A container is boxed:
+/// its raw struct is kilobytes (a `Field` per key it may have), and the
+/// list of resources read holds one slot per resource until validated.
+/// It serialises with its `type`: what `mesh-host import` writes.
+#[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum RawResource {
     /// `type: "container"`.
-    Container(RawContainer),
+    Container(Box<RawContainer>),
     /// `type: "file"`.
     File(RawFile),
     /// `type: "directory"`.

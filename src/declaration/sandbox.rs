@@ -16,6 +16,11 @@
 //! under the private directories (`PrivateTmp=yes`): a read-only view is
 //! still a view, but what the service sees there is no one else's.
 //!
+//! A path is judged as written and as the unit would reach it through
+//! links ([`super::links`]): `/lib/x` is `/usr/lib/x` on a usr-merged
+//! system, `/var/run/mesh-host/x` the unit's runtime directory; the
+//! refusal says which link it went through.
+//!
 //! The host's own paths are refused as written paths too: its state
 //! directory, the unit's runtime directory, its control socket and the
 //! node's declaration file ([`OwnPaths`]). Writing them would corrupt the state
@@ -162,8 +167,25 @@ fn own_paths() -> &'static OwnPaths {
     OWN_PATHS.get_or_init(OwnPaths::default)
 }
 
-/// Why `path`, which the host only reads, cannot be declared, if it cannot.
+/// Why `path`, which the host only reads, cannot be declared, if it
+/// cannot: as written, or as the unit would reach it through links
+/// ([`super::links`]).
 pub fn refusal(path: &AbsPath) -> Option<String> {
+    read_refusal(path).or_else(|| through_links(path, read_refusal))
+}
+
+/// `judge` of the path `path` reaches through links, said with the links.
+fn through_links(path: &AbsPath, judge: impl Fn(&AbsPath) -> Option<String>) -> Option<String> {
+    let reached = super::links::reached(path.as_path())?;
+    let seen = AbsPath::try_from(reached.path.to_str()?).ok()?;
+    let why = judge(&seen)?;
+    Some(format!(
+        "{path} is {seen} as the unit sees it ({}): {why}",
+        reached.via.join("; ")
+    ))
+}
+
+fn read_refusal(path: &AbsPath) -> Option<String> {
     let p = path.as_path();
     let dir = PRIVATE_TMP.iter().find(|d| p.starts_with(d))?;
     Some(format!(
@@ -176,7 +198,8 @@ pub fn refusal(path: &AbsPath) -> Option<String> {
 /// Why `path`, which the host writes (a file, a directory, a shared
 /// folder's entries), cannot be declared, if it cannot.
 pub fn write_refusal(path: &AbsPath) -> Option<String> {
-    write_refusal_with(path, own_paths())
+    let own = own_paths();
+    write_refusal_with(path, own).or_else(|| through_links(path, |p| write_refusal_with(p, own)))
 }
 
 fn write_refusal_with(path: &AbsPath, own: &OwnPaths) -> Option<String> {
@@ -281,6 +304,42 @@ mod tests {
                  (ProtectSystem=yes); put it under /etc, /srv, /var, /opt or /usr/local"
             )
         );
+    }
+
+    #[test]
+    fn paths_through_the_usr_merge_links_are_judged_where_they_lead() {
+        for (p, reached, setting) in [
+            (
+                "/lib/mesh-test/x.conf",
+                "/usr/lib/mesh-test/x.conf",
+                "ProtectSystem=yes",
+            ),
+            ("/bin/tool", "/usr/bin/tool", "ProtectSystem=yes"),
+            ("/sbin/x", "/usr/sbin/x", "ProtectSystem=yes"),
+            ("/lib64/x", "/usr/lib64/x", "ProtectSystem=yes"),
+        ] {
+            let why = write_refusal(&path(p)).unwrap_or_else(|| panic!("{p}"));
+            assert!(
+                why.starts_with(&format!("{p} is {reached} as the unit sees it (")),
+                "{why}"
+            );
+            assert!(why.contains("on a usr-merged system"), "{why}");
+            assert!(why.contains(setting), "{why}");
+        }
+        let why = write_refusal(&path("/var/run/mesh-host/x")).expect("runtime directory");
+        assert!(why.contains("/var/run is a link to /run"), "{why}");
+        assert!(
+            why.contains("own runtime directory (/run/mesh-host)"),
+            "{why}"
+        );
+        // Read paths: the private /tmp reached through a link.
+        let dir = tempfile::tempdir_in("/var/lib").expect("dir");
+        let link = dir.path().join("scratch");
+        std::os::unix::fs::symlink("/var/tmp", &link).expect("link");
+        let p = AbsPath::try_from(link.join("app.env").to_str().expect("utf-8")).expect("path");
+        let why = refusal(&p).expect("through the link");
+        assert!(why.contains("PrivateTmp=yes"), "{why}");
+        assert!(why.contains("is a link to /var/tmp"), "{why}");
     }
 
     #[test]

@@ -1679,12 +1679,24 @@ fn deep_nesting_neither_overflows_nor_panics() {
     let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
     let p = only(refuse_bytes(nested(100_000).as_bytes()));
     assert!(
-        p.message.contains("recursion limit exceeded"),
+        p.message
+            .contains("nested deeper than 64 arrays and objects at line 1"),
         "{}",
         p.message
     );
-    // Just inside serde_json's limit of 128, in every position a value can take.
-    let deep = nested(120);
+    // Past the bound in every position a value can take: refused, said where.
+    let deep = nested(70);
+    for text in [
+        format!(r#"{{"declaration": 1, "resources": [], "extra": {deep}}}"#),
+        format!(
+            r#"{{"declaration": 1, "resources": [{{"id": "a", "type": "container", "health": {deep}}}]}}"#
+        ),
+    ] {
+        let p = only(refuse_bytes(text.as_bytes()));
+        assert!(p.message.contains("nested deeper than 64"), "{}", p.message);
+    }
+    // Just inside it, in every position a value can take: read, never a panic.
+    let deep = nested(58);
     for text in [
         format!(r#"{{"declaration": 1, "resources": [], "extra": {deep}}}"#),
         format!(r#"{{"declaration": 1, "resources": [{deep}]}}"#),
@@ -2164,4 +2176,44 @@ fn bad_tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_each_named() {
         "an unknown key of a tmpfs is refused: {problems:#?}"
     );
     assert_eq!(problems.len(), 11, "{problems:#?}");
+}
+
+/// A resource is the same whatever the order of its keys: with `type`
+/// last (the keys before it held as their JSON text), spelt with an
+/// escape, or after a field of the wrong type, it reads and refuses as
+/// with `type` first.
+#[test]
+fn a_resource_reads_the_same_with_its_type_last() {
+    let first = br#"{"declaration": 1, "resources": [
+        {"id": "web", "type": "container", "name": "web-c", "image": "IMG",
+         "ports": [{"host": 8080, "container": 80}], "env": {"A": "1"}}]}"#;
+    let last = br#"{"declaration": 1, "resources": [
+        {"id": "web", "name": "web-c", "image": "IMG",
+         "ports": [{"host": 8080, "container": 80}], "env": {"A": "1"},
+         "type": "cont\u0061iner"}]}"#;
+    let read = |bytes: &[u8]| {
+        let text = String::from_utf8(bytes.to_vec())
+            .unwrap()
+            .replace("IMG", &image());
+        parse(text.as_bytes()).unwrap()
+    };
+    assert_eq!(read(first), read(last));
+    let problems = refuse_bytes(
+        format!(
+            r#"{{"declaration": 1, "resources": [
+                {{"id": "web", "name": "web-c", "image": "{}", "ports": "80",
+                  "type": "container"}},
+                {{"id": "odd", "name": {{"a": [1, 2]}}, "type": "bucket"}}]}}"#,
+            image()
+        )
+        .as_bytes(),
+    );
+    assert_problem(&problems, Some("web"), Some("ports"), "expected");
+    assert_problem(
+        &problems,
+        Some("odd"),
+        Some("type"),
+        "unknown type \"bucket\"",
+    );
+    assert_eq!(problems.len(), 2, "{problems:#?}");
 }

@@ -10,7 +10,11 @@ use crate::declaration::hints::Fields;
 use serde_json::Value;
 
 use super::model::{Declaration, Resource, ResourceKind};
-use super::raw::{kind_of, Field, RawDeclaration, RawResource, RESOURCE_TYPES};
+use std::collections::HashSet;
+
+use super::raw::{
+    kind_of, Field, Listed, RawDeclaration, RawResource, MAX_RESOURCES, RESOURCE_TYPES,
+};
 use super::types::{ModuleName, ResourceId};
 use super::Problem;
 use container::read_container;
@@ -30,108 +34,123 @@ mod health;
 mod identities;
 mod networking;
 mod options;
+mod ports;
 mod timing;
 mod units;
 
-/// Validate a raw declaration (whose version was already checked).
-pub(crate) fn validate(raw: RawDeclaration) -> Result<Declaration, Vec<Problem>> {
-    let mut found = Found::new();
-    let mut top = Sink {
-        found: &mut found,
-        order: 0,
-        resource: None,
-    };
-    refuse_unknown(&mut top, "", raw.unknown, Fields::Top);
-    let resources = match raw.resources {
-        Field::Absent => {
-            top.at(
-                "resources",
-                "missing (a machine with nothing declared is \"resources\": [])",
-            );
-            Vec::new()
-        }
-        Field::Invalid { value, .. } => {
-            top.at(
-                "resources",
-                format!("expected an array of resources, found {}", kind_of(&value)),
-            );
-            Vec::new()
-        }
-        Field::Present(resources) => resources,
-    };
-
-    let labels = labels(&resources);
-    let entries: Vec<Entry> = resources
-        .into_iter()
-        .zip(labels)
-        .enumerate()
-        .map(|(index, (resource, label))| {
-            let mut entry = Entry {
-                order: index + 1,
-                label,
-                id: None,
-                module: None,
-                kind: Kind::Unknown,
-                holds: Vec::new(),
-                restart_on: Vec::new(),
-                identities: Vec::new(),
-                built: None,
-            };
-            let mut s = entry.sink(&mut found);
-            let built = read_resource(&mut s, resource, &mut entry);
-            entry.built = built;
-            entry
-        })
-        .collect();
-
-    cross_check(&mut found, &entries);
-
-    if !found.is_empty() {
-        // Stable: each resource's problems stay in the order they were found.
-        found.sort_by_key(|(order, _)| *order);
-        return Err(found.into_iter().map(|(_, p)| p).collect());
-    }
-    let mut built = Vec::with_capacity(entries.len());
-    for entry in entries {
-        match entry.built {
-            Some(resource) => built.push(resource),
-            // Every path that leaves a resource unbuilt reports why; this is
-            // the validator failing, said as such rather than a panic.
-            None => {
-                return Err(vec![Problem {
-                    resource: Some(entry.label),
-                    field: None,
-                    message: "could not be validated (a fault in mesh-host: please report it)"
-                        .to_owned(),
-                }])
-            }
-        }
-    }
-    Ok(Declaration { resources: built })
+/// Pass one, resource by resource as the reader gives them (so a raw
+/// resource lives only until it is read into the model), then
+/// [`Validator::finish`]: the top level and pass two.
+pub(crate) struct Validator {
+    found: Found,
+    entries: Vec<Entry>,
+    /// The valid ids seen so far, for labels.
+    ids: HashSet<String>,
 }
 
-/// How each resource is named in problems: its id when the id is valid and
-/// the first with that id, else `resources[N]`.
-fn labels(resources: &[Field<RawResource>]) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    resources
-        .iter()
-        .enumerate()
-        .map(|(index, resource)| {
-            let id = match resource {
-                Field::Present(r) => match r.id() {
-                    Field::Present(id) => Some(id.as_str()),
-                    _ => None,
-                },
-                Field::Invalid { value, .. } => value.get("id").and_then(Value::as_str),
-                Field::Absent => None,
-            };
-            match id.filter(|id| ResourceId::try_from(*id).is_ok()) {
-                Some(id) if seen.insert(id.to_owned()) => id.to_owned(),
-                _ => format!("resources[{index}]"),
+impl Validator {
+    pub(crate) fn new() -> Validator {
+        Validator {
+            found: Found::new(),
+            entries: Vec::new(),
+            ids: HashSet::new(),
+        }
+    }
+
+    /// Pass one on the next resource of the list.
+    pub(crate) fn resource(&mut self, resource: Field<RawResource>) {
+        let index = self.entries.len();
+        let mut entry = Entry {
+            order: index + 1,
+            label: self.label(&resource, index),
+            id: None,
+            module: None,
+            kind: Kind::Unknown,
+            holds: Vec::new(),
+            restart_on: Vec::new(),
+            identities: Vec::new(),
+            spans: Default::default(),
+            built: None,
+        };
+        let mut s = entry.sink(&mut self.found);
+        let built = read_resource(&mut s, resource, &mut entry);
+        entry.built = built.map(Box::new);
+        self.entries.push(entry);
+    }
+
+    /// How a resource is named in problems: its id when the id is valid
+    /// and the first with that id, else `resources[N]`.
+    fn label(&mut self, resource: &Field<RawResource>, index: usize) -> String {
+        let id = match resource {
+            Field::Present(r) => match r.id() {
+                Field::Present(id) => Some(id.as_str()),
+                _ => None,
+            },
+            Field::Invalid { value, .. } => value.get("id").and_then(Value::as_str),
+            Field::Absent => None,
+        };
+        match id.filter(|id| ResourceId::try_from(*id).is_ok()) {
+            Some(id) if self.ids.insert(id.to_owned()) => id.to_owned(),
+            _ => format!("resources[{index}]"),
+        }
+    }
+
+    /// The top level of `raw` (whose version was already checked, and
+    /// whose resources went through [`Validator::resource`]), then pass two.
+    pub(crate) fn finish(self, raw: RawDeclaration) -> Result<Declaration, Vec<Problem>> {
+        let Validator {
+            mut found,
+            entries,
+            ids: _,
+        } = self;
+        let mut top = Sink {
+            found: &mut found,
+            order: 0,
+            resource: None,
+        };
+        refuse_unknown(&mut top, "", raw.unknown, Fields::Top);
+        match raw.resources {
+            Listed::Absent => top.at(
+                "resources",
+                "missing (a machine with nothing declared is \"resources\": [])",
+            ),
+            Listed::Invalid(value) => top.at(
+                "resources",
+                format!("expected an array of resources, found {}", kind_of(&value)),
+            ),
+            Listed::Read { beyond: 0 } => {}
+            Listed::Read { beyond } => top.at(
+                "resources",
+                format!(
+                    "{} resources: a declaration declares at most {MAX_RESOURCES}; the {beyond} after them were not read",
+                    MAX_RESOURCES + beyond
+                ),
+            ),
+        }
+
+        cross_check(&mut found, &entries);
+
+        if !found.is_empty() {
+            return Err(found.into_problems());
+        }
+        let mut built = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match entry.built {
+                Some(resource) => built.push(*resource),
+                // Every path that leaves a resource unbuilt reports why; this is
+                // the validator failing, said as such rather than a panic.
+                None => {
+                    return Err(vec![Problem {
+                        resource: Some(entry.label),
+                        field: None,
+                        message: "could not be validated (a fault in mesh-host: please report it)"
+                            .to_owned(),
+                    }])
+                }
             }
-        })
-        .collect()
+        }
+        Ok(Declaration { resources: built })
+    }
 }
 
 fn read_resource(
@@ -151,7 +170,7 @@ fn read_resource(
     let (id, module, kind) = match raw {
         RawResource::Container(mut c) => {
             let (id, module) = common(s, &mut c.id, &mut c.module, entry);
-            let kind = read_container(s, c, entry).map(ResourceKind::Container);
+            let kind = read_container(s, *c, entry).map(|c| ResourceKind::Container(Box::new(c)));
             (id, module, kind)
         }
         RawResource::File(mut f) => {

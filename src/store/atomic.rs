@@ -25,20 +25,25 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Replaces `path` with `bytes`, atomically and durably, leaving it with
 /// permission bits `mode` (exactly: the umask does not apply).
 ///
-/// The bytes go to a new temporary file in the same directory (created with
-/// `O_EXCL` under a unique name starting with `.`), which is fsynced, renamed
-/// over `path`, and then the directory is fsynced so the rename itself
-/// survives a power cut. If anything up to the rename fails, the temporary
-/// file is removed and `path` keeps its previous content; if only the final
-/// directory fsync fails, the new content is in place but may not survive a
-/// crash, and the error is returned all the same.
+/// The bytes go to a new file in the same directory that has no name while
+/// it is written (`O_TMPFILE`): a process killed mid-write (SIGKILL, a
+/// SIGTERM it does not catch) leaves nothing behind. Once fsynced it is
+/// linked under a hidden temporary name (`.NAME.PID.N.tmp`, never taken
+/// for a state file), renamed over `path`, and the directory is fsynced so
+/// the rename itself survives a power cut. Where the file system has no
+/// `O_TMPFILE`, the file is made under that temporary name from the start
+/// (`O_EXCL`). If anything up to the rename fails, the temporary file is
+/// removed and `path` keeps its previous content; if only the final
+/// directory fsync fails, the new content is in place but may not survive
+/// a crash, and the error is returned all the same.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     write_atomic_with(path, mode, |file| file.write_all(bytes))
 }
 
-/// [`write_atomic`] with the content produced by `fill` (lets tests inject a
+/// [`write_atomic`] with the content produced by `fill`, written in parts
+/// (`import -o` pauses between two for a fault test; tests inject a
 /// failure in the middle of the write).
-pub(crate) fn write_atomic_with(
+pub fn write_atomic_with(
     path: &Path,
     mode: u32,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
@@ -70,15 +75,29 @@ fn replace(
         )
     })?;
     let dir = parent_dir(path);
-    let (temp_path, mut file) = create_temp(dir, file_name, mode)?;
-    let result = (|| {
-        fill(&mut file)?;
-        if durable {
-            file.sync_all()?;
+    let (temp_path, result) = match unnamed(dir, mode) {
+        Some(mut file) => {
+            fill(&mut file)?;
+            if durable {
+                file.sync_all()?;
+            }
+            let temp_path = name_temp(dir, file_name, file, mode, durable)?;
+            let renamed = fs::rename(&temp_path, path);
+            (temp_path, renamed)
         }
-        drop(file);
-        fs::rename(&temp_path, path)
-    })();
+        None => {
+            let (temp_path, mut file) = create_temp(dir, file_name, mode)?;
+            let result = (|| {
+                fill(&mut file)?;
+                if durable {
+                    file.sync_all()?;
+                }
+                drop(file);
+                fs::rename(&temp_path, path)
+            })();
+            (temp_path, result)
+        }
+    };
     if let Err(err) = result {
         // Best effort: the original error is the one worth reporting.
         let _ = fs::remove_file(&temp_path);
@@ -91,17 +110,103 @@ fn replace(
     }
 }
 
+/// A new file in `dir` with no name (`O_TMPFILE`), `mode` set on it, or
+/// `None` where the file system cannot make one (then a named temporary
+/// file is used, whose errors are the ones worth reporting).
+fn unnamed(dir: &Path, mode: u32) -> Option<File> {
+    let fd = rustix::fs::open(
+        dir,
+        // Read too: where it cannot be linked, its content is copied.
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .ok()?;
+    let file = File::from(fd);
+    file.set_permissions(Permissions::from_mode(mode)).ok()?;
+    Some(file)
+}
+
+/// Give the written unnamed `file` a temporary name beside the target:
+/// linked through `/proc/self/fd` (no privilege needed), else by
+/// `AT_EMPTY_PATH` (which needs CAP_DAC_READ_SEARCH); where neither links
+/// it, its content is copied into a named temporary file.
+fn name_temp(
+    dir: &Path,
+    file_name: &std::ffi::OsStr,
+    file: File,
+    mode: u32,
+    durable: bool,
+) -> io::Result<PathBuf> {
+    match link_temp(dir, file_name, &file) {
+        Some(temp_path) => Ok(temp_path),
+        None => copy_temp(dir, file_name, file, mode, durable),
+    }
+}
+
+/// Link `file` under a fresh temporary name, or `None` if it cannot be.
+fn link_temp(dir: &Path, file_name: &std::ffi::OsStr, file: &File) -> Option<PathBuf> {
+    use rustix::fs::{linkat, AtFlags, CWD};
+    use std::os::fd::AsRawFd;
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    for _ in 0..TEMP_ATTEMPTS {
+        let temp_path = temp_name(dir, file_name);
+        let linked = linkat(CWD, &proc_path, CWD, &temp_path, AtFlags::SYMLINK_FOLLOW).or_else(
+            |e| match e {
+                rustix::io::Errno::EXIST => Err(e),
+                _ => linkat(file, "", CWD, &temp_path, AtFlags::EMPTY_PATH),
+            },
+        );
+        match linked {
+            Ok(()) => return Some(temp_path),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Copy what was written into the unnamed `file` into a named temporary
+/// file, for a system where it cannot be linked (no `/proc`, no privilege).
+fn copy_temp(
+    dir: &Path,
+    file_name: &std::ffi::OsStr,
+    mut file: File,
+    mode: u32,
+    durable: bool,
+) -> io::Result<PathBuf> {
+    use std::io::Seek;
+    let (temp_path, mut copy) = create_temp(dir, file_name, mode)?;
+    let copied = (|| {
+        file.seek(io::SeekFrom::Start(0))?;
+        io::copy(&mut file, &mut copy)?;
+        if durable {
+            copy.sync_all()?;
+        }
+        Ok::<(), io::Error>(())
+    })();
+    if let Err(e) = copied {
+        let _ = fs::remove_file(&temp_path);
+        return Err(e);
+    }
+    Ok(temp_path)
+}
+
+/// A hidden temporary name beside the target, unique in this process
+/// (the pid separates processes): `.NAME.PID.N.tmp`.
+fn temp_name(dir: &Path, file_name: &std::ffi::OsStr) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut name = OsString::from(".");
+    name.push(file_name);
+    name.push(format!(".{}.{n}{TEMP_SUFFIX}", std::process::id()));
+    dir.join(name)
+}
+
 /// Creates the temporary file next to the target, with `mode` set on the
 /// descriptor (fchmod) so the umask cannot narrow or the old file widen it.
 fn create_temp(dir: &Path, file_name: &std::ffi::OsStr, mode: u32) -> io::Result<(PathBuf, File)> {
-    let pid = std::process::id();
     let mut last_err = None;
     for _ in 0..TEMP_ATTEMPTS {
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut name = OsString::from(".");
-        name.push(file_name);
-        name.push(format!(".{pid}.{n}{TEMP_SUFFIX}"));
-        let temp_path = dir.join(name);
+        let temp_path = temp_name(dir, file_name);
         match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -248,6 +353,43 @@ mod tests {
             "content is one writer's whole output"
         );
         assert_eq!(entries(dir.path()), vec!["state.json".to_string()]);
+    }
+
+    #[test]
+    fn the_file_being_written_has_no_name_until_it_is_whole() {
+        // A process killed here (SIGKILL, an uncaught SIGTERM) leaves
+        // nothing: the directory holds only what it held.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.json");
+        write_atomic(&path, b"old", 0o644).expect("first");
+        write_atomic_with(&path, 0o644, |file| {
+            file.write_all(b"half of it")?;
+            assert_eq!(entries(dir.path()), vec!["out.json".to_string()]);
+            file.write_all(b", and the rest")
+        })
+        .expect("second");
+        assert_eq!(fs::read(&path).expect("read"), b"half of it, and the rest");
+        assert_eq!(entries(dir.path()), vec!["out.json".to_string()]);
+    }
+
+    #[test]
+    fn an_unnamed_file_that_cannot_be_linked_is_copied_under_a_hidden_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut file = unnamed(dir.path(), 0o640).expect("O_TMPFILE here");
+        file.write_all(b"content").expect("write");
+        let temp = copy_temp(dir.path(), "out.json".as_ref(), file, 0o640, true).expect("copy");
+        let name = temp
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            name.starts_with(".out.json.") && name.ends_with(TEMP_SUFFIX),
+            "{name}"
+        );
+        assert_eq!(fs::read(&temp).expect("read"), b"content");
+        let mode = fs::metadata(&temp).expect("stat").permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640);
     }
 
     #[test]

@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_atomic_with};
 pub use boot::{boot_id, process_start_time};
 pub use cached::Cached;
 pub use digest::{

@@ -14,7 +14,7 @@ use super::fields::{
 };
 use super::{health, identities, options, timing};
 use crate::declaration::model::{
-    Container, Mount, MountSource, Network, Port, Protocol, Role, Schedule,
+    Container, Health, Mount, MountSource, Network, Port, Protocol, Role, Schedule,
 };
 use crate::declaration::raw::{Field, List, RawContainer, RawMount, RawPort};
 use crate::declaration::types::{
@@ -218,6 +218,10 @@ pub(super) fn read_container(
     };
     entry.holds = holds.clone();
     entry.restart_on = restart_on.clone();
+    entry.spans.ports = ports;
+    entry.spans.joins = networks;
+    entry.spans.depends_on = depends_on;
+    entry.spans.health_disabled = matches!(health, Some(Health::Disabled));
 
     let role = match cron {
         Some(cron) => Role::Scheduled(Schedule {
@@ -238,14 +242,19 @@ pub(super) fn read_container(
         env_files,
         mounts,
         network,
-        networks,
-        ports,
+        networks: entry.spans.joins.iter().map(|(_, j)| j.clone()).collect(),
+        ports: entry.spans.ports.iter().map(|(_, p)| p.clone()).collect(),
         dns,
         user,
         role,
         timeout,
         restart_on: restart_on.into_iter().map(|(_, id)| id).collect(),
-        depends_on: depends_on.into_iter().map(|(_, d)| d).collect(),
+        depends_on: entry
+            .spans
+            .depends_on
+            .iter()
+            .map(|(_, d)| d.clone())
+            .collect(),
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
         health,
@@ -291,8 +300,9 @@ fn read_mount(s: &mut Sink, path: &str, raw: RawMount) -> Option<Mount> {
 
 /// `ports`: each entry read, none binding a host port another entry
 /// binds, and none with a network that publishes nothing.
-fn read_ports(s: &mut Sink, raw: List<RawPort>, network: Option<&Network>) -> Vec<Port> {
+fn read_ports(s: &mut Sink, raw: List<RawPort>, network: Option<&Network>) -> Vec<(String, Port)> {
     let mut ports: Vec<(String, Port)> = Vec::new();
+    let mut bound: super::ports::Bound<String> = super::ports::Bound::new();
     let entries = take_list(s, "ports", raw);
     if !entries.is_empty() {
         match network {
@@ -311,16 +321,14 @@ fn read_ports(s: &mut Sink, raw: List<RawPort>, network: Option<&Network>) -> Ve
         let Some(port) = read_port(s, &path, raw) else {
             continue;
         };
-        if let Some((first, _)) = ports
-            .iter()
-            .find(|(_, p)| p.binds_same(&port) || *p == port)
-        {
+        if let Some(first) = bound.first(&port) {
             s.at(&path, format!("{port} binds what {first} binds already"));
             continue;
         }
+        bound.take(&port, path.clone());
         ports.push((path, port));
     }
-    ports.into_iter().map(|(_, p)| p).collect()
+    ports
 }
 
 fn read_port(s: &mut Sink, path: &str, raw: RawPort) -> Option<Port> {

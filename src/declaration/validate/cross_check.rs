@@ -178,24 +178,28 @@ fn unique(
 /// the same address or either of them every address): the second could
 /// never start beside the first.
 fn published_ports(found: &mut Found, entries: &[Entry]) {
-    let mut seen: Vec<(&str, String, &crate::declaration::model::Port)> = Vec::new();
+    let mut bound: super::ports::Bound<(&str, String)> = super::ports::Bound::new();
     for entry in entries {
-        let Some(crate::declaration::model::Resource {
-            kind: crate::declaration::model::ResourceKind::Container(c),
-            ..
-        }) = &entry.built
-        else {
+        let Kind::Container { name, .. } = &entry.kind else {
             continue;
         };
-        for (i, port) in c.ports.iter().enumerate() {
-            if let Some((label, name, _)) = seen.iter().find(|(_, _, p)| p.binds_same(port)) {
+        // A container whose name did not read is named by its label.
+        let name = name
+            .as_ref()
+            .map_or_else(|| entry.label.clone(), |n| n.to_string());
+        for (path, port) in &entry.spans.ports {
+            // Only host ports are published ports.
+            if port.host.is_none() {
+                continue;
+            }
+            if let Some((label, name)) = bound.first(port) {
                 entry.sink(found).at(
-                    format!("ports[{i}]"),
+                    path.clone(),
                     format!("{port}: container {name} ({label}) publishes that host port already"),
                 );
                 continue;
             }
-            seen.push((&entry.label, c.name.to_string(), port));
+            bound.take(port, (&entry.label, name.clone()));
         }
     }
 }

@@ -2,17 +2,19 @@
 //! before it (declaration order is the apply's, so no cycle can be
 //! written), a `healthy` one a service with a health check.
 
+use std::collections::HashMap;
+
 use super::entry::{Entry, Kind, RoleKind};
 use super::fields::{check, refuse_unknown, require, take, take_list, Found, Sink};
 use crate::declaration::depends::{Condition, Dependency};
 use crate::declaration::hints::Fields;
-use crate::declaration::model::{Health, Resource, ResourceKind};
 use crate::declaration::raw::{List, RawDependency};
 use crate::declaration::types::ResourceId;
 
 /// Pass one: the entries as written.
 pub(super) fn read_depends_on(s: &mut Sink, raw: List<RawDependency>) -> Vec<(String, Dependency)> {
     let mut out: Vec<(String, Dependency)> = Vec::new();
+    let mut named: HashMap<ResourceId, usize> = HashMap::new();
     for (path, raw) in take_list(s, "depends-on", raw) {
         refuse_unknown(s, &path, raw.unknown, Fields::Dependency);
         let id_field = format!("{path}.id");
@@ -33,13 +35,14 @@ pub(super) fn read_depends_on(s: &mut Sink, raw: List<RawDependency>) -> Vec<(St
         let (Some(id), Some(condition)) = (id, condition) else {
             continue;
         };
-        if let Some((first, _)) = out.iter().find(|(_, d)| d.id == id) {
+        if let Some((first, _)) = named.get(&id).and_then(|&i| out.get(i)) {
             s.at(
                 &id_field,
                 format!("{:?} is already named at {first}", id.as_str()),
             );
             continue;
         }
+        named.insert(id.clone(), out.len());
         out.push((id_field, Dependency { id, condition }));
     }
     out
@@ -47,17 +50,17 @@ pub(super) fn read_depends_on(s: &mut Sink, raw: List<RawDependency>) -> Vec<(St
 
 /// Pass two: what each entry names.
 pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
+    // The first resource with each id, as a search from the start finds it.
+    let mut first: HashMap<&ResourceId, usize> = HashMap::new();
     for (index, entry) in entries.iter().enumerate() {
-        let Some(Resource {
-            kind: ResourceKind::Container(c),
-            ..
-        }) = &entry.built
-        else {
-            continue;
-        };
-        for (i, dep) in c.depends_on.iter().enumerate() {
-            let field = format!("depends-on[{i}].id");
-            let target = entries.iter().position(|e| e.id.as_ref() == Some(&dep.id));
+        if let Some(id) = &entry.id {
+            first.entry(id).or_insert(index);
+        }
+    }
+    for (index, entry) in entries.iter().enumerate() {
+        for (field, dep) in &entry.spans.depends_on {
+            let field = field.clone();
+            let target = first.get(&dep.id).copied();
             let Some(at) = target else {
                 entry.sink(found).at(
                     field,
@@ -97,19 +100,12 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
                 continue;
             }
             if dep.condition == Condition::Healthy {
-                let health = match &named.built {
-                    Some(Resource {
-                        kind: ResourceKind::Container(d),
-                        ..
-                    }) => Some(&d.health),
-                    _ => None,
-                };
                 if role != RoleKind::Service {
                     entry.sink(found).at(
                         field,
                         format!("{:?} is a run-once step: it has run to completion before this starts, healthy has no meaning", dep.id.as_str()),
                     );
-                } else if matches!(health, Some(Some(Health::Disabled))) {
+                } else if named.spans.health_disabled {
                     entry.sink(found).at(
                         field,
                         format!(

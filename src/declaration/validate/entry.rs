@@ -6,8 +6,10 @@
 //! resource can check alone.
 
 use super::fields::{Found, Sink};
+use crate::declaration::depends::Dependency;
 use crate::declaration::identity::AccountName;
-use crate::declaration::model::Resource;
+use crate::declaration::model::{Port, Resource};
+use crate::declaration::networking::{NetworkJoin, Subnet};
 use crate::declaration::types::{
     AbsPath, ContainerName, ModuleName, NetworkName, ResourceId, UnitName, VolumeName,
 };
@@ -72,7 +74,30 @@ pub(super) struct Entry {
     /// Identity ids it names (a container's `identity`, a shared folder's
     /// `access`), with their fields.
     pub(super) identities: Vec<(String, ResourceId)>,
-    pub(super) built: Option<Resource>,
+    /// What pass two checks across resources, as far as pass one could
+    /// read it even when the resource has other problems: so a refusal
+    /// lists a clash between two resources beside each one's own problems.
+    pub(super) spans: Spans,
+    /// The model of the resource when pass one found no problem in it,
+    /// boxed: a resource is a kilobyte, and an entry whose resource did
+    /// not read (a hostile list of a million `{}`) should cost little.
+    pub(super) built: Option<Box<Resource>>,
+}
+
+/// The parts of a resource pass two looks at, each with its field.
+#[derive(Debug, Default)]
+pub(super) struct Spans {
+    /// A container's ports that read well.
+    pub(super) ports: Vec<(String, Port)>,
+    /// A container's network joins that read well.
+    pub(super) joins: Vec<(String, NetworkJoin)>,
+    /// A container's dependencies that read well.
+    pub(super) depends_on: Vec<(String, Dependency)>,
+    /// A container whose health check is `"none"`.
+    pub(super) health_disabled: bool,
+    /// A network's subnet: `None` when it did not read, `Some(None)` when
+    /// it has none.
+    pub(super) subnet: Option<Option<Subnet>>,
 }
 
 impl Entry {

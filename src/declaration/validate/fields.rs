@@ -21,9 +21,63 @@ use crate::declaration::Problem;
 /// (milliseconds), and keeps deadlines far from overflowing.
 pub const MAX_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
 
+/// How many problems a refusal lists; past them, it says how many more
+/// there are. A declaration of a million wrong values would otherwise be
+/// refused with gigabytes of problems.
+pub const MAX_LISTED: usize = 1000;
+
 /// Problems found so far, each with the position it sorts at: 0 for the top
-/// level, `N + 1` for `resources[N]`.
-pub(super) type Found = Vec<(usize, Problem)>;
+/// level, `N + 1` for `resources[N]`. The first [`MAX_LISTED`] in that
+/// order are kept; of the others only their number.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    kept: Vec<(usize, Problem)>,
+    more: usize,
+}
+
+impl Found {
+    pub(super) fn new() -> Found {
+        Found::default()
+    }
+
+    fn push(&mut self, order: usize, problem: Problem) {
+        self.kept.push((order, problem));
+        if self.kept.len() >= 2 * MAX_LISTED {
+            self.trim();
+        }
+    }
+
+    /// Keep the first [`MAX_LISTED`]; stable, so each resource's problems
+    /// stay in the order they were found.
+    fn trim(&mut self) {
+        self.kept.sort_by_key(|(order, _)| *order);
+        self.more += self.kept.len().saturating_sub(MAX_LISTED);
+        self.kept.truncate(MAX_LISTED);
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+
+    /// The problems in declaration order, and then, if some were not
+    /// kept, one saying how many.
+    pub(super) fn into_problems(mut self) -> Vec<Problem> {
+        self.trim();
+        let more = self.more;
+        let mut problems: Vec<Problem> = self.kept.into_iter().map(|(_, p)| p).collect();
+        if more > 0 {
+            problems.push(Problem {
+                resource: None,
+                field: None,
+                message: format!(
+                    "and {more} more problem{}, not listed: a refusal lists the first {MAX_LISTED}; fix these and check again",
+                    if more == 1 { "" } else { "s" }
+                ),
+            });
+        }
+        problems
+    }
+}
 
 /// Where problems of one resource (or the top level) are written.
 pub(super) struct Sink<'a> {
@@ -42,14 +96,14 @@ impl Sink<'_> {
     }
 
     fn push(&mut self, field: Option<String>, message: String) {
-        self.found.push((
+        self.found.push(
             self.order,
             Problem {
                 resource: self.resource.clone(),
                 field,
                 message,
             },
-        ));
+        );
     }
 }
 
@@ -105,8 +159,10 @@ pub(super) fn key_path(prefix: &str, key: &str) -> String {
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    // A long key is shown cut: the problem names it, it need not be whole.
+    let key = crate::declaration::strict::shown(key);
     match (prefix.is_empty(), plain) {
-        (true, true) => key.to_owned(),
+        (true, true) => key.into_owned(),
         (true, false) => format!("[{key:?}]"),
         (false, true) => format!("{prefix}.{key}"),
         (false, false) => format!("{prefix}[{key:?}]"),

@@ -8,6 +8,7 @@
 //! through `crate::accounts`.
 
 use crate::declaration::hints::Fields;
+use crate::declaration::overlaps::PathIndex;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -226,7 +227,9 @@ pub(super) fn cross_check(
     let mut names: HashMap<&AccountName, &str> = HashMap::new();
     let mut uids: HashMap<u32, &str> = HashMap::new();
     let mut gids: HashMap<u32, &str> = HashMap::new();
+    // Shared folders accepted so far, found by what they overlap.
     let mut folders: Vec<(&AbsPath, &str)> = Vec::new();
+    let mut folder_index: PathIndex<usize> = PathIndex::new();
     for entry in entries {
         match &entry.kind {
             Kind::Identity { name, uid, gid } => {
@@ -260,7 +263,9 @@ pub(super) fn cross_check(
                 }
             }
             Kind::SharedFolder(Some(path)) => {
-                let clash = folders.iter().find(|(other, _)| path.overlaps(other));
+                let clash = folder_index
+                    .first_overlapping(path)
+                    .and_then(|i| folders.get(i));
                 if let Some((other, label)) = clash {
                     let message = if *other == path {
                         format!("{path} is already shared by {label}")
@@ -269,6 +274,7 @@ pub(super) fn cross_check(
                     };
                     entry.sink(found).at("path", message);
                 } else {
+                    folder_index.insert(path, folders.len());
                     folders.push((path, &entry.label));
                 }
             }
@@ -281,7 +287,11 @@ pub(super) fn cross_check(
         let Kind::Directory(Some(path)) = &entry.kind else {
             continue;
         };
-        if let Some((_, label)) = folders.iter().find(|(f, _)| *f == path) {
+        let shared = folder_index
+            .first_overlapping(path)
+            .and_then(|i| folders.get(i))
+            .filter(|(f, _)| *f == path);
+        if let Some((_, label)) = shared {
             entry.sink(found).at(
                 "path",
                 format!("{path} is shared folder {label}: its permissions are the folder's entries; declare it once, as the shared folder"),

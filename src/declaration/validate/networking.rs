@@ -9,7 +9,6 @@ use super::entry::{Entry, Kind};
 use super::fields::{check, no_nul, refuse_unknown, require, take, take_list, Found, Sink};
 use super::options::read_string_map;
 use crate::declaration::hints::Fields;
-use crate::declaration::model::{Resource, ResourceKind};
 use crate::declaration::networking::{
     NetworkJoin, NetworkResource, Subnet, VolumeResource, RUNTIME_NETWORKS,
 };
@@ -55,7 +54,9 @@ pub(super) fn read_network(
     });
     entry.kind = Kind::Network(name.clone());
     let driver = driver(s, r.driver, "bridge");
+    let has_subnet = !r.subnet.is_absent();
     let subnet = take(s, "subnet", r.subnet).and_then(|t| check(s, "subnet", t.parse::<Subnet>()));
+    entry.spans.subnet = (subnet.is_some() || !has_subnet).then_some(subnet);
     let gateway = take(s, "gateway", r.gateway).and_then(|t| match t.parse::<IpAddr>() {
         Ok(ip) => Some(ip),
         Err(_) => {
@@ -104,8 +105,8 @@ pub(super) fn read_volume(s: &mut Sink, r: RawVolume, entry: &mut Entry) -> Opti
 }
 
 /// A container's `networks`: each named once, its aliases host names.
-pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<NetworkJoin> {
-    let mut joins: Vec<NetworkJoin> = Vec::new();
+pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<(String, NetworkJoin)> {
+    let mut joins: Vec<(String, NetworkJoin)> = Vec::new();
     let mut seen: HashMap<String, String> = HashMap::new();
     for (path, raw) in take_list(s, "networks", raw) {
         refuse_unknown(s, &path, raw.unknown, Fields::NetworkJoin);
@@ -149,11 +150,14 @@ pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<Netw
             continue;
         }
         seen.insert(name.to_string(), name_field);
-        joins.push(NetworkJoin {
-            name,
-            aliases,
-            ipv4_address,
-        });
+        joins.push((
+            path,
+            NetworkJoin {
+                name,
+                aliases,
+                ipv4_address,
+            },
+        ));
     }
     joins
 }
@@ -162,18 +166,12 @@ pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<Netw
 /// fixed address inside its declared network's subnet (the runtime takes
 /// a fixed address only on a network with a subnet of its user's).
 pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
-    let mut networks: HashMap<&str, (&Entry, Option<&NetworkResource>)> = HashMap::new();
+    // Each network's first declaration, with its subnet when that read.
+    let mut networks: HashMap<&str, (&Entry, Option<Option<Subnet>>)> = HashMap::new();
     let mut volumes: HashMap<&str, &Entry> = HashMap::new();
     for entry in entries {
         match &entry.kind {
             Kind::Network(Some(name)) => {
-                let built = match &entry.built {
-                    Some(Resource {
-                        kind: ResourceKind::Network(n),
-                        ..
-                    }) => Some(n),
-                    _ => None,
-                };
                 if let Some((first, _)) = networks.get(name.as_str()) {
                     entry.sink(found).at(
                         "name",
@@ -185,7 +183,7 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
                     );
                     continue;
                 }
-                networks.insert(name.as_str(), (entry, built));
+                networks.insert(name.as_str(), (entry, entry.spans.subnet));
             }
             Kind::Volume(Some(name)) => {
                 if let Some(first) = volumes.get(name.as_str()) {
@@ -205,22 +203,17 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
         }
     }
     for entry in entries {
-        let Some(Resource {
-            kind: ResourceKind::Container(c),
-            ..
-        }) = &entry.built
-        else {
-            continue;
-        };
-        for (i, join) in c.networks.iter().enumerate() {
+        for (path, join) in &entry.spans.joins {
             let Some(address) = join.ipv4_address else {
                 continue;
             };
-            let Some((_, Some(network))) = networks.get(join.name.as_str()) else {
+            // A network not declared here, or whose subnet did not read
+            // (said at the network), says nothing of the address.
+            let Some((_, Some(subnet))) = networks.get(join.name.as_str()) else {
                 continue;
             };
-            let field = format!("networks[{i}].ipv4-address");
-            match network.subnet {
+            let field = format!("{path}.ipv4-address");
+            match subnet {
                 None => entry.sink(found).at(
                     field,
                     format!(

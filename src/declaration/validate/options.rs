@@ -219,6 +219,7 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
 
 fn read_tmpfs(s: &mut Sink, raw: List<RawTmpfs>) -> Vec<Tmpfs> {
     let mut out: Vec<Tmpfs> = Vec::new();
+    let mut targets: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (path, t) in take_list(s, "tmpfs", raw) {
         refuse_unknown(s, &path, t.unknown, Fields::Tmpfs);
         let target_field = format!("{path}.target");
@@ -251,7 +252,7 @@ fn read_tmpfs(s: &mut Sink, raw: List<RawTmpfs>) -> Vec<Tmpfs> {
             ok
         });
         let Some(target) = target else { continue };
-        if out.iter().any(|o| o.target == target) {
+        if !targets.insert(target.clone()) {
             s.at(&target_field, format!("{target} is already a tmpfs target"));
             continue;
         }
