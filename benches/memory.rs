@@ -26,14 +26,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mesh_host::apply::Applier;
+use mesh_host::clock::SystemClock;
 use mesh_host::runtime::fake::FakeRuntime;
 use mesh_host::runtime::ContainerRuntime;
-use mesh_host::schedule::clock::SystemClock;
 use mesh_host::schedule::fire::Firer;
 use mesh_host::schedule::scheduler::Scheduler;
-use mesh_host::schedule::window::{Owner, Windows};
 use mesh_host::store::Store;
 use mesh_host::systemd::units::NoUnits;
+use mesh_host::window::{Owner, Windows};
 use serde_json::json;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::apply::{Action, AppliedState};
 use crate::schedule::suspend::Suspended;
-use crate::store::{Moment, Store, WindowRecord};
+use crate::store::Store;
+use crate::window::{Moment, WindowRecord};
 
 /// One thing that needs attention.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,7 +106,7 @@ pub fn gather(
             ),
         ));
     }
-    match crate::schedule::alerts::since(store, applied.map(|a| a.applied_at)) {
+    match crate::window::alerts::since(store, applied.map(|a| a.applied_at)) {
         Ok(alerts) => {
             for a in alerts {
                 out.push(Attention::new(
@@ -126,7 +127,7 @@ pub fn gather(
 mod tests {
     use super::*;
     use crate::apply::{Halt, ReportLine};
-    use crate::schedule::alerts::{self, Alert};
+    use crate::window::alerts::{self, Alert};
     use serde_json::json;
     use std::collections::BTreeMap;
 

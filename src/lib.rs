@@ -4,7 +4,7 @@
 //! and runs scheduled steps ([`schedule`]) whose maintenance windows always
 //! close. External systems sit behind small interfaces: the container
 //! runtime ([`runtime`]), systemd ([`systemd`]), the on-disk state
-//! ([`store`]) and the clock ([`schedule::clock`]).
+//! ([`store`]) and the clock ([`clock`]).
 
 pub mod accounting;
 pub mod accounts;
@@ -13,6 +13,7 @@ pub mod answer;
 pub mod apply;
 pub mod attention;
 pub mod cli;
+pub mod clock;
 pub mod compose;
 pub mod container_spec;
 pub mod control;
@@ -22,6 +23,7 @@ pub mod declaration;
 pub mod events;
 pub mod exit;
 pub mod fault;
+pub mod journal;
 pub mod metrics;
 pub mod page;
 pub mod plain_log;
@@ -36,3 +38,5 @@ pub mod tap;
 pub mod task;
 #[cfg(test)]
 mod test_dirs;
+pub mod wake;
+pub mod window;

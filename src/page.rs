@@ -30,11 +30,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 
-use crate::schedule::window::Windows;
-use crate::store::WindowRecord;
 use crate::systemd::alerts::AlertUnits;
 use crate::systemd::units::escape;
 use crate::tap::Observed;
+use crate::window::WindowRecord;
+use crate::window::Windows;
 
 /// The events that page.
 pub const PAGED: [&str; 4] = [
@@ -399,7 +399,7 @@ mod tests {
     async fn paged_for_window(owed: bool) -> (Vec<String>, Vec<String>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::store::Store::open(dir.path().join("state")).expect("store");
-        let owner = crate::schedule::window::Owner::current().expect("owner");
+        let owner = crate::window::Owner::current().expect("owner");
         // As a close leaves it when the runtime stayed away for its budget.
         let record: WindowRecord = serde_json::from_value(serde_json::json!({
             "record": 1, "step": "gc", "module": "m",
@@ -409,11 +409,13 @@ mod tests {
             "held": [{"id": "svc", "name": "svc", "was-running": true}]
         }))
         .expect("record");
-        store.write_window(&record).expect("write record");
+        crate::window::Records::of(&store)
+            .write(&record)
+            .expect("write record");
         let windows = Windows::new(
             store,
             Arc::new(crate::runtime::fake::FakeRuntime::new()),
-            Arc::new(crate::schedule::clock::SystemClock::new()),
+            Arc::new(crate::clock::SystemClock::new()),
             owner,
         );
         let units = Arc::new(Started::default());

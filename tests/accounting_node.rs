@@ -138,7 +138,10 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
     assert!(known_cpu_usec >= 2_000_000, "it burned 2 s: {ticks} ticks");
 
     // The journal.
-    let ended = end_events(&w, &id, "step-finished");
+    let ended = wait_for("the fire's step-finished", Duration::from_secs(20), || {
+        let ended = end_events(&w, &id, "step-finished");
+        (!ended.is_empty()).then_some(ended)
+    });
     let e = ended.last().expect("the fire's step-finished");
     let cpu = number(e, "MESH_CPU_USEC");
     within_10_percent(cpu as f64, known_cpu_usec as f64, "MESH_CPU_USEC");
@@ -264,7 +267,16 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
     std::fs::write(format!("{data}/mib"), "40").expect("mib");
     let out = d.cli(&["run", &id]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let ended = end_events(&w, &id, "step-finished");
+    // journald writes what it was sent on its own time: under load the
+    // event is read a moment after the run has answered.
+    let ended = wait_for(
+        "the second fire's step-finished",
+        Duration::from_secs(20),
+        || {
+            let ended = end_events(&w, &id, "step-finished");
+            (ended.len() >= 2).then_some(ended)
+        },
+    );
     assert_eq!(ended.len(), 2, "two fires");
     let second = number(&ended[1], "MESH_MEMORY_PEAK_BYTES");
     assert!(

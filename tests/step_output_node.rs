@@ -1,10 +1,12 @@
 //! A step's output in the journal (CONTRACT "A step's output is kept in
 //! the journal"), on the node's real runtime and journal: every line a
-//! fire writes, stdout and stderr, is an entry of that fire (`MESH_STEP`
-//! and `MESH_FIRE` on Docker, the fire's name as `CONTAINER_TAG` on
-//! Podman), which its `step-*` events name too; lines written after the
-//! daemon was SIGKILLed mid-step are there as well; `docker logs` reads the
-//! latest fire back; `mesh-host logs` prints the last fire, or the last N.
+//! fire writes, stdout and stderr, is an entry of that fire with
+//! `MESH_STEP` and `MESH_FIRE`, on Docker (its journald driver writes
+//! them) as on Podman (mesh-host forwards them), which its `step-*` events
+//! name too; lines written after the daemon was SIGKILLed mid-step, across
+//! an upgrade's hand-over, and after a `run --local` owner died are there
+//! as well, each once; `docker logs` reads the latest fire back; `mesh-host
+//! logs` prints the last fire, or the last N.
 
 mod support;
 
@@ -38,17 +40,12 @@ fn field<'a>(entry: &'a Value, name: &str) -> &'a str {
     entry.get(name).and_then(Value::as_str).unwrap_or("")
 }
 
-/// The lines of output of `fire`, `(PRIORITY, MESSAGE)` (stdout's, then
-/// stderr's), as the runtime wrote them: under `MESH_FIRE` (Docker), or
-/// under the fire's name as its tag (Podman, whose journald driver
-/// carries no label).
-fn fire_lines(node: &Node, fire: &str) -> Vec<(String, String)> {
-    let matched = if node.runtime() == "podman" {
-        format!("CONTAINER_TAG={fire}")
-    } else {
-        format!("MESH_FIRE={fire}")
-    };
-    let mut lines: Vec<(String, String)> = entries(node, &[&matched])
+/// The lines of output of `fire` of `step`, `(PRIORITY, MESSAGE)`
+/// (stdout's, then stderr's): what `journalctl MESH_STEP=… MESH_FIRE=…`
+/// finds of it, on Docker and on Podman alike.
+fn fire_lines(node: &Node, step: &str, fire: &str) -> Vec<(String, String)> {
+    let (step, fire) = (format!("MESH_STEP={step}"), format!("MESH_FIRE={fire}"));
+    let mut lines: Vec<(String, String)> = entries(node, &[&step, &fire])
         .iter()
         .filter(|e| !field(e, "CONTAINER_ID").is_empty())
         .map(|e| {
@@ -133,7 +130,7 @@ fn step_output_of_two_fires_is_in_the_journal_each_under_its_fire() {
             "the fire's lines in the journal",
             Duration::from_secs(10),
             || {
-                let lines = fire_lines(&w.node, fire);
+                let lines = fire_lines(&w.node, &id, fire);
                 (lines.len() >= 2).then_some(lines)
             },
         );
@@ -146,7 +143,7 @@ fn step_output_of_two_fires_is_in_the_journal_each_under_its_fire() {
             "stdout at priority 6, stderr at 3, of {fire} alone"
         );
     }
-    if w.node.runtime() == "docker" {
+    {
         // One query shows the step's events and its output, fire after fire.
         let step_view: Vec<(String, String)> = entries(&w.node, &[&format!("MESH_STEP={id}")])
             .iter()
@@ -243,7 +240,7 @@ fn step_output_written_after_the_daemon_was_sigkilled_mid_step_is_kept() {
     let fire = wait_for("the fire's first line", Duration::from_secs(20), || {
         let started = fires_by_event(&w.node, &id).remove("step-started")?;
         let fire = started.first()?.clone();
-        fire_lines(&w.node, &fire)
+        fire_lines(&w.node, &id, &fire)
             .contains(&("6".to_string(), format!("before {host}")))
             .then_some(fire)
     });
@@ -257,7 +254,7 @@ fn step_output_written_after_the_daemon_was_sigkilled_mid_step_is_kept() {
     std::fs::write(format!("{gate}/go"), b"").expect("go");
     w.wait_stopped("the step to end", &name);
     let lines = wait_for("the lines after the kill", Duration::from_secs(10), || {
-        let lines = fire_lines(&w.node, &fire);
+        let lines = fire_lines(&w.node, &id, &fire);
         (lines.len() >= 3).then_some(lines)
     });
     assert_eq!(
@@ -295,7 +292,7 @@ fn step_output_of_a_run_once_step_is_in_the_journal_under_its_run() {
     assert_eq!(logs.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&logs.stdout), "once out\n");
     assert_eq!(String::from_utf8_lossy(&logs.stderr), "once err\n");
-    if w.node.runtime() == "docker" {
+    {
         let fires: Vec<String> = entries(&w.node, &[&format!("MESH_STEP={id}")])
             .iter()
             .map(|e| field(e, "MESH_FIRE").to_string())
@@ -349,7 +346,7 @@ fn step_output_of_a_fire_on_its_schedule_comes_from_the_container_made_ready_for
             .then_some(())
     });
     let lines = wait_for("its line", Duration::from_secs(10), || {
-        let lines = fire_lines(&w.node, &fire);
+        let lines = fire_lines(&w.node, &id, &fire);
         (!lines.is_empty()).then_some(lines)
     });
     assert_eq!(lines, vec![("6".to_string(), format!("tick {host}"))]);
@@ -418,6 +415,93 @@ fn step_output_is_followed_fire_after_fire() {
             format!("out {}", hosts[1]),
         ]
     );
+}
+
+/// A step of `w` that prints a line, waits for the test (a file `go` in
+/// the directory it returns), then prints a line on stdout and one on
+/// stderr: its last lines come after whatever the test did meanwhile.
+fn gated_step(w: &mut World, what: &str) -> (String, String, Value) {
+    let name = w.name(what);
+    let gate = w.path(&format!("{what}-gate"));
+    std::fs::create_dir_all(&gate).expect("gate dir");
+    let script = "echo \"before $(hostname)\"; while [ ! -e /gate/go ]; do sleep 0.1; done; \
+                  echo \"after $(hostname)\"; echo \"after-err $(hostname)\" >&2";
+    let mut s = step(&name, &name, &w.pulled_busybox(), script);
+    s["mounts"] = json!([{"source": gate, "target": "/gate", "read-only": true}]);
+    (name, gate, s)
+}
+
+/// The fire of `id` under way, once its first line is in the journal.
+fn fire_with_first_line(w: &World, id: &str, host: &str) -> String {
+    wait_for("the fire's first line", Duration::from_secs(30), || {
+        let started = fires_by_event(&w.node, id).remove("step-started")?;
+        let fire = started.last()?.clone();
+        fire_lines(&w.node, id, &fire)
+            .contains(&("6".to_string(), format!("before {host}")))
+            .then_some(fire)
+    })
+}
+
+/// Every line of `fire`, each once, once the step has ended.
+fn all_lines_once(w: &World, id: &str, fire: &str, host: &str) {
+    let want = vec![
+        ("6".to_string(), format!("before {host}")),
+        ("6".to_string(), format!("after {host}")),
+        ("3".to_string(), format!("after-err {host}")),
+    ];
+    let lines = wait_for("every line of the fire", Duration::from_secs(60), || {
+        let lines = fire_lines(&w.node, id, fire);
+        (lines.len() >= want.len()).then_some(lines)
+    });
+    // A moment more: nothing comes twice.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        fire_lines(&w.node, id, fire),
+        want,
+        "each line once: {lines:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn step_output_across_an_upgrades_hand_over_is_kept_each_line_once() {
+    let mut w = World::new("stephand");
+    let (id, gate, s) = gated_step(&mut w, "h");
+    let d = DaemonUnit::started(&w, json!([s]));
+    let client = d.cli_spawn(&["run", &id]);
+    w.wait_running("the step to run", &id);
+    let host = hostname(&w, &id);
+    let fire = fire_with_first_line(&w, &id, &host);
+    // An upgrade's maintainer script: the marker beside the control
+    // socket, then a restart; the old daemon hands its fire over.
+    let first = d.main_pid();
+    std::fs::write(w.path("hand-over"), b"").expect("the hand-over marker");
+    d.restart();
+    reap(client);
+    assert_ne!(d.main_pid(), first, "a new daemon");
+    assert!(w.running(&id), "the step ran on across the hand-over");
+    std::fs::write(format!("{gate}/go"), b"").expect("go");
+    w.wait_stopped("the step to end", &id);
+    all_lines_once(&w, &id, &fire, &host);
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn step_output_of_a_local_run_that_dies_mid_fire_is_kept_each_line_once() {
+    let mut w = World::new("steplocal");
+    let (id, gate, s) = gated_step(&mut w, "l");
+    // A daemon runs: it takes over what the dead local run owed.
+    let _d = DaemonUnit::started(&w, json!([s]));
+    let local = w.spawn_local(&id);
+    w.wait_running("the step to run", &id);
+    let host = hostname(&w, &id);
+    let fire = fire_with_first_line(&w, &id, &host);
+    assert!(w.kill_local_run(&id), "the local run was there to kill");
+    reap(local);
+    assert!(w.running(&id), "the step runs on without its owner");
+    std::fs::write(format!("{gate}/go"), b"").expect("go");
+    w.wait_stopped("the step to end", &id);
+    all_lines_once(&w, &id, &fire, &host);
 }
 
 /// Wait for a client that was running when its daemon died.

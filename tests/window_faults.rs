@@ -947,7 +947,8 @@ fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_
         declare::service("svca", &svca, &img),
         declare::service("svcb", &svcb, &img),
         declare::step(&a, &runa, &img, "sleep 300", &["svca"], 120),
-        declare::step(&b, &runb, &img, "sleep 2", &["svcb"], 120),
+        // Long enough to be seen running beside a under load.
+        declare::step(&b, &runb, &img, "sleep 8", &["svcb"], 120),
     ]));
     let d = DaemonUnit::install(&w, "");
     d.start();
@@ -1249,4 +1250,72 @@ fn an_owner_killed_right_after_its_late_stop_landed_leaves_svc_to_the_daemon() {
         "svc started again once, after its late stop: {after:?}"
     );
     assert!(h.d.active());
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn an_upgrades_hand_over_sweeps_orphaned_scopes_and_leaves_the_running_steps_alone() {
+    // At an upgrade the old daemon hands its window over (the marker
+    // beside its control socket, then a restart) while its step runs; the
+    // new daemon takes the window over and sweeps step scopes no live
+    // owner keeps. The running step's scope holds its container, never a
+    // keeper: it stays, and the step runs to its end. A scope left by an
+    // older mesh-host holding only `sleep infinity` is swept.
+    let mut w = World::new("handsweep");
+    let svc = w.name("svc");
+    let run = w.name("run");
+    let id = w.name("step");
+    let old_id = w.name("old");
+    let img = w.pulled_busybox();
+    w.write_declaration(json!([
+        declare::service("svc", &svc, &img),
+        declare::step(&id, &run, &img, "sleep 12", &["svc"], 120),
+    ]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+    let journal_since = w.journal_now();
+    let client = d.cli_spawn(&["run", &id]);
+    w.wait_running("the step to run", &run);
+    let scopes = step_scopes(&w, &id);
+    if w.node.cgroup_driver() == support::CgroupDriver::Cgroupfs {
+        assert_eq!(scopes.len(), 1, "the fire's scope: {scopes:?}");
+    }
+    let old = format!(
+        "mesh-host-step-{}-20200101T000000Z",
+        old_id.replace('-', "\\x2d")
+    );
+    w.node.sh_ok(&format!(
+        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
+        quote(&old)
+    ));
+    let _old = w.node.on_drop(format!(
+        "systemctl stop {} || true",
+        quote(&format!("{old}.scope"))
+    ));
+    wait_for("the old scope", Duration::from_secs(10), || {
+        (!step_scopes(&w, &old_id).is_empty()).then_some(())
+    });
+    // The upgrade's hand-over.
+    let first = d.main_pid();
+    std::fs::write(w.path("hand-over"), b"").expect("the hand-over marker");
+    d.restart();
+    reap(client);
+    assert_ne!(d.main_pid(), first, "a new daemon");
+    wait_for("the old scope to be swept", Duration::from_secs(30), || {
+        step_scopes(&w, &old_id).is_empty().then_some(())
+    });
+    // The running step kept its scope and its run.
+    assert!(w.running(&run), "the step runs on across the hand-over");
+    assert_eq!(step_scopes(&w, &id), scopes, "its scope was not swept");
+    let taken = w.journal(&[
+        "--since",
+        &journal_since,
+        "MESH_EVENT=window-taken-over",
+        &format!("MESH_STEP={id}"),
+    ]);
+    assert!(taken.contains("took over the window"), "{taken}");
+    w.wait_stopped("the step to end", &run);
+    wait_for("the window to close", Duration::from_secs(60), || {
+        (w.running(&svc) && records(&w.dir.join("state")).is_empty()).then_some(())
+    });
 }

@@ -21,7 +21,7 @@ use crate::attention::Attention;
 use crate::schedule::ready::ReadyState;
 use crate::schedule::scheduler::StepStatus;
 use crate::step_listing::{self, StepFacts};
-use crate::store::WindowRecord;
+use crate::window::WindowRecord;
 
 /// The whole answer of `status`.
 #[derive(Debug, Clone, Serialize)]

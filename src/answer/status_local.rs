@@ -45,8 +45,8 @@ fn gather(paths: LocalPaths<'_>, brief: bool) -> Result<Status, String> {
         .unwrap_or_default();
     let now = Utc::now();
     let boot = boot_id().map_err(|e| e.to_string())?;
-    let records = store
-        .windows()
+    let records = crate::window::Records::of(&store)
+        .all()
         .map_err(|e| format!("cannot read the window records: {e}"))?;
     let open_windows = records
         .iter()
@@ -82,10 +82,10 @@ fn gather(paths: LocalPaths<'_>, brief: bool) -> Result<Status, String> {
         applied.as_ref(),
         &records,
         &suspended,
-        &crate::store::Moment {
+        &crate::window::Moment {
             wall: now,
             boot_id: boot.clone(),
-            since_boot: Some(crate::store::since_boot()),
+            since_boot: Some(crate::clock::since_boot()),
         },
     );
     let empty = empty_declaration(paths, &store);

@@ -149,7 +149,7 @@ mod tests {
     use crate::acl::watch::FolderWatch;
     use crate::answer::status::LastApply;
     use crate::attention::Attention;
-    use crate::store::WindowRecord;
+    use crate::window::WindowRecord;
     use chrono::{DateTime, Utc};
     use serde_json::json;
 

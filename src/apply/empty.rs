@@ -23,12 +23,14 @@ use crate::store::{Store, APPLIED, CONTAINER_INPUTS};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(rename_all = "kebab-case", tag = "refused")]
 pub enum EmptyRefused {
-    /// Resources are applied: it would remove them.
+    /// Resources are applied that an apply removes once no longer
+    /// declared: it would remove them.
     #[error(
-        "the declaration declares no resources, but {applied} resource(s) are applied on this node: applying it would remove them; nothing was changed (mesh-host apply --allow-empty FILE removes them)"
+        "the declaration declares no resources, but {applied} resource(s) are applied on this node: applying it would remove them (files, directories and volumes stay); nothing was changed (mesh-host apply --allow-empty FILE removes them)"
     )]
     WouldRemove {
-        /// How many resources applying it would remove.
+        /// How many resources applying it would remove (never a file, a
+        /// directory or a volume: no apply removes those).
         applied: usize,
     },
     /// What is applied cannot be told: the state cannot be read.
@@ -52,11 +54,15 @@ impl EmptyRefused {
 }
 
 /// How many resources an empty declaration would remove from this node:
-/// those the last recorded apply declared, plus containers this state
-/// knows it made, that declaration did not name, and that still exist
-/// (`existing`: the managed containers listed; `None` when the runtime
-/// could not list them, and then every known one counts). 0 on a fresh
-/// node.
+/// what an apply removes once it is no longer declared, and nothing it
+/// never removes (files, directories and volumes stay). That is the
+/// containers the last apply declared (services, run-once steps,
+/// scheduled steps: each container or schedule goes), plus those this
+/// state made, no longer declared, that still exist (`existing`: the
+/// managed containers listed; `None` when the runtime could not list
+/// them, and then every known one counts); the unit files it wrote; the
+/// accounts it made; the networks it made; the shared folders whose
+/// entries it set. 0 on a fresh node.
 ///
 /// A state that cannot be read is an error: an empty declaration is then
 /// refused, since whether it would wipe the node cannot be told.
@@ -72,10 +78,13 @@ pub fn applied_count(store: &Store, existing: Option<&BTreeSet<String>>) -> Resu
         .and_then(serde_json::Value::as_array)
         .map(|a| a.iter().collect())
         .unwrap_or_default();
-    let declared_names: BTreeSet<&str> = resources
+    // Every container declared: its container goes, or its schedule.
+    let declared: BTreeSet<&str> = resources
         .iter()
+        .filter(|r| r.get("type").and_then(serde_json::Value::as_str) == Some("container"))
         .filter_map(|r| r.get("name").and_then(serde_json::Value::as_str))
         .collect();
+    // And each one this state made, no longer declared, still there.
     let mut known: BTreeSet<&str> = previous
         .as_ref()
         .map(|p| p.containers.iter().map(String::as_str).collect())
@@ -83,10 +92,24 @@ pub fn applied_count(store: &Store, existing: Option<&BTreeSet<String>>) -> Resu
     known.extend(inputs.keys().map(String::as_str));
     let undeclared = known
         .iter()
-        .filter(|name| !declared_names.contains(*name))
+        .filter(|name| !declared.contains(*name))
         .filter(|name| existing.is_none_or(|e| e.contains(**name)))
         .count();
-    Ok(resources.len() + undeclared)
+    let containers = declared.len() + undeclared;
+    let units = previous.as_ref().map_or(0, |p| p.units.len());
+    let accounts = store
+        .load::<BTreeMap<String, serde_json::Value>>(super::state::ACCOUNTS)
+        .map_err(|e| e.to_string())?
+        .map_or(0, |made| made.len());
+    let networks = store
+        .load::<BTreeMap<String, String>>(super::state::NETWORKS)
+        .map_err(|e| e.to_string())?
+        .map_or(0, |made| made.len());
+    let folders = store
+        .load::<crate::acl::folders::ManagedFolders>(crate::acl::folders::SHARED_FOLDERS)
+        .map_err(|e| e.to_string())?
+        .map_or(0, |managed| managed.folders.len());
+    Ok(containers + units + accounts + networks + folders)
 }
 
 /// `Err` when applying a declaration of `resources` resources would wipe
@@ -159,14 +182,14 @@ mod tests {
                    {"id": "conf", "type": "file", "path": "/etc/x"}]),
             &["web", "old"],
         );
-        // Two declared, and "old" (known, no longer declared, still
-        // there) too.
+        // The declared container, and "old" (known, no longer declared,
+        // still there) too; the file stays whatever is applied.
         let listed: BTreeSet<String> = ["web".to_string(), "old".to_string()].into();
         let refused = judge(&store, Some(&listed)).expect_err("would wipe");
-        assert_eq!(refused.applied(), Some(3));
+        assert_eq!(refused.applied(), Some(2));
         let said = refused.to_string();
         assert!(
-            said.contains("3 resource(s)") && said.contains("--allow-empty"),
+            said.contains("2 resource(s)") && said.contains("--allow-empty"),
             "{said}"
         );
         // Only containers left over (an apply of nothing that could not
@@ -182,6 +205,64 @@ mod tests {
         );
         // Known but gone (a step's container never made): nothing to wipe.
         assert_eq!(judge(&store, Some(&BTreeSet::new())), Ok(()));
+    }
+
+    #[test]
+    fn only_what_an_apply_removes_is_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        // Files, directories and volumes: no apply removes them, so an
+        // apply of nothing over them removes nothing and is taken.
+        applied(
+            &store,
+            json!([{"id": "conf", "type": "file", "path": "/etc/x", "content": ""},
+                   {"id": "data", "type": "directory", "path": "/srv/data"},
+                   {"id": "cache", "type": "volume", "name": "cache"}]),
+            &[],
+        );
+        assert_eq!(applied_count(&store, Some(&BTreeSet::new())), Ok(0));
+        assert_eq!(judge(&store, Some(&BTreeSet::new())), Ok(()));
+        // Beside them, one of each kind an apply removes: a container
+        // declared, a unit file written, an account made, a network made,
+        // a shared folder's entries set: 5, the 3 others not counted.
+        let mut state: AppliedState = store.load(APPLIED).expect("read").expect("state");
+        state.declaration["resources"]
+            .as_array_mut()
+            .expect("resources")
+            .extend([
+                json!({"id": "web", "type": "container", "name": "web"}),
+                json!({"id": "tick", "type": "unit", "name": "tick.timer"}),
+                json!({"id": "svc", "type": "identity", "name": "svc"}),
+                json!({"id": "back", "type": "network", "name": "back"}),
+                json!({"id": "share", "type": "shared-folder", "path": "/srv/share"}),
+            ]);
+        state.units = vec!["tick.timer".into()];
+        state.containers = vec!["web".into(), "old".into()];
+        store.save(APPLIED, &state).expect("save");
+        store
+            .save(
+                super::super::state::ACCOUNTS,
+                &json!({"svc": {"id": "svc", "uid": 990, "gid": 990, "user": true, "group": true}}),
+            )
+            .expect("save");
+        store
+            .save(super::super::state::NETWORKS, &json!({"back": "back"}))
+            .expect("save");
+        store
+            .save(
+                crate::acl::folders::SHARED_FOLDERS,
+                &json!({"folders": {"share": {"path": "/srv/share", "access": []}}}),
+            )
+            .expect("save");
+        let listed: BTreeSet<String> = ["web".to_string()].into();
+        assert_eq!(applied_count(&store, Some(&listed)), Ok(5));
+        assert_eq!(
+            judge(&store, Some(&listed)),
+            Err(EmptyRefused::WouldRemove { applied: 5 })
+        );
+        // "old", made here and no longer declared, counts while it exists.
+        let both: BTreeSet<String> = ["web".to_string(), "old".to_string()].into();
+        assert_eq!(applied_count(&store, Some(&both)), Ok(6));
     }
 
     #[test]

@@ -14,12 +14,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::state::ACCOUNTS;
 use super::{Action, Run};
 use crate::accounts::{self, Accounts, Made};
 use crate::declaration::{Identity, ResourceKind};
-
-/// Store document of the accounts the host made.
-pub const ACCOUNTS: &str = "accounts";
 
 /// One account (and/or group) the host made, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -56,8 +56,9 @@ use crate::mesh_event;
 use crate::progress::{Progress, Reporter};
 use crate::runtime::{ContainerRuntime, ContainerSummary};
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::Windows;
-use crate::store::{Store, WindowRecord, APPLIED, CONTAINER_INPUTS};
+use crate::store::{Store, APPLIED, CONTAINER_INPUTS};
+use crate::window::WindowRecord;
+use crate::window::Windows;
 
 mod containers;
 mod depends;

@@ -15,14 +15,13 @@
 
 use std::collections::BTreeMap;
 
+use super::state::NETWORKS;
 use super::{Action, Run};
 use crate::declaration::{Container, NetworkResource, VolumeResource};
 use crate::runtime::{
     NetworkAttach, NetworkInfo, NetworkSpec, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
 };
 
-/// Store document: the networks this state directory made, name → id.
-pub const NETWORKS: &str = "networks";
 /// Store document: the volumes declared, name → id.
 pub const VOLUMES: &str = "volumes";
 /// Store document: networks being made again, name → the containers to

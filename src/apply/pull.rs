@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use crate::declaration::Declaration;
 use crate::progress::{Progress, Reporter};
 use crate::runtime::{ContainerRuntime, RuntimeError};
-use crate::schedule::window::Windows;
+use crate::window::Windows;
 
 /// How pulls are retried and windows waited for. Fields are public so tests
 /// (with paused tokio time) and callers can tune them.
@@ -184,7 +184,7 @@ impl Puller {
                 self.bounds
                     .get(&r.step)
                     .copied()
-                    .unwrap_or(crate::store::WINDOW_MAX_AGE)
+                    .unwrap_or(crate::window::WINDOW_MAX_AGE)
             })
             .max()
             .map(|bound| Instant::now() + bound)
@@ -213,10 +213,10 @@ impl Puller {
 pub(super) fn window_bounds(decl: &Declaration) -> BTreeMap<String, Duration> {
     decl.steps()
         .map(|s| {
-            let run = s.container.timeout.unwrap_or(crate::store::WINDOW_MAX_AGE);
+            let run = s.container.timeout.unwrap_or(crate::window::WINDOW_MAX_AGE);
             (
                 s.resource.id.to_string(),
-                (run + crate::schedule::window::CLOSE_BUDGET).min(crate::store::WINDOW_MAX_AGE),
+                (run + crate::window::CLOSE_BUDGET).min(crate::window::WINDOW_MAX_AGE),
             )
         })
         .collect()

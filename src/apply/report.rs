@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::schedule::step::ScheduledStep;
-use crate::store::WindowRecord;
+use crate::window::WindowRecord;
 
 /// What an apply did to one resource. Serialised as its name
 /// (`"held-still"`); an action the unit manager reports that is not one of

@@ -19,6 +19,7 @@ use crate::runtime::{
 };
 
 use super::{Action, Halt, Run};
+use crate::schedule::forward::{Forwarding, Forwards, Owed};
 use crate::schedule::output::{run_once_name, to_journal};
 
 impl Run<'_> {
@@ -92,9 +93,25 @@ impl Run<'_> {
         let mut spec = built.spec.clone();
         let run = run_once_name(res.id.as_str(), chrono::Utc::now());
         to_journal(&mut spec, res.id.as_str(), &run);
-        super::containers::make(self.runtime(), &spec, from.as_deref())
-            .await
-            .map_err(|e| fail(e.to_string()))?;
+        // Where the runtime keeps the output to itself, it is owed to the
+        // journal before the container starts (schedule/forward.rs).
+        let mut forwarding = Forwarding::owe(
+            self.applier.runtime.clone(),
+            &Forwards::of(&self.applier.store),
+            Owed::new(
+                self.applier.windows().owner(),
+                res.id.as_str(),
+                res.module.as_deref(),
+                &run,
+                name,
+                &spec.image,
+            ),
+        );
+        if let Err(e) = super::containers::make(self.runtime(), &spec, from.as_deref()).await {
+            forwarding.abandon();
+            return Err(fail(e.to_string()));
+        }
+        forwarding.follow();
         let runtime = self.applier.runtime.clone();
         let waited = match c.timeout {
             Some(limit) => tokio::time::timeout(limit, runtime.wait_exit(name))
@@ -102,6 +119,7 @@ impl Run<'_> {
                 .ok(),
             None => Some(runtime.wait_exit(name).await),
         };
+        forwarding.finish().await;
         match waited {
             Some(Ok(0)) => Ok(began.elapsed()),
             Some(Ok(status)) => Err((Some(status), format!("exit status {status}"))),

@@ -27,6 +27,13 @@ use serde_json::Value;
 use super::report::{Action, Halt, ReportLine};
 use crate::container_spec::BuiltContainer;
 
+/// Store document of the accounts the host made (`accounts.json`).
+pub const ACCOUNTS: &str = "accounts";
+
+/// Store document: the networks this state directory made, name → id
+/// (`networks.json`).
+pub const NETWORKS: &str = "networks";
+
 /// The format of [`AppliedState`] this host writes.
 pub const APPLIED_FORMAT: u32 = 1;
 

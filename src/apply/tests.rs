@@ -11,14 +11,15 @@ use serde_json::{json, Value};
 
 use super::units::FakeUnits;
 use super::{Applier, ApplyReport, PullPolicy};
+use crate::clock::FakeClock;
 use crate::declaration::{self, Declaration};
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{
     ContainerRuntime, ContainerSpec, RuntimeError, LABEL_MANAGED, LABEL_RESOURCE,
 };
-use crate::schedule::clock::FakeClock;
-use crate::schedule::window::{Owner, Windows};
-use crate::store::{HeldContainer, Store, WindowRecord};
+use crate::store::Store;
+use crate::window::{HeldContainer, WindowRecord};
+use crate::window::{Owner, Records, Windows};
 
 fn img(n: u8) -> String {
     format!("registry.test/app@sha256:{}", format!("{n:02x}").repeat(32))
@@ -28,6 +29,7 @@ struct Rig {
     dir: tempfile::TempDir,
     fake: FakeRuntime,
     store: Store,
+    records: Records,
     windows: Windows,
     clock: Arc<FakeClock>,
 }
@@ -48,6 +50,7 @@ impl Rig {
         Rig {
             dir,
             fake,
+            records: Records::of(&store),
             store,
             windows,
             clock,
@@ -77,10 +80,10 @@ impl Rig {
 
     /// A window record of `step`, opened now, holding `held` (running).
     fn open_window(&self, step: &str, held: &[&str]) {
-        use crate::schedule::clock::Clock;
+        use crate::clock::Clock;
         let owner = Owner::current().expect("owner");
-        self.store
-            .write_window(&WindowRecord {
+        self.records
+            .write(&WindowRecord {
                 step: step.into(),
                 module: None,
                 fire_time: self.clock.now(),
@@ -392,7 +395,7 @@ async fn a_held_container_is_left_alone_and_converged_after_the_window() {
     assert!(during.to_string().contains("window gc open since"));
 
     // The window closes (record erased); the next apply converges.
-    r.store.remove_window("gc").expect("close");
+    r.records.remove("gc").expect("close");
     let after = r
         .apply(json!([
             service("registry", &img(2)),
@@ -419,9 +422,9 @@ async fn a_stale_window_record_holds_nothing() {
     r.fake.stop("web").await.expect("stop");
     r.open_window("gc", &["web"]);
     // Its owner is gone (another start time) and it is past its bound.
-    let mut record = r.store.window("gc").expect("read").expect("record");
+    let mut record = r.records.get("gc").expect("read").expect("record");
     record.pid_start_time += 1;
-    r.store.write_window(&record).expect("write");
+    r.records.write(&record).expect("write");
     r.clock.jump(chrono::Duration::hours(7));
     let report = r.apply(json!([service("web", &img(1))])).await;
     assert_eq!(report.lines[0].to_string(), "web started: was not running");
@@ -430,17 +433,17 @@ async fn a_stale_window_record_holds_nothing() {
 
 #[tokio::test]
 async fn a_wall_clock_jump_does_not_release_a_window_measured_since_boot() {
-    use crate::schedule::clock::Clock;
+    use crate::clock::Clock;
     let r = Rig::new();
     r.fake.add_image(&img(1));
     r.apply(json!([service("web", &img(1))])).await;
     r.fake.stop("web").await.expect("stop");
     r.open_window("gc", &["web"]);
-    let mut record = r.store.window("gc").expect("read").expect("record");
+    let mut record = r.records.get("gc").expect("read").expect("record");
     record.opened_since_boot_secs = r.clock.since_boot().map(|d| d.as_secs());
     // Even with its owner gone, the age is what the time since boot says.
     record.pid_start_time += 1;
-    r.store.write_window(&record).expect("write");
+    r.records.write(&record).expect("write");
     r.clock.jump(chrono::Duration::days(2));
     let report = r.apply(json!([service("web", &img(1))])).await;
     assert_eq!(
@@ -833,7 +836,7 @@ async fn an_unanswering_registry_is_waited_for_while_a_window_is_open() {
         let (store, fake, image) = (r.store.clone(), r.fake.clone(), img(4));
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(50)).await;
-            store.remove_window("gc").expect("close");
+            Records::of(&store).remove("gc").expect("close");
             fake.fail_pull_times(&image, unavailable(&image), 0);
         })
     };

@@ -9,7 +9,7 @@
 //! included.
 //!
 //! Before applying, windows whose owner died are closed
-//! ([`Windows::resume`](crate::schedule::window::Windows::resume)): on a node
+//! ([`Windows::resume`](crate::window::Windows::resume)): on a node
 //! with no daemon, the next local command is what finishes a dead owner's
 //! window, so an apply never leaves a service held by a process that no
 //! longer exists. Windows whose owner still runs are honoured (their

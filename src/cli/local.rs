@@ -8,14 +8,14 @@ use tokio::sync::watch;
 use super::output::print_json;
 use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
 use crate::answer::{Answer, Failure};
+use crate::clock::SystemClock;
 use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
-use crate::schedule::clock::SystemClock;
 use crate::schedule::fire::Firer;
 use crate::schedule::step;
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
+use crate::window::{Owner, Windows};
 
 /// What a local command works with.
 #[derive(Debug)]
@@ -63,6 +63,14 @@ impl LocalHost {
             crate::errln!("mesh-host: cannot read window records, nothing was done: {e}");
             EXIT_FAILED
         })?;
+        // Output a gone owner owed to the journal: what is there now is
+        // forwarded (a container still running stays owed, for the next).
+        let forwards = crate::schedule::forward::Forwards::of(&host.store);
+        let owner = host.windows.owner().clone();
+        for task in crate::schedule::forward::resume(host.runtime.clone(), &forwards, &owner, false)
+        {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(30), task).await;
+        }
         Ok(host)
     }
 }

@@ -1,12 +1,14 @@
 //! `mesh-host logs STEP [--fires N] [--follow]`: a step's output, read
-//! back from the journal, where the runtime wrote it (docs/step-output.md).
+//! back from the journal, where the runtime (Docker) or mesh-host itself
+//! (Podman) wrote it (docs/step-output.md).
 //!
 //! It reads the journal with `journalctl -o json`, never the daemon, so it
 //! answers with or without one. First backwards, from the newest entry of
 //! the step until N fires are seen: the fires are told by `MESH_FIRE` on
-//! the output lines (Docker) and on the step's own `step-started` events,
-//! or by the tag of a line of the step's container (Podman, whose journald
-//! driver carries no label: the tag is the fire's name). A fire that was
+//! the output lines and on the step's own `step-started` events, or by the
+//! tag of a line of the step's container (written on Podman by an older
+//! mesh-host, under the journald driver: the tag is the fire's name). A
+//! fire that was
 //! skipped ran nothing and is not counted. Then forwards from the oldest
 //! entry of those fires, printing their lines, and with `--follow` what
 //! comes after, fire after fire.

@@ -12,8 +12,8 @@
 //! schedules from it.
 
 use crate::declaration::{self, Declaration};
-use crate::schedule::window::Windows;
 use crate::store::Store;
+use crate::window::Windows;
 
 /// The store document: the canonical form of the declaration of the last
 /// complete apply.

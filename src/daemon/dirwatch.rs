@@ -33,7 +33,7 @@ impl DirWatch {
                 | WatchFlags::MOVE_SELF,
         )?;
         Ok(DirWatch {
-            fd: crate::schedule::timer::async_fd(fd)?,
+            fd: crate::clock::timer::async_fd(fd)?,
         })
     }
 

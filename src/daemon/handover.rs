@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::window::Windows;
 use crate::store::Store;
+use crate::window::Windows;
 
 /// The file a maintainer script creates, in the directory of the control
 /// socket (`/run/mesh-host/`), to make the next stop a hand-over.
@@ -80,7 +80,7 @@ pub fn requested(control_socket: &Path) -> bool {
 /// the note naming them.
 pub fn leave(store: &Store, windows: &Windows) {
     let owner = windows.owner();
-    let steps: Vec<String> = match store.windows() {
+    let steps: Vec<String> = match windows.records().all() {
         Ok(records) => records
             .into_iter()
             .filter(|r| owner.owns(r))

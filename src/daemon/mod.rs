@@ -23,6 +23,7 @@ mod dirwatch;
 pub mod handover;
 pub mod notify;
 mod reload;
+mod runtime_wait;
 mod status;
 
 use std::path::PathBuf;
@@ -37,20 +38,22 @@ use crate::answer::suspend::Suspension;
 use crate::answer::{self, Answer};
 use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
+use crate::clock::SystemClock;
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::Declaration;
 use crate::exit::Exit;
 use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::progress::Reporter;
-use crate::runtime::{ContainerRuntime, DockerRuntime};
-use crate::schedule::clock::SystemClock;
+use crate::runtime::ContainerRuntime;
 use crate::schedule::fire::Firer;
+use crate::schedule::forward::Forwards;
+use crate::schedule::forward_keeper::Keeper;
 use crate::schedule::plan;
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
 use crate::schedule::step;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
+use crate::window::{Owner, Windows};
 
 use notify::Notifier;
 
@@ -74,9 +77,6 @@ pub struct DaemonConfig {
     /// The alert template started for alerting events, if any.
     pub on_alert: Option<crate::page::Template>,
 }
-
-/// How long the daemon keeps trying to reach the container runtime at start.
-const RUNTIME_WAIT: Duration = Duration::from_secs(90);
 
 /// How often `STATUS=` is refreshed when the window records' directory
 /// cannot be watched (inotify refused): otherwise it is refreshed on change
@@ -153,7 +153,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let pager_events = cfg.on_alert.is_some().then(crate::tap::subscribe);
     notifier.status("starting: connecting to the container runtime");
     let store = Store::open(&cfg.state_dir).map_err(|e| e.to_string())?;
-    let runtime = connect_runtime(cfg.docker_host.as_deref()).await?;
+    let runtime = runtime_wait::connect_runtime(cfg.docker_host.as_deref()).await?;
     let owner = Owner::current().map_err(|e| e.to_string())?;
     let clock = Arc::new(SystemClock::new());
     // Before READY: a clock set from here on wakes the scheduler.
@@ -182,7 +182,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         tracing::error!("cannot look for unreadable window records: {e}");
     }
     // Heartbeats of owners that died (or of earlier boots) renew nothing.
-    if let Err(e) = store.sweep_beats(&windows.owner().boot_id) {
+    if let Err(e) = windows.records().beats().sweep(&windows.owner().boot_id) {
         tracing::warn!("cannot remove the heartbeats of owners that are gone: {e}");
     }
     // A package upgrade: the previous daemon handed its windows over, their
@@ -199,8 +199,15 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // dies later (a local command, an installer) or stops renewing its
     // lease. It also stops step units no live owner keeps (a scope whose
     // owner died before its container was in it).
-    let adopter = crate::schedule::adopt::Adopter::new(windows.clone()).with_units(units);
+    let adopter = crate::window::adopt::Adopter::new(windows.clone()).with_units(units);
     let adopter_task = tokio::spawn(adopter.run(shutdown.clone()));
+    // Output owed to the journal by owners that are gone is forwarded on.
+    let keeper = Keeper::new(
+        runtime.clone(),
+        Forwards::of(&store),
+        windows.owner().clone(),
+    );
+    tokio::spawn(keeper.run(shutdown.clone()));
 
     // 2. The scheduler runs from here on; the watchdog is fed from its loop.
     let watchdog = notifier.watchdog();
@@ -333,21 +340,6 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let _ = server_task.await;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Connect to the runtime, waiting for it a while (dockerd may start after us).
-async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>, String> {
-    let deadline = tokio::time::Instant::now() + RUNTIME_WAIT;
-    loop {
-        match DockerRuntime::connect(host).await {
-            Ok(rt) => return Ok(Arc::new(rt)),
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!("{e}; trying again");
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            Err(e) => return Err(crate::runtime::explain(&e)),
-        }
-    }
 }
 
 /// Start the pager when `--on-alert` names a template.
@@ -778,7 +770,7 @@ impl Daemon {
             let stale_due = async {
                 match stale_at {
                     Some(at) => {
-                        crate::schedule::timer::sleep_until(Some(at), now, None).await;
+                        crate::clock::timer::sleep_until(Some(at), now, None).await;
                     }
                     None => std::future::pending().await,
                 }

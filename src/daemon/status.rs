@@ -104,15 +104,14 @@ impl Daemon {
             .applied_for_status
             .get(&self.store, status::of_applied)
             .map_err(|e| e.to_string())?;
-        let records = self
-            .store
-            .windows()
+        let records = crate::window::Records::of(&self.store)
+            .all()
             .map_err(|e| format!("window records unreadable: {e}"))?;
         let suspended = crate::schedule::suspend::load(&self.store)?;
-        let at = crate::store::Moment {
+        let at = crate::window::Moment {
             wall: Utc::now(),
             boot_id: crate::store::boot_id().map_err(|e| e.to_string())?,
-            since_boot: Some(crate::store::since_boot()),
+            since_boot: Some(crate::clock::since_boot()),
         };
         let attention = attention::gather(
             &self.store,

@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 
 use crate::schedule::fire::RunOutcome;
 use crate::schedule::scheduler::StepStatus;
-use crate::store::WindowRecord;
+use crate::window::WindowRecord;
 
 pub use counters::Counters;
 
@@ -133,8 +133,8 @@ pub struct ApplyMetrics {
 /// How long a window may stay open (CONTRACT "Scheduled steps and windows").
 pub fn window_bound_secs(record: &WindowRecord) -> f64 {
     match record.step_timeout_secs {
-        Some(t) => (t + crate::schedule::window::CLOSE_BUDGET.as_secs()) as f64,
-        None => crate::store::WINDOW_MAX_AGE.as_secs() as f64,
+        Some(t) => (t + crate::window::CLOSE_BUDGET.as_secs()) as f64,
+        None => crate::window::WINDOW_MAX_AGE.as_secs() as f64,
     }
 }
 

@@ -18,9 +18,9 @@ use crate::apply::AppliedState;
 use crate::declaration::Declaration;
 use crate::schedule::fire::{FireReport, RunOutcome};
 use crate::schedule::scheduler::{SchedulerHandle, StepHistory, StepStatus};
-use crate::schedule::window::Windows;
 use crate::store::{Store, STEP_HISTORY};
 use crate::tap::Observed;
+use crate::window::Windows;
 
 /// Each scheduled step's module (`""` when none), by step id.
 pub fn modules(decl: &Declaration) -> BTreeMap<String, String> {
@@ -286,8 +286,8 @@ pub fn local(store: &Store) -> Result<String, String> {
     let counters = Counters::load(store).map_err(|e| e.to_string())?;
     let now = Utc::now();
     let boot = crate::store::boot_id().map_err(|e| e.to_string())?;
-    let windows: Vec<_> = store
-        .windows()
+    let windows: Vec<_> = crate::window::Records::of(store)
+        .all()
         .map_err(|e| format!("cannot read the window records: {e}"))?
         .into_iter()
         .filter(|r| r.holds(now, &boot))

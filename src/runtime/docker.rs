@@ -5,7 +5,8 @@
 
 use super::{
     CgroupDriver, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec, ContainerSummary,
-    EventStream, NetworkAttach, NetworkInfo, NetworkSpec, RuntimeError, VolumeInfo, VolumeSpec,
+    EventStream, NetworkAttach, NetworkInfo, NetworkSpec, OutputChunks, RuntimeError, VolumeInfo,
+    VolumeSpec,
 };
 
 mod client;
@@ -16,6 +17,7 @@ mod image_defaults;
 mod images;
 mod network_none;
 mod networking;
+mod output;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};
 
@@ -82,6 +84,15 @@ impl ContainerRuntime for DockerRuntime {
 
     async fn events(&self, names: &[String]) -> Result<EventStream, RuntimeError> {
         events::events(self, names).await
+    }
+
+    fn journals_output(&self) -> bool {
+        // Podman's journald driver carries no label: mesh-host forwards.
+        !self.is_podman()
+    }
+
+    async fn output(&self, name: &str, follow: bool) -> Result<OutputChunks, RuntimeError> {
+        Ok(output::output(self, name, follow))
     }
 
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {
@@ -479,11 +490,10 @@ mod tests {
     }
 
     #[test]
-    fn output_to_the_journal_carries_labels_on_docker_and_the_tag_alone_on_podman() {
+    fn output_to_the_journal_carries_labels_on_docker_and_goes_to_a_file_on_podman() {
         let journal = JournalLog {
             labels: vec!["mesh.step".into(), "mesh.fire".into()],
             tag: "mesh-host-step".into(),
-            tag_alone: "mesh-host-step-gc-20261203T030000Z.scope".into(),
         };
         let spec = ContainerSpec {
             journal: Some(journal.clone()),
@@ -503,13 +513,11 @@ mod tests {
             config.get("tag").map(String::as_str),
             Some("mesh-host-step")
         );
+        // Podman's driver carries no label: a file of its own, which
+        // mesh-host forwards with the fields.
         let podman = log_config(&journal, true);
-        let config = podman.config.expect("options");
-        assert_eq!(
-            config.get("tag").map(String::as_str),
-            Some("mesh-host-step-gc-20261203T030000Z.scope")
-        );
-        assert!(!config.contains_key("labels"), "Podman carries no label");
+        assert_eq!(podman.typ.as_deref(), Some("k8s-file"));
+        assert_eq!(podman.config, None);
         // Without one, the runtime's default driver.
         let body = create_body(&ContainerSpec::default());
         assert_eq!(body.host_config.and_then(|h| h.log_config), None);

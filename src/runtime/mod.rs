@@ -152,6 +152,19 @@ pub trait ContainerRuntime: Send + Sync + fmt::Debug {
     /// The runtime's cgroup driver, which decides what a cgroup parent is.
     async fn cgroup_driver(&self) -> Result<CgroupDriver, RuntimeError>;
 
+    /// Whether the runtime's own log driver writes a container's output to
+    /// the journal with the fields of its [`JournalLog`] (Docker). When it
+    /// does not (Podman 4.3, whose driver carries no label), mesh-host
+    /// forwards the output itself, read with [`ContainerRuntime::output`].
+    fn journals_output(&self) -> bool {
+        true
+    }
+
+    /// What container `name` wrote, stdout and stderr, from its first
+    /// line, as the runtime keeps it; with `follow`, what comes too, until
+    /// the container ends. The same lines in the same order each time.
+    async fn output(&self, name: &str, follow: bool) -> Result<OutputChunks, RuntimeError>;
+
     /// Start, die and stop events of the named containers, from the moment of
     /// this call on (events between the call and the subscription reaching
     /// the runtime are replayed). An empty `names` gives a stream that never
@@ -364,9 +377,12 @@ pub struct PortSpec {
     pub address: Option<IpAddr>,
 }
 
-/// A container's output written to the journal by the runtime (Docker's
-/// `journald` log driver): each line an entry, kept whatever happens to
-/// the process that started the container.
+/// A container's output kept in the journal: written there by the runtime
+/// (Docker's `journald` log driver), each line an entry, kept whatever
+/// happens to the process that started the container; or, where the
+/// runtime's driver carries no label ([`ContainerRuntime::journals_output`]
+/// false: Podman 4.3), kept in the runtime's own log of the container and
+/// forwarded to the journal by mesh-host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalLog {
     /// Labels the runtime turns into fields of each entry (Docker: a
@@ -374,11 +390,29 @@ pub struct JournalLog {
     pub labels: Vec<String>,
     /// The entries' `SYSLOG_IDENTIFIER` where those labels are carried.
     pub tag: String,
-    /// The tag where the runtime carries no label (Podman 4.3, whose
-    /// journald driver sets only `CONTAINER_TAG` and `SYSLOG_IDENTIFIER`
-    /// from the tag): then the tag alone must say what the entry is of.
-    pub tag_alone: String,
 }
+
+/// Which stream of a container a piece of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// A piece of a container's output as the runtime gives it back: bytes of
+/// one stream, a line or more, or part of one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputChunk {
+    /// Its stream.
+    pub stream: OutputStream,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The stream returned by [`ContainerRuntime::output`].
+pub type OutputChunks = Pin<Box<dyn Stream<Item = Result<OutputChunk, RuntimeError>> + Send>>;
 
 /// A health check a container is created with (Docker's `Healthcheck`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,17 +9,17 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::clock::FakeClock;
 use crate::progress::Reporter;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::clock::FakeClock;
 use crate::schedule::fire::{Firer, StepDef};
 use crate::schedule::jobs::StepTiming;
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle, StepHistory};
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::{Store, STEP_HISTORY};
 use crate::systemd::units::NoUnits;
+use crate::window::{Owner, Windows};
 
 fn at(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).expect("test time").to_utc()
@@ -307,8 +307,8 @@ async fn a_suspended_step_with_catch_up_catches_nothing_up_at_start_or_resume() 
 /// yet (its record is of another boot).
 fn window_from_before(store: &Store) {
     let owner = Owner::current().expect("owner");
-    store
-        .write_window(&crate::store::WindowRecord {
+    crate::window::Records::of(store)
+        .write(&crate::window::WindowRecord {
             step: "gc".into(),
             module: None,
             fire_time: at("2026-01-01T03:30:00Z"),
@@ -321,7 +321,7 @@ fn window_from_before(store: &Store) {
             opened_since_boot_secs: None,
             lease_since_boot_secs: None,
             owed: false,
-            held: vec![crate::store::HeldContainer {
+            held: vec![crate::window::HeldContainer {
                 id: "db".into(),
                 name: "db".into(),
                 was_running: true,
@@ -385,7 +385,9 @@ async fn a_catch_up_skipped_for_a_window_still_closing_runs_once_it_has_closed()
     tokio::time::sleep(Duration::from_secs(30)).await;
     assert_eq!(starts(&r.fake), 0, "still in its way");
     // The window closes: the catch-up runs, once.
-    r.store.remove_window("gc").expect("closed");
+    crate::window::Records::of(&r.store)
+        .remove("gc")
+        .expect("closed");
     let mut changes = r.handle.changes();
     let ran = tokio::time::timeout(Duration::from_secs(10), async {
         while r.history().await.last_run.is_none() {

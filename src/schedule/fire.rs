@@ -6,7 +6,6 @@
 //! (see [`Windows::close`]) so that nothing the caller does can cut it short.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -20,95 +19,16 @@ use crate::mesh_event;
 use crate::progress::{Phase, Progress, Reporter};
 use crate::runtime::{ContainerInfo, ContainerRuntime, RuntimeError};
 use crate::schedule::ended::Ended;
+use crate::schedule::forward::{Forwarding, Forwards, Owed};
 use crate::schedule::output::fire_name;
 use crate::schedule::ready::{is_ready_for, make_in_place, run_spec, Readier};
-use crate::schedule::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
+use crate::schedule::run_end;
 use crate::systemd::units::{StepUnit, StepUnits};
+use crate::window::{close_budget, CloseReport, OpenError, WindowPlan, Windows};
 
+use crate::schedule::outcome::SKIPPED_FOR_A_WINDOW;
+pub use crate::schedule::outcome::{describe, RunOutcome};
 pub use crate::schedule::step::StepDef;
-
-/// How the step's run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "result", rename_all = "kebab-case")]
-pub enum RunOutcome {
-    /// Exited 0.
-    Succeeded,
-    /// Exited non-zero (137 when `systemctl stop` on its unit killed it).
-    Exited {
-        /// The exit status.
-        status: i64,
-    },
-    /// Exited non-zero after the kernel's OOM killer killed a process of it.
-    OomKilled {
-        /// The exit status.
-        status: i64,
-    },
-    /// Outlived its timeout and was stopped.
-    TimedOut {
-        /// The exit status after the stop.
-        status: Option<i64>,
-    },
-    /// Stopped from outside: `systemctl stop` of its unit.
-    Stopped {
-        /// The exit status after the stop.
-        status: Option<i64>,
-    },
-    /// Stopped because the host is shutting down.
-    Interrupted {
-        /// The exit status after the stop.
-        status: Option<i64>,
-    },
-    /// Could not run at all.
-    Error {
-        /// Why.
-        reason: String,
-    },
-    /// Not run: the previous run is in flight, or another window holds one
-    /// of its containers.
-    Skipped {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// How the reason of a fire skipped for a window begins.
-const SKIPPED_FOR_A_WINDOW: &str = "the window of ";
-
-impl RunOutcome {
-    /// The exit status, when the container ran and exited.
-    pub fn exit_status(&self) -> Option<i64> {
-        match self {
-            RunOutcome::Succeeded => Some(0),
-            RunOutcome::Exited { status } | RunOutcome::OomKilled { status } => Some(*status),
-            RunOutcome::TimedOut { status }
-            | RunOutcome::Stopped { status }
-            | RunOutcome::Interrupted { status } => *status,
-            RunOutcome::Error { .. } | RunOutcome::Skipped { .. } => None,
-        }
-    }
-
-    /// Whether the fire was skipped because a window record (another
-    /// window's, or one of this step still closing) was in its way: a
-    /// catch-up skipped so is owed, and runs once that window has closed.
-    pub fn skipped_for_a_window(&self) -> bool {
-        matches!(self, RunOutcome::Skipped { reason } if reason.starts_with(SKIPPED_FOR_A_WINDOW))
-    }
-
-    /// Why a run failed, as `MESH_REASON` says it: `exited`, `oom`,
-    /// `timed-out`, `stopped`, `interrupted`, `error`.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            RunOutcome::Succeeded => "succeeded",
-            RunOutcome::Exited { .. } => "exited",
-            RunOutcome::OomKilled { .. } => "oom",
-            RunOutcome::TimedOut { .. } => "timed-out",
-            RunOutcome::Stopped { .. } => "stopped",
-            RunOutcome::Interrupted { .. } => "interrupted",
-            RunOutcome::Error { .. } => "error",
-            RunOutcome::Skipped { .. } => "skipped",
-        }
-    }
-}
 
 /// What one fire did (`run --json`: its keys kebab-case, as in every
 /// other document mesh-host prints).
@@ -301,6 +221,13 @@ impl Firer {
             }
         };
         report.unit = prepared.unit.as_ref().map(|u| u.name.clone());
+        if prepared.stopped() {
+            // Its unit was stopped already: nothing is held for a step
+            // that does not run.
+            self.units.end(prepared.unit).await;
+            report.outcome = RunOutcome::Stopped { status: None };
+            return self.finish(step, report, started);
+        }
         let mut window = None;
         let mut held_from = None;
         if !step.holds.is_empty() {
@@ -346,6 +273,20 @@ impl Firer {
             }
         }
         phase(Phase::Running, Some(step.spec.name.clone()));
+        // Where the runtime keeps the output to itself, it is owed to the
+        // journal before the container starts (`forward`).
+        let forwarding = Forwarding::owe(
+            self.runtime.clone(),
+            &Forwards::of(self.windows.store()),
+            Owed::new(
+                self.windows.owner(),
+                &step.id,
+                step.module.as_deref(),
+                &fire,
+                &step.spec.name,
+                &step.spec.image,
+            ),
+        );
         // The body on a task of its own: a panic in it is caught here.
         let body = {
             let (runtime, units, shutdown, step, starts) = (
@@ -356,7 +297,10 @@ impl Firer {
                 self.starts.clone(),
             );
             tokio::spawn(async move {
-                run_step(&*runtime, &*units, shutdown, &step, prepared, &starts).await
+                run_step(
+                    &*runtime, &*units, shutdown, &step, prepared, &starts, forwarding,
+                )
+                .await
             })
         };
         // Should this fire unwind, its run must not act on after it: the
@@ -449,28 +393,6 @@ fn absorb(report: &mut FireReport, closed: &CloseReport) {
         .extend(closed.lost.iter().map(|(n, _)| n.clone()));
 }
 
-/// A one-line description of an outcome.
-pub fn describe(outcome: &RunOutcome) -> String {
-    match outcome {
-        RunOutcome::Succeeded => "succeeded".into(),
-        RunOutcome::Exited { status } => format!("exited with status {status}"),
-        RunOutcome::OomKilled { status } => {
-            format!("killed by the kernel: out of memory (status {status})")
-        }
-        RunOutcome::TimedOut { status } => format!(
-            "exceeded its timeout and was stopped (status {})",
-            status.map_or("unknown".into(), |s| s.to_string())
-        ),
-        RunOutcome::Stopped { status } => format!(
-            "stopped: its unit was stopped (systemctl stop), status {}",
-            status.map_or("unknown".into(), |s| s.to_string())
-        ),
-        RunOutcome::Interrupted { .. } => "stopped because mesh-host is shutting down".into(),
-        RunOutcome::Error { reason } => reason.clone(),
-        RunOutcome::Skipped { reason } => format!("skipped: {reason}"),
-    }
-}
-
 /// How the step body ended.
 struct StepRun {
     outcome: RunOutcome,
@@ -496,6 +418,16 @@ struct PreparedRun {
     /// ([`crate::schedule::ready::Ahead::container`]): started by that ID,
     /// with no request before.
     looked_at_ahead: Option<String>,
+}
+
+impl PreparedRun {
+    /// Whether its unit was stopped already (`systemctl stop`).
+    fn stopped(&self) -> bool {
+        self.unit
+            .as_ref()
+            .and_then(|u| u.stop_requested.as_ref())
+            .is_some_and(|rx| *rx.borrow())
+    }
 }
 
 /// Make the step's unit and see that its container is created inside it:
@@ -654,6 +586,7 @@ async fn run_step(
     step: &StepDef,
     prepared: PreparedRun,
     starts: &Semaphore,
+    mut forwarding: Forwarding,
 ) -> StepRun {
     let name = &step.spec.name;
     let PreparedRun {
@@ -664,6 +597,30 @@ async fn run_step(
     } = prepared;
     let unit_name = unit.as_ref().map(|u| u.name.clone());
     let parent = unit.as_ref().map(|u| u.cgroup_parent.clone());
+    let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
+    // The fire's unit stopped before its container started (while the
+    // window opened), as its watch says or systemd, asked now: the step
+    // does not run (see `run_end`).
+    let look = unit.as_ref().map(StepUnit::look);
+    if run_end::stopped_before_start(units, look, &stop_requested).await {
+        drop(step_lock);
+        forwarding.abandon();
+        units.end(unit).await;
+        tracing::warn!(
+            MESH_STEP = %step.id,
+            "the unit of {name} was stopped before its container started: the step does not run"
+        );
+        return StepRun {
+            outcome: RunOutcome::Stopped { status: None },
+            unit: unit_name,
+            ended: Ok(()),
+            usage: None,
+        };
+    }
+    // From here a removal of the unit is the run's own end, not a stop.
+    if let Some(unit) = &unit {
+        unit.starting();
+    }
     let meter = Meter::start(unit.as_ref().and_then(|u| u.control_group.as_deref()));
     // The container is known `created` (looked at or made under the
     // step's lock): one start request, judged by one inspection after it.
@@ -680,6 +637,7 @@ async fn run_step(
     };
     drop(step_lock);
     if let Err(e) = started {
+        forwarding.abandon();
         units.end(unit).await;
         // A start that did not answer may still have started it.
         let ended = crate::runtime::stop_confirmed(runtime, name, Instant::now() + close_budget())
@@ -692,18 +650,38 @@ async fn run_step(
             usage: None,
         };
     }
+    // A stop that landed in the instant before the start: the container
+    // is ended at once (see `run_end`).
+    if let Some((status, ended)) =
+        run_end::stopped_as_it_started(runtime, &stop_requested, name, &step.id).await
+    {
+        forwarding.follow();
+        // Read while the unit still holds its cgroup.
+        let usage = meter
+            .finish_run(runtime, name, None, step.spec.process.memory)
+            .await;
+        units.end(unit).await;
+        forwarding.finish().await;
+        return StepRun {
+            outcome: RunOutcome::Stopped { status },
+            unit: unit_name,
+            ended,
+            usage: Some(usage),
+        };
+    }
+    forwarding.follow();
     units.started(&mut unit).await;
     // The worst moment for a bug: the window open, the step running.
     crate::fault::point("panic-in-step-run", &step.id);
-    let stop_requested = unit.as_mut().and_then(|u| u.stop_requested.take());
     let (mut outcome, exited) =
-        wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
+        run_end::wait_run(runtime, &mut shutdown, stop_requested, name, step.timeout).await;
     // Read while the unit still holds its cgroup.
     let exit = outcome.exit_status().filter(|_| exited);
     let usage = meter
         .finish_run(runtime, name, exit, step.spec.process.memory)
         .await;
     units.end(unit).await;
+    forwarding.finish().await;
     if let (Some(true), RunOutcome::Exited { status }) = (usage.oom_killed, &outcome) {
         outcome = RunOutcome::OomKilled { status: *status };
     }
@@ -722,51 +700,6 @@ async fn run_step(
         unit: unit_name,
         ended,
         usage: Some(usage),
-    }
-}
-
-/// Wait for the run to end: its exit, its timeout, a stop of its unit, or
-/// the host shutting down. Also says whether the exit was seen.
-async fn wait_run(
-    runtime: &dyn ContainerRuntime,
-    shutdown: &mut watch::Receiver<bool>,
-    stop_requested: Option<watch::Receiver<bool>>,
-    name: &str,
-    timeout: Option<Duration>,
-) -> (RunOutcome, bool) {
-    let deadline = async {
-        match timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
-        }
-    };
-    let stopping = async {
-        // Resolves when shutdown turns true (or its sender is gone).
-        let _ = shutdown.wait_for(|s| *s).await;
-    };
-    let unit_stopped = async {
-        match stop_requested {
-            Some(mut rx) => {
-                if rx.wait_for(|s| *s).await.is_err() {
-                    // The unit's watch ended without a stop: never.
-                    std::future::pending::<()>().await;
-                }
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        exit = runtime.wait_exit(name) => match exit {
-            Ok(0) => (RunOutcome::Succeeded, true),
-            Ok(status) => (RunOutcome::Exited { status }, true),
-            Err(e) => (error(format!("lost track of {name}: {e}; it was stopped")), false),
-        },
-        () = deadline => (RunOutcome::TimedOut { status: crate::runtime::stop_run(runtime, name).await }, false),
-        () = unit_stopped => {
-            tracing::info!("the unit of {name} was stopped: stopping the run (SIGTERM, SIGKILL after its grace)");
-            (RunOutcome::Stopped { status: crate::runtime::stop_run(runtime, name).await }, false)
-        }
-        () = stopping => (RunOutcome::Interrupted { status: crate::runtime::stop_run(runtime, name).await }, false),
     }
 }
 

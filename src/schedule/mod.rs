@@ -1,20 +1,23 @@
-//! Scheduled steps: the scheduler, its clock and timer, one fire, maintenance windows.
-pub mod adopt;
-pub mod alerts;
+//! Scheduled steps: the scheduler, one fire, its output, the steps' own records.
 #[cfg(test)]
 mod catch_up_tests;
-pub mod clock;
 pub mod ended;
 pub mod fire;
+pub mod forward;
+pub mod forward_keeper;
+#[cfg(test)]
+mod forward_tests;
 pub mod history;
 pub mod jobs;
 #[cfg(test)]
 mod oom_tests;
+pub mod outcome;
 pub mod output;
 pub mod plan;
 pub mod ready;
 #[cfg(test)]
 mod ready_tests;
+mod run_end;
 pub mod scheduler;
 #[cfg(test)]
 mod shared_holds_tests;
@@ -23,8 +26,8 @@ mod sleep_tests;
 pub mod splay;
 pub mod stale;
 pub mod step;
+#[cfg(test)]
+mod stop_tests;
 pub mod suspend;
 #[cfg(test)]
-mod tests;
-pub mod timer;
-pub mod window;
+pub(crate) mod tests;

@@ -32,7 +32,7 @@ async fn a_run_the_oom_killer_ended_fails_as_such_and_its_window_closes() {
         "{:?}",
         report.held_secs
     );
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]

@@ -70,7 +70,6 @@ pub fn to_journal(spec: &mut ContainerSpec, step: &str, fire: &str) {
     spec.journal = Some(JournalLog {
         labels: vec![LABEL_STEP.to_string(), LABEL_FIRE.to_string()],
         tag: IDENTIFIER.to_string(),
-        tag_alone: fire.to_string(),
     });
 }
 
@@ -107,6 +106,5 @@ mod tests {
         let journal = spec.journal.expect("journal");
         assert_eq!(journal.labels, ["mesh.step", "mesh.fire"]);
         assert_eq!(journal.tag, "mesh-host-step");
-        assert_eq!(journal.tag_alone, "F");
     }
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::runtime::ContainerRuntime;
 use crate::schedule::ready::{is_made_ready_from, LABEL_READY};
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::Windows;
+use crate::window::Windows;
 
 /// One container a fire would hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,19 +9,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::clock::FakeClock;
 use crate::container_spec::LABEL_IDENTITY;
 use crate::cron::CronSchedule;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::clock::FakeClock;
 use crate::schedule::fire::{starts_at_once, Firer, StepDef};
 use crate::schedule::jobs::StepTiming;
 use crate::schedule::ready::{run_spec, ReadyState, LABEL_READY};
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
 use crate::systemd::units::NoUnits;
+use crate::window::{Owner, Windows};
 
 struct Rig {
     handle: SchedulerHandle,

@@ -21,16 +21,16 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::clock::timer::Woken;
+use crate::clock::Clock;
 use crate::events::Event;
 use crate::mesh_event;
 use crate::progress::Reporter;
-use crate::schedule::clock::Clock;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
 use crate::schedule::output::fire_name;
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::suspend::{self, Suspended};
-use crate::schedule::timer::Woken;
 use crate::store::Store;
 
 pub use crate::schedule::history::StepHistory;

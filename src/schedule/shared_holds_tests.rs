@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::runtime::fake::Call;
 use crate::schedule::fire::RunOutcome;
-use crate::schedule::window::{Owner, Resumed};
-use crate::store::{HeldContainer, WindowRecord};
+use crate::window::{HeldContainer, WindowRecord};
+use crate::window::{Owner, Resumed};
 
 use super::tests::{moves, rig, s, step, t0, Rig};
 
@@ -45,14 +45,14 @@ async fn two_windows_over_one_container_both_run_and_it_stops_and_starts_once() 
     });
     tokio::time::sleep(Duration::from_secs(5)).await;
     // Both windows are open, both count db.
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert_eq!(records.len(), 2, "{records:?}");
     assert!(records.iter().all(|w| w.keeps_stopped("db")));
     let scan = scan.await.expect("scan fire");
     assert_eq!(scan.outcome, RunOutcome::Succeeded);
     assert_eq!(scan.started_again, vec!["cache"], "db is left to gc");
     assert!(!r.fake.is_running("db"), "still held by gc");
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].step, "gc");
     let gc = gc.await.expect("gc fire");
@@ -76,7 +76,7 @@ async fn two_windows_over_one_container_both_run_and_it_stops_and_starts_once() 
             Call::Start(s("db")),
         ]
     );
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -103,7 +103,7 @@ async fn fired_together_one_failing_the_shared_container_starts_after_both() {
         assert!(stop < ran && ran < start, "{run}: {:?}", moves(&r.fake));
     }
     assert!(r.fake.is_running("db"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -125,7 +125,7 @@ async fn two_windows_closing_at_once_start_the_shared_container_once() {
         .collect();
     assert_eq!(started, vec!["db"]);
     assert!(r.fake.is_running("db"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -140,7 +140,7 @@ async fn a_window_opening_while_another_starts_the_container_waits_and_stops_it_
     let firer = r.firer.clone();
     let gc = tokio::spawn(async move { firer.fire(&step("gc", &["db"], None), t0()).await });
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert!(records[0].is_starting("db"), "{records:?}");
     let scan = r.firer.fire(&step("scan", &["db"], None), t0()).await;
     assert!(scan.ok(), "{scan:?}");
@@ -162,8 +162,8 @@ async fn a_window_opening_while_another_starts_the_container_waits_and_stops_it_
 /// start time), of this boot unless `boot` says otherwise.
 fn dead_holder(r: &Rig, step: &str, boot: &str, starting: bool) {
     let owner = Owner::current().expect("owner");
-    r.store
-        .write_window(&WindowRecord {
+    r.records
+        .write(&WindowRecord {
             step: step.into(),
             module: None,
             fire_time: t0(),
@@ -209,7 +209,7 @@ async fn the_record_of_a_dead_owner_carries_the_count_and_its_taker_starts_the_c
     }
     assert_eq!(count(&r, &Call::Start(s("db"))), 1);
     assert!(r.fake.is_running("db"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -255,7 +255,7 @@ async fn a_step_sharing_a_container_still_being_stopped_waits_for_the_stop() {
     // gc is still stopping db: scan holds it too, but its step waits.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(r.fake.is_running("db"), "the stop takes 10 s");
-    assert_eq!(r.store.windows().expect("records").len(), 2);
+    assert_eq!(r.records.all().expect("records").len(), 2);
     assert!(
         !r.fake.calls().contains(&Call::Start(s("scan-run"))),
         "scan's step waits for db to stop: {:?}",
@@ -299,14 +299,14 @@ fn own_window(step: &str, boot: &str) -> WindowRecord {
 // and its stop: tests/window_faults.rs.
 #[tokio::test(start_paused = true)]
 async fn a_late_stop_is_undone_only_when_no_window_holds_the_container() {
-    use crate::schedule::window::Fence;
+    use crate::window::Fence;
     let boot = crate::store::boot_id().expect("boot id");
     let windows = |r: &Rig| r.firer.windows().clone();
 
     // Still its own: nothing to undo.
     let r = rig(&[("db", false)]);
     let gc = own_window("gc", &boot);
-    r.store.write_window(&gc).expect("write record");
+    r.records.write(&gc).expect("write record");
     assert_eq!(windows(&r).after_stop(&gc, "db").await, Fence::Own);
     assert_eq!(count(&r, &Call::Start(s("db"))), 0);
 
@@ -337,7 +337,7 @@ async fn a_late_stop_is_undone_only_when_no_window_holds_the_container() {
 // starts it once its step has ended.
 #[tokio::test(start_paused = true)]
 async fn a_late_stop_is_handed_to_a_window_that_opened_over_it_not_undone_beside_it() {
-    use crate::schedule::window::Fence;
+    use crate::window::Fence;
     let boot = crate::store::boot_id().expect("boot id");
     // gc's owner lost its window (taken over and closed); its late stop
     // of db has landed.
@@ -348,7 +348,7 @@ async fn a_late_stop_is_handed_to_a_window_that_opened_over_it_not_undone_beside
     let scan = tokio::spawn(async move { firer.fire(&step("scan", &["db"], None), t0()).await });
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(r.fake.calls().contains(&Call::Start(s("scan-run"))));
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert_eq!(records.len(), 1, "scan's window is open: {records:?}");
     // Now gc's owner looks again.
     let windows = r.firer.windows().clone();
@@ -358,11 +358,11 @@ async fn a_late_stop_is_handed_to_a_window_that_opened_over_it_not_undone_beside
         "db is never started beside scan's step: {:?}",
         moves(&r.fake)
     );
-    assert!(r.store.windows().expect("records")[0].keeps_stopped("db"));
+    assert!(r.records.all().expect("records")[0].keeps_stopped("db"));
     let scan = scan.await.expect("scan fire");
     assert!(scan.ok(), "{scan:?}");
     assert_eq!(scan.started_again, vec!["db"], "started by scan's close");
     assert!(r.fake.is_running("db"));
     assert_eq!(count(&r, &Call::Start(s("db"))), 1, "{:?}", moves(&r.fake));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }

@@ -10,17 +10,17 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use tokio::sync::watch;
 
+use crate::clock::FakeClock;
 use crate::cron::CronSchedule;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::clock::FakeClock;
 use crate::schedule::fire::{Firer, StepDef};
 use crate::schedule::jobs::StepTiming;
 use crate::schedule::scheduler::{Scheduler, SchedulerHandle, Watchdog};
 use crate::schedule::step::ScheduledStep;
-use crate::schedule::window::{Owner, Windows};
 use crate::store::Store;
 use crate::systemd::units::NoUnits;
+use crate::window::{Owner, Windows};
 
 struct Rig {
     fake: FakeRuntime,

@@ -87,7 +87,7 @@ pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container
 
 /// The spec of every container `steps` hold, by container name: what a
 /// window closed without its opener's plan creates again
-/// ([`crate::schedule::window::Windows::know_held_specs`]).
+/// ([`crate::window::Windows::know_held_specs`]).
 pub fn held_specs(steps: &[ScheduledStep]) -> BTreeMap<String, Arc<ContainerSpec>> {
     steps
         .iter()

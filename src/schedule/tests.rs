@@ -8,31 +8,33 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::clock::{Clock, FakeClock};
 use crate::progress::Reporter;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
-use crate::schedule::clock::{Clock, FakeClock};
 use crate::schedule::fire::{FireReport, Firer, RunOutcome, StepDef};
-use crate::schedule::window::{Owner, Resumed, Windows};
-use crate::store::{HeldContainer, Store, WindowRecord};
+use crate::store::Store;
 use crate::systemd::units::NoUnits;
+use crate::window::{HeldContainer, WindowRecord};
+use crate::window::{Owner, Records, Resumed, Windows};
 
-pub(super) struct Rig {
-    pub(super) fake: FakeRuntime,
-    pub(super) store: Store,
+pub(crate) struct Rig {
+    pub(crate) fake: FakeRuntime,
+    pub(crate) store: Store,
+    pub(crate) records: Records,
     clock: Arc<FakeClock>,
-    pub(super) firer: Firer,
+    pub(crate) firer: Firer,
     shutdown: watch::Sender<bool>,
     _dir: tempfile::TempDir,
 }
 
-pub(super) fn t0() -> DateTime<Utc> {
+pub(crate) fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-06-01T03:00:00Z")
         .expect("test time")
         .to_utc()
 }
 
-pub(super) fn rig(services: &[(&str, bool)]) -> Rig {
+pub(crate) fn rig(services: &[(&str, bool)]) -> Rig {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path().join("state")).expect("store");
     let fake = FakeRuntime::new();
@@ -53,6 +55,7 @@ pub(super) fn rig(services: &[(&str, bool)]) -> Rig {
     fake.clear_calls();
     Rig {
         fake,
+        records: Records::of(&store),
         store,
         clock,
         firer,
@@ -61,7 +64,7 @@ pub(super) fn rig(services: &[(&str, bool)]) -> Rig {
     }
 }
 
-pub(super) fn spec(name: &str) -> ContainerSpec {
+pub(crate) fn spec(name: &str) -> ContainerSpec {
     ContainerSpec {
         name: name.into(),
         image: "img@sha256:00".into(),
@@ -69,7 +72,7 @@ pub(super) fn spec(name: &str) -> ContainerSpec {
     }
 }
 
-pub(super) fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
+pub(crate) fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
     StepDef {
         id: id.into(),
         module: Some("m".into()),
@@ -87,7 +90,7 @@ pub(super) fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
 }
 
 /// Starts, stops and creates, in order, leaving out reads.
-pub(super) fn moves(fake: &FakeRuntime) -> Vec<Call> {
+pub(crate) fn moves(fake: &FakeRuntime) -> Vec<Call> {
     fake.calls()
         .into_iter()
         .filter(|c| {
@@ -99,7 +102,7 @@ pub(super) fn moves(fake: &FakeRuntime) -> Vec<Call> {
         .collect()
 }
 
-pub(super) fn s(n: &str) -> String {
+pub(crate) fn s(n: &str) -> String {
     n.to_string()
 }
 
@@ -112,7 +115,7 @@ async fn stops_in_order_runs_then_starts_in_reverse() {
     let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
     // Mid-run: the record is on disk and both services are down.
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert_eq!(records.len(), 1);
     assert_eq!(
         records[0].held_names().collect::<Vec<_>>(),
@@ -137,7 +140,7 @@ async fn stops_in_order_runs_then_starts_in_reverse() {
     );
     assert_eq!(report.started_again, vec!["app", "db"]);
     assert!(
-        r.store.windows().expect("records").is_empty(),
+        r.records.all().expect("records").is_empty(),
         "record erased"
     );
 }
@@ -150,7 +153,7 @@ async fn failed_step_still_closes_the_window() {
     assert_eq!(report.outcome, RunOutcome::Exited { status: 1 });
     assert!(!report.ok());
     assert!(r.fake.is_running("registry"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -189,9 +192,9 @@ async fn a_start_that_fails_is_reported_and_the_others_still_start() {
     assert!(!r.fake.is_running("app"));
     // The record is erased all the same: the alert is the way out, and the
     // next apply converges the container.
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
     // The alert is recorded for `status` too.
-    let alerts = crate::schedule::alerts::since(&r.store, None).expect("alerts");
+    let alerts = crate::window::alerts::since(&r.store, None).expect("alerts");
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert_eq!(alerts[0].event, "will-not-start-again");
     assert_eq!(alerts[0].container.as_deref(), Some("app"));
@@ -245,7 +248,7 @@ async fn shutdown_stops_the_step_and_closes_the_window() {
     let report: FireReport = fire.await.expect("fire");
     assert!(matches!(report.outcome, RunOutcome::Interrupted { .. }));
     assert!(r.fake.is_running("registry"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -369,7 +372,7 @@ fn dead_record(r: &Rig, boot: &str, opened: DateTime<Utc>, timeout_secs: u64) {
             starting: false,
         }],
     };
-    r.store.write_window(&record).expect("write record");
+    r.records.write(&record).expect("write record");
 }
 
 #[tokio::test(start_paused = true)]
@@ -395,7 +398,7 @@ async fn a_window_left_by_a_dead_daemon_waits_for_the_step_then_closes() {
     let calls = moves(&r.fake);
     assert_eq!(calls, vec![Call::Start(s("registry"))]);
     assert!(r.fake.is_running("registry"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -434,7 +437,7 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
         r.fake.spec_of("registry").expect("made").image,
         spec("registry").image
     );
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -488,7 +491,7 @@ async fn a_window_taken_over_when_the_daemon_stops_stops_its_step_and_closes() {
         "step stopped before the registry started: {calls:?}"
     );
     assert!(!r.fake.is_running("gc-run") && r.fake.is_running("registry"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -521,7 +524,7 @@ async fn a_record_from_another_boot_holds_nothing_and_one_past_its_bound_closes(
             );
         }
         assert!(r.fake.is_running("registry"));
-        assert!(r.store.windows().expect("records").is_empty());
+        assert!(r.records.all().expect("records").is_empty());
     }
 }
 
@@ -548,7 +551,7 @@ async fn a_resumed_step_that_outlives_its_timeout_is_stopped_and_the_window_clos
         vec![Call::Stop(s("gc-run")), Call::Start(s("registry"))]
     );
     assert!(!r.fake.is_running("gc-run"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -568,7 +571,7 @@ async fn a_runtime_away_at_the_close_is_waited_for_within_the_budget() {
     assert!(report.not_started.is_empty(), "{report:?}");
     assert_eq!(report.started_again, vec!["app", "db"]);
     assert!(r.fake.is_running("db") && r.fake.is_running("app"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -587,7 +590,7 @@ async fn a_runtime_away_past_the_budget_leaves_the_starts_owed_until_it_answers(
         vec!["app", "db"],
         "alerted after the budget"
     );
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert_eq!(records.len(), 1, "what is owed is kept");
     assert!(records[0].owed);
     assert_eq!(
@@ -611,7 +614,7 @@ async fn a_runtime_away_past_the_budget_leaves_the_starts_owed_until_it_answers(
         other => panic!("unexpected {other:?}"),
     }
     assert!(r.fake.is_running("db") && r.fake.is_running("app"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -638,7 +641,7 @@ async fn a_lost_step_is_stopped_and_confirmed_before_anything_starts() {
         "step stopped before db started: {calls:?}"
     );
     assert!(r.fake.is_running("db"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -656,7 +659,7 @@ async fn a_lost_step_that_cannot_be_confirmed_stopped_keeps_its_holds_owed() {
         !r.fake.calls().contains(&Call::Start(s("db"))),
         "never beside the step"
     );
-    let records = r.store.windows().expect("records");
+    let records = r.records.all().expect("records");
     assert!(records.len() == 1 && records[0].owed, "{records:?}");
     // The runtime answers again: the adopter stops the step, then starts db.
     r.fake.set_unreachable(false);
@@ -667,7 +670,7 @@ async fn a_lost_step_that_cannot_be_confirmed_stopped_keeps_its_holds_owed() {
         "{resumed:?}"
     );
     assert!(!r.fake.is_running("gc-run") && r.fake.is_running("db"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 /// Step units whose unit is "stopped" when the test says so.
@@ -715,7 +718,7 @@ async fn a_stop_of_the_steps_unit_ends_the_run_reported_stopped() {
     assert!(!report.ok());
     assert!(crate::schedule::fire::describe(&report.outcome).contains("stopped"));
     assert!(!r.fake.is_running("gc-run") && r.fake.is_running("db"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -737,7 +740,7 @@ async fn a_forward_clock_jump_never_releases_holds_under_a_running_step() {
     );
     // Another process taking over now (as if this owner died) waits for
     // the step rather than stopping it or starting db beside it.
-    let mut orphan = r.store.windows().expect("records").remove(0);
+    let mut orphan = r.records.all().expect("records").remove(0);
     orphan.pid_start_time += 1;
     assert!(!r.fake.calls().contains(&Call::Start(s("db"))));
     let report = fire.await.expect("fire task");
@@ -760,7 +763,7 @@ async fn a_forward_clock_jump_never_releases_holds_under_a_running_step() {
     // Opened a minute ago by the time since boot, two days ago by the wall.
     record.opened_since_boot_secs = r2.clock.since_boot().map(|d| d.as_secs() - 60);
     record.opened_at = t0() - chrono::TimeDelta::days(2);
-    r2.store.write_window(&record).expect("write");
+    r2.records.write(&record).expect("write");
     let resumed = r2.firer.windows().resume().await.expect("resume");
     assert!(
         matches!(
@@ -847,7 +850,7 @@ async fn a_held_container_removed_during_the_window_is_created_again_from_its_de
         (spec("db").image, None),
         "as declared"
     );
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -878,8 +881,8 @@ async fn started_again_means_healthy_and_an_unhealthy_one_does_not_hold_up_the_o
         started.elapsed()
     );
     assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
-    assert!(r.store.windows().expect("records").is_empty());
-    let alerts = crate::schedule::alerts::since(&r.store, None).expect("alerts");
+    assert!(r.records.all().expect("records").is_empty());
+    let alerts = crate::window::alerts::since(&r.store, None).expect("alerts");
     let unhealthy: Vec<_> = alerts
         .iter()
         .map(|a| (a.event.as_str(), a.container.as_deref()))
@@ -909,17 +912,17 @@ async fn an_owner_whose_window_was_taken_over_starts_nothing_and_erases_nothing(
     // Mid-run, another process takes the window over (as a taker does
     // once this owner's lease lapsed).
     let (mut child, pid, start) = other_live_owner();
-    let mut taken = r.store.windows().expect("records").remove(0);
+    let mut taken = r.records.all().expect("records").remove(0);
     taken.pid = pid;
     taken.pid_start_time = start;
-    r.store.write_window(&taken).expect("taken over");
+    r.records.write(&taken).expect("taken over");
     r.fake.clear_calls();
     let report = fire.await.expect("fire task");
     // The step ended; the owner that lost the window starts nothing and
     // leaves the taker's record alone.
     assert!(report.started_again.is_empty(), "{report:?}");
     assert_eq!(moves(&r.fake), vec![], "nothing started or stopped");
-    assert_eq!(r.store.windows().expect("records"), vec![taken]);
+    assert_eq!(r.records.all().expect("records"), vec![taken]);
     assert!(
         !r.fake.is_running("db"),
         "the taker starts it, not the loser"
@@ -962,17 +965,17 @@ async fn a_window_whose_lease_lapsed_is_taken_over_though_its_owner_lives() {
     let now = r.clock.since_boot().expect("since boot").as_secs();
     let record = |lease: u64| foreign_gc_record(&boot, pid, start, now, lease);
     // Renewed 10 s ago: its owner holds it.
-    r.store.write_window(&record(now - 10)).expect("write");
+    r.records.write(&record(now - 10)).expect("write");
     assert_eq!(r.firer.windows().adopt("gc").await.expect("adopt"), None);
     assert!(!r.fake.is_running("registry"));
     // Not renewed for 31 s: taken over and closed.
-    r.store.write_window(&record(now - 31)).expect("write");
+    r.records.write(&record(now - 31)).expect("write");
     match r.firer.windows().adopt("gc").await.expect("adopt") {
         Some(Resumed::Closed { report, .. }) => assert_eq!(report.started, vec!["registry"]),
         other => panic!("unexpected {other:?}"),
     }
     assert!(r.fake.is_running("registry"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -988,11 +991,11 @@ async fn an_opening_asks_the_runtime_without_holding_the_records_lock() {
     let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(
-        r.store.windows().expect("records").is_empty(),
+        r.records.all().expect("records").is_empty(),
         "still asking: nothing written"
     );
     assert!(
-        r.store.records_try_lock().expect("lock").is_some(),
+        r.records.try_lock().expect("lock").is_some(),
         "windows.lock is free while the runtime is asked"
     );
     let report = fire.await.expect("fire");
@@ -1013,13 +1016,13 @@ async fn an_opening_that_saw_a_hold_stopped_before_a_late_stop_was_undone_looks_
     // process undoes a late stop of db: under windows.lock, the epoch
     // bumped, then the start.
     {
-        let _records = r.store.records_lock().expect("lock");
-        r.store.bump_windows_epoch().expect("epoch");
+        let _records = r.records.lock().expect("lock");
+        r.records.bump_epoch().expect("epoch");
         assert!(r.fake.external_start("db"));
     }
     // Its first answer is older than the start: it asks again (10 s).
     tokio::time::sleep(Duration::from_secs(25)).await;
-    let record = r.store.window("gc").expect("read").expect("record");
+    let record = r.records.get("gc").expect("read").expect("record");
     assert!(
         record.held.iter().any(|c| c.name == "db" && c.was_running),
         "recorded as running, so the close starts it: {record:?}"
@@ -1038,15 +1041,15 @@ async fn a_lease_is_not_lapsed_while_its_owner_beats_though_its_record_is_old() 
     // The record's lease is 40 s old: the owner could not take
     // windows.lock to renew it (another process held it).
     let record = foreign_gc_record(&boot, pid, start, now, now - 40);
-    r.store.write_window(&record).expect("write");
-    let owner = crate::store::Beater::of(&record);
+    r.records.write(&record).expect("write");
+    let owner = crate::window::Beater::of(&record);
     // It beat 5 s ago, without the lock: its owner holds it.
-    r.store.beat(&owner, now - 5).expect("beat");
+    r.records.beats().beat(&owner, now - 5).expect("beat");
     assert_eq!(r.firer.windows().adopt("gc").await.expect("adopt"), None);
     assert!(!r.fake.is_running("registry"));
     // Its beats stopped 31 s ago too (the owner itself is stopped):
     // taken over and closed.
-    r.store.beat(&owner, now - 31).expect("beat");
+    r.records.beats().beat(&owner, now - 31).expect("beat");
     match r.firer.windows().adopt("gc").await.expect("adopt") {
         Some(Resumed::Closed { report, .. }) => assert_eq!(report.started, vec!["registry"]),
         other => panic!("unexpected {other:?}"),
@@ -1064,16 +1067,16 @@ async fn an_owner_beats_while_another_process_holds_the_records_lock() {
     let firer = r.firer.clone();
     let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let opened = r.store.window("gc").expect("read").expect("record");
+    let opened = r.records.get("gc").expect("read").expect("record");
     // Another open file description: a lock another process would hold.
-    let hostage = r.store.records_lock().expect("lock");
+    let hostage = r.records.lock().expect("lock");
     tokio::time::sleep(Duration::from_secs(40)).await;
-    let record = r.store.window("gc").expect("read").expect("record");
+    let record = r.records.get("gc").expect("read").expect("record");
     assert_eq!(
         record.lease_since_boot_secs, opened.lease_since_boot_secs,
         "the record cannot be renewed while the lock is held"
     );
-    let beat = r.store.last_beat(&record);
+    let beat = r.records.beats().last(&record);
     let at = r.firer.windows().moment();
     assert!(
         record.lease_lapsed(&at, None),
@@ -1089,7 +1092,7 @@ async fn an_owner_beats_while_another_process_holds_the_records_lock() {
     assert!(report.ok(), "{report:?}");
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(
-        r.store.last_beat(&record),
+        r.records.beats().last(&record),
         None,
         "no window left: the beat is removed with its renewer"
     );
@@ -1103,7 +1106,7 @@ async fn an_owner_renews_the_lease_of_its_windows_only() {
     let firer = r.firer.clone();
     let fire = tokio::spawn(async move { firer.fire(&def, t0()).await });
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let opened = r.store.windows().expect("records").remove(0);
+    let opened = r.records.all().expect("records").remove(0);
     let (mut child, pid, start) = other_live_owner();
     let foreign = WindowRecord {
         step: "other".into(),
@@ -1112,21 +1115,21 @@ async fn an_owner_renews_the_lease_of_its_windows_only() {
         lease_since_boot_secs: Some(1),
         ..opened.clone()
     };
-    r.store.write_window(&foreign).expect("write");
+    r.records.write(&foreign).expect("write");
     tokio::time::sleep(Duration::from_secs(20)).await;
     r.firer.windows().renew_once().await.expect("renew");
-    let ours = r.store.window("gc").expect("read").expect("record");
+    let ours = r.records.get("gc").expect("read").expect("record");
     assert!(
         ours.lease_since_boot_secs > opened.lease_since_boot_secs,
         "{ours:?}"
     );
     assert!(ours.same_window_and_owner(&opened));
     assert_eq!(
-        r.store.window("other").expect("read"),
+        r.records.get("other").expect("read"),
         Some(foreign),
         "another's lease is not this process's to renew"
     );
-    r.store.remove_window("other").expect("remove");
+    r.records.remove("other").expect("remove");
     let report = fire.await.expect("fire");
     assert!(report.ok(), "{report:?}");
     let _ = child.kill();
@@ -1142,7 +1145,7 @@ async fn the_lease_renewer_ends_with_the_last_window_and_starts_with_the_next() 
     let def = step("gc", &["db"], None);
     let report = r.firer.fire(&def, t0()).await;
     assert!(report.ok(), "{report:?}");
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
     tokio::time::sleep(Duration::from_secs(11)).await;
     assert!(
         !r.firer.windows().renews_leases(),
@@ -1155,9 +1158,9 @@ async fn the_lease_renewer_ends_with_the_last_window_and_starts_with_the_next() 
     let fire = tokio::spawn(async move { firer.fire(&again, t0()).await });
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(r.firer.windows().renews_leases());
-    let opened = r.store.window("gc").expect("read").expect("record");
+    let opened = r.records.get("gc").expect("read").expect("record");
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let renewed = r.store.window("gc").expect("read").expect("record");
+    let renewed = r.records.get("gc").expect("read").expect("record");
     assert!(
         renewed.lease_since_boot_secs > opened.lease_since_boot_secs,
         "{renewed:?}"

@@ -1,5 +1,12 @@
-//! The apply lock: one `flock(2)` on `<state dir>/lock`, shared by every
-//! process that applies or opens a window on this machine.
+//! The state directory's locks: each an exclusive `flock(2)` on a file of
+//! its own, held by a type named for what it guards.
+//!
+//! - [`ApplyLock`], on `<state dir>/lock`: shared by every process that
+//!   applies or opens a window on this machine.
+//! - [`DocumentLock`], on `<state dir>/<name>.lock`: a short
+//!   read-modify-write of one document (`alerts.json`, `suspended-steps.json`).
+//! - `windows.lock` serialises writing window records; its type,
+//!   `RecordsLock`, lives with the records (`crate::window::records`).
 //!
 //! `flock` rather than `fcntl` locks because it belongs to the open file
 //! description: two opens in one process exclude each other too, and closing
@@ -15,17 +22,19 @@ use std::time::{Duration, Instant};
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 
-use super::StoreError;
+use super::error::StoreError;
 
-/// The held apply lock. Dropping it releases the lock.
+/// A held `flock(2)` on one lock file. Dropping it releases the lock. The
+/// typed locks wrap it; it is public for the rooms that keep a lock file of
+/// their own (window records).
 #[derive(Debug)]
-pub struct ApplyLock {
+pub struct Flock {
     // Kept for its descriptor, unlocked explicitly on drop.
     file: File,
     path: PathBuf,
 }
 
-impl Drop for ApplyLock {
+impl Drop for Flock {
     /// Unlocks before closing: a child forked by another thread of this
     /// process shares the open file description until it execs (and
     /// `O_CLOEXEC` closes it), and closing only our descriptor would leave
@@ -35,10 +44,42 @@ impl Drop for ApplyLock {
     }
 }
 
-impl ApplyLock {
+impl Flock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// The held apply lock (`<state dir>/lock`): no apply is in flight, and no
+/// window opens, while it is held. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct ApplyLock(Flock);
+
+impl ApplyLock {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    pub(super) fn new(flock: Flock) -> Self {
+        ApplyLock(flock)
+    }
+}
+
+/// The held lock of one document (`<state dir>/<name>.lock`), for a short
+/// read-modify-write of it. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct DocumentLock(Flock);
+
+impl DocumentLock {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    pub(super) fn new(flock: Flock) -> Self {
+        DocumentLock(flock)
     }
 }
 
@@ -59,12 +100,12 @@ fn open_lock_file(path: &Path) -> Result<File, StoreError> {
 }
 
 /// Takes the lock, waiting for the holder to release it.
-pub(crate) fn lock(path: &Path) -> Result<ApplyLock, StoreError> {
+pub fn lock(path: &Path) -> Result<Flock, StoreError> {
     let file = open_lock_file(path)?;
     loop {
         match rustix::fs::flock(&file, FlockOperation::LockExclusive) {
             Ok(()) => {
-                return Ok(ApplyLock {
+                return Ok(Flock {
                     file,
                     path: path.to_owned(),
                 })
@@ -84,14 +125,14 @@ pub(crate) fn lock(path: &Path) -> Result<ApplyLock, StoreError> {
 /// Takes the lock, waiting at most `bound` for its holder to release it;
 /// past that, [`StoreError::LockHeld`] names the holder. Polled, so that
 /// a holder that never lets go (stopped, hung) costs a bounded wait.
-pub(crate) fn lock_within(path: &Path, bound: Duration) -> Result<ApplyLock, StoreError> {
+pub fn lock_within(path: &Path, bound: Duration) -> Result<Flock, StoreError> {
     let file = open_lock_file(path)?;
     let start = Instant::now();
     let mut pause = Duration::from_millis(2);
     loop {
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {
-                return Ok(ApplyLock {
+                return Ok(Flock {
                     file,
                     path: path.to_owned(),
                 })
@@ -117,13 +158,22 @@ pub(crate) fn lock_within(path: &Path, bound: Duration) -> Result<ApplyLock, Sto
     }
 }
 
+/// Who holds the lock of `path` now, as `/proc/locks` and `/proc` tell
+/// (`pid N (COMM, state S: meaning)`), for a wait given up.
+pub fn holder(path: &Path) -> String {
+    match File::open(path) {
+        Ok(file) => super::holder::describe(&file),
+        Err(_) => "an unknown process".to_string(),
+    }
+}
+
 /// Takes the lock if it is free; `None` when another holder has it.
-pub(crate) fn try_lock(path: &Path) -> Result<Option<ApplyLock>, StoreError> {
+pub fn try_lock(path: &Path) -> Result<Option<Flock>, StoreError> {
     let file = open_lock_file(path)?;
     loop {
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {
-                return Ok(Some(ApplyLock {
+                return Ok(Some(Flock {
                     file,
                     path: path.to_owned(),
                 }))

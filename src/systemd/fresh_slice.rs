@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::systemd::jobs::JobEnds;
 use zbus_systemd::systemd1::ManagerProxy;
 
 /// How long stopping an idle slice may take.
@@ -68,7 +69,6 @@ impl Slices {
 /// the stop to be done; whether it was stopped. Call it only with the only
 /// [`Lease`] on the slice, and before watching the slice for stops.
 pub async fn stop_if_idle(manager: &ManagerProxy<'_>, name: &str) -> Result<bool, String> {
-    use futures_util::StreamExt;
     if manager.get_unit(name.to_string()).await.is_err() {
         // Not loaded: the fire starts it new.
         return Ok(false);
@@ -81,22 +81,16 @@ pub async fn stop_if_idle(manager: &ManagerProxy<'_>, name: &str) -> Result<bool
     if !processes.is_empty() {
         return Ok(false);
     }
-    let mut removed = manager
-        .receive_job_removed()
-        .await
-        .map_err(|e| format!("systemd JobRemoved: {e}"))?;
-    let job = manager
-        .stop_unit(name.to_string(), "fail".to_string())
+    let mut ends = JobEnds::listen(manager).await?;
+    let job = ends
+        .queue(manager.stop_unit(name.to_string(), "fail".to_string()))
         .await
         .map_err(|e| format!("cannot stop {name}: {e}"))?;
     let done = async {
-        while let Some(signal) = removed.next().await {
-            let Ok(args) = signal.args() else { continue };
-            if args.job.as_str() == job.as_str() {
-                return Ok(args.result == "done");
-            }
+        match ends.result(&job).await {
+            Some(result) => Ok(result == "done"),
+            None => Err(format!("lost systemd's signals while stopping {name}")),
         }
-        Err(format!("lost systemd's signals while stopping {name}"))
     };
     tokio::time::timeout(STOP_TIMEOUT, done)
         .await

@@ -18,17 +18,20 @@
 //! keeps its keeper process until then, and a step's slice is started new
 //! for each fire when nothing holds it ([`crate::systemd::fresh_slice`]).
 //!
-//! With both drivers a stop job on the unit is also watched for (systemd's
-//! `JobNew` signal, listened to before the unit exists) and handed to the
-//! fire ([`StepUnit::stop_requested`]), which stops the container through
-//! the runtime itself (SIGTERM, SIGKILL after 10 s, as `docker stop`) and
-//! reports the run `stopped`: the run ends within the grace even when the
-//! container's PID 1 ignores SIGTERM, and never passes for a success.
+//! With both drivers a stop of the unit is also watched for
+//! (`stop_watch.rs`: never missed, whenever it comes) and handed to the
+//! fire ([`StepUnit::stop_requested`]): before the container starts, the
+//! step does not run; once it runs, the fire stops it through the runtime
+//! itself (SIGTERM, SIGKILL after 10 s, as `docker stop`) and reports the
+//! run `stopped`: the run ends within the grace even when the container's
+//! PID 1 ignores SIGTERM, and never passes for a success.
 
 use chrono::{DateTime, Utc};
 
 use crate::systemd::fresh_slice::{self, Slices};
+use crate::systemd::jobs::JobEnds;
 use crate::systemd::orphans::{stop_orphaned_scopes, KEEPER};
+use crate::systemd::stop_watch::{self, StopWatch};
 
 /// A transient unit made for one fire.
 #[derive(Debug)]
@@ -52,6 +55,43 @@ pub struct StepUnit {
     pub stop_requested: Option<tokio::sync::watch::Receiver<bool>>,
     /// The task watching for that stop, ended with the run.
     pub stop_watch: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl StepUnit {
+    /// The fire is about to start its container: from now on the unit's
+    /// end (a scope emptied by a run that ended at once) is the run's own,
+    /// and only a stop job is a stop.
+    pub fn starting(&self) {
+        if let Some(watch) = self
+            .stop_watch
+            .as_ref()
+            .and_then(|w| w.downcast_ref::<StopWatch>())
+        {
+            watch.running();
+        }
+    }
+
+    /// What to ask systemd of this unit ([`StepUnits::stopped_since_begin`]).
+    pub fn look(&self) -> UnitLook {
+        UnitLook {
+            name: self.name.clone(),
+            baseline: self
+                .stop_watch
+                .as_ref()
+                .and_then(|w| w.downcast_ref::<StopWatch>())
+                .and_then(StopWatch::baseline),
+        }
+    }
+}
+
+/// A fire's unit as systemd is asked about it: its name, and its
+/// `InactiveEnterTimestampMonotonic` when the fire made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitLook {
+    /// The unit's name.
+    pub name: String,
+    /// The baseline, when one was read.
+    pub baseline: Option<u64>,
 }
 
 /// Makes the transient unit of each fire.
@@ -84,6 +124,14 @@ pub trait StepUnits: Send + Sync + std::fmt::Debug {
 
     /// The run is over (or never started).
     async fn end(&self, unit: Option<StepUnit>);
+
+    /// Whether `unit` was stopped (or ended) since it was made for its
+    /// fire, asked of systemd itself rather than of a signal: what the fire
+    /// looks at right after its container's start. `false` where units are
+    /// not watched.
+    async fn stopped_since_begin(&self, _unit: &UnitLook) -> bool {
+        false
+    }
 
     /// Stop every step unit that holds nothing but a keeper process whose
     /// owner is gone (see [`crate::systemd::orphans`]); the names stopped.
@@ -145,9 +193,6 @@ const STOP_GRACE_USEC: u64 = 10_000_000;
 
 /// The same grace, for the watch on a step's slice.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_micros(STOP_GRACE_USEC);
-
-/// What ends processes that outlive the grace.
-const SIGKILL: i32 = 9;
 
 /// systemd's answer when a unit of that name is already loaded.
 const UNIT_EXISTS: &str = "org.freedesktop.systemd1.UnitExists";
@@ -270,15 +315,16 @@ impl SystemdUnits {
         name: &str,
         props: Vec<(String, zbus::OwnedVariant)>,
     ) -> Result<(), StartError> {
-        use futures_util::StreamExt;
         let manager = self.manager().await?;
         // Subscribed at connect; listen, then start: no JobRemoved is missed.
-        let mut removed = manager
-            .receive_job_removed()
-            .await
-            .map_err(|e| format!("systemd JobRemoved: {e}"))?;
-        let job = match manager
-            .start_transient_unit(name.to_string(), "fail".to_string(), props, Vec::new())
+        let mut ends = JobEnds::listen(&manager).await?;
+        let job = match ends
+            .queue(manager.start_transient_unit(
+                name.to_string(),
+                "fail".to_string(),
+                props,
+                Vec::new(),
+            ))
             .await
         {
             Ok(job) => job,
@@ -292,20 +338,13 @@ impl SystemdUnits {
             }
         };
         let wait = async {
-            while let Some(signal) = removed.next().await {
-                let Ok(args) = signal.args() else { continue };
-                if args.job.as_str() == job.as_str() {
-                    return if args.result == "done" {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "starting {name} ended with {} (see journalctl -u {name})",
-                            args.result
-                        ))
-                    };
-                }
+            match ends.result(&job).await.as_deref() {
+                Some("done") => Ok(()),
+                Some(result) => Err(format!(
+                    "starting {name} ended with {result} (see journalctl -u {name})"
+                )),
+                None => Err(format!("lost systemd's signals while starting {name}")),
             }
-            Err(format!("lost systemd's signals while starting {name}"))
         };
         tokio::time::timeout(START_TIMEOUT, wait)
             .await
@@ -336,56 +375,6 @@ impl SystemdUnits {
             }
             Err(StartError::Failed(e)) => Err(e),
         }
-    }
-
-    /// Watch `unit` for a stop (`systemctl stop`): say so on the returned
-    /// channel and, when `kill_after_grace`, kill whatever it still holds
-    /// once the stop grace has passed (a slice, whose Docker scopes keep
-    /// systemd's 90 s). Listening starts before this returns, so no stop
-    /// made after it is missed.
-    async fn watch_stop(
-        &self,
-        unit: &str,
-        kill_after_grace: bool,
-    ) -> Result<(crate::task::AbortOnDrop, tokio::sync::watch::Receiver<bool>), String> {
-        use futures_util::StreamExt;
-        let manager = self.manager().await?;
-        let mut jobs = manager
-            .receive_job_new()
-            .await
-            .map_err(|e| format!("systemd JobNew: {e}"))?;
-        let conn = self.conn.clone();
-        let unit = unit.to_string();
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(async move {
-            while let Some(signal) = jobs.next().await {
-                let Ok(args) = signal.args() else { continue };
-                if args.unit != unit || !is_stop_job(&conn, args.job.clone()).await {
-                    continue;
-                }
-                tracing::info!("{unit} is being stopped (systemctl stop): ending the run");
-                let _ = tx.send(true);
-                if !kill_after_grace {
-                    return;
-                }
-                tokio::time::sleep(STOP_GRACE).await;
-                // Still there after the grace: what a stop of our own
-                // scope does at this point (SIGKILL).
-                match manager
-                    .kill_unit(unit.clone(), "all".to_string(), SIGKILL)
-                    .await
-                {
-                    Ok(()) => tracing::info!(
-                        "{unit} was stopped and still held processes after {STOP_GRACE:?}: killed them"
-                    ),
-                    // Nothing left to kill: the stop ended it all in time.
-                    Err(e) => tracing::debug!("{unit}: nothing killed after the stop grace: {e}"),
-                }
-                return;
-            }
-        });
-        // A task that ends with the fire.
-        Ok((crate::task::AbortOnDrop::new(&task), rx))
     }
 
     /// The cgroup of [`STEPS_SLICE`]: as systemd reports it while the slice
@@ -444,20 +433,6 @@ impl SystemdUnits {
     }
 }
 
-/// True when the job at `path` stops or restarts its unit. A job already gone
-/// did its work: nothing to follow up.
-async fn is_stop_job(conn: &zbus::Connection, path: zbus::OwnedObjectPath) -> bool {
-    let job = zbus_systemd::systemd1::JobProxy::builder(conn)
-        .path(path)
-        .cache_properties(zbus::proxy::CacheProperties::No)
-        .build()
-        .await;
-    match job {
-        Ok(job) => matches!(job.job_type().await.as_deref(), Ok("stop" | "restart")),
-        Err(_) => false,
-    }
-}
-
 fn variant<'a, T: Into<zbus::Variant<'a>>>(value: T) -> Result<zbus::OwnedVariant, String> {
     zbus::OwnedVariant::try_from(value.into()).map_err(|e| format!("D-Bus value: {e}"))
 }
@@ -513,7 +488,7 @@ impl StepUnits for SystemdUnits {
         match self.driver {
             crate::runtime::CgroupDriver::Cgroupfs => {
                 // A scope needs a process at birth: a keeper holds it until
-                // the container's processes are in; then the keeper goes.
+                // the fire ends, past its container's end (its figures).
                 // The keeper reads a pipe whose write end only this process
                 // holds: should this process die before it drops the
                 // keeper (SIGKILL), the kernel closes that end, the keeper
@@ -535,7 +510,7 @@ impl StepUnits for SystemdUnits {
                     .id()
                     .ok_or_else(|| "the scope's keeper exited at once".to_string())?;
                 let name = scope_name(step, fire_time);
-                let (watch, stop_requested) = self.watch_stop(&name, false).await?;
+                let (watch, stop_requested) = stop_watch::watch(&self.conn, &name, None).await?;
                 let props = vec![
                     (
                         "Description".to_string(),
@@ -555,6 +530,7 @@ impl StepUnits for SystemdUnits {
                 self.start_transient(&name, props)
                     .await
                     .map_err(|e| e.to_string())?;
+                watch.set_baseline(stop_watch::inactive_enter(&self.conn, &name).await);
                 let cgroup = self.control_group(&name).await?;
                 Ok(Some(StepUnit {
                     name,
@@ -576,8 +552,10 @@ impl StepUnits for SystemdUnits {
                         tracing::warn!("{e}; the fire runs in the slice as it is");
                     }
                 }
-                let (watch, stop_requested) = self.watch_stop(&name, true).await?;
+                let (watch, stop_requested) =
+                    stop_watch::watch(&self.conn, &name, Some(STOP_GRACE)).await?;
                 self.ensure_slice(&name, description(step, module)).await?;
+                watch.set_baseline(stop_watch::inactive_enter(&self.conn, &name).await);
                 let control_group = fresh_slice::control_group(&self.conn, &name)
                     .await
                     .map_err(|e| tracing::warn!("{e}: the fire's figures are not read"))
@@ -615,6 +593,10 @@ impl StepUnits for SystemdUnits {
         // process die, the keeper ends with it (see KEEPER).
     }
 
+    async fn stopped_since_begin(&self, unit: &UnitLook) -> bool {
+        stop_watch::unit_left(&self.conn, &unit.name, unit.baseline).await
+    }
+
     async fn stop_orphans(&self) -> Vec<String> {
         match self.manager().await {
             Ok(manager) => stop_orphaned_scopes(&manager).await,
@@ -627,9 +609,10 @@ impl StepUnits for SystemdUnits {
 
     async fn end(&self, unit: Option<StepUnit>) {
         if let Some(mut unit) = unit {
-            drop_keeper(&mut unit).await;
-            // The watch task is aborted when dropped.
+            // The watch first (aborted when dropped): the unit's end that
+            // follows the keeper's is the fire's own, no stop.
             unit.stop_watch.take();
+            drop_keeper(&mut unit).await;
         }
     }
 }

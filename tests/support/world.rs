@@ -384,7 +384,14 @@ impl World {
     /// `mesh-host ARGS` spawned with `MESH_HOST_FAULT=FAULT` (src/fault.rs,
     /// debug builds), its output piped, as [`World::mesh_spawn`].
     pub fn mesh_spawn_faulted(&self, fault: &str, args: &[&str], decl: Option<&str>) -> Child {
-        let mut all = vec![format!("MESH_HOST_FAULT={fault}"), self.bin.clone()];
+        self.mesh_spawn_env(&[&format!("MESH_HOST_FAULT={fault}")], args, decl)
+    }
+
+    /// `mesh-host ARGS` spawned with `env` (`NAME=VALUE` each) added to its
+    /// environment, its output piped, as [`World::mesh_spawn`].
+    pub fn mesh_spawn_env(&self, env: &[&str], args: &[&str], decl: Option<&str>) -> Child {
+        let mut all: Vec<String> = env.iter().map(|e| e.to_string()).collect();
+        all.push(self.bin.clone());
         all.extend(self.mesh_args(args, decl));
         self.node
             .command("env", &all)

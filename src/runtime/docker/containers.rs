@@ -716,25 +716,24 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
     }
 }
 
-/// The `journald` log driver's configuration for `journal`. Docker turns
-/// the listed labels into fields of each entry; Podman 4.3 ignores
-/// `labels` and sets only `CONTAINER_TAG` and `SYSLOG_IDENTIFIER` (from
-/// the tag), so there the tag must carry what the labels would.
+/// The log driver's configuration for `journal`. Docker's `journald`
+/// driver turns the listed labels into fields of each entry. Podman 4.3's
+/// carries no label, so there the output goes to a file of the
+/// container's own (`k8s-file`, which its `logs` reads back) and mesh-host
+/// forwards it to the journal with the same fields (src/schedule/forward.rs).
 pub(super) fn log_config(journal: &JournalLog, podman: bool) -> HostConfigLogConfig {
-    let mut config = HashMap::from([(
-        "tag".to_owned(),
-        if podman {
-            journal.tag_alone.clone()
-        } else {
-            journal.tag.clone()
-        },
-    )]);
-    if !podman {
-        config.insert("labels".to_owned(), journal.labels.join(","));
+    if podman {
+        return HostConfigLogConfig {
+            typ: Some("k8s-file".to_owned()),
+            config: None,
+        };
     }
     HostConfigLogConfig {
         typ: Some("journald".to_owned()),
-        config: Some(config),
+        config: Some(HashMap::from([
+            ("tag".to_owned(), journal.tag.clone()),
+            ("labels".to_owned(), journal.labels.join(",")),
+        ])),
     }
 }
 

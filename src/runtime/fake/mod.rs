@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, Notify};
 use super::{
     CgroupDriver, ContainerEvent, ContainerEventKind, ContainerId, ContainerInfo, ContainerRuntime,
     ContainerSpec, ContainerSummary, EventStream, NetworkAttach, NetworkInfo, NetworkSpec,
-    RuntimeError, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
+    OutputChunks, RuntimeError, VolumeInfo, VolumeSpec, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Exit code of a container ended by SIGKILL (128 + 9), as Docker reports it.
@@ -60,6 +60,8 @@ pub enum Call {
     CgroupDriver,
     /// [`ContainerRuntime::events`] for those names.
     Events(Vec<String>),
+    /// [`ContainerRuntime::output`] of that container.
+    Output(String),
     /// [`ContainerRuntime::network`].
     Network(String),
     /// [`ContainerRuntime::create_network`].
@@ -77,6 +79,7 @@ pub enum Call {
 }
 
 mod networks;
+mod output;
 mod scripting;
 mod volumes;
 
@@ -91,6 +94,8 @@ struct Shared {
     state: Mutex<State>,
     /// Woken on every exit and removal, for `wait_exit`.
     changed: Notify,
+    /// What containers wrote ([`FakeRuntime::write_output`]).
+    outputs: output::Outputs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,6 +192,9 @@ struct State {
     repo_digests: HashMap<String, Vec<String>>,
     /// Every network, by name (its containers read from theirs).
     networks: BTreeMap<String, NetworkInfo>,
+    /// Containers' output goes to the runtime's own logs, not the journal:
+    /// mesh-host forwards it (Podman's case).
+    forwarded_output: bool,
 }
 
 impl State {
@@ -522,6 +530,7 @@ impl ContainerRuntime for FakeRuntime {
             (was_running, state.stop_cleanups.get(name).copied())
         };
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         if let Some(cleanup) = cleanup {
             tokio::time::sleep(cleanup).await;
         }
@@ -540,6 +549,7 @@ impl ContainerRuntime for FakeRuntime {
             state.end_run(name, KILLED_EXIT_CODE);
         }
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         Ok(())
     }
 
@@ -550,6 +560,7 @@ impl ContainerRuntime for FakeRuntime {
             state.containers.remove(name);
         }
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         Ok(())
     }
 
@@ -569,6 +580,7 @@ impl ContainerRuntime for FakeRuntime {
             state.containers.remove(name);
         }
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
         Ok(())
     }
 
@@ -681,6 +693,32 @@ impl ContainerRuntime for FakeRuntime {
             receiver,
             |mut receiver| async move { receiver.recv().await.map(|event| (Ok(event), receiver)) },
         )))
+    }
+
+    fn journals_output(&self) -> bool {
+        !self.state().forwarded_output
+    }
+
+    async fn output(&self, name: &str, follow: bool) -> Result<OutputChunks, RuntimeError> {
+        // Asked by id or by name, as Docker is.
+        let name = {
+            let state = self.enter(Call::Output(name.to_owned()))?;
+            state
+                .containers
+                .iter()
+                .find(|(_, c)| c.id == name)
+                .map_or(name.to_owned(), |(n, _)| n.clone())
+        };
+        let name = name.as_str();
+        let this = self.clone();
+        let who = name.to_owned();
+        let running = Arc::new(move || {
+            this.state()
+                .containers
+                .get(&who)
+                .is_some_and(|c| c.status == Status::Running)
+        });
+        Ok(self.shared.outputs.read(name, follow, running))
     }
 
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError> {

@@ -79,6 +79,19 @@ impl FakeRuntime {
         );
     }
 
+    /// Containers' output goes to the runtime's own logs
+    /// ([`ContainerRuntime::journals_output`] false, as on Podman): mesh-host
+    /// forwards it to the journal.
+    pub fn forwarding_output(&self) {
+        self.state().forwarded_output = true;
+    }
+
+    /// Container `name` writes `text` (a line or more, or part of one) on
+    /// `stream`.
+    pub fn write_output(&self, name: &str, stream: crate::runtime::OutputStream, text: &str) {
+        self.shared.outputs.write(name, stream, text);
+    }
+
     /// Every call fails with [`RuntimeError::Unreachable`] while set.
     pub fn set_unreachable(&self, unreachable: bool) {
         self.state().unreachable = unreachable;
@@ -185,6 +198,7 @@ impl FakeRuntime {
     pub fn external_exit(&self, name: &str, code: i64) {
         self.state().end_run(name, code);
         self.shared.changed.notify_waiters();
+        self.shared.outputs.wake();
     }
 
     pub(super) fn arm_scripted_exit(&self, name: &str, run: u64) {
@@ -205,6 +219,7 @@ impl FakeRuntime {
             }
             drop(state);
             this.shared.changed.notify_waiters();
+            this.shared.outputs.wake();
         });
     }
 }

@@ -4,6 +4,7 @@
 use super::file::suffix;
 use super::judge::{judge_start, Observed, ServiceState, StateStep};
 use super::*;
+use crate::systemd::jobs::JobEnds;
 
 /// The D-Bus interface holding the type-specific properties (`Result`) of a
 /// unit type; targets and slices have no `Result`.
@@ -250,28 +251,18 @@ impl UnitFiles {
         let method = kind.method();
         // The subscription is the connection's; the stream is opened before
         // the call so the job's JobRemoved cannot go by unseen.
-        let mut removed = self
-            .manager
-            .receive_job_removed()
-            .await
-            .map_err(|e| format!("systemd JobRemoved: {e}"))?;
+        let mut ends = JobEnds::listen(&self.manager).await?;
         let (unit, mode) = (name.to_string(), "replace".to_string());
         let job = match kind {
-            JobKind::Start => self.manager.start_unit(unit, mode).await,
-            JobKind::Restart => self.manager.restart_unit(unit, mode).await,
-            JobKind::Stop => self.manager.stop_unit(unit, mode).await,
+            JobKind::Start => ends.queue(self.manager.start_unit(unit, mode)).await,
+            JobKind::Restart => ends.queue(self.manager.restart_unit(unit, mode)).await,
+            JobKind::Stop => ends.queue(self.manager.stop_unit(unit, mode)).await,
         }
         .map_err(|e| format!("{method} {name}: {e}"))?;
         let wait = async {
-            while let Some(signal) = removed.next().await {
-                let Ok(args) = signal.args() else { continue };
-                if args.job.as_str() == job.as_str() {
-                    return Ok(args.result.to_string());
-                }
-            }
-            Err(format!(
-                "lost systemd's signals while waiting for {method} {name}"
-            ))
+            ends.result(&job)
+                .await
+                .ok_or_else(|| format!("lost systemd's signals while waiting for {method} {name}"))
         };
         tokio::time::timeout(self.job_timeout, wait)
             .await

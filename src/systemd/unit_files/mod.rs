@@ -43,7 +43,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use zbus::fdo::PropertiesProxy;
 use zbus::names::InterfaceName;
 use zbus::proxy::CacheProperties;

@@ -24,8 +24,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::schedule::window::{Resumed, Windows};
-use crate::store::WindowRecord;
+use super::budget::CLOSE_BUDGET;
+use super::record::WindowRecord;
+use super::takeover::Resumed;
+use super::windows::Windows;
 
 /// How often an owner without a pidfd, or a directory without inotify, is
 /// looked at again.
@@ -33,8 +35,7 @@ pub const OWNER_POLL: Duration = Duration::from_secs(5);
 
 /// How long a stopping daemon waits for adoptions in flight: stopping a step
 /// (its grace and kill) and one close.
-pub const SHUTDOWN_BOUND: Duration =
-    Duration::from_secs(crate::schedule::window::CLOSE_BUDGET.as_secs() + 30);
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(CLOSE_BUDGET.as_secs() + 30);
 
 /// One live foreign owner being watched.
 #[derive(Debug)]
@@ -105,8 +106,8 @@ impl Adopter {
     /// within [`SHUTDOWN_BOUND`]. One waiting for the runtime to answer
     /// leaves its record owed, for the next daemon or local command.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let dir = self.windows.store().windows_dir().to_path_buf();
-        let inotify = match watch_dir(&dir) {
+        let dir = self.windows.records().dir().to_path_buf();
+        let inotify = match crate::wake::watch_dir(&dir) {
             Ok(fd) => Some(fd),
             Err(e) => {
                 tracing::warn!(
@@ -123,7 +124,7 @@ impl Adopter {
             let poll = self.poll || inotify.is_none();
             tokio::select! {
                 _ = shutdown.wait_for(|s| *s) => break,
-                ready = readable(inotify.as_ref()) => {
+                ready = crate::wake::readable(inotify.as_ref()) => {
                     if let Err(e) = ready {
                         tracing::warn!("window records watch: {e}");
                     }
@@ -182,7 +183,7 @@ impl Adopter {
     /// daemon owes), and have files that are not readable records moved
     /// aside.
     fn scan(&mut self) {
-        let scan = match self.windows.store().scan_windows() {
+        let scan = match self.windows.records().scan() {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read window records to adopt: {e}");
@@ -217,7 +218,7 @@ impl Adopter {
                 continue;
             }
             if record.boot_id == self.windows.owner().boot_id && record.owner_alive() {
-                match record.lease_left(&at, self.windows.store().last_beat(&record)) {
+                match record.lease_left(&at, self.windows.records().beats().last(&record)) {
                     Some(left) if left.is_zero() => {
                         self.spawn(record.step);
                         continue;
@@ -238,7 +239,7 @@ impl Adopter {
 
     /// Watch a live owner's death through a pidfd; fall back to polling.
     fn watch_owner(&mut self, record: &WindowRecord) {
-        match open_pidfd(record.pid) {
+        match crate::wake::open_pidfd(record.pid) {
             Ok(pidfd) => {
                 // The pid may have died and been reused between the look
                 // and the open: the record's owner must still be alive now
@@ -296,77 +297,16 @@ fn log_adopted(resumed: &Resumed) {
     }
 }
 
-/// An inotify descriptor watching `dir` for records appearing, being
-/// replaced or going.
-fn watch_dir(dir: &std::path::Path) -> std::io::Result<AsyncFd<OwnedFd>> {
-    use rustix::fs::inotify;
-    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
-    inotify::add_watch(
-        &fd,
-        dir,
-        inotify::WatchFlags::CREATE
-            | inotify::WatchFlags::MOVED_TO
-            | inotify::WatchFlags::CLOSE_WRITE
-            | inotify::WatchFlags::DELETE
-            | inotify::WatchFlags::MOVED_FROM,
-    )?;
-    register(fd)
-}
-
-/// Resolves when the inotify descriptor has events (drained here); never
-/// without one.
-async fn readable(fd: Option<&AsyncFd<OwnedFd>>) -> std::io::Result<()> {
-    let Some(fd) = fd else {
-        return std::future::pending().await;
-    };
-    let mut guard = fd.readable().await?;
-    let mut buf = [0u8; 4096];
-    loop {
-        match rustix::io::read(fd.get_ref(), &mut buf) {
-            Ok(0) => break,
-            Ok(_) => continue,
-            Err(rustix::io::Errno::AGAIN) => {
-                guard.clear_ready();
-                break;
-            }
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// A pidfd of `pid`, readable once it exits.
-fn open_pidfd(pid: u32) -> std::io::Result<AsyncFd<OwnedFd>> {
-    let raw = i32::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
-    let pid = rustix::process::Pid::from_raw(raw)
-        .ok_or_else(|| std::io::Error::other("pid 0 is nobody"))?;
-    let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
-    register(fd)
-}
-
-/// Registers a descriptor with tokio's reactor. `AsyncFd::new` is deprecated
-/// for types that do not own their descriptor (its replacement, `register`,
-/// is `unsafe`, which this crate denies); an `OwnedFd` owns it and is
-/// closed only when the `AsyncFd` is dropped, after deregistration.
-#[allow(deprecated)]
-fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
-    AsyncFd::new(fd)
-}
-
 /// The index of an owner that exited; never when there is none.
 async fn owner_exited(owners: &[OwnerWatch]) -> usize {
-    if owners.is_empty() {
-        return std::future::pending().await;
-    }
-    let waits = owners.iter().map(|w| Box::pin(w.pidfd.readable()));
-    let (_, index, _) = futures_util::future::select_all(waits).await;
-    index
+    let fds: Vec<&AsyncFd<OwnedFd>> = owners.iter().map(|w| &w.pidfd).collect();
+    crate::wake::first_exited(&fds).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wake::{open_pidfd, readable, watch_dir};
 
     #[tokio::test]
     async fn a_pidfd_turns_readable_when_its_process_exits() {

@@ -1,11 +1,14 @@
-//! The wall clock the scheduler reads and sleeps on: the system clock in
-//! production, a fake in tests.
+//! The wall clock the scheduler reads and sleeps on, and the time since
+//! boot windows are measured on: the system clock in production, a fake in
+//! tests.
 //!
 //! The scheduler sleeps until its next due time *on the wall clock*, and is
 //! woken early when the clock is set ([`Clock::sleep_until`]): the system
-//! clock does it with a real-time timerfd (src/schedule/timer.rs), the fake
+//! clock does it with a real-time timerfd (`timer.rs`), the fake
 //! one when a test steps it. So a wall-clock step (NTP, an operator) is
 //! noticed at once, and an idle scheduler does not wake at all.
+
+pub mod timer;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,7 +16,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::schedule::timer::{self, Woken};
+use timer::Woken;
+
+/// Time since boot, counting suspend (`CLOCK_BOOTTIME`, through
+/// `sysinfo(2)`), to the second: a wall-clock step does not move it.
+pub fn since_boot() -> Duration {
+    let secs = rustix::system::sysinfo().uptime;
+    Duration::from_secs(u64::try_from(secs).unwrap_or(0))
+}
 
 /// A future the clock resolves when it is time to look again, saying why.
 pub type Wake<'a> = Pin<Box<dyn Future<Output = Woken> + Send + 'a>>;
@@ -26,7 +36,7 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Time since boot (`CLOCK_BOOTTIME`), which no wall-clock step moves:
     /// what a window's age is measured on. `None` where it cannot be read.
     fn since_boot(&self) -> Option<std::time::Duration> {
-        Some(crate::store::since_boot())
+        Some(since_boot())
     }
 
     /// Resolve when this clock reads `due` (never, for `None`) or when it is

@@ -1,6 +1,6 @@
 //! Taking over windows whose owner is gone: by the next daemon at
 //! start-up, by a running daemon's adopter within seconds of the owner's
-//! death ([`crate::schedule::adopt`]), by the next local command. The
+//! death ([`crate::window::adopt`]), by the next local command. The
 //! record is first rewritten as the taker's (under the records lock, so
 //! only one process closes it), what the dead owner left in flight is
 //! settled, a step still running is waited for within the window's bound,
@@ -10,9 +10,51 @@ use std::time::Duration;
 
 use crate::events::Event;
 use crate::mesh_event;
-use crate::store::{Moment, StoreError, WindowRecord};
+use crate::store::StoreError;
 
-use super::{close_budget, OpenWindow, Resumed, Windows, OWED_BACKOFF_MAX};
+use super::budget::close_budget;
+use super::close::{CloseReport, Closing};
+use super::engine::Engine;
+use super::handle::OpenWindow;
+use super::record::{Moment, WindowRecord, LEASE_LAPSE, WINDOW_MAX_AGE};
+
+/// The longest pause between two looks for a runtime that does not answer,
+/// while starts are owed.
+const OWED_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// What resuming one leftover record did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resumed {
+    /// Its owner still runs (another process's window): left alone.
+    OwnerAlive {
+        /// The step of that window.
+        step: String,
+    },
+    /// A window of this boot whose owner died: step waited for, closed.
+    Closed {
+        /// The step.
+        step: String,
+        /// The step container's exit code, when it was still running.
+        waited_exit: Option<i64>,
+        /// How the close went.
+        report: CloseReport,
+    },
+    /// It could not be taken over (its record could not be read or
+    /// written): said, and left for the next look.
+    Failed {
+        /// The step.
+        step: String,
+        /// Why.
+        error: String,
+    },
+    /// From another boot: held nothing; containers started again.
+    Stale {
+        /// The step.
+        step: String,
+        /// How restarting its containers went.
+        report: CloseReport,
+    },
+}
 
 /// A record this process has just taken over.
 struct Claimed {
@@ -22,26 +64,41 @@ struct Claimed {
     stale: bool,
 }
 
-impl Windows {
+/// Taking windows over from their owners: what this process does to a
+/// record it was not the one to open, or that it still owes starts.
+#[derive(Debug, Clone)]
+pub(super) struct Takeover {
+    windows: Engine,
+}
+
+impl Takeover {
+    /// Takeovers by `windows`'s process.
+    pub(super) fn new(windows: &Engine) -> Self {
+        Takeover {
+            windows: windows.clone(),
+        }
+    }
+
     /// A fire of `step` in this process ended without closing its window
     /// (it panicked): mark the record, if this process still has one, owed,
-    /// so that the adopter ([`crate::schedule::adopt`]) waits for the step
+    /// so that the adopter ([`super::adopt`]) waits for the step
     /// container and closes it.
-    pub fn hand_over(&self, step: &str) {
-        let _records = match self.store.records_lock() {
+    pub(super) fn hand_over(&self, step: &str) {
+        let w = &self.windows;
+        let _records = match w.records.lock() {
             Ok(lock) => lock,
             Err(e) => {
                 tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}");
                 return;
             }
         };
-        match self.store.window(step) {
-            Ok(Some(record)) if self.owner.owns(&record) && !record.owed => {
+        match w.records.get(step) {
+            Ok(Some(record)) if w.owner.owns(&record) && !record.owed => {
                 let owed = WindowRecord {
                     owed: true,
                     ..record
                 };
-                match self.store.write_window(&owed) {
+                match w.records.write(&owed) {
                     Ok(()) => tracing::warn!(
                         MESH_STEP = %step,
                         "the window of {step} is left to be closed by the adopter"
@@ -65,11 +122,12 @@ impl Windows {
     /// not a readable record is first moved aside, with an alert. Records
     /// of a live owner (another process mid-window, a daemon keeping what
     /// is owed) are left alone.
-    pub async fn resume(&self) -> Result<Vec<Resumed>, StoreError> {
-        self.set_aside_unreadable().await?;
+    pub(super) async fn resume(&self) -> Result<Vec<Resumed>, StoreError> {
+        let w = &self.windows;
+        w.records.set_aside_unreadable().await?;
         let mut tasks = tokio::task::JoinSet::new();
-        for record in self.store.scan_windows()?.records {
-            if self.owner.owns(&record) {
+        for record in w.records.scan()?.records {
+            if w.owner.owns(&record) {
                 continue;
             }
             let this = self.clone();
@@ -104,7 +162,7 @@ impl Windows {
     /// answer). `None` when there is nothing to take over: the record is
     /// gone, its owner lives and renews its lease, or it is this process's
     /// own and owes nothing.
-    pub async fn adopt(&self, step: &str) -> Result<Option<Resumed>, StoreError> {
+    pub(super) async fn adopt(&self, step: &str) -> Result<Option<Resumed>, StoreError> {
         let Some(claimed) = self.claim(step).await? else {
             return Ok(None);
         };
@@ -118,42 +176,43 @@ impl Windows {
 
     /// Rewrite the record of `step` as this process's, under the records
     /// lock, when its owner is gone, its lease has lapsed, or it is from
-    /// another boot (see [`Windows::adopt`]): every record is claimed before
+    /// another boot (see [`Takeover::adopt`]): every record is claimed before
     /// anything is done to it, so that one process only acts on it.
     async fn claim(&self, step: &str) -> Result<Option<Claimed>, StoreError> {
-        let _records = self.store.records_lock_async().await?;
-        let Some(record) = self.store.window(step)? else {
+        let w = &self.windows;
+        let _records = w.records.lock_async().await?;
+        let Some(record) = w.records.get(step)? else {
             return Ok(None);
         };
-        if self.owner.owns(&record) {
+        if w.owner.owns(&record) {
             return Ok(record.owed.then_some(Claimed {
                 record,
                 stale: false,
             }));
         }
-        let at = self.moment();
-        let stale = record.boot_id != self.owner.boot_id;
+        let at = w.moment();
+        let stale = record.boot_id != w.owner.boot_id;
         let why = if stale {
             format!("pid {} of another boot", record.pid)
         } else if !record.owner_alive() {
             format!("pid {}, which is gone", record.pid)
-        } else if record.lease_lapsed(&at, self.store.last_beat(&record)) {
+        } else if record.lease_lapsed(&at, w.records.beats().last(&record)) {
             // Alive: a stop it passed its check for may still land, and
             // it may die before it undoes it.
-            self.watch_superseded(record.clone());
+            w.restorer.watch_superseded(record.clone());
             format!(
                 "pid {}, which has not renewed its lease for {}s (stopped or hung)",
                 record.pid,
-                crate::store::LEASE_LAPSE.as_secs()
+                LEASE_LAPSE.as_secs()
             )
         } else {
             return Ok(None);
         };
         let now = at.since_boot.map(|d| d.as_secs());
         let claimed = WindowRecord {
-            boot_id: self.owner.boot_id.clone(),
-            pid: self.owner.pid,
-            pid_start_time: self.owner.pid_start_time,
+            boot_id: w.owner.boot_id.clone(),
+            pid: w.owner.pid,
+            pid_start_time: w.owner.pid_start_time,
             lease_since_boot_secs: now,
             // A record of another boot is measured from now on this one.
             opened_since_boot_secs: if stale {
@@ -163,8 +222,8 @@ impl Windows {
             },
             ..record.clone()
         };
-        self.store.write_window(&claimed)?;
-        self.renew_leases();
+        w.records.write(&claimed)?;
+        w.renewer.start();
         mesh_event!(
             warn,
             Event::WindowTakenOver,
@@ -185,7 +244,7 @@ impl Windows {
         let mut backoff = Duration::from_secs(1);
         let mut said = false;
         loop {
-            match self.runtime.inspect(&record.step_container).await {
+            match self.windows.runtime.inspect(&record.step_container).await {
                 Err(e) if e.is_transient() => {
                     if !said {
                         tracing::warn!(
@@ -198,7 +257,7 @@ impl Windows {
                     }
                     tokio::select! {
                         () = tokio::time::sleep(backoff) => {}
-                        () = self.until_stopping() => return false,
+                        () = self.windows.until_stopping() => return false,
                     }
                     backoff = (backoff * 2).min(OWED_BACKOFF_MAX);
                 }
@@ -209,7 +268,8 @@ impl Windows {
 
     async fn resume_one(&self, claimed: Claimed) -> Resumed {
         let Claimed { record, stale } = claimed;
-        let at = self.moment();
+        let w = &self.windows;
+        let at = w.moment();
         if stale {
             mesh_event!(
                 warn,
@@ -219,7 +279,9 @@ impl Windows {
                 record.step,
                 record.opened_at
             );
-            let report = self.close_record(&record, close_budget()).await;
+            let report = Closing::new(w, &record, Default::default(), close_budget())
+                .run()
+                .await;
             return Resumed::Stale {
                 step: record.step,
                 report,
@@ -238,7 +300,7 @@ impl Windows {
         // Age alone never releases a window whose step still runs: the
         // step is waited for (within what is left of the bound), or stopped
         // and confirmed stopped, before anything held starts.
-        let waited_exit = match self.runtime.inspect(&record.step_container).await {
+        let waited_exit = match w.runtime.inspect(&record.step_container).await {
             Ok(Some(info)) if info.running => match self.wait_resumed_step(&record, &at).await {
                 Ok(exit) => exit,
                 Err(reason) => {
@@ -247,7 +309,7 @@ impl Windows {
                         watcher: None,
                         specs: Default::default(),
                     };
-                    let report = self.close_unconfirmed(&mut window, &reason).await;
+                    let report = Closing::unconfirmed(w, &mut window, &reason).await;
                     return Resumed::Closed {
                         step: record.step,
                         waited_exit: None,
@@ -257,7 +319,9 @@ impl Windows {
             },
             _ => None,
         };
-        let report = self.close_record(&record, close_budget()).await;
+        let report = Closing::new(w, &record, Default::default(), close_budget())
+            .run()
+            .await;
         Resumed::Closed {
             step: record.step,
             waited_exit,
@@ -272,9 +336,10 @@ impl Windows {
     /// stop waits for the first), so that a stop still in flight cannot
     /// land after the container is started again.
     async fn settle_dead_owner(&self, record: &WindowRecord) {
-        if let Ok(Some(info)) = self.runtime.inspect(&record.step_container).await {
+        let runtime = &self.windows.runtime;
+        if let Ok(Some(info)) = runtime.inspect(&record.step_container).await {
             if info.status == "created" {
-                if let Err(e) = self.runtime.remove(&record.step_container).await {
+                if let Err(e) = runtime.remove(&record.step_container).await {
                     tracing::warn!(MESH_STEP = %record.step, "cannot remove the never-started step container {}: {e}", record.step_container);
                 }
             }
@@ -285,9 +350,9 @@ impl Windows {
         // One whose start it had begun (the last holder's close) is
         // started, not stopped, by the close that follows.
         for name in record.held_names().filter(|n| !record.is_starting(n)) {
-            if let Ok(Some(info)) = self.runtime.inspect(name).await {
+            if let Ok(Some(info)) = runtime.inspect(name).await {
                 if info.running {
-                    if let Err(e) = self.runtime.stop(name).await {
+                    if let Err(e) = runtime.stop(name).await {
                         tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot settle {name} before starting it again: {e}");
                     }
                 }
@@ -307,7 +372,7 @@ impl Windows {
         let bound = record
             .step_timeout_secs
             .map(Duration::from_secs)
-            .unwrap_or(crate::store::WINDOW_MAX_AGE);
+            .unwrap_or(WINDOW_MAX_AGE);
         let left = bound.saturating_sub(record.age(at));
         tracing::info!(
             MESH_STEP = %record.step,
@@ -315,9 +380,10 @@ impl Windows {
             record.step_container,
             left.as_secs()
         );
+        let runtime = &self.windows.runtime;
         let waited = tokio::select! {
-            waited = tokio::time::timeout(left, self.runtime.wait_exit(&record.step_container)) => waited,
-            () = self.until_stopping() => {
+            waited = tokio::time::timeout(left, runtime.wait_exit(&record.step_container)) => waited,
+            () = self.windows.until_stopping() => {
                 // As the daemon's own fires on SIGTERM: the step is stopped
                 // so that the window closes within the closing budget.
                 tracing::warn!(
@@ -327,7 +393,7 @@ impl Windows {
                     record.step
                 );
                 return crate::runtime::stop_confirmed(
-                    &*self.runtime,
+                    &**runtime,
                     &record.step_container,
                     tokio::time::Instant::now() + close_budget(),
                 )
@@ -343,7 +409,7 @@ impl Windows {
                     record.step_container
                 );
                 crate::runtime::stop_confirmed(
-                    &*self.runtime,
+                    &**runtime,
                     &record.step_container,
                     tokio::time::Instant::now() + close_budget(),
                 )
@@ -357,7 +423,7 @@ impl Windows {
                     bound.as_secs()
                 );
                 crate::runtime::stop_confirmed(
-                    &*self.runtime,
+                    &**runtime,
                     &record.step_container,
                     tokio::time::Instant::now() + close_budget(),
                 )

@@ -10,19 +10,46 @@ use tokio::task::JoinHandle;
 
 use crate::runtime::{ContainerEventKind, RuntimeError};
 
+use super::budget::close_budget;
+use super::close::{CloseReport, Closing};
+use super::engine::Engine;
 use super::fence::Fence;
-use super::{OpenError, OpenWindow, Windows};
+use super::handle::OpenWindow;
+use super::record::WindowRecord;
+use super::shared;
 
-impl Windows {
-    /// Stop `held` (in order) for `window`; those in `shared` another
-    /// window stops (or has stopped): they are waited for. A failed stop
-    /// closes the window again before it is returned.
-    pub(super) async fn stop_held(
-        &self,
-        window: &mut OpenWindow,
-        held: Vec<String>,
-        shared: &[String],
-    ) -> Result<(), OpenError> {
+/// How the stops of an opening window ended, when not all went well.
+pub(super) enum StopsEnded {
+    /// This process lost the window meanwhile: the taker closes it.
+    Lost,
+    /// A held container would not stop; the window was closed again.
+    Failed {
+        /// The container's runtime name.
+        container: String,
+        /// The runtime's error.
+        source: RuntimeError,
+        /// How closing the aborted window went.
+        closed: Box<CloseReport>,
+    },
+}
+
+/// The stops of one window as it opens.
+pub(super) struct Stops<'a> {
+    windows: &'a Engine,
+    window: &'a mut OpenWindow,
+}
+
+impl<'a> Stops<'a> {
+    /// The stops of `window`, opened by `windows`'s process.
+    pub(super) fn new(windows: &'a Engine, window: &'a mut OpenWindow) -> Self {
+        Stops { windows, window }
+    }
+
+    /// Stop `held` (in order); those in `shared` another window stops (or
+    /// has stopped): they are waited for. A failed stop closes the window
+    /// again before it is returned.
+    pub(super) async fn stop(self, held: Vec<String>, shared: &[String]) -> Result<(), StopsEnded> {
+        let Stops { windows, window } = self;
         // Each stop follows the previous container's death: Docker's `die`
         // (its processes are gone) rather than the return of its `stop`,
         // which comes only once Docker has cleaned it up. The stops that
@@ -32,7 +59,7 @@ impl Windows {
             .filter(|n| !shared.contains(n))
             .cloned()
             .collect();
-        let mut deaths = match self.runtime.events(&own).await {
+        let mut deaths = match windows.runtime.events(&own).await {
             Ok(stream) => Some(stream),
             Err(e) => {
                 tracing::debug!(MESH_STEP = %window.record.step, "no event stream for the stops ({e}): each stop waits for the last to return");
@@ -43,10 +70,11 @@ impl Windows {
         for name in held {
             if shared.contains(&name) {
                 // Another window stops it (or has): wait for that.
-                let result = self.wait_shared_stopped(&window.record, &name).await;
+                let result = wait_shared_stopped(windows, &window.record, &name).await;
                 stopping.push(Stopping::Over { name, result });
             } else {
-                if self
+                if windows
+                    .records
                     .fence(&window.record, &format!("stopping {name}"))
                     .await
                     == Fence::Lost
@@ -58,14 +86,15 @@ impl Windows {
                     break;
                 }
                 crate::fault::pause("pause-before-stop", &window.record.step).await;
-                let (this, record, stop_name) = (self.clone(), window.record.clone(), name.clone());
+                let (this, record, stop_name) =
+                    (windows.clone(), window.record.clone(), name.clone());
                 let mut task = tokio::spawn(async move {
                     match this.runtime.stop(&stop_name).await {
                         // The stop may have landed after the window was
                         // taken over and closed: look again (see `after_stop`).
                         Ok(()) => {
                             crate::fault::pause("pause-after-stop", &record.step).await;
-                            Ok(this.after_stop(&record, &stop_name).await)
+                            Ok(this.restorer.after_stop(&record, &stop_name).await)
                         }
                         Err(e) => Err(e),
                     }
@@ -91,10 +120,10 @@ impl Windows {
                 Ok(Fence::Own) => {}
                 // Taken over while opening (this process was stopped past
                 // its lease): the taker closes the window.
-                Ok(Fence::Lost) => return Err(OpenError::Lost),
+                Ok(Fence::Lost) => return Err(StopsEnded::Lost),
                 Err(source) => {
-                    let closed = self.close(window).await;
-                    return Err(OpenError::Stop {
+                    let closed = Box::new(Closing::open_window(windows, window).await);
+                    return Err(StopsEnded::Failed {
                         container: name,
                         source,
                         closed,
@@ -173,4 +202,45 @@ async fn next_death(deaths: &mut Option<crate::runtime::EventStream>, name: &str
         *deaths = None;
     }
     std::future::pending().await
+}
+
+/// A container this window shares with another: wait until it is
+/// stopped (the other window may still be stopping it) before the step
+/// runs. Should no other window keep it stopped any more (its opener
+/// could not stop it, or closed at once), or the closing budget pass,
+/// this window stops it itself.
+async fn wait_shared_stopped(
+    windows: &Engine,
+    record: &WindowRecord,
+    name: &str,
+) -> Result<Fence, crate::runtime::RuntimeError> {
+    let deadline = tokio::time::Instant::now() + close_budget();
+    loop {
+        match windows.runtime.inspect(name).await {
+            Ok(Some(info)) if !info.running => return Ok(Fence::Own),
+            // Removed: the last close creates it again.
+            Ok(None) => return Ok(Fence::Own),
+            Ok(Some(_)) | Err(_) => {}
+        }
+        let alone = !shared::others_keep_stopped(&windows.records, record, name).await;
+        if alone || tokio::time::Instant::now() >= deadline {
+            if windows
+                .records
+                .fence(record, &format!("stopping {name}"))
+                .await
+                == Fence::Lost
+            {
+                return Ok(Fence::Lost);
+            }
+            tracing::info!(
+                MESH_STEP = %record.step,
+                MESH_CONTAINER = %name,
+                "{name} is shared but still runs and no other window is stopping it: the window of {} stops it",
+                record.step
+            );
+            windows.runtime.stop(name).await?;
+            return Ok(windows.restorer.after_stop(record, name).await);
+        }
+        shared::pause_shared().await;
+    }
 }

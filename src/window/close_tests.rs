@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::runtime::fake::Call;
 use crate::schedule::tests::{rig, s, step, t0};
-use crate::store::WindowRecord;
+use crate::window::WindowRecord;
 
 /// One look at the close: which held containers run, and the record.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ async fn each_start_follows_the_previous_running_with_only_its_confirmation_betw
         calls[at(Call::Start(s("app"))) + 1..at(Call::Start(s("db")))],
         [Call::Inspect(s("app"))]
     );
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -65,7 +65,7 @@ async fn the_record_names_every_held_container_not_yet_running_and_books_beside_
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut looks = Vec::new();
     while !fire.is_finished() {
-        let record = r.store.windows().expect("records").into_iter().next();
+        let record = r.records.all().expect("records").into_iter().next();
         let running = names.iter().map(|n| r.fake.is_running(n)).collect();
         looks.push(Look { running, record });
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -119,7 +119,7 @@ async fn the_record_names_every_held_container_not_yet_running_and_books_beside_
         mid.is_starting("db"),
         "db decided beside app's start: {mid:?}"
     );
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }
 
 #[tokio::test(start_paused = true)]
@@ -184,5 +184,5 @@ async fn a_stop_that_fails_after_an_earlier_death_closes_once_every_stop_returne
         began.elapsed()
     );
     assert!(r.fake.is_running("db") && r.fake.is_running("app") && r.fake.is_running("web"));
-    assert!(r.store.windows().expect("records").is_empty());
+    assert!(r.records.all().expect("records").is_empty());
 }

@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::window::{window_file_name, WindowRecord};
-use super::{atomic, ensure_dir, StoreError};
+use crate::store::{ensure_dir, fsync_dir, StoreError};
+
+use super::record::{window_file_name, WindowRecord};
 
 /// The directory under `windows/` that unreadable files are moved to.
 pub const UNREADABLE_DIR: &str = "unreadable";
@@ -45,7 +46,7 @@ pub struct WindowScan {
 
 /// What is at a record's path.
 #[derive(Debug)]
-pub(crate) enum ReadRecord {
+pub(super) enum ReadRecord {
     /// Nothing (closed meanwhile).
     Gone,
     /// A record, filed under its own name.
@@ -57,7 +58,7 @@ pub(crate) enum ReadRecord {
 /// Read the record at `path` (see the module documentation). An error is
 /// an I/O error that says nothing about the file's content (`EMFILE`,
 /// `EIO`): the caller must not take the file for unreadable then.
-pub(crate) fn read_record(path: &Path) -> Result<ReadRecord, StoreError> {
+pub(super) fn read_record(path: &Path) -> Result<ReadRecord, StoreError> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = match rustix::fs::open(path, flags, Mode::empty()) {
         Ok(fd) => fd,
@@ -103,7 +104,7 @@ pub(crate) fn read_record(path: &Path) -> Result<ReadRecord, StoreError> {
 
 /// Every file of `windows_dir` that may be a record: those ending in
 /// `.json` and not starting with `.` (temporary files), by name.
-pub(crate) fn record_paths(windows_dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+pub(super) fn record_paths(windows_dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
     let entries =
         fs::read_dir(windows_dir).map_err(|e| StoreError::io("read directory", windows_dir, e))?;
     let mut paths = Vec::new();
@@ -124,7 +125,7 @@ pub(crate) fn record_paths(windows_dir: &Path) -> Result<Vec<PathBuf>, StoreErro
 /// unreadable; `Ok(None)` when it is gone or now a readable record. The
 /// caller holds `windows.lock`, so no record is written meanwhile.
 /// Returns where it went and why it could not be read.
-pub(crate) fn set_aside(
+pub(super) fn set_aside(
     windows_dir: &Path,
     path: &Path,
 ) -> Result<Option<(PathBuf, String)>, StoreError> {
@@ -154,8 +155,8 @@ pub(crate) fn set_aside(
             rustix::fs::RenameFlags::NOREPLACE,
         ) {
             Ok(()) => {
-                atomic::fsync_dir(windows_dir)
-                    .and_then(|()| atomic::fsync_dir(&aside))
+                fsync_dir(windows_dir)
+                    .and_then(|()| fsync_dir(&aside))
                     .map_err(|e| StoreError::io("sync directory", &aside, e))?;
                 return Ok(Some((target, reason)));
             }
@@ -168,14 +169,15 @@ pub(crate) fn set_aside(
 
 #[cfg(test)]
 mod tests {
-    use super::super::window::tests::sample;
-    use super::super::Store;
+    use super::super::record::tests::sample;
+    use super::super::records::Records;
     use super::*;
+    use crate::store::Store;
 
-    fn store() -> (tempfile::TempDir, Store) {
+    fn store() -> (tempfile::TempDir, Records) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        (dir, store)
+        (dir, Records::of(&store))
     }
 
     #[test]
@@ -185,8 +187,8 @@ mod tests {
             step: "good".into(),
             ..sample("boot")
         };
-        store.write_window(&good).expect("write");
-        let w = store.windows_dir().to_path_buf();
+        store.write(&good).expect("write");
+        let w = store.dir().to_path_buf();
         fs::write(w.join("garbage.json"), b"{garbage").expect("write");
         fs::write(w.join("nul.json"), b"\0\0\0").expect("write");
         let mut v2 = serde_json::to_value(WindowRecord {
@@ -208,7 +210,7 @@ mod tests {
         )
         .expect("mkfifo");
 
-        let scan = store.scan_windows().expect("scan");
+        let scan = store.scan().expect("scan");
         assert_eq!(scan.records, vec![good.clone()]);
         let reasons: Vec<(String, String)> = scan
             .unreadable
@@ -237,7 +239,7 @@ mod tests {
         assert_eq!(reason("link.json"), "a symbolic link");
         assert_eq!(reason("fifo.json"), "not a regular file");
         // The strict listing refuses, naming a file.
-        let err = store.windows().expect_err("strict");
+        let err = store.all().expect_err("strict");
         assert!(err.to_string().contains("copied.json"), "{err}");
 
         // Set aside, each is gone from windows/ and kept under unreadable/;
@@ -248,7 +250,7 @@ mod tests {
             assert!(to.starts_with(w.join(UNREADABLE_DIR)), "{}", to.display());
             assert!(fs::symlink_metadata(&to).is_ok());
         }
-        assert_eq!(store.windows().expect("all readable"), vec![good]);
+        assert_eq!(store.all().expect("all readable"), vec![good]);
         assert_eq!(
             fs::read(
                 fs::read_dir(w.join(UNREADABLE_DIR))
@@ -266,18 +268,18 @@ mod tests {
     #[test]
     fn a_file_readable_again_or_gone_is_not_set_aside() {
         let (_dir, store) = store();
-        let path = store.windows_dir().join("late.json");
+        let path = store.dir().join("late.json");
         fs::write(&path, b"{").expect("write");
         // Replaced by a valid record before the lock was had.
         store
-            .write_window(&WindowRecord {
+            .write(&WindowRecord {
                 step: "late".into(),
                 ..sample("boot")
             })
             .expect("write");
         assert_eq!(store.set_aside(&path).expect("set aside"), None);
         assert!(path.exists());
-        store.remove_window("late").expect("remove");
+        store.remove("late").expect("remove");
         assert_eq!(store.set_aside(&path).expect("gone"), None);
     }
 }

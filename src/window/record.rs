@@ -1,4 +1,4 @@
-//! Window records: the on-disk proof that a maintenance window is open, so
+//! The window record: the on-disk proof that a maintenance window is open, so
 //! that a daemon that died mid-window is followed by one that closes it, and
 //! every apply on the machine knows which containers to leave alone.
 
@@ -8,18 +8,15 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
-use super::boot::process_start_time;
-use super::boot::{boot_id, live_process_start_time};
-use super::StoreError;
+use crate::store::process_start_time;
+use crate::store::{boot_id, live_process_start_time, StoreError};
+
+use super::budget::CLOSE_BUDGET;
 
 /// The bound of a window whose step has no timeout: opened longer ago than
 /// this (and its owner gone) it holds nothing, so a record that was never
 /// erased cannot keep a service down for good.
 pub const WINDOW_MAX_AGE: Duration = Duration::from_secs(6 * 60 * 60);
-
-/// How long closing a window may take, all starts included (the closing
-/// budget). A window's bound is its step's timeout plus this.
-pub const CLOSE_BUDGET: Duration = Duration::from_secs(5 * 60);
 
 /// How often an owner renews its lease on the windows it holds.
 pub const LEASE_RENEW: Duration = Duration::from_secs(5);
@@ -111,13 +108,6 @@ pub struct Moment {
     pub since_boot: Option<Duration>,
 }
 
-/// Time since boot, counting suspend (`CLOCK_BOOTTIME`, through
-/// `sysinfo(2)`), to the second: a wall-clock step does not move it.
-pub fn since_boot() -> Duration {
-    let secs = rustix::system::sysinfo().uptime;
-    Duration::from_secs(u64::try_from(secs).unwrap_or(0))
-}
-
 impl WindowRecord {
     /// How long this window may stay open: its step's timeout plus the
     /// closing budget, or [`WINDOW_MAX_AGE`] when the step has no timeout.
@@ -160,7 +150,7 @@ impl WindowRecord {
         self.holds_at(&Moment {
             wall: now,
             boot_id: current_boot.to_string(),
-            since_boot: Some(since_boot()),
+            since_boot: Some(crate::clock::since_boot()),
         })
     }
 
@@ -169,7 +159,7 @@ impl WindowRecord {
     /// a lease (written by an older host), or a moment without the time
     /// since boot, never lapses.
     ///
-    /// `last_beat` is the owner's heartbeat ([`crate::store::Store::last_beat`]),
+    /// `last_beat` is the owner's heartbeat ([`super::heartbeat::Heartbeats::last`]),
     /// renewed without `windows.lock`: a lease is renewed at the later of
     /// the two, so time the owner spent waiting for the lock never counts
     /// against it.
@@ -207,6 +197,13 @@ impl WindowRecord {
     /// [`Self::holds`] at a given moment.
     pub fn holds_at(&self, at: &Moment) -> bool {
         self.boot_id == at.boot_id && (self.within_bound(at) || self.owner_alive())
+    }
+
+    /// The name of the fire this window opened for (`MESH_FIRE`, as its
+    /// events carry it): the name of the fire's scope, as the scheduler
+    /// names its fires.
+    pub fn fire_name(&self) -> String {
+        crate::systemd::units::scope_name(&self.step, self.fire_time)
     }
 
     /// Runtime names of the containers this window holds: those that were

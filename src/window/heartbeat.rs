@@ -16,11 +16,50 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::atomic::write_atomic_unsynced;
-use super::{ensure_dir, StoreError, WindowRecord, FILE_MODE};
+use crate::store::{ensure_dir, write_atomic_unsynced, Store, StoreError, FILE_MODE};
 
-/// Name of the directory of heartbeats under the root.
-pub(super) const LEASES_DIR: &str = "leases";
+use super::record::WindowRecord;
+
+/// Name of the directory of heartbeats under the state directory.
+const LEASES_DIR: &str = "leases";
+
+/// The heartbeats of the owners of windows, under one state directory.
+#[derive(Debug, Clone)]
+pub struct Heartbeats {
+    root: PathBuf,
+}
+
+impl Heartbeats {
+    /// The heartbeats kept in `store`'s state directory.
+    pub fn of(store: &Store) -> Heartbeats {
+        Heartbeats {
+            root: store.root().to_path_buf(),
+        }
+    }
+
+    /// Record that `who` renews its leases now, at `since_boot_secs`:
+    /// without `windows.lock`.
+    pub fn beat(&self, who: &Beater, since_boot_secs: u64) -> Result<(), StoreError> {
+        beat(&self.root, who, since_boot_secs)
+    }
+
+    /// When the owner of `record` last beat, in seconds since boot.
+    pub fn last(&self, record: &WindowRecord) -> Option<u64> {
+        last_beat(&self.root, &Beater::of(record))
+    }
+
+    /// Remove the heartbeat of `who`, which owns no window now.
+    pub fn end(&self, who: &Beater) -> Result<(), StoreError> {
+        end(&self.root, who)
+    }
+
+    /// Remove the heartbeats no live process of boot `boot_id` can renew.
+    pub fn sweep(&self, boot_id: &str) -> Result<(), StoreError> {
+        sweep(&self.root, boot_id, |pid| {
+            crate::store::live_process_start_time(pid).ok()
+        })
+    }
+}
 
 /// One process, as a window record names its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +85,7 @@ impl<'a> Beater<'a> {
 }
 
 /// Record that `who` renewed its leases at `since_boot_secs`.
-pub(super) fn beat(root: &Path, who: &Beater, since_boot_secs: u64) -> Result<(), StoreError> {
+fn beat(root: &Path, who: &Beater, since_boot_secs: u64) -> Result<(), StoreError> {
     let dir = root.join(LEASES_DIR);
     ensure_dir(&dir)?;
     let path = dir.join(who.file_name());
@@ -58,14 +97,14 @@ pub(super) fn beat(root: &Path, who: &Beater, since_boot_secs: u64) -> Result<()
 
 /// When `who` last beat, in seconds since boot; `None` when it never did
 /// (or its file cannot be read: the record's own lease then decides).
-pub(super) fn last_beat(root: &Path, who: &Beater) -> Option<u64> {
+fn last_beat(root: &Path, who: &Beater) -> Option<u64> {
     let path = root.join(LEASES_DIR).join(who.file_name());
     let text = fs::read_to_string(path).ok()?;
     text.trim().parse().ok()
 }
 
 /// Remove the heartbeat of `who` (it owns no window any more).
-pub(super) fn end(root: &Path, who: &Beater) -> Result<(), StoreError> {
+fn end(root: &Path, who: &Beater) -> Result<(), StoreError> {
     remove(&root.join(LEASES_DIR).join(who.file_name()))
 }
 
@@ -73,7 +112,7 @@ pub(super) fn end(root: &Path, who: &Beater) -> Result<(), StoreError> {
 /// another boot than `boot_id`, by a process that is gone, or not a
 /// heartbeat's name at all. A process that died owning a window leaves its
 /// own behind; the daemon sweeps them at start.
-pub(super) fn sweep(
+fn sweep(
     root: &Path,
     boot_id: &str,
     start_time: impl Fn(u32) -> Option<u64>,

@@ -1,0 +1,437 @@
+//! Closing a window: start the held containers again in reverse order,
+//! each confirmed running (and healthy, when it has a health check) before
+//! the next (`start.rs`), within the closing budget; create again one
+//! removed during the window; keep what the runtime could not be asked to
+//! start owed; erase the record only if it is still this window's own.
+//!
+//! The held services are down until their start, so nothing but Docker's
+//! own work lies between two starts: the next start follows the
+//! inspection that confirms the previous one running (which also says
+//! whether it has a health check to wait for), after a look at the record
+//! under `windows.lock` (the fence, no write); the record's rewrite for
+//! the next container is made beside the previous start.
+
+use std::time::Duration;
+
+use crate::events::Event;
+use crate::mesh_event;
+
+use super::budget::{close_budget, Deadline, LockWait};
+use super::engine::Engine;
+use super::fence::Fence;
+use super::handle::OpenWindow;
+use super::plan::Specs;
+use super::record::WindowRecord;
+use super::records::Records;
+use super::shared::{self, AtClose, Bookkept};
+use super::start::{HeldStart, StartFailure};
+
+/// How a close went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CloseReport {
+    /// Containers started again, in the order started.
+    pub started: Vec<String>,
+    /// Containers left stopped because another window of the boot still
+    /// holds them: handed over to it, which starts them when it closes last.
+    pub still_held: Vec<String>,
+    /// Containers that would not start (each alerted), with the reason.
+    pub lost: Vec<(String, String)>,
+    /// Of `lost`, those that could not be started because the runtime did
+    /// not answer: still owed, started as soon as it answers again (the
+    /// record stays, marked owed).
+    pub owed: Vec<String>,
+    /// Of `started`, those removed during the window and created again from
+    /// their declaration.
+    pub recreated: Vec<String>,
+    /// Of `started`, those with a health check that reported `healthy`.
+    pub healthy: Vec<String>,
+    /// Of `started`, those with a health check that did not report
+    /// `healthy` within the budget (`held-unhealthy`), with the last output.
+    pub unhealthy: Vec<(String, String)>,
+    /// The window was taken over by another process before this one had
+    /// closed it: it did nothing more to it (see `fence.rs`).
+    pub lost_window: bool,
+}
+
+impl CloseReport {
+    /// Whether every held container runs again (or is still held elsewhere).
+    pub fn all_started(&self) -> bool {
+        self.lost.is_empty()
+    }
+}
+
+/// The close of one window by this process: its record, how each held
+/// container is declared, and when its budget runs out.
+pub(super) struct Closing {
+    windows: Engine,
+    record: WindowRecord,
+    specs: Specs,
+    deadline: Deadline,
+}
+
+impl Closing {
+    /// The close of `record` by `windows`'s process, within `budget`,
+    /// creating again from `specs` (else from the armed declaration) a
+    /// held container that was removed during the window.
+    pub(super) fn new(
+        windows: &Engine,
+        record: &WindowRecord,
+        specs: Specs,
+        budget: Duration,
+    ) -> Self {
+        Closing {
+            windows: windows.clone(),
+            record: record.clone(),
+            specs,
+            deadline: Deadline::closing(budget),
+        }
+    }
+
+    /// Start the held containers of the record again (reverse order) and
+    /// erase the record, or keep it for what is owed.
+    pub(super) async fn run(self) -> CloseReport {
+        let Closing {
+            windows,
+            record,
+            specs,
+            deadline,
+        } = self;
+        let record = &record;
+        let records = &windows.records;
+        let deadline = &deadline;
+        let starter = HeldStart::new(&*windows.runtime, &windows.alerts, record, deadline);
+        let mut report = CloseReport::default();
+        // Holds are counted across the records of a boot: each container is
+        // decided on under `windows.lock`, one at a time (see `shared`).
+        // The window is down while this runs, so the record's bookkeeping
+        // is kept off the path between two starts: the decision on the
+        // next container, and taking the last one started off the record,
+        // are one locked rewrite made while Docker starts the current one.
+        // The record on disk, when it is still this window: a container
+        // handed to it since it opened (a lost owner's late stop, see
+        // `after_stop`) is held by it and started by this close.
+        let mut current = match records.get(&record.step) {
+            Ok(Some(now)) if now.same_window_and_owner(record) => now,
+            _ => record.clone(),
+        };
+        let mut held: Vec<String> = current.held_names().map(str::to_string).collect();
+        held.reverse();
+        // The first decision precedes every start.
+        let mut next = {
+            let first = held.first().cloned();
+            shared::bookkeep_spawned(records, &current, None, first, deadline).await
+        };
+        // The last container started: taken off the record by the next
+        // rewrite (kept when owed: the record owes its start).
+        let mut done: Option<String> = None;
+        // Whether the decision at hand was made just now (the fence of the
+        // start it precedes), or beside an earlier start.
+        let mut fresh = true;
+        for (i, name) in held.iter().enumerate() {
+            let name = name.as_str();
+            let after = held.get(i + 1).cloned();
+            let decided = match next {
+                Ok(Ok(book)) => {
+                    current = book.record;
+                    book.next
+                }
+                Ok(Err(e)) => {
+                    // The records cannot be read, or windows.lock cannot be
+                    // had: a held container must run again, so this window
+                    // starts it (said once of a lock given up).
+                    if !e.said_before() {
+                        tracing::warn!(
+                            MESH_STEP = %record.step,
+                            "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
+                            record.step
+                        );
+                    }
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        MESH_STEP = %record.step,
+                        "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
+                        record.step
+                    );
+                    None
+                }
+            };
+            match decided {
+                Some(AtClose::HandedOver { other }) => {
+                    tracing::info!(
+                        MESH_STEP = %record.step,
+                        MESH_CONTAINER = %name,
+                        "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
+                    );
+                    report.still_held.push(name.to_string());
+                    next =
+                        shared::bookkeep_spawned(records, &current, done.take(), after, deadline)
+                            .await;
+                    fresh = true;
+                    continue;
+                }
+                Some(AtClose::Lost) => {
+                    report.lost_window = true;
+                    return report;
+                }
+                Some(AtClose::Start) | None => {}
+            }
+            // A decision made beside the previous start is checked again,
+            // under `windows.lock`, right before this start (no write).
+            if !fresh
+                && records
+                    .fence_by(&current, &format!("starting {name}"), deadline)
+                    .await
+                    == Fence::Lost
+            {
+                report.lost_window = true;
+                return report;
+            }
+            crate::fault::pause("pause-before-start", name).await;
+            // Beside this start: the next decision, and the previous
+            // container taken off the record.
+            let book = shared::bookkeep_spawned(records, &current, done.take(), after, deadline);
+            let spec = windows.held_spec(name, &specs);
+            // Past the deadline nothing is begun: what is left is owed,
+            // alerted with what the close ran out waiting for.
+            let started = if deadline.is_spent() {
+                Err(StartFailure::spent(deadline.ran_out(|| {
+                    format!("the container runtime to start {name}")
+                })))
+            } else {
+                starter.start(name, spec).await
+            };
+            next = book.await;
+            fresh = false;
+            if !matches!(&started, Err(f) if f.unanswered) {
+                done = Some(name.to_string());
+            }
+            match started {
+                Ok(said) => {
+                    if said.recreated {
+                        report.recreated.push(name.to_string());
+                    }
+                    if said.healthy {
+                        report.healthy.push(name.to_string());
+                    }
+                    if let Some(output) = said.unhealthy {
+                        report.unhealthy.push((name.to_string(), output));
+                    }
+                    if record.owed {
+                        tracing::warn!(
+                            MESH_STEP = %record.step,
+                            MESH_CONTAINER = %name,
+                            "{name}, owed a start since the window of {} could not close, started: the container runtime answers again",
+                            record.step
+                        );
+                    }
+                    report.started.push(name.to_string())
+                }
+                Err(failure) => {
+                    // An owed container was alerted when it became owed.
+                    if !(record.owed && failure.unanswered) {
+                        windows
+                            .alerts
+                            .will_not_start_again(record, name, &failure.reason, deadline)
+                            .await;
+                    }
+                    if failure.unanswered {
+                        report.owed.push(name.to_string());
+                    }
+                    report.lost.push((name.to_string(), failure.reason));
+                }
+            }
+        }
+        // The last rewrite's verdict on this window (it decided nothing).
+        if let Ok(Ok(Bookkept { record: now, .. })) = next {
+            current = now;
+        }
+        if !report.owed.is_empty() {
+            // Keep what is owed: the record, narrowed to those containers.
+            let owed = WindowRecord {
+                owed: true,
+                held: current
+                    .held
+                    .iter()
+                    .filter(|c| c.was_running && report.owed.contains(&c.name))
+                    .cloned()
+                    .collect(),
+                ..current.clone()
+            };
+            match records.rewrite_if_own(&current, &owed, deadline).await {
+                Ok(Fence::Lost) => report.lost_window = true,
+                Ok(Fence::Own) => tracing::warn!(
+                    MESH_STEP = %record.step,
+                    "window of {} not closed: {} owed a start, made as soon as the container runtime answers",
+                    record.step,
+                    report.owed.join(", ")
+                ),
+                Err(LockWait::Error(e)) => tracing::error!(
+                    MESH_STEP = %record.step,
+                    "cannot keep the window of {} owed: {e}",
+                    record.step
+                ),
+                Err(e) => finish_later(records, current, Some(owed), e),
+            }
+            return report;
+        }
+        match records.erase_if_own(&current, deadline).await {
+            Ok(Fence::Own) => {}
+            Ok(Fence::Lost) => {
+                report.lost_window = true;
+                return report;
+            }
+            Err(LockWait::Error(e)) => {
+                tracing::error!(MESH_STEP = %record.step, "cannot erase the window record of {}: {e}", record.step)
+            }
+            Err(e) => finish_later(records, current, None, e),
+        }
+        mesh_event!(
+            info,
+            Event::WindowClosed,
+            MESH_STEP = %record.step,
+            MESH_FIRE = %record.fire_name(),
+            MESH_MODULE = %record.module.as_deref().unwrap_or(""),
+            "window of {} closed: started {}{}",
+            record.step,
+            if report.started.is_empty() { "nothing".to_string() } else { report.started.join(", ") },
+            if report.lost.is_empty() { String::new() } else {
+                format!("; NOT started: {}", report.lost.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
+            }
+        );
+        report
+    }
+
+    /// Close `window`, whatever its step did: on a task of its own so that
+    /// cancelling the caller cannot cut it short, within the closing budget.
+    pub(super) async fn open_window(windows: &Engine, window: &mut OpenWindow) -> CloseReport {
+        window.stop_watcher().await;
+        let closing = Closing::new(
+            windows,
+            &window.record,
+            window.specs.clone(),
+            close_budget(),
+        );
+        let task = tokio::spawn(closing.run());
+        match task.await {
+            Ok(report) => report,
+            Err(e) => {
+                // Closing itself panicked: every held container is unaccounted for.
+                let reason = format!("closing the window failed: {e}");
+                let mut report = CloseReport::default();
+                let deadline = Deadline::closing(close_budget());
+                for name in window.record.held_names() {
+                    windows
+                        .alerts
+                        .will_not_start_again(&window.record, name, &reason, &deadline)
+                        .await;
+                    report.lost.push((name.to_string(), reason.clone()));
+                }
+                report
+            }
+        }
+    }
+
+    /// The step of this window could not be confirmed stopped (the runtime
+    /// did not answer for the whole closing budget): starting the held
+    /// containers could run them beside it. Each is alerted, and the record
+    /// stays, marked owed: the daemon waits for the runtime, for the step to
+    /// end (within the window's bound), then starts them.
+    pub(super) async fn unconfirmed(
+        windows: &Engine,
+        window: &mut OpenWindow,
+        reason: &str,
+    ) -> CloseReport {
+        window.stop_watcher().await;
+        let record = &window.record;
+        let why = format!(
+            "its step container {} could not be confirmed stopped ({reason}); owed until it is",
+            record.step_container
+        );
+        let mut report = CloseReport::default();
+        let deadline = Deadline::closing(close_budget());
+        for name in record.held_names() {
+            windows
+                .alerts
+                .will_not_start_again(record, name, &why, &deadline)
+                .await;
+            report.lost.push((name.to_string(), why.clone()));
+            report.owed.push(name.to_string());
+        }
+        let owed = WindowRecord {
+            owed: true,
+            ..record.clone()
+        };
+        match windows
+            .records
+            .rewrite_if_own(record, &owed, &deadline)
+            .await
+        {
+            Ok(Fence::Own) => window.record = owed,
+            Ok(Fence::Lost) => report.lost_window = true,
+            Err(LockWait::Error(e)) => {
+                tracing::error!(MESH_STEP = %record.step, "cannot mark the window of {} owed: {e}", record.step)
+            }
+            Err(e) => {
+                let record = record.clone();
+                finish_later(&windows.records, record, Some(owed.clone()), e);
+                window.record = owed;
+            }
+        }
+        report
+    }
+}
+
+/// How often the record's last write, put off because `windows.lock` was
+/// held past the close's deadline, is tried again.
+const FINISH_RETRY: Duration = Duration::from_secs(5);
+
+/// The close could not take `windows.lock` for its last write within its
+/// deadline (a stranger holds it): the held containers are started or
+/// alerted already, and the record is erased (or narrowed to what is
+/// `owed`) as soon as the lock is free, on a task of its own. Should this
+/// process end first, the record's owner is gone and whoever takes it
+/// over finishes it.
+fn finish_later(
+    records: &Records,
+    current: WindowRecord,
+    owed: Option<WindowRecord>,
+    why: LockWait,
+) {
+    tracing::warn!(
+        MESH_STEP = %current.step,
+        "the record of the window of {} is {} as soon as windows.lock is free: {why}",
+        current.step,
+        if owed.is_some() { "kept owed" } else { "erased" }
+    );
+    let records = records.clone();
+    tokio::spawn(async move {
+        loop {
+            let wait = Deadline::of("finishing", super::records::RECORDS_LOCK_WAIT);
+            match records.lock_by(&wait).await {
+                Ok(_records) => {
+                    let done = match &owed {
+                        Some(owed) => records.rewrite_if_own_locked(&current, owed),
+                        None => records.erase_if_own_locked(&current),
+                    };
+                    match done {
+                        Ok(_) => tracing::info!(
+                            MESH_STEP = %current.step,
+                            "the record of the window of {} is {} now that windows.lock is free",
+                            current.step,
+                            if owed.is_some() { "kept owed" } else { "erased" }
+                        ),
+                        Err(e) => tracing::error!(
+                            MESH_STEP = %current.step,
+                            "cannot finish the record of the window of {}: {e}",
+                            current.step
+                        ),
+                    }
+                    return;
+                }
+                Err(_) => tokio::time::sleep(FINISH_RETRY).await,
+            }
+        }
+    });
+}

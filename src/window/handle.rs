@@ -1,0 +1,43 @@
+//! An open window, as its opener holds it: its record, the watcher
+//! enforcing its holds, and how each held container is declared.
+
+use tokio::task::JoinHandle;
+
+use super::plan::Specs;
+use super::record::WindowRecord;
+
+/// An open window: its record and the watcher enforcing its holds.
+#[derive(Debug)]
+pub struct OpenWindow {
+    pub(super) record: WindowRecord,
+    pub(super) watcher: Option<JoinHandle<()>>,
+    /// See [`super::WindowPlan::hold_specs`]; none for a resumed window.
+    pub(super) specs: Specs,
+}
+
+impl OpenWindow {
+    /// The window's record as written.
+    pub fn record(&self) -> &WindowRecord {
+        &self.record
+    }
+
+    /// Stop enforcing the holds (before the close starts them again).
+    pub(super) async fn stop_watcher(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+    }
+}
+
+/// A window dropped without being closed — its fire panicked — stops
+/// enforcing its holds: whoever closes it next (the adopter) starts the
+/// held containers, which its watcher would otherwise stop again as a
+/// violation.
+impl Drop for OpenWindow {
+    fn drop(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+    }
+}
