@@ -4,6 +4,7 @@
 
 use super::status::{OpenWindow, Status};
 use super::Answer;
+use crate::apply::Action;
 use crate::exit::Exit;
 use crate::render::{attention_lines, delayed, health_lines, last_figures, suspended, time};
 use crate::schedule::ready::ReadyState;
@@ -34,7 +35,10 @@ fn render(status: &Status) -> String {
                 time(last.at),
                 last.summary
             ));
-            for line in &last.lines {
+            // What changed, one line each: the summary counts the rest
+            // (at a thousand services, a thousand `unchanged` lines would
+            // bury it). `--json` keeps every line.
+            for line in last.lines.iter().filter(|l| l.action != Action::Unchanged) {
                 out.push_str(&format!("  {line}\n"));
             }
         }
@@ -230,10 +234,13 @@ mod tests {
         status.last_apply = Some(LastApply {
             at: at("2026-12-01T03:56:31.123456Z"),
             ok: true,
-            summary: "ok: 1 unchanged".into(),
+            summary: "ok: 1 created, 1 unchanged".into(),
             halted: None,
-            lines: serde_json::from_value(json!([{"id": "web", "action": "unchanged"}]))
-                .expect("lines"),
+            lines: serde_json::from_value(json!([
+                {"id": "web", "action": "unchanged"},
+                {"id": "db", "action": "created"}
+            ]))
+            .expect("lines"),
         });
         let record: WindowRecord = serde_json::from_value(json!({
             "record": 1, "step": "gc", "fire-time": "2026-12-01T03:00:00Z",
@@ -254,7 +261,7 @@ mod tests {
         let text = render(&status);
         assert!(
             text.contains(
-                "last apply: 2026-12-01 03:56:31 UTC: ok: 1 unchanged\n  web unchanged\n"
+                "last apply: 2026-12-01 03:56:31 UTC: ok: 1 created, 1 unchanged\n  db created\nOPEN WINDOW"
             ),
             "{text}"
         );
