@@ -15,9 +15,6 @@ use crate::schedule::suspend::Suspended;
 use crate::store::Store;
 use crate::window::{Moment, WindowRecord};
 
-/// The exit code of `status` when something needs attention.
-pub const EXIT_ATTENTION: u8 = 3;
-
 /// One thing that needs attention.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -41,24 +38,6 @@ impl Attention {
 
 fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-}
-
-/// What [`gather`] reads of the last apply's record, without the rest
-/// (the declaration, every line that did not fail, files, units,
-/// containers: megabytes at thousands of resources).
-pub fn of_applied(applied: AppliedState) -> AppliedState {
-    AppliedState {
-        declaration: serde_json::Value::Null,
-        lines: applied
-            .lines
-            .into_iter()
-            .filter(|l| l.action == Action::Failed)
-            .collect(),
-        files: Default::default(),
-        units: Vec::new(),
-        containers: Vec::new(),
-        ..applied
-    }
 }
 
 /// Everything the state directory says needs attention at `at`: the last
@@ -199,39 +178,6 @@ mod tests {
             gather(&store, None, &[], &Suspended::default(), &moment()),
             Vec::new()
         );
-    }
-
-    #[test]
-    fn what_status_keeps_of_the_record_says_what_the_whole_record_says() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("store");
-        let line = |id: &str, action| ReportLine {
-            id: id.into(),
-            action,
-            reason: Some("why".into()),
-            diff: None,
-            steps: Vec::new(),
-        };
-        for state in [
-            applied(true, vec![line("web", Action::Unchanged)], None),
-            applied(
-                false,
-                vec![
-                    line("web", Action::Unchanged),
-                    line("db", Action::Failed),
-                    line("cache", Action::Created),
-                ],
-                None,
-            ),
-            applied(false, vec![line("web", Action::Unchanged)], None),
-        ] {
-            let kept = of_applied(state.clone());
-            assert!(kept.lines.iter().all(|l| l.action == Action::Failed));
-            assert_eq!(
-                gather(&store, Some(&kept), &[], &Suspended::default(), &moment()),
-                gather(&store, Some(&state), &[], &Suspended::default(), &moment())
-            );
-        }
     }
 
     #[test]

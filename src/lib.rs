@@ -9,6 +9,7 @@
 pub mod accounting;
 pub mod accounts;
 pub mod acl;
+pub mod answer;
 pub mod apply;
 pub mod attention;
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod cron;
 pub mod daemon;
 pub mod declaration;
 pub mod events;
+pub mod exit;
 pub mod fault;
 pub mod journal;
 pub mod metrics;

@@ -1,9 +1,7 @@
-//! Reports for humans: what `mesh-host run` and `mesh-host status` print.
-//!
-//! Both the command line (working `--local`) and the daemon (answering over
-//! the control socket) render through here, so the two print the same text
-//! and neither reaches into the other. Times are written the way an operator
-//! reads them, `2026-12-01 03:56:31 UTC`; `--json` keeps RFC 3339.
+//! Reports for humans: the pieces `mesh-host run` and `mesh-host status`
+//! print (the answers in `answer/` put them together). Times are written
+//! the way an operator reads them, `2026-12-01 03:56:31 UTC`; `--json`
+//! keeps RFC 3339.
 
 use chrono::{DateTime, Utc};
 
@@ -106,138 +104,6 @@ pub fn fire(report: &FireReport) -> String {
     out
 }
 
-/// The daemon's status answer (its JSON form).
-/// One line per shared folder the watch keeps: how many directories it
-/// watches, and those past the folder's share of watches, kept by sweeps.
-fn folder_lines(folders: Option<&serde_json::Value>) -> String {
-    let mut out = String::new();
-    for f in folders.and_then(|v| v.as_array()).into_iter().flatten() {
-        let n = |k: &str| f.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-        let id = f.get("id").and_then(|v| v.as_str()).unwrap_or("?");
-        out.push_str(&format!(
-            "shared folder {id}: {} directories watched",
-            n("watched")
-        ));
-        if n("unwatched") > 0 {
-            out.push_str(&format!(
-                "; {} NOT WATCHED (past its share of {} inotify watches): kept by a sweep of the whole folder every {} s",
-                n("unwatched"),
-                n("share"),
-                n("sweep-every-secs")
-            ));
-        }
-        out.push('\n');
-    }
-    out
-}
-
-pub fn daemon_status(status: &serde_json::Value) -> String {
-    let text = |v: Option<&serde_json::Value>, none: &str| -> String {
-        v.and_then(|v| v.as_str()).unwrap_or(none).to_string()
-    };
-    let when = |v: Option<&serde_json::Value>, none: &str| -> String {
-        v.and_then(|v| v.as_str())
-            .map_or(none.to_string(), time_text)
-    };
-    let mut out = String::new();
-    if let Some(path) = status.get("declaration").and_then(|v| v.as_str()) {
-        out.push_str(&format!("declaration: {path}\n"));
-    }
-    match status.get("last-apply") {
-        Some(serde_json::Value::Object(last)) => out.push_str(&format!(
-            "last apply: {}: {}\n",
-            when(last.get("at"), "?"),
-            text(last.get("summary"), "")
-        )),
-        _ => out.push_str("last apply: none yet\n"),
-    }
-    if let Some(line) = status
-        .get("empty-declaration-refused")
-        .and_then(|e| e.get("line"))
-        .and_then(|l| l.as_str())
-    {
-        out.push_str(&format!("{line}\n"));
-    }
-    let windows = status
-        .get("open-windows")
-        .and_then(|v| v.as_array())
-        .map_or(&[][..], Vec::as_slice);
-    if windows.is_empty() {
-        out.push_str("open windows: none\n");
-    }
-    for w in windows {
-        let held: Vec<String> = w
-            .get("held")
-            .and_then(|h| h.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter(|c| c.get("was-running").and_then(|r| r.as_bool()) == Some(true))
-                    .filter_map(|c| c.get("name").and_then(|n| n.as_str()).map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let owed = if w.get("owed").and_then(|v| v.as_bool()) == Some(true) {
-            " (OWED: the container runtime did not answer; the daemon starts them as soon as it does)"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "OPEN WINDOW: {} since {}, holding {}{owed}\n",
-            text(w.get("step"), "?"),
-            when(w.get("opened-at"), "?"),
-            if held.is_empty() {
-                "nothing".to_string()
-            } else {
-                held.join(", ")
-            }
-        ));
-    }
-    if let Some(checks) = status.get("health") {
-        out.push_str(&health_lines(checks));
-    }
-    out.push_str(&folder_lines(status.get("shared-folders")));
-    let steps = status
-        .get("steps")
-        .and_then(|v| v.as_array())
-        .map_or(&[][..], Vec::as_slice);
-    for s in steps {
-        let last = match s.get("last-outcome").and_then(|v| v.as_str()) {
-            Some(outcome) => format!(
-                "last {outcome} ({}){}",
-                when(s.get("last-run"), "?"),
-                last_figures(s)
-            ),
-            None => "never run".to_string(),
-        };
-        out.push_str(&format!(
-            "step {} ({} {}): next {}; {last}; last success {}{}{}{}\n",
-            text(s.get("step"), "-"),
-            text(s.get("schedule"), "-"),
-            text(s.get("zone"), "-"),
-            when(s.get("next-fire"), "never")
-                + &delayed(s.get("delay-ms").and_then(|v| v.as_u64())),
-            when(s.get("last-success"), "none"),
-            readiness(s.get("ready")),
-            if s.get("running").and_then(|v| v.as_bool()) == Some(true) {
-                "; RUNNING"
-            } else {
-                ""
-            },
-            suspended(s.get("suspended-since").and_then(|v| v.as_str()))
-        ));
-    }
-    let scheduled = status
-        .get("steps-scheduled")
-        .and_then(|v| v.as_u64())
-        .map_or(steps.len(), |n| n as usize);
-    if scheduled > steps.len() {
-        out.push_str(&crate::step_listing::left_out_line(scheduled, steps.len()));
-        out.push('\n');
-    }
-    out.push_str(&attention_lines(status.get("attention")));
-    out
-}
-
 /// What `status` adds to a step's last outcome: ` in 12.3s (CPU 8.1 s,
 /// peak 240 MiB of 256 MiB, ...)` from its `last-duration-secs` and
 /// `last-usage`, or nothing.
@@ -282,34 +148,10 @@ pub fn suspended(since: Option<&str>) -> String {
     })
 }
 
-/// Where a step's next container stands, for its `status` line.
-fn readiness(ready: Option<&serde_json::Value>) -> String {
-    let Some(ready) = ready else {
-        return String::new();
-    };
-    let text = |key: &str| -> String {
-        ready
-            .get(key)
-            .and_then(|v| v.as_str())
-            .unwrap_or("?")
-            .to_string()
-    };
-    match ready.get("state").and_then(|v| v.as_str()) {
-        Some("ready") => "; container ready".to_string(),
-        Some("waiting") => format!("; container made ready at {}", time_text(&text("at"))),
-        Some("not-ready") => format!(
-            "; container not ready ({}): made at the fire",
-            text("reason")
-        ),
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schedule::fire::RunOutcome;
-    use serde_json::json;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).expect("time").to_utc()
@@ -376,82 +218,5 @@ mod tests {
         );
         assert!(text.contains("  db: WILL NOT START AGAIN\n"), "{text}");
         assert!(!text.contains("T03:00:00"), "{text}");
-    }
-
-    #[test]
-    fn daemon_status_says_which_folders_are_kept_by_sweeps() {
-        let status = json!({"shared-folders": [
-            {"id": "a", "path": "/srv/a", "watched": 12, "share": 4000, "unwatched": 0, "sweep-every-secs": null},
-            {"id": "b", "path": "/srv/b", "watched": 4000, "share": 4000, "unwatched": 5001, "sweep-every-secs": 30}
-        ]});
-        let text = daemon_status(&status);
-        assert!(
-            text.contains("shared folder a: 12 directories watched\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("shared folder b: 4000 directories watched; 5001 NOT WATCHED (past its share of 4000 inotify watches): kept by a sweep of the whole folder every 30 s\n"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn daemon_status_has_no_rfc3339_times() {
-        let status = json!({
-            "last-apply": {"at": "2026-12-01T03:56:31.123456Z", "ok": true, "summary": "ok: 1 unchanged"},
-            "open-windows": [{"step": "gc", "opened-at": "2026-12-01T03:00:00Z",
-                              "held": [{"name": "web", "was-running": true}]}],
-            "steps": [{"step": "gc", "schedule": "0 3 * * *", "zone": "UTC",
-                       "next-fire": "2026-12-02T03:00:00Z", "last-outcome": "succeeded",
-                       "last-run": "2026-12-01T03:00:05Z", "last-success": "2026-12-01T03:00:05Z",
-                       "running": true}]
-        });
-        let text = daemon_status(&status);
-        assert!(
-            text.contains("last apply: 2026-12-01 03:56:31 UTC: ok: 1 unchanged"),
-            "{text}"
-        );
-        assert!(
-            text.contains("OPEN WINDOW: gc since 2026-12-01 03:00:00 UTC, holding web"),
-            "{text}"
-        );
-        assert!(text.contains("next 2026-12-02 03:00:00 UTC"), "{text}");
-        assert!(text.contains("; RUNNING"), "{text}");
-        assert!(
-            text.contains(
-                "; last succeeded (2026-12-01 03:00:05 UTC); last success 2026-12-01 03:00:05 UTC"
-            ),
-            "{text}"
-        );
-        let never = daemon_status(&json!({"steps": [{"step": "gc", "running": true}]}));
-        assert!(
-            never.contains("; never run; last success none; RUNNING"),
-            "{never}"
-        );
-        assert!(!text.contains(":00Z"), "{text}");
-    }
-
-    #[test]
-    fn status_ends_with_what_needs_attention_one_line_each() {
-        let well = daemon_status(&json!({"attention": []}));
-        assert!(
-            well.ends_with("all well: nothing needs attention\n"),
-            "{well}"
-        );
-        let text = daemon_status(&json!({
-            "steps": [{"step": "gc", "suspended-since": "2026-12-01T10:00:00Z"}],
-            "attention": [
-                {"what": "step-suspended", "line": "step gc is suspended since 2026-12-01 10:00:00 UTC"},
-                {"what": "alert", "line": "will-not-start-again at 2026-12-01 11:00:00 UTC: web"}
-            ]
-        }));
-        assert!(
-            text.contains("; SUSPENDED since 2026-12-01 10:00:00 UTC"),
-            "{text}"
-        );
-        assert!(
-            text.ends_with("2 thing(s) need attention:\nATTENTION: step gc is suspended since 2026-12-01 10:00:00 UTC\nATTENTION: will-not-start-again at 2026-12-01 11:00:00 UTC: web\n"),
-            "{text}"
-        );
     }
 }

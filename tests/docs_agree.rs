@@ -287,3 +287,62 @@ fn the_paged_events_the_docs_list_are_those_that_page() {
         assert_eq!(listed, mesh_host::page::PAGED, "{doc}'s paged events");
     }
 }
+
+#[test]
+fn the_status_example_is_as_the_code_prints_it_on_both_pages() {
+    use mesh_host::answer::status::{recorded_apply, Status};
+    use mesh_host::answer::Answer;
+    use mesh_host::schedule::scheduler::StepStatus;
+
+    let at = |t: &str| -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .expect("time")
+            .to_utc()
+    };
+    let applied = serde_json::from_value(serde_json::json!({
+        "format": 1, "declaration": null, "applied-at": "2026-03-29T10:00:04Z", "ok": true,
+        "lines": [{"id": "registry", "action": "unchanged"},
+                  {"id": "garbage-collect", "action": "installed"}]
+    }))
+    .expect("an applied state");
+    let status = Status {
+        declaration: "/etc/mesh-host/declaration.json".into(),
+        state_dir: "/var/lib/mesh-host".into(),
+        daemon_listening: false,
+        last_apply: Some(recorded_apply(&applied)),
+        empty_declaration_refused: None,
+        open_windows: Vec::new(),
+        health: serde_json::json!([]),
+        shared_folders: Vec::new(),
+        steps: vec![StepStatus {
+            step: "garbage-collect".into(),
+            schedule: "30 3 * * *".into(),
+            zone: "Etc/UTC".into(),
+            next_fire: Some(at("2026-03-30T03:30:00Z")),
+            delay_ms: None,
+            running: false,
+            ready: None,
+            suspended_since: None,
+            history: serde_json::from_value(serde_json::json!({
+                "last-due": "2026-03-29T03:30:00Z", "last-run": "2026-03-29T03:30:41Z",
+                "last-outcome": "succeeded", "last-exit-status": 0,
+                "last-success": "2026-03-29T03:30:41Z"
+            }))
+            .expect("a step's history"),
+        }],
+        steps_scheduled: 1,
+        attention: Vec::new(),
+    };
+    let text = status.text();
+    for (page, heading) in [
+        ("docs/apply.md", "## status --local"),
+        ("docs/status.md", "## The text"),
+    ] {
+        let page_text = repo_file(page);
+        assert_eq!(
+            block_after(&page_text, heading),
+            text,
+            "{page}'s status example against what the code prints for it"
+        );
+    }
+}

@@ -133,7 +133,7 @@ pub fn run(step: Option<&str>, fires: usize, json: bool) -> u8 {
         .copied()
         .find(|p| std::path::Path::new(p).exists())
     else {
-        eprintln!("mesh-host: no journalctl at {}", JOURNALCTL.join(" or "));
+        crate::errln!("mesh-host: no journalctl at {}", JOURNALCTL.join(" or "));
         return EXIT_FAILED;
     };
     let child = std::process::Command::new(journalctl)
@@ -152,18 +152,18 @@ pub fn run(step: Option<&str>, fires: usize, json: bool) -> u8 {
         })
     });
     if let Err(e) = read {
-        eprintln!("mesh-host: cannot read the journal: {e}");
+        crate::errln!("mesh-host: cannot read the journal: {e}");
         return EXIT_FAILED;
     }
     if json {
         print_json(&found);
     } else if found.is_empty() {
         match step {
-            Some(s) => eprintln!("mesh-host: the journal holds no fire of step {s}"),
-            None => eprintln!("mesh-host: the journal holds no fire of any step"),
+            Some(s) => crate::errln!("mesh-host: the journal holds no fire of step {s}"),
+            None => crate::errln!("mesh-host: the journal holds no fire of any step"),
         }
     } else {
-        print!("{}", table(&found));
+        crate::out!("{}", table(&found));
     }
     EXIT_OK
 }

@@ -7,10 +7,11 @@ use tokio::sync::watch;
 
 use super::output::print_json;
 use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
+use crate::answer::{Answer, Failure};
 use crate::clock::SystemClock;
 use crate::declaration::Declaration;
 use crate::runtime::{ContainerRuntime, DockerRuntime};
-use crate::schedule::fire::{FireReport, Firer};
+use crate::schedule::fire::Firer;
 use crate::schedule::step;
 use crate::schedule::step::ScheduledStep;
 use crate::store::Store;
@@ -74,16 +75,11 @@ impl LocalHost {
     }
 }
 
-/// The declared step `step_id` of the declaration file; errors printed.
-pub fn load_step(cli: &Cli, step_id: &str) -> Result<ScheduledStep, u8> {
-    let decl = load_declaration(cli).map_err(|(code, msg)| {
-        crate::errln!("mesh-host: {msg}");
-        code
-    })?;
-    step::find(&decl, step_id).map_err(|msg| {
-        crate::errln!("mesh-host: {msg}");
-        EXIT_REFUSED
-    })
+/// The declared step `step_id` of the declaration file, or why there is
+/// none (refused: the command named what is not there).
+pub fn load_step(cli: &Cli, step_id: &str) -> Result<ScheduledStep, Failure> {
+    let decl = load_declaration(cli).map_err(|(_, msg)| Failure::refused(msg))?;
+    step::find(&decl, step_id).map_err(Failure::refused)
 }
 
 /// Run an async command body on a fresh tokio runtime.
@@ -131,7 +127,7 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
     block_on(async {
         let step = match load_step(cli, step_id) {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(f) => return super::output::print_failure(&f, json),
         };
         if !force {
             let suspended = Store::open(&cli.state_dir)
@@ -139,16 +135,20 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
                 .and_then(|store| crate::schedule::suspend::load(&store));
             match suspended.map(|s| s.since(step_id)) {
                 Ok(None) => {}
+                // Said as the daemon says it, `--json` or not.
                 Ok(Some(since)) => {
-                    crate::errln!(
-                        "mesh-host: {}",
-                        crate::schedule::suspend::refusal(step_id, since)
+                    return super::output::print_failure(
+                        &Failure::refused(crate::schedule::suspend::refusal(step_id, since)),
+                        json,
                     );
-                    return EXIT_REFUSED;
                 }
                 Err(e) => {
-                    crate::errln!("mesh-host: cannot tell whether {step_id} is suspended: {e}");
-                    return EXIT_FAILED;
+                    return super::output::print_failure(
+                        &Failure::failed(format!(
+                            "cannot tell whether {step_id} is suspended: {e}"
+                        )),
+                        json,
+                    );
                 }
             }
         }
@@ -207,22 +207,8 @@ pub fn run_step(cli: &Cli, step_id: &str, force: bool, follow: bool, json: bool)
         )
         .await;
         drop(follower);
-        print_report(&report, json);
-        if report.ok() {
-            EXIT_OK
-        } else {
-            EXIT_FAILED
-        }
+        super::output::print_response(&report.response(), json)
     })
-}
-
-/// Print a fire's report.
-pub fn print_report(report: &FireReport, json: bool) {
-    if json {
-        print_json(report);
-    } else {
-        crate::out!("{}", crate::render::fire(report));
-    }
 }
 
 /// `mesh-host plan STEP --local`.
@@ -230,7 +216,7 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
     block_on(async {
         let step = match load_step(cli, step_id) {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(f) => return super::output::print_failure(&f, json),
         };
         let host = match LocalHost::open(cli).await {
             Ok(h) => h,

@@ -342,16 +342,6 @@ fn select(path: &str, query: &Query, wanted: usize) -> std::io::Result<Selection
     Ok(selector.selection)
 }
 
-/// One line as `--json` prints it.
-#[derive(Debug, Serialize)]
-struct JsonLine<'a> {
-    fire: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time: Option<String>,
-    #[serde(flatten)]
-    line: &'a Line,
-}
-
 /// Prints lines, a header before each fire when more than one may show.
 pub struct Printer {
     opts: Options,
@@ -410,8 +400,13 @@ impl Printer {
                 .realtime_us
                 .and_then(chrono::DateTime::from_timestamp_micros)
                 .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
-            let json = serde_json::to_string(&JsonLine { fire, time, line })
-                .map_err(std::io::Error::other)?;
+            let json = serde_json::to_string(&crate::answer::logs::OutputLine {
+                fire,
+                time,
+                stream: line.stream,
+                message: &line.message,
+            })
+            .map_err(std::io::Error::other)?;
             return writeln!(out, "{json}");
         }
         if self.open.is_some_and(|s| s != line.stream) {

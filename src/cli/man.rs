@@ -7,6 +7,8 @@
 
 use clap_mangen::Man;
 
+use crate::exit::Exit;
+
 /// The declaration's format reference, written by hand (roff).
 const DECLARATION_PAGE: &str = include_str!("../../docs/man/mesh-host-declaration.5");
 
@@ -81,7 +83,7 @@ fn main_page(cmd: &clap::Command, subs: &[&clap::Command]) -> std::io::Result<Ve
             .as_bytes(),
         );
     }
-    w.extend_from_slice(EXIT_STATUS.as_bytes());
+    w.extend_from_slice(exit_status().as_bytes());
     environment(cmd, &mut w);
     w.extend_from_slice(FILES.as_bytes());
     w.extend_from_slice(EXAMPLES.as_bytes());
@@ -96,7 +98,7 @@ fn command_page(
 ) -> std::io::Result<Vec<u8>> {
     let mut w = Vec::new();
     head(&man(sub, name), &mut w)?;
-    w.extend_from_slice(EXIT_STATUS.as_bytes());
+    w.extend_from_slice(exit_status().as_bytes());
     environment(sub, &mut w);
     see_also(Some(sub.get_name()), subs, &mut w);
     Ok(w)
@@ -162,21 +164,28 @@ fn see_also(this: Option<&str>, subs: &[&clap::Command], w: &mut Vec<u8>) {
     }
 }
 
-const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
-.TP
-.B 0
-The command did what was asked.
-.TP
-.B 1
-The command ran and failed (for \fBdiff\fR: there are changes).
-.TP
-.B 2
-The input was refused, or the command was misused; nothing was changed.
-.TP
-.B 3
-\fBstatus\fR only: something needs attention (a failed resource, a window
-past its bound, a suspended step, an alert since the last apply), and says what.
-"#;
+/// EXIT STATUS: one entry per [`Exit`], in its order (a code added to the
+/// type cannot be left out: the match below is exhaustive).
+fn exit_status() -> String {
+    let mut out = String::from(".SH \"EXIT STATUS\"\n");
+    for exit in Exit::ALL {
+        let meaning = match exit {
+            Exit::Ok => "The command did what was asked.",
+            Exit::Failed => "The command ran and failed (for \\fBdiff\\fR: there are changes).",
+            Exit::Refused => {
+                "The input was refused, or the command was misused; nothing was changed."
+            }
+            Exit::Attention => {
+                "\\fBstatus\\fR only: something needs attention (a failed resource, a window\npast its bound, a suspended step, an alert since the last apply), and says what."
+            }
+            Exit::Interrupted => {
+                "\\fBrun\\fR only: interrupted (Ctrl\\-C); the fire goes on in the daemon and\nits window still closes."
+            }
+        };
+        out.push_str(&format!(".TP\n.B {}\n{meaning}\n", exit.code()));
+    }
+    out
+}
 
 const FILES: &str = r#".SH FILES
 .TP

@@ -1,13 +1,16 @@
 //! The command line: `mesh-host <command>`.
 //!
-//! Exit codes (CONTRACT "Command line"): 0 ok, 1 failed, 2 refused or
-//! misused; `status` exits 3 when something needs attention
-//! ([`crate::attention`]). Every command's: docs/exit-codes.md.
+//! Exit codes: [`Exit`], one type for every command (CONTRACT "Command
+//! line"; every command's in docs/exit-codes.md). What the commands that
+//! the daemon and `--local` both answer say is built in
+//! [`crate::answer`] and printed by `output`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::exit::Exit;
 
 mod apply;
 mod check;
@@ -27,12 +30,13 @@ mod status;
 mod suspend;
 mod take;
 
-/// Exit code: the command did what was asked.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: the command ran and failed.
-pub const EXIT_FAILED: u8 = 1;
-/// Exit code: the input was refused or the command misused.
-pub const EXIT_REFUSED: u8 = 2;
+/// Exit code: the command did what was asked ([`Exit::Ok`]).
+pub const EXIT_OK: u8 = Exit::Ok.code();
+/// Exit code: the command ran and failed ([`Exit::Failed`]).
+pub const EXIT_FAILED: u8 = Exit::Failed.code();
+/// Exit code: the input was refused or the command misused
+/// ([`Exit::Refused`]).
+pub const EXIT_REFUSED: u8 = Exit::Refused.code();
 
 /// The heading the global options are listed under, after a command's own.
 pub const GLOBAL_OPTIONS: &str = "Global options";

@@ -1,4 +1,6 @@
-//! Every command's standard output and standard error, through one path.
+//! Every command's standard output and standard error, through one path,
+//! and the one renderer of every [`Response`], whether the daemon sent it
+//! or this process made it ([`crate::answer`]), as text or as JSON.
 //!
 //! std's `print!` panics when standard output fails ("failed printing to
 //! stdout", exit 101), and Rust ignores SIGPIPE, so `mesh-host check FILE
@@ -22,6 +24,8 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::EXIT_FAILED;
+use crate::answer::{Answer, Failure};
+use crate::control::Response;
 
 /// The exit code a command ends with when its standard output cannot be
 /// written (other than a closed pipe).
@@ -134,6 +138,41 @@ pub fn json<T: serde::Serialize>(value: &T) {
 /// Print `value` as pretty JSON on stdout (the name the commands use).
 pub fn print_json<T: serde::Serialize>(value: &T) {
     json(value);
+}
+
+/// Print `response` (its JSON with `json`, else its text, ended by a
+/// newline); its exit code.
+pub fn print_response(response: &Response, json: bool) -> u8 {
+    if json {
+        print_json(&response.json);
+    } else {
+        crate::out!("{}", response.text);
+        if !response.text.ends_with('\n') {
+            crate::outln!();
+        }
+    }
+    response.exit
+}
+
+/// Print an answer made in this process (`--local`, or a command that
+/// has no daemon side): as the daemon's would be printed, but a failure is
+/// said on stderr, as every command says its errors (and, with `json`,
+/// also as `{"error": ...}` on stdout, the daemon's shape).
+pub fn print_local<A: Answer>(answer: &Result<A, Failure>, json: bool) -> u8 {
+    match answer {
+        Ok(a) => print_response(&a.response(), json),
+        Err(f) => print_failure(f, json),
+    }
+}
+
+/// Print a failure made in this process as [`print_local`] does; its exit
+/// code.
+pub fn print_failure(failure: &Failure, json: bool) -> u8 {
+    crate::errln!("mesh-host: {}", failure.error);
+    if json {
+        print_json(&failure.response().json);
+    }
+    failure.exit.code()
 }
 
 /// `print!` through [`Out`].

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::local::block_on;
-use super::output::print_json;
+use super::output::print_response;
 use super::progress::{self, Followed, View};
 use super::{logs, Cli};
 use crate::control::{client, Request, Response};
@@ -11,7 +11,7 @@ use crate::progress::Reporter;
 
 /// The exit code of a `run` interrupted (SIGINT), as a shell reports a
 /// command ended by it.
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub const EXIT_INTERRUPTED: u8 = crate::exit::Exit::Interrupted.code();
 
 /// Send `request` to the daemon, print its answer, return its exit code.
 pub fn call(cli: &Cli, request: &Request, json: bool) -> u8 {
@@ -39,17 +39,7 @@ fn print_answer(answer: Result<Response, String>, json: bool) -> u8 {
 /// there is none (the daemon could not be asked).
 pub(super) fn print_answer_or(answer: Result<Response, String>, json: bool, unreachable: u8) -> u8 {
     match answer {
-        Ok(response) => {
-            if json {
-                print_json(&response.json);
-            } else {
-                crate::out!("{}", response.text);
-                if !response.text.ends_with('\n') {
-                    crate::outln!();
-                }
-            }
-            response.exit
-        }
+        Ok(response) => print_response(&response, json),
         Err(e) => {
             crate::errln!("mesh-host: {e}");
             unreachable
@@ -78,7 +68,7 @@ pub fn reload(cli: &Cli) -> u8 {
             }
             _ = term.recv() => {
                 crate::outln!("the daemon is being stopped: the reload is left to it");
-                0
+                super::EXIT_OK
             }
         }
     })

@@ -160,7 +160,8 @@ pub struct Frame {
 /// What the daemon answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
-    /// The exit code the command line should end with (0, 1 or 2).
+    /// The exit code the command line should end with (a
+    /// [`crate::exit::Exit`]'s number).
     pub exit: u8,
     /// The result for humans.
     pub text: String,
@@ -170,10 +171,10 @@ pub struct Response {
 
 impl Response {
     /// A refusal or failure with only a message.
-    pub fn error(exit: u8, message: impl Into<String>) -> Self {
+    pub fn error(exit: crate::exit::Exit, message: impl Into<String>) -> Self {
         let message = message.into();
         Response {
-            exit,
+            exit: exit.code(),
             json: serde_json::json!({ "error": message }),
             text: message,
         }

@@ -1,5 +1,6 @@
 //! The daemon's side of the control socket.
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,7 +76,7 @@ pub async fn serve(
 }
 
 async fn refuse(mut stream: UnixStream, why: &str) {
-    let body = serde_json::to_vec(&Response::error(2, why)).unwrap_or_default();
+    let body = serde_json::to_vec(&Response::error(Exit::Refused, why)).unwrap_or_default();
     let _ = tokio::time::timeout(REQUEST_TIMEOUT, async {
         stream.write_all(&body).await?;
         stream.shutdown().await?;
@@ -94,7 +95,7 @@ const DROP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// Tell a client that sent no whole request in time why it is dropped, in
 /// at most [`DROP_GRACE`], and close: nothing more is read from it.
 async fn drop_silent(mut stream: UnixStream, why: &str) {
-    let body = serde_json::to_vec(&Response::error(2, why)).unwrap_or_default();
+    let body = serde_json::to_vec(&Response::error(Exit::Refused, why)).unwrap_or_default();
     let _ = tokio::time::timeout(DROP_GRACE, async {
         stream.write_all(&body).await?;
         stream.shutdown().await
@@ -150,7 +151,7 @@ async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
         Some(frames) => stream_progress(&mut stream, frames, answer).await,
         None => answer.await,
     }
-    .unwrap_or_else(|_| Response::error(1, "the daemon stopped before answering"));
+    .unwrap_or_else(|_| Response::error(Exit::Failed, "the daemon stopped before answering"));
     let body = serde_json::to_vec(&response).unwrap_or_default();
     let written = tokio::time::timeout(ANSWER_TIMEOUT, async {
         stream.write_all(&body).await?;

@@ -23,8 +23,8 @@ mod dirwatch;
 pub mod handover;
 pub mod notify;
 mod reload;
+mod runtime_wait;
 mod status;
-mod suspend;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,15 +34,18 @@ use chrono::{DateTime, Utc};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch, Mutex};
 
+use crate::answer::suspend::Suspension;
+use crate::answer::{self, Answer};
 use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
 use crate::clock::SystemClock;
 use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::Declaration;
+use crate::exit::Exit;
 use crate::metrics::service::{MetricsHandle, MetricsService};
 use crate::progress::Reporter;
-use crate::runtime::{ContainerRuntime, DockerRuntime};
+use crate::runtime::ContainerRuntime;
 use crate::schedule::fire::Firer;
 use crate::schedule::forward::Forwards;
 use crate::schedule::forward_keeper::Keeper;
@@ -75,9 +78,6 @@ pub struct DaemonConfig {
     pub on_alert: Option<crate::page::Template>,
 }
 
-/// How long the daemon keeps trying to reach the container runtime at start.
-const RUNTIME_WAIT: Duration = Duration::from_secs(90);
-
 /// How often `STATUS=` is refreshed when the window records' directory
 /// cannot be watched (inotify refused): otherwise it is refreshed on change
 /// only (an apply, a fire beginning or ending, a window record written or
@@ -107,7 +107,7 @@ struct Daemon {
     declaration: Mutex<Option<Declaration>>,
     last_apply: std::sync::Mutex<Option<LastApply>>,
     /// The empty declaration file refused, until a declaration is applied.
-    empty_refused: std::sync::Mutex<Option<status::EmptyRefusal>>,
+    empty_refused: std::sync::Mutex<Option<crate::answer::status::EmptyRefusal>>,
     /// Signalled when the last apply changes (for `STATUS=`).
     applied: tokio::sync::Notify,
     /// What `status` needs of `applied.json`, read again only when the
@@ -132,15 +132,15 @@ pub fn run(cfg: DaemonConfig) -> u8 {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the async runtime: {e}");
-            return 1;
+            return Exit::Failed.code();
         }
     };
     match rt.block_on(main(cfg)) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Ok.code(),
         Err(e) => {
             tracing::error!("mesh-host daemon failed: {e}");
             Notifier::from_env().status(&format!("failed: {e}"));
-            1
+            Exit::Failed.code()
         }
     }
 }
@@ -153,7 +153,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let pager_events = cfg.on_alert.is_some().then(crate::tap::subscribe);
     notifier.status("starting: connecting to the container runtime");
     let store = Store::open(&cfg.state_dir).map_err(|e| e.to_string())?;
-    let runtime = connect_runtime(cfg.docker_host.as_deref()).await?;
+    let runtime = runtime_wait::connect_runtime(cfg.docker_host.as_deref()).await?;
     let owner = Owner::current().map_err(|e| e.to_string())?;
     let clock = Arc::new(SystemClock::new());
     // Before READY: a clock set from here on wakes the scheduler.
@@ -324,7 +324,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         tracing::info!("stopped: windows handed over");
         // Every task is left as it is: none may stop a step or close a
         // window on its way out.
-        std::process::exit(0);
+        std::process::exit(Exit::Ok.code().into());
     }
     // Running steps are stopped and their windows closed (each bounded by
     // the closing budget) before the scheduler returns.
@@ -340,21 +340,6 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let _ = server_task.await;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Connect to the runtime, waiting for it a while (dockerd may start after us).
-async fn connect_runtime(host: Option<&str>) -> Result<Arc<dyn ContainerRuntime>, String> {
-    let deadline = tokio::time::Instant::now() + RUNTIME_WAIT;
-    loop {
-        match DockerRuntime::connect(host).await {
-            Ok(rt) => return Ok(Arc::new(rt)),
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!("{e}; trying again");
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            Err(e) => return Err(crate::runtime::explain(&e)),
-        }
-    }
 }
 
 /// Start the pager when `--on-alert` names a template.
@@ -397,16 +382,6 @@ async fn answer(
             let response = d.handle(incoming.request, incoming.progress).await;
             let _ = incoming.reply.send(response);
         });
-    }
-}
-
-/// The exit code of a scheduler's refusal: 2 for a step not declared or
-/// suspended (the command was misused), 1 for anything else.
-fn refusal_exit(e: &str) -> u8 {
-    if e.contains("no scheduled step") || e.contains("is suspended") {
-        2
-    } else {
-        1
     }
 }
 
@@ -469,12 +444,12 @@ impl Daemon {
     fn refuse_empty(&self, why: Trigger, path: String, refused: &crate::apply::EmptyRefused) {
         let mut standing = self.empty_refused.lock().unwrap_or_else(|e| e.into_inner());
         let again = standing.is_some();
-        *standing = Some(status::EmptyRefusal {
-            at: Utc::now(),
-            path: path.clone(),
-            applied: refused.applied(),
-            reason: refused.to_string(),
-        });
+        *standing = Some(crate::answer::status::EmptyRefusal::new(
+            Utc::now(),
+            path.clone(),
+            refused.applied(),
+            refused.to_string(),
+        ));
         drop(standing);
         if why == Trigger::Reconcile && again {
             tracing::debug!("{path}: still empty, still refused");
@@ -612,19 +587,19 @@ impl Daemon {
                 .await
             {
                 Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
-                    exit: 2,
+                    exit: Exit::Refused.code(),
                     text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
                     json: serde_json::to_value(&refusal).unwrap_or_default(),
                 },
                 Ok(report) => Response {
-                    exit: if report.ok { 0 } else { 1 },
+                    exit: Exit::ok_or_failed(report.ok).code(),
                     text: report.to_string(),
                     json: serde_json::to_value(&report).unwrap_or_default(),
                 },
                 Err(crate::apply::InstallRefused::Empty(refused)) => {
                     tracing::warn!("apply refused: {refused}");
                     Response {
-                        exit: 2,
+                        exit: Exit::Refused.code(),
                         text: refused.to_string(),
                         json: serde_json::json!({
                             "accepted": false,
@@ -648,12 +623,12 @@ impl Daemon {
                     json: serde_json::to_value(&report).unwrap_or_default(),
                 },
                 Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
-                    exit: 2,
+                    exit: Exit::Refused.code(),
                     text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
                     json: serde_json::to_value(&refusal).unwrap_or_default(),
                 },
                 Err(crate::apply::InstallRefused::Empty(refused)) => Response {
-                    exit: 2,
+                    exit: Exit::Refused.code(),
                     text: format!("apply would refuse it: {refused}"),
                     json: serde_json::json!({
                         "accepted": false,
@@ -662,49 +637,63 @@ impl Daemon {
                     }),
                 },
             },
-            Request::Run { step, force, .. } => {
-                match self.scheduler.run_now(&step, force, progress).await {
-                    Ok(report) => Response {
-                        exit: if report.ok() { 0 } else { 1 },
-                        text: crate::render::fire(&report),
-                        json: serde_json::to_value(&report).unwrap_or_default(),
-                    },
-                    Err(e) => Response::error(refusal_exit(&e), e),
+            Request::Run { step, force, .. } => self
+                .scheduler
+                .run_now(&step, force, progress)
+                .await
+                .map_err(answer::run::refusal)
+                .response(),
+            Request::Suspend { step } => {
+                let answer = self.scheduler.suspend(&step).await;
+                if answer.is_ok() {
+                    self.metrics.changed();
                 }
+                answer
+                    .map(|since| Suspension::suspended(&step, since))
+                    .map_err(answer::run::refusal)
+                    .response()
             }
-            Request::Suspend { step } => self.suspend(&step).await,
-            Request::Resume { step } => self.resume(&step).await,
+            Request::Resume { step } => {
+                let answer = self.scheduler.resume(&step).await;
+                if answer.is_ok() {
+                    self.metrics.changed();
+                }
+                answer
+                    .map(|was| Suspension::resumed(&step, was))
+                    .map_err(answer::run::refusal)
+                    .response()
+            }
             Request::Plan { step } => {
                 let decl = self.declaration.lock().await.clone();
                 let Some(decl) = decl else {
-                    return Response::error(1, "nothing has been applied yet");
+                    return Response::error(Exit::Failed, "nothing has been applied yet");
                 };
                 let found = match step::find(&decl, &step) {
                     Ok(s) => s,
-                    Err(e) => return Response::error(2, e),
+                    Err(e) => return Response::error(Exit::Refused, e),
                 };
                 match plan::plan(&found, &*self.runtime, &self.windows).await {
                     Ok(mut p) => {
                         p.suspended_since =
                             crate::schedule::suspend::load_or_none(&self.store).since(&step);
                         Response {
-                            exit: 0,
+                            exit: Exit::Ok.code(),
                             text: p.render(),
                             json: serde_json::to_value(&p).unwrap_or_default(),
                         }
                     }
-                    Err(e) => Response::error(1, e),
+                    Err(e) => Response::error(Exit::Failed, e),
                 }
             }
             Request::Metrics => match self.metrics.text().await {
                 Some(text) => Response {
-                    exit: 0,
+                    exit: Exit::Ok.code(),
                     json: serde_json::Value::String(text.clone()),
                     text,
                 },
-                None => Response::error(1, "the metrics task has stopped"),
+                None => Response::error(Exit::Failed, "the metrics task has stopped"),
             },
-            Request::Status { brief } => self.status_response(brief).await,
+            Request::Status { brief } => self.status(brief).await.response(),
             Request::Reload => {
                 self.notifier.reloading();
                 let ticket = self.reloads.request();
@@ -712,7 +701,7 @@ impl Daemon {
                     reload::Served::Served => {
                         let status = self.status_line().await;
                         Response {
-                            exit: 0,
+                            exit: Exit::Ok.code(),
                             text: format!("reloaded: {status}"),
                             json: serde_json::json!({ "reloaded": true, "status": status }),
                         }
@@ -724,7 +713,7 @@ impl Daemon {
                         let text = "not reloaded: the daemon began to stop first, and applies nothing more";
                         tracing::warn!("{text}");
                         Response {
-                            exit: 0,
+                            exit: Exit::Ok.code(),
                             text: text.to_string(),
                             json: serde_json::json!({ "reloaded": false, "status": text }),
                         }

@@ -1,75 +1,31 @@
-//! What the daemon says of itself: the `status` answer and the one-line
-//! `STATUS=`, both from the same state (the last apply, an empty
-//! declaration refused, the scheduler's steps, the live window records).
+//! What the daemon says of itself: the `status` answer
+//! ([`crate::answer::status`]) and the one-line `STATUS=`, both from the
+//! same state (the last apply, an empty declaration refused, the
+//! scheduler's steps, the live window records).
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
 use super::Daemon;
+use crate::answer::status::{self, EmptyRefusal, LastApply, OpenWindow, Status};
+use crate::answer::Failure;
 use crate::attention::{self, Attention};
-use crate::control::Response;
-use crate::schedule::ready::ReadyState;
 use crate::schedule::scheduler::StepStatus;
-use crate::step_listing::{self, StepFacts};
-
-/// What [`step_listing`] needs of a step's status.
-fn facts(s: &StepStatus) -> StepFacts {
-    StepFacts {
-        next_fire: s.next_fire,
-        to_be_seen: s.running
-            || s.suspended_since.is_some()
-            || matches!(s.ready, Some(ReadyState::NotReady { .. }))
-            || StepFacts::failed_last(s.history.last_run, s.history.last_success),
-    }
-}
-
-/// An empty declaration file the daemon refused (and keeps refusing until
-/// a declaration is applied): see [`crate::apply::empty`].
-#[derive(Debug, Clone)]
-pub(super) struct EmptyRefusal {
-    /// When it was last refused.
-    pub at: DateTime<Utc>,
-    /// The file.
-    pub path: String,
-    /// How many resources it would have removed, when known.
-    pub applied: Option<usize>,
-    /// Why, in full.
-    pub reason: String,
-}
-
-impl EmptyRefusal {
-    /// One line for `status` and `STATUS=`.
-    pub fn line(&self) -> String {
-        match self.applied {
-            Some(n) => format!(
-                "EMPTY DECLARATION REFUSED: {} declares no resources; the {n} applied are kept (mesh-host apply --allow-empty FILE removes them)",
-                self.path
-            ),
-            None => format!(
-                "EMPTY DECLARATION REFUSED: {} declares no resources; everything applied is kept",
-                self.path
-            ),
-        }
-    }
-}
 
 impl Daemon {
     /// The `status` answer; `brief`: of many steps, only those
-    /// [`step_listing`] picks.
-    pub(super) async fn status_response(&self, brief: bool) -> Response {
-        let mut steps = self.scheduler.status().await.unwrap_or_default();
-        let scheduled = steps.len();
-        if brief {
-            steps = step_listing::pick(&steps, facts)
-                .into_iter()
-                .cloned()
-                .collect();
-        }
+    /// [`crate::step_listing`] picks.
+    pub(super) async fn status(&self, brief: bool) -> Result<Status, Failure> {
+        let steps = self.scheduler.status().await.unwrap_or_default();
+        let (steps, steps_scheduled) = status::listed(steps, brief);
         // Unreadable window records are an answer of their own, never "no
         // window open".
-        let windows = match self.windows.live_records() {
-            Ok(w) => w,
-            Err(e) => return Response::error(1, format!("window records unreadable: {e}")),
-        };
+        let open_windows = self
+            .windows
+            .live_records()
+            .map_err(|e| Failure::failed(format!("window records unreadable: {e}")))?
+            .into_iter()
+            .map(OpenWindow::of)
+            .collect();
         let last = self
             .last_apply
             .lock()
@@ -81,13 +37,11 @@ impl Daemon {
             .lock()
             .await
             .as_ref()
-            .map(crate::render::health_checks);
-        let mut attention = match self.attention() {
-            Ok(a) => a,
-            Err(e) => return Response::error(1, e),
-        };
+            .map(crate::render::health_checks)
+            .unwrap_or_else(|| serde_json::Value::Array(Vec::new()));
+        let (mut attention, recorded) = self.attention().map_err(Failure::failed)?;
         if let Some(e) = &empty {
-            attention.push(Attention::new("declaration-empty-refused", e.line()));
+            attention.push(Attention::new("declaration-empty-refused", e.line.clone()));
         } else if let Some(l) = last.as_ref().filter(|l| !l.ok) {
             // A failure the record of applies does not show (a refused or
             // unreadable declaration file, an apply that could not start).
@@ -105,37 +59,50 @@ impl Daemon {
                 ));
             }
         }
-        let json = serde_json::json!({
-            "declaration": self.cfg.declaration.display().to_string(),
-            "health": health,
-            "last-apply": last.as_ref().map(|l| serde_json::json!({
-                "at": l.at, "ok": l.ok, "summary": l.summary })),
-            "empty-declaration-refused": empty.as_ref().map(|e| serde_json::json!({
-                "at": e.at, "file": e.path, "applied": e.applied, "reason": e.reason,
-                "line": e.line() })),
-            "steps": steps,
-            "steps-scheduled": scheduled,
-            "open-windows": windows,
-            "shared-folders": self.folders.folders(),
-            "attention": attention,
-        });
-        Response {
-            exit: if attention.is_empty() {
-                0
-            } else {
-                attention::EXIT_ATTENTION
-            },
-            text: crate::render::daemon_status(&json),
-            json,
-        }
+        // This daemon's last apply (a refused declaration file too), with
+        // the lines of the last one recorded; before its first, the
+        // record's.
+        let last_apply = match (last, recorded.as_ref().as_ref().map(status::recorded_apply)) {
+            (Some(l), recorded) => Some(LastApply {
+                at: l.at,
+                ok: l.ok,
+                summary: l.summary,
+                halted: recorded.as_ref().and_then(|r| r.halted.clone()),
+                lines: recorded.map(|r| r.lines).unwrap_or_default(),
+            }),
+            (None, recorded) => recorded,
+        };
+        Ok(Status {
+            declaration: self.cfg.declaration.display().to_string(),
+            state_dir: self.cfg.state_dir.display().to_string(),
+            daemon_listening: true,
+            last_apply,
+            empty_declaration_refused: empty,
+            open_windows,
+            health,
+            shared_folders: self.folders.folders(),
+            steps,
+            steps_scheduled,
+            attention,
+        })
     }
 
     /// What the state directory says needs attention (see
-    /// [`crate::attention`]); an error when it cannot be read.
-    fn attention(&self) -> Result<Vec<Attention>, String> {
+    /// [`crate::attention`]), and the last apply it records; an error when
+    /// it cannot be read.
+    #[allow(clippy::type_complexity)]
+    fn attention(
+        &self,
+    ) -> Result<
+        (
+            Vec<Attention>,
+            std::sync::Arc<Option<crate::apply::AppliedState>>,
+        ),
+        String,
+    > {
         let applied = self
             .applied_for_status
-            .get(&self.store, attention::of_applied)
+            .get(&self.store, status::of_applied)
             .map_err(|e| e.to_string())?;
         let records = crate::window::Records::of(&self.store)
             .all()
@@ -146,13 +113,14 @@ impl Daemon {
             boot_id: crate::store::boot_id().map_err(|e| e.to_string())?,
             since_boot: Some(crate::clock::since_boot()),
         };
-        Ok(attention::gather(
+        let attention = attention::gather(
             &self.store,
             applied.as_ref().as_ref(),
             &records,
             &suspended,
             &at,
-        ))
+        );
+        Ok((attention, applied))
     }
 
     /// The empty declaration refused, if one stands.
@@ -185,7 +153,7 @@ impl Daemon {
             None => "no apply yet".to_string(),
         };
         let apply = match self.empty_refusal() {
-            Some(e) => format!("{apply}; {}", e.line()),
+            Some(e) => format!("{apply}; {}", e.line),
             None => apply,
         };
         // A suspended step's next due time does not run: not "next".

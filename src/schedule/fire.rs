@@ -30,8 +30,10 @@ use crate::schedule::outcome::SKIPPED_FOR_A_WINDOW;
 pub use crate::schedule::outcome::{describe, RunOutcome};
 pub use crate::schedule::step::StepDef;
 
-/// What one fire did.
+/// What one fire did (`run --json`: its keys kebab-case, as in every
+/// other document mesh-host prints).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct FireReport {
     /// The step.
     pub step: String,

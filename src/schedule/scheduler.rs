@@ -91,8 +91,9 @@ pub struct StepStatus {
     pub delay_ms: Option<u64>,
     /// Whether a run is in flight.
     pub running: bool,
-    /// Where the container of its next fire stands (made ahead of it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Where the container of its next fire stands (made ahead of it);
+    /// `null` when the daemon has not made it (and always from
+    /// `status --local`: only the daemon makes it).
     pub ready: Option<crate::schedule::ready::ReadyState>,
     /// Since when an operator suspended it (`mesh-host suspend`), if so:
     /// its due times pass unrun.

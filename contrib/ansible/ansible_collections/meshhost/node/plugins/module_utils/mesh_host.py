@@ -8,11 +8,13 @@ __metaclass__ = type
 
 import json
 
-# mesh-host's exit codes (docs/exit-codes.md).
+# mesh-host's exit codes (docs/exit-codes.md), as its Exit type names them
+# (src/exit.rs; tests/exit_codes.rs holds this list to it).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
 EXIT_ATTENTION = 3
+EXIT_INTERRUPTED = 130
 
 
 def run_json(module, args):
