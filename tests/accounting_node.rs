@@ -166,11 +166,16 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
         .node
         .sh_ok("test -f /sys/fs/cgroup/cgroup.controllers && echo unified || echo v1")
         .contains("unified");
-    let io_absent =
-        v1 && w.node.runtime() == "docker" && w.node.cgroup_driver() == CgroupDriver::Systemd;
+    // Podman's systemd cgroup manager places the container the same way,
+    // but whether systemd has trimmed the group by the time the fire reads
+    // it depends on the order of its scope's end: there the figures may be
+    // absent, and when given they are numbers (seen both ways on one node).
+    let systemd_placed = v1 && w.node.cgroup_driver() == CgroupDriver::Systemd;
     for field in ["MESH_IO_READ_BYTES", "MESH_IO_WRITE_BYTES"] {
-        if io_absent {
+        if systemd_placed && w.node.runtime() == "docker" {
             assert!(e.get(field).is_none(), "{field} given: {e:#}");
+        } else if systemd_placed && e.get(field).is_none() {
+            // Absent, never a made-up 0 (docs/journal.md).
         } else {
             number(e, field);
         }
