@@ -74,6 +74,21 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 /// The end events of `step` of this test, newest last, as JSON entries.
+/// The events `event` of `step` in the journal, once there are at least
+/// `count` (at most 20 s): the daemon logs an event before `run` answers,
+/// but journald writes what it was sent on its own time, and under load it
+/// is read a moment after the run has answered.
+fn events_at_least(w: &World, step: &str, event: &str, count: usize) -> Vec<Value> {
+    wait_for(
+        &format!("{count} {event} of {step} in the journal"),
+        Duration::from_secs(20),
+        || {
+            let found = end_events(w, step, event);
+            (found.len() >= count).then_some(found)
+        },
+    )
+}
+
 fn end_events(w: &World, step: &str, event: &str) -> Vec<Value> {
     entries(&w.node.journal(&[
         "-t",
@@ -138,10 +153,7 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
     assert!(known_cpu_usec >= 2_000_000, "it burned 2 s: {ticks} ticks");
 
     // The journal.
-    let ended = wait_for("the fire's step-finished", Duration::from_secs(20), || {
-        let ended = end_events(&w, &id, "step-finished");
-        (!ended.is_empty()).then_some(ended)
-    });
+    let ended = events_at_least(&w, &id, "step-finished", 1);
     let e = ended.last().expect("the fire's step-finished");
     let cpu = number(e, "MESH_CPU_USEC");
     within_10_percent(cpu as f64, known_cpu_usec as f64, "MESH_CPU_USEC");
@@ -272,16 +284,7 @@ fn accounting_a_fire_reports_the_memory_and_cpu_it_used_everywhere() {
     std::fs::write(format!("{data}/mib"), "40").expect("mib");
     let out = d.cli(&["run", &id]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    // journald writes what it was sent on its own time: under load the
-    // event is read a moment after the run has answered.
-    let ended = wait_for(
-        "the second fire's step-finished",
-        Duration::from_secs(20),
-        || {
-            let ended = end_events(&w, &id, "step-finished");
-            (ended.len() >= 2).then_some(ended)
-        },
-    );
+    let ended = events_at_least(&w, &id, "step-finished", 2);
     assert_eq!(ended.len(), 2, "two fires");
     let second = number(&ended[1], "MESH_MEMORY_PEAK_BYTES");
     assert!(
@@ -352,10 +355,10 @@ fn accounting_a_step_over_its_memory_limit_is_oom_killed_paged_and_its_window_cl
     );
     // Its window closed as always: the held service runs again.
     assert!(w.running(&svc), "the held service runs again");
-    let closed = end_events(&w, &id, "window-closed");
+    let closed = events_at_least(&w, &id, "window-closed", 1);
     assert_eq!(closed.len(), 1, "{closed:#?}");
 
-    let failed = end_events(&w, &id, "step-failed");
+    let failed = events_at_least(&w, &id, "step-failed", 1);
     let e = failed.last().expect("the fire's step-failed");
     assert_eq!(e["MESH_REASON"], "oom", "{e:#}");
     assert_eq!(e["MESH_OOM_KILLED"], "1", "{e:#}");
