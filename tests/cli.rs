@@ -746,12 +746,12 @@ fn a_closed_pipe_ends_the_command_quietly_by_sigpipe_as_unix_tools_end() {
     }
     // What a shell sees: `| head -2` takes two lines, and the command
     // ends as `yes | head -2` does (141 under pipefail), saying nothing.
+    // The binary is passed as `$0`, not pasted into the script: a clone's
+    // path may hold a space.
     let shell = Command::new("bash")
         .arg("-c")
-        .arg(format!(
-            "set -o pipefail; {} cron '* * * * *' --count 100000 | head -2; echo \"status $?\" >&2",
-            env!("CARGO_BIN_EXE_mesh-host")
-        ))
+        .arg("set -o pipefail; \"$0\" cron '* * * * *' --count 100000 | head -2; echo \"status $?\" >&2")
+        .arg(env!("CARGO_BIN_EXE_mesh-host"))
         .output()
         .expect("bash");
     assert_eq!(stdout(&shell).lines().count(), 2, "{}", stdout(&shell));
