@@ -91,7 +91,9 @@ pub fn install(path: &Path, bytes: &[u8]) -> Result<(), DeclarationFileError> {
     if let Some(parent) = path.parent() {
         make_parents(parent).map_err(failed)?;
     }
-    if let Ok(current) = std::fs::read(path) {
+    // Read as every declaration is read: a regular file only, bounded (a
+    // FIFO put at the path would otherwise hang the apply here).
+    if let Ok(current) = crate::declaration::input::read(path) {
         if current == bytes {
             let mode = std::fs::metadata(path)
                 .map_err(failed)?
