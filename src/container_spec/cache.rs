@@ -118,13 +118,6 @@ impl<'d> Builds<'d> {
         self.invalidate();
     }
 
-    /// Forget what was planned too (the machine is read afresh: an
-    /// apply's decisions taken again after a run-once step).
-    pub fn forget_plan(&self) {
-        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = super::Planned::new();
-        self.invalidate();
-    }
-
     /// Forget every build and file read: what the apply did since may
     /// have changed what a container reads.
     pub fn invalidate(&self) {
