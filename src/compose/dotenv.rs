@@ -278,10 +278,14 @@ pub fn expander<'a>(
     at: &'a str,
     unset: &'a mut Vec<usize>,
 ) -> impl FnMut(&str, &HashMap<String, String>, usize) -> Result<String, String> + 'a {
+    // One budget for the whole file: a fresh one per value let each line
+    // of `B=$A$A$A$A` make another 32 MiB.
+    let mut left = super::interpolate::MAX_BYTES;
     move |raw: &str, before: &HashMap<String, String>, line: usize| {
         let lookup = |name: &str| environment(name).or_else(|| before.get(name).cloned());
-        let mut i = Interpolator::new(&lookup);
+        let mut i = Interpolator::with_left(&lookup, left);
         let value = i.text(raw, at);
+        left = i.left();
         if !i.unset.is_empty() {
             unset.push(line);
         }
@@ -316,6 +320,18 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_file_of_values_that_each_double_a_large_one_is_refused_within_one_budget() {
+        // 1 MiB, then lines each making 8 MiB of it: alone each fits the
+        // 32 MiB budget, together they would make 800 MiB.
+        let mut text = format!("A={}\n", "x".repeat(1 << 20));
+        for n in 0..100 {
+            text.push_str(&format!("B{n}=$A$A$A$A$A$A$A$A\n"));
+        }
+        let e = pairs(&text).expect_err("refused");
+        assert!(e.contains("more than 32 MiB"), "{}", &e[..e.len().min(200)]);
     }
 
     #[test]

@@ -52,13 +52,24 @@ impl std::fmt::Debug for Interpolator<'_> {
 
 impl<'a> Interpolator<'a> {
     pub fn new(lookup: Lookup<'a>) -> Self {
+        Self::with_left(lookup, MAX_BYTES)
+    }
+
+    /// An interpolation that may make at most `left` bytes more: what an
+    /// earlier one of the same input left (a `.env` read value by value).
+    pub fn with_left(lookup: Lookup<'a>, left: usize) -> Self {
         Interpolator {
             lookup,
             problems: Vec::new(),
             unset: BTreeMap::new(),
-            left: MAX_BYTES,
+            left,
             over: false,
         }
+    }
+
+    /// What is left of the bytes this interpolation may make.
+    pub fn left(&self) -> usize {
+        self.left
     }
 
     /// The notes compose's warnings become: one per variable used unset.
