@@ -85,34 +85,7 @@ impl Takeover {
     /// container and closes it.
     pub(super) fn hand_over(&self, step: &str) {
         let w = &self.windows;
-        let _records = match w.records.lock() {
-            Ok(lock) => lock,
-            Err(e) => {
-                tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}");
-                return;
-            }
-        };
-        match w.records.get(step) {
-            Ok(Some(record)) if w.owner.owns(&record) && !record.owed => {
-                let owed = WindowRecord {
-                    owed: true,
-                    ..record
-                };
-                match w.records.write(&owed) {
-                    Ok(()) => tracing::warn!(
-                        MESH_STEP = %step,
-                        "the window of {step} is left to be closed by the adopter"
-                    ),
-                    Err(e) => {
-                        tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}")
-                    }
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(MESH_STEP = %step, "cannot read the window record of {step}: {e}")
-            }
-        }
+        w.records.hand_over(step, &w.owner);
     }
 
     /// Take over every record whose owner is gone (or whose lease lapsed)
