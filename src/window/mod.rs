@@ -78,6 +78,8 @@ mod plan;
 mod record;
 mod records;
 mod restore;
+#[cfg(test)]
+mod restore_tests;
 mod shared;
 mod start;
 mod stops;
