@@ -84,6 +84,8 @@ mod shared;
 mod start;
 mod stops;
 mod takeover;
+#[cfg(test)]
+mod takeover_tests;
 mod unreadable;
 mod watcher;
 mod windows;
