@@ -1,0 +1,199 @@
+//! Container fields import used to refuse, with compose as the oracle
+//! (CONTRACT, "Compose"), on the sandbox node: the fixture project
+//! (tests/fixtures/compose/fields) is brought up by Debian's
+//! `docker-compose`, inspected and taken down, then imported and applied
+//! by mesh-host and inspected again. Security options beyond
+//! no-new-privileges (`label=disable`, `seccomp:unconfined`,
+//! `apparmor:unconfined`), a log driver with its options, and tmpfs
+//! options (`exec`, `noexec`, `uid`, `gid`) reach Docker as compose gives
+//! them, and the process sees them: no seccomp filter, a program run from
+//! the `exec` tmpfs and refused on the `noexec` one, the tmpfs owned as
+//! declared.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use support::declare::text;
+use support::world::World;
+
+/// Removes what one run made (compose's container and mesh-host's)
+/// before the test and after it, whether it passed or not.
+struct Project<'a> {
+    w: &'a World,
+    name: &'static str,
+}
+
+impl Project<'_> {
+    fn clear(&self) {
+        let p = self.name;
+        self.w.node.sh(&format!(
+            "docker rm -f {p}-guarded-1 {p}_guarded_1 >/dev/null 2>&1"
+        ));
+    }
+}
+
+impl Drop for Project<'_> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// The fixture copied for `w`: its directory and the environment it is
+/// read with (the node's busybox, tagged as the fixture names it).
+fn prepare(w: &World, project: &str) -> (String, String) {
+    let dir = w.path(project);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/fields/compose.yaml"),
+        Path::new(&dir).join("compose.yaml"),
+    )
+    .expect("copy the fixture");
+    let busybox = w.pulled_busybox();
+    let tag = format!("{}/busybox:fields", w.node.registry());
+    w.node.docker_ok(&["tag", &busybox, &tag]);
+    (dir, format!("FIELDS_IMAGE={tag}"))
+}
+
+fn inspect(w: &World, name: &str) -> Value {
+    let out = w.node.docker_ok(&["inspect", name]);
+    let all: Value = serde_json::from_str(&out).expect("inspect is JSON");
+    all[0].clone()
+}
+
+/// The fields under test, of one container: its security options in
+/// order, its log driver and options, its tmpfs mounts.
+fn view(c: &Value) -> Value {
+    let h = &c["HostConfig"];
+    json!({
+        "security-opt": h["SecurityOpt"],
+        "log": h["LogConfig"],
+        "tmpfs": h["Tmpfs"],
+    })
+}
+
+/// What the process sees: its seccomp mode, a program run from each
+/// tmpfs, the owner and mode of the `exec` one.
+fn seen(w: &World, name: &str) -> Value {
+    let exec = |script: &str| {
+        let out = w.node.docker(&["exec", name, "sh", "-c", script]);
+        json!([
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ])
+    };
+    json!({
+        "seccomp": exec("grep '^Seccomp:' /proc/self/status"),
+        "exec": exec("cp /bin/busybox /run/tools/true && /run/tools/true && echo ran"),
+        "noexec": exec("cp /bin/busybox /run/data/true && /run/data/true && echo ran"),
+        "owner": exec("stat -c '%u:%g %a' /run/tools"),
+        "mounts": exec("grep ' /run/' /proc/mounts | sort"),
+    })
+}
+
+/// Import and apply the project as `project`; its container.
+fn applied(w: &World, dir: &str, env: &str, project: &str) -> Value {
+    let host = w
+        .node
+        .docker_host()
+        .map(|h| format!("--docker-host {h}"))
+        .unwrap_or_default();
+    let out = w.node.sh(&format!(
+        "cd {dir} && env {env} {bin} import -p {project} -o {dir}/declaration.json {host}",
+        bin = w.bin
+    ));
+    assert!(out.status.success(), "{}", text(&out));
+    let decl = format!("{dir}/declaration.json");
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // What was made is what is declared: a second apply changes nothing.
+    let again = w.mesh(&["apply", &decl, "--local"]);
+    let said = text(&again);
+    assert!(again.status.success(), "{said}");
+    assert!(said.contains("guarded unchanged"), "{said}");
+    inspect(w, &format!("{project}-guarded-1"))
+}
+
+/// The fields as they must be on either runtime.
+fn assert_fields(v: &Value, seen: &Value) {
+    assert_eq!(
+        v["security-opt"],
+        json!([
+            "no-new-privileges:true",
+            "label=disable",
+            "seccomp:unconfined",
+            "apparmor:unconfined"
+        ]),
+        "{v:#}"
+    );
+    assert_eq!(v["log"]["Type"], "local", "{v:#}");
+    assert_eq!(
+        v["log"]["Config"],
+        json!({"max-size": "1m", "max-file": "2"}),
+        "{v:#}"
+    );
+    assert_eq!(
+        v["tmpfs"]["/run/tools"], "mode=1770,exec,uid=1000,gid=1001",
+        "{v:#}"
+    );
+    assert_eq!(v["tmpfs"]["/run/data"], "size=1048576,noexec", "{v:#}");
+    assert_eq!(seen["seccomp"], json!([true, "Seccomp:\t0"]), "{seen:#}");
+    assert_eq!(seen["exec"], json!([true, "ran"]), "{seen:#}");
+    assert_eq!(seen["noexec"][0], false, "{seen:#}");
+    assert_eq!(seen["owner"], json!([true, "1000:1001 1770"]), "{seen:#}");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn security_options_logging_and_tmpfs_options_are_as_compose_makes_them() {
+    let w = World::new("compose-fields");
+    let project = "fields";
+    let run = Project {
+        w: &w,
+        name: project,
+    };
+    run.clear();
+    let (dir, env) = prepare(&w, project);
+
+    // The oracle.
+    let up = w.node.sh(&format!(
+        "cd {dir} && env {env} docker-compose -p {project} up -d 2>&1"
+    ));
+    assert!(up.status.success(), "{}", text(&up));
+    let theirs_name = format!("{project}_guarded_1");
+    let theirs = view(&inspect(&w, &theirs_name));
+    let theirs_seen = seen(&w, &theirs_name);
+    let down = w.node.sh(&format!(
+        "cd {dir} && env {env} docker-compose -p {project} down 2>&1"
+    ));
+    assert!(down.status.success(), "{}", text(&down));
+
+    let c = applied(&w, &dir, &env, project);
+    let ours = view(&c);
+    let ours_seen = seen(&w, &format!("{project}-guarded-1"));
+    // Compose 1.29 sends the tmpfs options as written, mesh-host in one
+    // order with a size in bytes: the same options (and the same mounts
+    // the process sees, below).
+    let set = |opts: &Value| {
+        let mut o: Vec<String> = opts
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        o.sort();
+        o
+    };
+    assert_eq!(
+        set(&ours["tmpfs"]["/run/tools"]),
+        set(&theirs["tmpfs"]["/run/tools"])
+    );
+    assert_eq!(
+        ours["security-opt"], theirs["security-opt"],
+        "security options: mesh-host's against compose's"
+    );
+    assert_eq!(ours["log"], theirs["log"], "the log driver");
+    assert_eq!(ours_seen, theirs_seen, "what the process sees");
+    assert_fields(&ours, &ours_seen);
+}
