@@ -18,6 +18,7 @@ mod images;
 mod network_none;
 mod networking;
 mod output;
+mod podman_lacks;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};
 

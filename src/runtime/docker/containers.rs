@@ -138,6 +138,12 @@ pub(super) async fn create(
     let mut body = create_body(spec);
     let podman = rt.is_podman();
     if podman {
+        if let Some(reason) = super::podman_lacks::lacking(spec) {
+            return Err(RuntimeError::Api {
+                context: format!("create container {}", spec.name),
+                reason,
+            });
+        }
         if let Some(host) = body.host_config.as_mut() {
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
