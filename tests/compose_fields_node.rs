@@ -8,7 +8,8 @@
 //! options (`exec`, `noexec`, `uid`, `gid`) reach Docker as compose gives
 //! them, and the process sees them: no seccomp filter, a program run from
 //! the `exec` tmpfs and refused on the `noexec` one, the tmpfs owned as
-//! declared.
+//! declared; an extra host at `host-gateway` is Docker's to resolve, as
+//! under compose.
 
 mod support;
 
@@ -70,6 +71,7 @@ fn view(c: &Value) -> Value {
         "security-opt": h["SecurityOpt"],
         "log": h["LogConfig"],
         "tmpfs": h["Tmpfs"],
+        "extra-hosts": h["ExtraHosts"],
     })
 }
 
@@ -89,6 +91,7 @@ fn seen(w: &World, name: &str) -> Value {
         "noexec": exec("cp /bin/busybox /run/data/true && /run/data/true && echo ran"),
         "owner": exec("stat -c '%u:%g %a' /run/tools"),
         "mounts": exec("grep ' /run/' /proc/mounts | sort"),
+        "gw": exec("grep -w gw /etc/hosts | tr -s '\t ' ' '"),
     })
 }
 
@@ -138,6 +141,7 @@ fn assert_fields(v: &Value, seen: &Value) {
         "{v:#}"
     );
     assert_eq!(v["tmpfs"]["/run/data"], "size=1048576,noexec", "{v:#}");
+    assert_eq!(v["extra-hosts"], json!(["gw:host-gateway"]), "{v:#}");
     assert_eq!(seen["seccomp"], json!([true, "Seccomp:\t0"]), "{seen:#}");
     assert_eq!(seen["exec"], json!([true, "ran"]), "{seen:#}");
     assert_eq!(seen["noexec"][0], false, "{seen:#}");
@@ -194,6 +198,10 @@ fn security_options_logging_and_tmpfs_options_are_as_compose_makes_them() {
         "security options: mesh-host's against compose's"
     );
     assert_eq!(ours["log"], theirs["log"], "the log driver");
+    assert_eq!(ours["extra-hosts"], theirs["extra-hosts"], "extra hosts");
+    // The address Docker gives host-gateway (its default bridge's gateway;
+    // this node's Docker runs without one, and writes "<nil>") is in the
+    // process's /etc/hosts as under compose: compared in `seen`.
     assert_eq!(ours_seen, theirs_seen, "what the process sees");
     assert_fields(&ours, &ours_seen);
 }
@@ -227,7 +235,9 @@ fn podman_takes_security_options_and_tmpfs_exec_and_refuses_what_it_lacks_by_nam
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
     assert!(
-        said.contains("not supported on Podman: logging (") && said.contains("tmpfs uid and gid"),
+        said.contains("not supported on Podman: logging (")
+            && said.contains("tmpfs uid and gid")
+            && said.contains("extra-hosts host-gateway"),
         "{said}"
     );
 
@@ -235,7 +245,9 @@ fn podman_takes_security_options_and_tmpfs_exec_and_refuses_what_it_lacks_by_nam
     let yaml = std::fs::read_to_string(&file).expect("the copy");
     let start = yaml.find("    logging:").expect("logging");
     let end = yaml.find("    tmpfs:").expect("tmpfs");
-    let yaml = format!("{}{}", &yaml[..start], &yaml[end..]).replace(",uid=1000,gid=1001", "");
+    let yaml = format!("{}{}", &yaml[..start], &yaml[end..])
+        .replace(",uid=1000,gid=1001", "")
+        .replace("      - gw:host-gateway\n", "      - gw:10.0.0.5\n");
     std::fs::write(&file, yaml).expect("the copy");
     let c = applied(&w, &dir, &env, project);
     let v = view(&c);
@@ -255,4 +267,5 @@ fn podman_takes_security_options_and_tmpfs_exec_and_refuses_what_it_lacks_by_nam
     assert_eq!(seen["exec"], json!([true, "ran"]), "{seen:#}");
     assert_eq!(seen["noexec"][0], false, "{seen:#}");
     assert_eq!(seen["owner"], json!([true, "0:0 1770"]), "{seen:#}");
+    assert_eq!(seen["gw"], json!([true, "10.0.0.5 gw"]), "{seen:#}");
 }

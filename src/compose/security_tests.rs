@@ -41,12 +41,16 @@ fn web(d: &Value) -> &Value {
 #[tokio::test]
 async fn security_options_logging_and_tmpfs_options_are_imported_as_written() {
     let d = imported(
-        "services:\n  web:\n    image: reg.test/busybox:stable\n    security_opt: ['no-new-privileges:true', 'label=disable', 'seccomp:unconfined', 'apparmor:unconfined']\n    logging:\n      driver: local\n      options: {max-size: 1m, max-file: 3}\n    tmpfs: ['/run:exec,uid=1000,gid=1000,mode=1770', '/cache:noexec,size=1m']\n",
+        "services:\n  web:\n    image: reg.test/busybox:stable\n    security_opt: ['no-new-privileges:true', 'label=disable', 'seccomp:unconfined', 'apparmor:unconfined']\n    logging:\n      driver: local\n      options: {max-size: 1m, max-file: 3}\n    tmpfs: ['/run:exec,uid=1000,gid=1000,mode=1770', '/cache:noexec,size=1m']\n    extra_hosts: ['host.docker.internal:host-gateway']\n",
     )
     .await
     .unwrap();
     let w = web(&d);
     assert_eq!(w["no-new-privileges"], true);
+    assert_eq!(
+        w["extra-hosts"],
+        json!({"host.docker.internal": "host-gateway"})
+    );
     assert_eq!(
         w["security-opt"],
         json!(["label=disable", "seccomp:unconfined", "apparmor:unconfined"])

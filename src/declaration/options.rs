@@ -138,7 +138,7 @@ pub struct ContainerOptions {
     pub sysctls: BTreeMap<String, String>,
     /// Names resolved to these addresses in the container's `/etc/hosts`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra_hosts: BTreeMap<String, std::net::IpAddr>,
+    pub extra_hosts: BTreeMap<String, HostAddress>,
     /// Host devices given to the container.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
@@ -197,6 +197,41 @@ pub struct Logging {
     pub driver: Option<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub options: BTreeMap<String, String>,
+}
+
+/// What an `extra-hosts` name resolves to: an IP address, or the node
+/// itself as the container reaches it (`host-gateway`: Docker puts the
+/// address of its default bridge's gateway, or its `--host-gateway-ip`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostAddress {
+    Ip(std::net::IpAddr),
+    HostGateway,
+}
+
+impl HostAddress {
+    /// An IP address or `host-gateway`.
+    pub fn parse(text: &str) -> Option<HostAddress> {
+        if text == "host-gateway" {
+            return Some(HostAddress::HostGateway);
+        }
+        text.parse().ok().map(HostAddress::Ip)
+    }
+}
+
+impl std::fmt::Display for HostAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostAddress::Ip(ip) => ip.fmt(f),
+            HostAddress::HostGateway => f.write_str("host-gateway"),
+        }
+    }
+}
+
+/// As written in the declaration: the address's text.
+impl Serialize for HostAddress {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// A resource limit's soft and hard values.

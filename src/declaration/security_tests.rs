@@ -21,6 +21,7 @@ fn security_options_a_log_driver_and_tmpfs_owners_are_read_and_kept() {
         "no-new-privileges": true,
         "security-opt": ["label=disable", "seccomp:unconfined", "apparmor=unconfined"],
         "logging": {"driver": "local", "options": {"max-size": "1m", "max-file": "2"}},
+        "extra-hosts": {"gw": "host-gateway", "db": "10.0.0.5"},
         "tmpfs": [{"target": "/run", "exec": true, "uid": 1000, "gid": 1001},
                   {"target": "/scratch", "size": 65536, "exec": false}]
     }));
@@ -35,6 +36,7 @@ fn security_options_a_log_driver_and_tmpfs_owners_are_read_and_kept() {
     assert_eq!(logging.options["max-file"], "2");
     assert_eq!(o.tmpfs[0].docker_options(), "exec,uid=1000,gid=1001");
     assert_eq!(o.tmpfs[1].docker_options(), "size=65536,noexec");
+    assert_eq!(o.extra_hosts["gw"].to_string(), "host-gateway");
     // The canonical form reads back as the same declaration.
     let canonical = serde_json::to_value(&d).unwrap();
     assert_eq!(accept(canonical["resources"].clone()), d);
@@ -52,7 +54,8 @@ fn bad_security_options_log_drivers_and_tmpfs_owners_are_each_named() {
         "security-opt": ["seccomp=/etc/docker/seccomp.json", "no-new-privileges:true",
                          "label=disabled", "umask=0", "label=disable", "label=disable"],
         "logging": {"driver": "json file", "option": {}},
-        "tmpfs": [{"target": "/run", "uid": -1, "gid": "root", "exec": "yes"}]
+        "tmpfs": [{"target": "/run", "uid": -1, "gid": "root", "exec": "yes"}],
+        "extra-hosts": {"gw": "host_gateway"}
     }));
     let problems = refuse(json!([web]));
     let at = |field: &str, words: &str| assert_problem(&problems, Some("web"), Some(field), words);
@@ -69,6 +72,7 @@ fn bad_security_options_log_drivers_and_tmpfs_owners_are_each_named() {
     at("tmpfs[0].uid", "not a numeric id");
     at("tmpfs[0].gid", "not a numeric id");
     at("tmpfs[0].exec", "");
+    at("extra-hosts.gw", "not an IP address, nor \"host-gateway\"");
 }
 
 #[test]

@@ -12,8 +12,8 @@ use super::fields::{
 use crate::declaration::hints::Fields;
 use crate::declaration::networking::Restart;
 use crate::declaration::options::{
-    sysctl_namespaced, ContainerOptions, Device, Tmpfs, Ulimit, CAPABILITIES, OWN_LABEL_PREFIXES,
-    ULIMITS,
+    sysctl_namespaced, ContainerOptions, Device, HostAddress, Tmpfs, Ulimit, CAPABILITIES,
+    OWN_LABEL_PREFIXES, ULIMITS,
 };
 use crate::declaration::raw::{kind_of, Field, List, RawDevice, RawOptions, RawTmpfs, RawUlimit};
 
@@ -183,11 +183,14 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         if !hostname_ok(&key) {
             s.at(&path, format!("{key:?} is not a host name"));
         } else {
-            match value.parse::<std::net::IpAddr>() {
-                Ok(ip) => {
-                    extra_hosts.insert(key, ip);
+            match HostAddress::parse(&value) {
+                Some(address) => {
+                    extra_hosts.insert(key, address);
                 }
-                Err(_) => s.at(&path, format!("{value:?} is not an IP address")),
+                None => s.at(
+                    &path,
+                    format!("{value:?} is not an IP address, nor \"host-gateway\""),
+                ),
             }
         }
     }

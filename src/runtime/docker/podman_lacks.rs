@@ -4,8 +4,9 @@
 //!
 //! Verified on the sandbox node's Podman 4.3: a `LogConfig` of any
 //! driver comes back as the default `journald` with its options dropped,
-//! and a tmpfs `uid=`/`gid=` option fails the create ("unknown mount
-//! option").
+//! a tmpfs `uid=`/`gid=` option fails the create ("unknown mount
+//! option"), and so does an extra host at `host-gateway` ("invalid IP
+//! address in add-host").
 
 use crate::runtime::ContainerSpec;
 
@@ -25,6 +26,10 @@ pub(super) fn lacking(spec: &ContainerSpec) -> Option<String> {
     if spec.process.tmpfs.iter().any(|(_, opts)| owned(opts)) {
         lacks.push("tmpfs uid and gid (Podman 4.3 has no such tmpfs option)");
     }
+    let gateway = |h: &String| h.ends_with(":host-gateway");
+    if spec.process.extra_hosts.iter().any(gateway) {
+        lacks.push("extra-hosts host-gateway (Podman 4.3 takes IP addresses alone)");
+    }
     (!lacks.is_empty()).then(|| {
         format!(
             "not supported on Podman: {}; remove it or run on Docker (docs/podman.md)",
@@ -39,7 +44,7 @@ mod tests {
     use crate::runtime::{ContainerSpec, LogSpec};
 
     #[test]
-    fn a_log_driver_and_a_tmpfs_owner_are_named_and_the_rest_passes() {
+    fn a_log_driver_a_tmpfs_owner_and_host_gateway_are_named_and_the_rest_passes() {
         let mut spec = ContainerSpec::default();
         spec.process.tmpfs = vec![("/run".into(), "size=4096,mode=1770,exec".into())];
         spec.process.security_opt = vec!["label=disable".into()];
@@ -47,6 +52,7 @@ mod tests {
         spec.process
             .tmpfs
             .push(("/x".into(), "noexec,uid=1000".into()));
+        spec.process.extra_hosts = vec!["gw:host-gateway".into()];
         spec.process.logging = Some(LogSpec {
             driver: Some("local".into()),
             options: Vec::new(),
@@ -56,5 +62,6 @@ mod tests {
             why.contains("logging (") && why.contains("tmpfs uid and gid"),
             "{why}"
         );
+        assert!(why.contains("extra-hosts host-gateway"), "{why}");
     }
 }
