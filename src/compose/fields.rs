@@ -289,7 +289,7 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.healthcheck.disable", T("services: {web: {healthcheck: {disable: true}}}")),
     ("services.*.healthcheck.interval", T("services: {web: {healthcheck: {interval: 5s}}}")),
     ("services.*.healthcheck.retries", T("services: {web: {healthcheck: {retries: 5}}}")),
-    ("services.*.healthcheck.start_interval", N("Docker 25's: checks run at interval during the start period too")),
+    ("services.*.healthcheck.start_interval", R("needs Docker 25 or later (API 1.44), and compose refuses it below; mesh-host speaks API 1.41 (Docker 20.10, Podman 4.3): remove it (checks then run at interval during the start period too)")),
     ("services.*.healthcheck.start_period", T("services: {web: {healthcheck: {start_period: 10s}}}")),
     ("services.*.healthcheck.test", T("services: {web: {healthcheck: {test: [CMD, 'true']}}}")),
     ("services.*.healthcheck.timeout", T("services: {web: {healthcheck: {timeout: 5s}}}")),

@@ -69,7 +69,7 @@ async fn security_options_logging_and_tmpfs_options_are_imported_as_written() {
 #[tokio::test]
 async fn what_docker_s_daemon_would_not_honour_is_refused_naming_the_service() {
     let p = imported(
-        "services:\n  web:\n    image: reg.test/busybox:stable\n    security_opt: ['seccomp:./profile.json', 'label=bogus']\n    tmpfs: ['/run:uid=root,suid']\n  once:\n    image: reg.test/busybox:stable\n    logging: {driver: none}\n  after:\n    image: reg.test/busybox:stable\n    depends_on: {once: {condition: service_completed_successfully}}\n",
+        "services:\n  web:\n    image: reg.test/busybox:stable\n    security_opt: ['seccomp:./profile.json', 'label=bogus']\n    tmpfs: ['/run:uid=root,suid']\n    healthcheck: {test: [CMD, 'true'], start_interval: 1s}\n  once:\n    image: reg.test/busybox:stable\n    logging: {driver: none}\n  after:\n    image: reg.test/busybox:stable\n    depends_on: {once: {condition: service_completed_successfully}}\n",
     )
     .await
     .unwrap_err();
@@ -79,4 +79,5 @@ async fn what_docker_s_daemon_would_not_honour_is_refused_naming_the_service() {
     has("web: tmpfs: \"uid=root\": not a numeric id");
     has("web: tmpfs: \"suid\": size, mode, uid, gid, exec and noexec are supported");
     has("once: logging: another service waits for this one to complete");
+    has("web: healthcheck.start_interval: needs Docker 25 or later (API 1.44)");
 }
