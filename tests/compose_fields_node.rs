@@ -269,3 +269,61 @@ fn podman_takes_security_options_and_tmpfs_exec_and_refuses_what_it_lacks_by_nam
     assert_eq!(seen["owner"], json!([true, "0:0 1770"]), "{seen:#}");
     assert_eq!(seen["gw"], json!([true, "10.0.0.5 gw"]), "{seen:#}");
 }
+
+/// A network alias with `_` (a service named `my_db` is an alias of its
+/// own name on the project's network, as compose adds it; `db_primary`
+/// given as one): imported, applied, and answered by Docker's embedded
+/// DNS to the other service.
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn aliases_with_an_underscore_are_taken_and_resolve() {
+    let w = World::new("compose-aliases");
+    let project = "aliases";
+    let clear = || {
+        w.node.sh(&format!(
+            "docker rm -f {project}-my_db-1 {project}-web-1 >/dev/null 2>&1; docker network rm {project}_default >/dev/null 2>&1"
+        ));
+    };
+    clear();
+    let dir = w.path(project);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let tag = format!("{}/busybox:fields", w.node.registry());
+    w.node.docker_ok(&["tag", &w.pulled_busybox(), &tag]);
+    let idle = "[\"sh\", \"-c\", \"trap 'exit 0' TERM; while :; do sleep 1; done\"]";
+    std::fs::write(
+        Path::new(&dir).join("compose.yaml"),
+        format!(
+            "services:\n  my_db:\n    image: {tag}\n    command: {idle}\n    networks:\n      default:\n        aliases: [db_primary]\n  web:\n    image: {tag}\n    command: {idle}\n"
+        ),
+    )
+    .expect("compose.yaml");
+    let host = w
+        .node
+        .docker_host()
+        .map(|h| format!("--docker-host {h}"))
+        .unwrap_or_default();
+    w.node.sh_ok(&format!(
+        "cd {dir} && {bin} import -p {project} -o {dir}/declaration.json {host}",
+        bin = w.bin
+    ));
+    let out = w.mesh(&["apply", &format!("{dir}/declaration.json"), "--local"]);
+    let said = text(&out);
+    let db_at = w.node.docker_ok(&[
+        "inspect",
+        "-f",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+        &format!("{project}-my_db-1"),
+    ]);
+    let web = format!("{project}-web-1");
+    let found: Vec<Option<String>> = ["my_db", "db_primary"]
+        .iter()
+        .map(|name| {
+            support::wait_for(name, std::time::Duration::from_secs(20), || {
+                w.resolve(&web, name).map(Some)
+            })
+        })
+        .collect();
+    clear();
+    assert!(out.status.success(), "{said}");
+    assert_eq!(found, vec![Some(db_at.trim().to_string()); 2], "{said}");
+}
