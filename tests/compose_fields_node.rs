@@ -277,8 +277,19 @@ fn podman_takes_security_options_and_tmpfs_exec_and_refuses_what_it_lacks_by_nam
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn aliases_with_an_underscore_are_taken_and_resolve() {
-    let w = World::new("compose-aliases");
-    let project = "aliases";
+    aliases_resolve("compose-aliases", "aliases");
+}
+
+/// The same through Podman's compatible API (its DNS, aardvark, answers
+/// them too).
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn podman_takes_aliases_with_an_underscore() {
+    aliases_resolve("compose-aliases-podman", "aliasespod");
+}
+
+fn aliases_resolve(tag: &str, project: &str) {
+    let w = World::new(tag);
     let clear = || {
         w.node.sh(&format!(
             "docker rm -f {project}-my_db-1 {project}-web-1 >/dev/null 2>&1; docker network rm {project}_default >/dev/null 2>&1"
