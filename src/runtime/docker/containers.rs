@@ -138,6 +138,12 @@ pub(super) async fn create(
     let mut body = create_body(spec);
     let podman = rt.is_podman();
     if podman {
+        if let Some(reason) = super::podman_lacks::lacking(spec) {
+            return Err(RuntimeError::Api {
+                context: format!("create container {}", spec.name),
+                reason,
+            });
+        }
         if let Some(host) = body.host_config.as_mut() {
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
@@ -646,9 +652,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         cap_drop: (!p.cap_drop.is_empty()).then(|| p.cap_drop.clone()),
         privileged: p.privileged.then_some(true),
         readonly_rootfs: p.read_only_root.then_some(true),
-        security_opt: p
-            .no_new_privileges
-            .then(|| vec!["no-new-privileges:true".to_owned()]),
+        security_opt: security_opt(p),
         memory: signed(p.memory),
         memory_reservation: signed(p.memory_reservation),
         nano_cpus: signed(p.nano_cpus),
@@ -689,7 +693,13 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         cgroup_parent: spec.cgroup_parent.clone(),
         auto_remove: Some(spec.auto_remove),
         group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
-        log_config: spec.journal.as_ref().map(|j| log_config(j, false)),
+        // A step's journal (set by its run) or a service's declared driver:
+        // the declaration gives a step no driver.
+        log_config: spec
+            .journal
+            .as_ref()
+            .map(|j| log_config(j, false))
+            .or_else(|| p.logging.as_ref().map(declared_log_config)),
         ..Default::default()
     };
     ContainerCreateBody {
@@ -713,6 +723,24 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
             )])),
         }),
         ..Default::default()
+    }
+}
+
+/// `HostConfig.SecurityOpt`: no-new-privileges first, then the declared
+/// options as written (as compose sends them).
+fn security_opt(p: &crate::runtime::ProcessSpec) -> Option<Vec<String>> {
+    let nnp = p
+        .no_new_privileges
+        .then(|| "no-new-privileges:true".to_owned());
+    let all: Vec<String> = nnp.into_iter().chain(p.security_opt.clone()).collect();
+    (!all.is_empty()).then_some(all)
+}
+
+/// A service's declared log driver and options.
+fn declared_log_config(log: &crate::runtime::LogSpec) -> HostConfigLogConfig {
+    HostConfigLogConfig {
+        typ: log.driver.clone(),
+        config: Some(log.options.iter().cloned().collect()),
     }
 }
 
