@@ -38,6 +38,8 @@ pub mod yaml;
 #[cfg(test)]
 mod fields_tests;
 #[cfg(test)]
+mod shape_tests;
+#[cfg(test)]
 mod stacks_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,174 @@
+//! Compose's structure as `import` meets it: `!reset` and `!override`
+//! across each kind of field and each way fields merge, and bare
+//! `environment` names resolved from the environment and `.env`.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::{json, Value};
+
+use super::{import, Source};
+
+/// A project of `files` (the first is `compose.yaml`) imported without
+/// pinning, in the process environment `env`.
+async fn run(files: &[(&str, &str)], env: &[(&str, &str)]) -> Result<Value, Vec<String>> {
+    let dir = tempfile::Builder::new().prefix("shape").tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let src = Source {
+        dir: dir.path().to_path_buf(),
+        project_name: Some("p".into()),
+        environment: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Source::default()
+    };
+    import(&src, None)
+        .await
+        .map(|i| serde_json::from_slice(&i.bytes).unwrap())
+}
+
+fn resource<'a>(d: &'a Value, id: &str) -> &'a Value {
+    d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {d:#}"))
+}
+
+const BASE: &str = "services:
+  web:
+    image: reg.test/busybox:stable
+    user: '1000'
+    command: [sleep, '9']
+    ports: ['8080:80', '8443:443']
+    dns: [1.1.1.1]
+    volumes: ['./a:/a', 'logs:/logs']
+    environment: [A=1, B=2]
+    labels: {x: '1', y: '2'}
+    healthcheck: {test: [CMD, 'true'], interval: 5s, retries: 2}
+volumes:
+  logs: {}
+";
+
+#[tokio::test]
+async fn reset_and_override_apply_to_each_kind_of_field() {
+    // (the later file's lines under `web`, the field, what it becomes)
+    let cases: &[(&str, &str, Value)] = &[
+        // a scalar
+        ("user: !reset null", "user", Value::Null),
+        ("user: !override '2000'", "user", json!("2000")),
+        // a list joined without repeats
+        ("ports: !reset []", "ports", Value::Null),
+        (
+            "ports: !override ['9090:80']",
+            "ports",
+            json!([{"host": 9090, "container": 80, "protocol": "tcp"}]),
+        ),
+        ("dns: !reset []", "dns", Value::Null),
+        ("dns: !override [8.8.8.8]", "dns", json!(["8.8.8.8"])),
+        // a list replaced whole
+        ("command: !reset null", "command", Value::Null),
+        // a list merged by target
+        ("volumes: !override ['./b:/b']", "mounts", json!(["/b"])),
+        // a list-form map, whole and one key of it
+        ("environment: !reset []", "env", Value::Null),
+        ("environment: !override {C: '3'}", "env", json!({"C": "3"})),
+        ("environment: {A: !reset null}", "env", json!({"B": "2"})),
+        // a map, one key of it
+        ("labels: {x: !reset null}", "labels", json!({"y": "2"})),
+        ("labels: !override {z: '3'}", "labels", json!({"z": "3"})),
+        // a nested mapping
+        ("healthcheck: !reset {}", "health", Value::Null),
+        (
+            "healthcheck: {retries: !reset null}",
+            "health",
+            json!("retries"),
+        ),
+    ];
+    for (later, field, want) in cases {
+        let over = format!("services:\n  web:\n    {later}\n");
+        let d = run(
+            &[("compose.yaml", BASE), ("compose.override.yaml", &over)],
+            &[],
+        )
+        .await
+        .unwrap_or_else(|p| panic!("{later}: {p:#?}"));
+        let web = resource(&d, "web");
+        let got = match *field {
+            "mounts" => json!(web["mounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["target"] != "/logs")
+                .map(|m| m["target"].clone())
+                .collect::<Vec<_>>()),
+            "health" if want.is_string() => {
+                // The key is gone, the rest of the check kept.
+                let h = &web["health"];
+                assert!(h.get("retries").is_none(), "{later}: {h:#}");
+                assert!(h.get("interval").is_some(), "{later}: {h:#}");
+                json!("retries")
+            }
+            f => web.get(f).cloned().unwrap_or(Value::Null),
+        };
+        assert_eq!(&got, want, "{later}: {web:#}");
+    }
+}
+
+#[tokio::test]
+async fn a_reset_port_is_not_published_and_the_others_are_kept() {
+    let d = run(
+        &[
+            ("compose.yaml", BASE),
+            (
+                "compose.override.yaml",
+                "services:\n  web:\n    ports: !reset []\n",
+            ),
+        ],
+        &[],
+    )
+    .await
+    .unwrap();
+    let web = resource(&d, "web");
+    assert_eq!(web.get("ports"), None, "{web:#}");
+    assert_eq!(web["dns"], json!(["1.1.1.1"]));
+    assert_eq!(web["env"], json!({"A": "1", "B": "2"}));
+}
+
+#[tokio::test]
+async fn bare_environment_names_take_their_values_as_compose_gives_them() {
+    let compose = "services:
+  list:
+    image: reg.test/busybox:stable
+    environment: [FROM_DOTENV, FROM_SHELL, BOTH, UNSET, PLAIN=x]
+  map:
+    image: reg.test/busybox:stable
+    environment:
+      FROM_DOTENV:
+      BOTH:
+      UNSET:
+";
+    let dotenv = "BASE=/srv\nFROM_DOTENV=\"${BASE}/data ${HOME_DIR:-none}\"\nBOTH=dotenv\n";
+    let d = run(
+        &[("compose.yaml", compose), (".env", dotenv)],
+        &[
+            ("FROM_SHELL", "shell"),
+            ("BOTH", "shell"),
+            ("HOME_DIR", "/home/op"),
+        ],
+    )
+    .await
+    .unwrap();
+    // `.env`'s own `${...}` expanded, the shell over `.env`, a name set
+    // nowhere left out (compose passes no value for it).
+    assert_eq!(
+        resource(&d, "list")["env"],
+        json!({"FROM_DOTENV": "/srv/data /home/op", "FROM_SHELL": "shell", "BOTH": "shell", "PLAIN": "x"})
+    );
+    assert_eq!(
+        resource(&d, "map")["env"],
+        json!({"FROM_DOTENV": "/srv/data /home/op", "BOTH": "shell"})
+    );
+}
