@@ -84,7 +84,10 @@ fn merge_services(mut base: Map<String, Value>, later: Value) -> Map<String, Val
     base
 }
 
-fn merge_service(mut base: Map<String, Value>, later: Map<String, Value>) -> Map<String, Value> {
+pub fn merge_service(
+    mut base: Map<String, Value>,
+    later: Map<String, Value>,
+) -> Map<String, Value> {
     for (key, value) in later {
         let merged = match base.remove(&key) {
             None => value,

@@ -16,6 +16,7 @@ mod cast;
 mod classify;
 mod context;
 mod dotenv;
+mod extends;
 pub mod fields;
 mod health;
 pub mod input;

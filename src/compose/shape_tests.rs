@@ -172,3 +172,116 @@ async fn bare_environment_names_take_their_values_as_compose_gives_them() {
         json!({"FROM_DOTENV": "/srv/data /home/op", "BOTH": "shell"})
     );
 }
+
+// ---- extends ----
+
+#[tokio::test]
+async fn extends_merges_the_base_of_the_same_file_by_compose_rules() {
+    let compose = "services:
+  base:
+    image: reg.test/busybox:stable
+    user: '1000'
+    command: [sleep, '9']
+    environment: [A=1, B=2]
+    dns: [1.1.1.1]
+    depends_on: [db]
+  db:
+    image: reg.test/busybox:stable
+  web:
+    extends: base
+    command: [sleep, '5']
+    environment: {B: '3'}
+    dns: [8.8.8.8]
+    ports: ['8443:443']
+  mid:
+    extends: {service: web}
+    user: '2000'
+    ports: !reset []
+";
+    let d = run(&[("compose.yaml", compose)], &[]).await.unwrap();
+    let web = resource(&d, "web");
+    assert_eq!(web["image"], "reg.test/busybox:stable");
+    assert_eq!(web["user"], "1000");
+    assert_eq!(web["command"], json!(["sleep", "5"]));
+    assert_eq!(web["env"], json!({"A": "1", "B": "3"}));
+    assert_eq!(web["dns"], json!(["1.1.1.1", "8.8.8.8"]));
+    assert_eq!(web["ports"].as_array().unwrap().len(), 1, "{web:#}");
+    // depends_on is the base's own.
+    assert!(
+        web.get("after").is_none() && web.get("depends-on").is_none(),
+        "{web:#}"
+    );
+    // A chain, the last one's !reset taking the base's ports out.
+    let mid = resource(&d, "mid");
+    assert_eq!(mid["user"], "2000");
+    assert_eq!(mid["env"], json!({"A": "1", "B": "3"}));
+    assert_eq!(mid.get("ports"), None, "{mid:#}");
+}
+
+#[tokio::test]
+async fn extends_reads_another_file_relative_to_the_extending_one() {
+    let dir = tempfile::Builder::new().prefix("shape").tempdir().unwrap();
+    let common = dir.path().join("common");
+    std::fs::create_dir(&common).unwrap();
+    std::fs::write(
+        common.join("services.yaml"),
+        "services:\n  app:\n    image: reg.test/busybox:${TAG}\n    volumes: ['./data:/data']\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("compose.yaml"),
+        "services:\n  web:\n    extends: {file: common/services.yaml, service: app}\n    hostname: h\n",
+    )
+    .unwrap();
+    let src = Source {
+        dir: dir.path().to_path_buf(),
+        project_name: Some("p".into()),
+        environment: [("TAG".to_string(), "stable".to_string())].into(),
+        ..Source::default()
+    };
+    let d: Value = serde_json::from_slice(&import(&src, None).await.unwrap().bytes).unwrap();
+    let web = resource(&d, "web");
+    let common = common.canonicalize().unwrap();
+    assert_eq!(web["image"], "reg.test/busybox:stable");
+    assert_eq!(web["hostname"], "h");
+    assert_eq!(
+        web["mounts"][0]["source"],
+        json!(common.join("data").display().to_string()),
+        "{web:#}"
+    );
+}
+
+#[tokio::test]
+async fn extends_refuses_a_cycle_by_name_a_missing_base_and_a_long_chain() {
+    let cycle = "services:\n  a:\n    image: x\n    extends: b\n  b:\n    extends: {service: a}\n";
+    let p = run(&[("compose.yaml", cycle)], &[]).await.unwrap_err();
+    assert!(
+        p.iter()
+            .any(|l| l.contains("extends: a cycle: a (") && l.contains(" extends b (")),
+        "{p:#?}"
+    );
+    let missing = "services:\n  web:\n    image: x\n    extends: nowhere\n";
+    let p = run(&[("compose.yaml", missing)], &[]).await.unwrap_err();
+    assert!(
+        p.iter()
+            .any(|l| l.contains("services.web.extends: no service \"nowhere\"")),
+        "{p:#?}"
+    );
+    let mut long = String::from("services:\n  s0:\n    image: x\n");
+    for n in 1..=super::extends::MAX_DEPTH + 1 {
+        long.push_str(&format!("  s{n}:\n    extends: s{}\n", n - 1));
+    }
+    let p = run(&[("compose.yaml", &long)], &[]).await.unwrap_err();
+    assert!(
+        p.iter()
+            .any(|l| l.contains("more than 16 services extended")),
+        "{p:#?}"
+    );
+    // A file that is not there, or not a regular file, is named.
+    let other = "services:\n  web:\n    extends: {file: /dev/null/x.yaml, service: a}\n";
+    let p = run(&[("compose.yaml", other)], &[]).await.unwrap_err();
+    assert!(
+        p.iter().any(|l| l.contains("extends: /dev/null/x.yaml")),
+        "{p:#?}"
+    );
+}
