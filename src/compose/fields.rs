@@ -199,7 +199,7 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.deploy", T("services: {web: {deploy: {replicas: 2}}}")),
     ("services.*.deploy.endpoint_mode", R(SWARM)),
     ("services.*.deploy.labels", N("swarm service labels: compose puts them on no container")),
-    ("services.*.deploy.mode", R(SWARM)),
+    ("services.*.deploy.mode", T("services: {web: {deploy: {mode: global, replicas: 2}}}")),
     ("services.*.deploy.placement", R(SWARM)),
     ("services.*.deploy.placement.constraints", R(SWARM)),
     ("services.*.deploy.placement.max_replicas_per_node", R(SWARM)),

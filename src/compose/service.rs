@@ -57,7 +57,6 @@ pub fn container(s: &mut Service, svc: &Map<String, Value>) -> RawContainer {
             "missing: mesh-host runs published images; give the service one",
         ),
     }
-    count(s, svc);
     if s.completed.contains(s.name) {
         c.run_once = some(true);
     }
@@ -71,25 +70,6 @@ pub fn container(s: &mut Service, svc: &Map<String, Value>) -> RawContainer {
     }
     restart(s, svc, &mut c);
     c
-}
-
-/// `deploy.replicas` and `scale`: one container, as one node runs it.
-fn count(s: &mut Service, svc: &Map<String, Value>) {
-    let replicas = svc.get("deploy").and_then(|d| d.get("replicas"));
-    for (field, v) in [("deploy.replicas", replicas), ("scale", svc.get("scale"))] {
-        let Some(v) = v else { continue };
-        match s.integer(field, v) {
-            Some(1) | None => {}
-            Some(0) => s.refuse(
-                field,
-                "0: compose starts no container of this service; leave the service out (or give it a profile)",
-            ),
-            Some(n) => s.refuse(
-                field,
-                format!("{n}: one container per service on one node"),
-            ),
-        }
-    }
 }
 
 fn process(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {

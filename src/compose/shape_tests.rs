@@ -285,3 +285,78 @@ async fn extends_refuses_a_cycle_by_name_a_missing_base_and_a_long_chain() {
         "{p:#?}"
     );
 }
+
+// ---- replicas ----
+
+#[tokio::test]
+async fn replicas_become_containers_named_as_compose_names_them() {
+    let compose = "services:
+  db:
+    image: reg.test/busybox:stable
+    healthcheck: {test: [CMD, 'true']}
+  worker:
+    image: reg.test/busybox:stable
+    deploy: {mode: replicated, replicas: 3}
+    ports: ['80']
+    depends_on: {db: {condition: service_healthy}}
+  web:
+    image: reg.test/busybox:stable
+    scale: 2
+    depends_on: [worker]
+  one:
+    image: reg.test/busybox:stable
+    deploy: {mode: global}
+";
+    let d = run(&[("compose.yaml", compose)], &[]).await.unwrap();
+    for i in 1..=3 {
+        let w = resource(&d, &format!("worker-{i}"));
+        assert_eq!(w["name"], format!("p-worker-{i}"));
+        assert_eq!(
+            w["depends-on"],
+            json!([{"id": "db", "condition": "healthy"}])
+        );
+        assert_eq!(w["ports"], json!([{"container": 80, "protocol": "tcp"}]));
+    }
+    for i in 1..=2 {
+        let w = resource(&d, &format!("web-{i}"));
+        assert_eq!(w["name"], format!("p-web-{i}"));
+        // A dependency on a replicated service is on each replica.
+        assert_eq!(
+            w["depends-on"],
+            json!([{"id": "worker-1"}, {"id": "worker-2"}, {"id": "worker-3"}])
+        );
+    }
+    assert_eq!(resource(&d, "one")["name"], "p-one-1");
+    assert_eq!(resource(&d, "db")["name"], "p-db-1");
+    assert_eq!(d["resources"].as_array().unwrap().len(), 8, "{d:#}");
+}
+
+#[tokio::test]
+async fn what_replicas_cannot_share_is_refused_as_compose_fails_on_it() {
+    let refused = |p: &[String], words: &str| {
+        assert!(
+            p.iter().any(|l| l.contains(words)),
+            "no {words:?} in {p:#?}"
+        );
+    };
+    for (body, words) in [
+        ("scale: 2\n    ports: ['8080:80']", "web: ports: 2 replicas cannot each publish the same host port"),
+        ("scale: 2\n    container_name: front", "web: container_name: 2 replicas cannot share one container name"),
+        ("scale: 2\n    deploy: {replicas: 3}", "web: scale: 2 where deploy.replicas is 3"),
+        ("deploy: {mode: global, replicas: 2}", "web: deploy.mode: global runs one container a node"),
+        ("deploy: {replicas: 0}", "web: deploy.replicas: 0: compose starts no container"),
+        ("deploy: {replicas: -1}", "web: deploy.replicas: -1"),
+        ("scale: 10002", "more than 10000 containers added by replicas"),
+        (
+            "scale: 2\n    networks: {n: {ipv4_address: 10.9.0.5}}\nnetworks:\n  n:\n    ipam: {config: [{subnet: 10.9.0.0/24}]}",
+            "web: networks: 2 replicas cannot share one ipv4_address",
+        ),
+    ] {
+        let compose = format!("services:\n  web:\n    image: reg.test/busybox:stable\n    {body}\n");
+        let p = run(&[("compose.yaml", &compose)], &[])
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{body}: imported"));
+        refused(&p, words);
+    }
+}
