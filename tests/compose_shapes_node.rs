@@ -1,7 +1,8 @@
 //! Compose's structure with compose as the oracle (CONTRACT, "Compose"),
 //! on the sandbox node: the fixture project tests/fixtures/compose/shapes
 //! (a service extending one of another file, run as two replicas, and a
-//! service extending it in the same file, after it) is brought up by
+//! service extending it in the same file, after it; an env file with
+//! quotes, `export` and comments, read as compose reads it) is brought up by
 //! Debian's `docker-compose` 1.29 and inspected, taken down, then
 //! imported and applied by mesh-host: the same containers, compared one
 //! by one (environment, command, labels, bind mounts), and the service
@@ -48,7 +49,7 @@ impl Drop for Project<'_> {
 fn copy_fixture(to: &Path) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/shapes");
     std::fs::create_dir_all(to.join("common")).expect("project dir");
-    for name in ["compose.yaml", "common/base.yaml"] {
+    for name in ["compose.yaml", "common/base.yaml", "common/app.env"] {
         std::fs::copy(from.join(name), to.join(name)).expect("copy the fixture");
     }
 }
@@ -137,6 +138,18 @@ fn extends_and_replicas_run_as_compose_runs_them() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+    let env = &by_compose[0]["env"];
+    for want in [
+        "A=double quoted",
+        "B=single $X",
+        "C=plain",
+        "D=esc \"q\" tab\tend",
+    ] {
+        assert!(
+            env.as_array().is_some_and(|e| e.contains(&json!(want))),
+            "{want}: {env}"
+        );
+    }
 
     // The worker waits for each replica of web.
     let names: Vec<&str> = CONTAINERS.iter().map(|(_, m)| *m).collect();
