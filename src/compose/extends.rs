@@ -312,9 +312,85 @@ fn rebase(service: &mut Map<String, Value>, dir: &Path) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Whatever the graph of `extends` in one file, each service ends
+        /// resolved (no `extends` left) or refused: a cycle by name, a
+        /// chain past the bound by its length, as following it says.
+        #[test]
+        fn any_graph_of_extends_resolves_or_is_refused_by_what_it_is(
+            links in proptest::collection::vec(proptest::option::of(0usize..24), 1..24)
+        ) {
+            let n = links.len();
+            let mut services = Map::new();
+            for (i, to) in links.iter().enumerate() {
+                let mut s = json!({"environment": {format!("V{i}"): "x"}});
+                if let Some(to) = to {
+                    s["extends"] = json!(format!("s{}", to % n));
+                }
+                services.insert(format!("s{i}"), s);
+            }
+            let mut doc = json!({"services": services});
+            let lookup = |_: &str| None;
+            let mut interpolator = Interpolator::new(&lookup);
+            let mut budget = Budget::default();
+            let mut ext = Extends::new(&mut interpolator, &mut budget);
+            ext.resolve(Path::new("/p/compose.yaml"), &mut doc, &[]);
+            for (i, _) in links.iter().enumerate() {
+                let name = format!("s{i}");
+                prop_assert!(doc["services"][&name].get("extends").is_none());
+                // Follow the chain: a cycle, too long, or a base reached.
+                let mut seen = vec![i];
+                let mut at = i;
+                let outcome = loop {
+                    match links[at] {
+                        None => break "resolved",
+                        Some(to) => {
+                            let to = to % n;
+                            if seen.contains(&to) {
+                                break "cycle";
+                            }
+                            if seen.len() > MAX_DEPTH {
+                                break "long";
+                            }
+                            seen.push(to);
+                            at = to;
+                        }
+                    }
+                };
+                if outcome == "resolved" && seen.len() <= MAX_DEPTH {
+                    // Every variable of the chain, merged.
+                    let env = doc["services"][&name]["environment"].as_object().unwrap();
+                    for s in &seen {
+                        let var = format!("V{s}");
+                        prop_assert!(env.contains_key(&var), "{}: {:?}", name, env);
+                    }
+                }
+            }
+            let cycles = ext.problems.iter().filter(|p| p.contains("a cycle")).count();
+            let any_cycle = (0..n).any(|i| {
+                let mut seen = vec![i];
+                let mut at = i;
+                while let Some(to) = links[at] {
+                    let to = to % n;
+                    if seen.contains(&to) {
+                        return true;
+                    }
+                    seen.push(to);
+                    at = to;
+                }
+                false
+            });
+            prop_assert_eq!(cycles > 0, any_cycle, "{:?}", ext.problems);
+        }
+    }
 
     #[test]
     fn a_base_from_another_directory_has_its_relative_paths_made_absolute_there() {
