@@ -277,7 +277,7 @@ fn a_file_linked_to_a_secret_never_has_its_lines_printed() {
     refused(
         d,
         std::slice::from_ref(&compose),
-        "linked.env: lines 1, 2: read otherwise by compose",
+        "linked.env: line 1: a value compose expands",
     );
     // As a compose file itself.
     std::os::unix::fs::symlink(&shadow, d.join("linked.yaml")).expect("symlink");

@@ -25,6 +25,14 @@ pub fn unset_marked(base: &mut Value, marks: &[Mark]) {
         let mut at = Some(&mut *base);
         for key in parents {
             at = at.and_then(|v| v.get_mut(key.as_str()));
+            // A key of `environment: [A=1]`: the list read as the map
+            // it merges as, or the key would stay in silence.
+            if let Some(v) = at.as_deref_mut() {
+                if v.is_array() && AS_MAPS.contains(&key.as_str()) {
+                    let sep = if key == "extra_hosts" { ':' } else { '=' };
+                    *v = Value::Object(as_map(std::mem::take(v), sep));
+                }
+            }
         }
         if let Some(Value::Object(map)) = at {
             map.remove(last);
@@ -76,7 +84,10 @@ fn merge_services(mut base: Map<String, Value>, later: Value) -> Map<String, Val
     base
 }
 
-fn merge_service(mut base: Map<String, Value>, later: Map<String, Value>) -> Map<String, Value> {
+pub fn merge_service(
+    mut base: Map<String, Value>,
+    later: Map<String, Value>,
+) -> Map<String, Value> {
     for (key, value) in later {
         let merged = match base.remove(&key) {
             None => value,

@@ -16,6 +16,7 @@ mod cast;
 mod classify;
 mod context;
 mod dotenv;
+mod extends;
 pub mod fields;
 mod health;
 pub mod input;
@@ -29,6 +30,7 @@ pub mod pin;
 pub mod ports;
 mod problems;
 pub mod project;
+mod replicas;
 mod scalar;
 mod security;
 mod service;
@@ -41,6 +43,8 @@ pub mod yaml;
 mod fields_tests;
 #[cfg(test)]
 mod security_tests;
+#[cfg(test)]
+mod shape_tests;
 #[cfg(test)]
 mod stacks_tests;
 #[cfg(test)]
@@ -271,20 +275,22 @@ pub async fn import(
     let mut containers = Vec::new();
     let mut restart_defaulted = Vec::new();
     let mut published = 0;
+    let mut extra = 0;
+    // Each service's container ids: one, or one a replica.
+    let mut ids: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for name in &order {
         let svc = &services[name];
-        let mut c = service::container(
-            &mut context::Service {
-                project: &project,
-                top: &top,
-                name,
-                p: &mut p,
-                dirs: &mut dirs,
-                completed: &completed,
-                ports: &mut published,
-            },
-            svc,
-        );
+        let mut ctx = context::Service {
+            project: &project,
+            top: &top,
+            name,
+            p: &mut p,
+            dirs: &mut dirs,
+            completed: &completed,
+            ports: &mut published,
+        };
+        let mut c = service::container(&mut ctx, svc);
+        let n = replicas::count(&mut ctx, svc);
         let mut after = Vec::new();
         for (dep, condition) in &deps[name] {
             let condition = match condition {
@@ -293,17 +299,30 @@ pub async fn import(
                 // A run-once step gates all that follows it.
                 Condition::Completed => continue,
             };
-            after.push(RawDependency {
-                id: Field::Present(dep.clone()),
-                condition,
-                ..RawDependency::default()
-            });
+            // A replicated service is waited for in each of its replicas.
+            for id in ids.get(dep.as_str()).into_iter().flatten() {
+                after.push(RawDependency {
+                    id: Field::Present(id.clone()),
+                    condition: condition.clone(),
+                    ..RawDependency::default()
+                });
+            }
         }
         c.depends_on = values::list(after);
         if !svc.contains_key("restart") && c.run_once.is_absent() {
             restart_defaulted.push(name.clone());
         }
-        containers.push(c);
+        let all = replicas::expand(&mut ctx, svc, c, n, &mut extra);
+        ids.insert(
+            name,
+            all.iter()
+                .filter_map(|c| match &c.id {
+                    Field::Present(id) => Some(id.clone()),
+                    _ => None,
+                })
+                .collect(),
+        );
+        containers.extend(all);
     }
     if !restart_defaulted.is_empty() {
         p.note(

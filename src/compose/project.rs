@@ -205,6 +205,10 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<String>> {
                     .into_iter()
                     .map(|p| format!("{shown}: {p}")),
             );
+            let mut extends = super::extends::Extends::new(&mut interpolator, &mut budget);
+            extends.resolve(path, &mut value, &marks);
+            value_problems.extend(std::mem::take(&mut extends.problems));
+            notes.extend(std::mem::take(&mut extends.notes));
             merged = Some(match merged {
                 None => value,
                 Some(mut base) => {

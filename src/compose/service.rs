@@ -57,7 +57,6 @@ pub fn container(s: &mut Service, svc: &Map<String, Value>) -> RawContainer {
             "missing: mesh-host runs published images; give the service one",
         ),
     }
-    count(s, svc);
     if s.completed.contains(s.name) {
         c.run_once = some(true);
     }
@@ -72,25 +71,6 @@ pub fn container(s: &mut Service, svc: &Map<String, Value>) -> RawContainer {
     restart(s, svc, &mut c);
     super::logging::read(s, svc, &mut c);
     c
-}
-
-/// `deploy.replicas` and `scale`: one container, as one node runs it.
-fn count(s: &mut Service, svc: &Map<String, Value>) {
-    let replicas = svc.get("deploy").and_then(|d| d.get("replicas"));
-    for (field, v) in [("deploy.replicas", replicas), ("scale", svc.get("scale"))] {
-        let Some(v) = v else { continue };
-        match s.integer(field, v) {
-            Some(1) | None => {}
-            Some(0) => s.refuse(
-                field,
-                "0: compose starts no container of this service; leave the service out (or give it a profile)",
-            ),
-            Some(n) => s.refuse(
-                field,
-                format!("{n}: one container per service on one node"),
-            ),
-        }
-    }
 }
 
 fn process(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {
@@ -187,6 +167,7 @@ fn environment(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) 
     }
     c.env = strings_map(env);
     let mut files = Vec::new();
+    let mut compose_format = false;
     if let Some(v) = svc.get("env_file") {
         let entries: Vec<Value> = match v {
             Value::Array(items) => items.clone(),
@@ -207,18 +188,34 @@ fn environment(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) 
                 other => (text(other), true),
             };
             let abs = paths::absolute(s.project, &path);
-            if let Some(file) = env_file(s, &abs, required) {
+            if let Some((file, format)) = env_file(s, &abs, required) {
                 files.push(file);
+                compose_format |= format == Format::Compose;
             }
         }
     }
     c.env_files = list(files);
+    if compose_format {
+        c.env_files_format = some("compose".to_owned());
+    }
 }
 
-/// One env file: its path when compose and the declaration's
-/// `env-files` (read as `docker run --env-file` reads them: each
-/// value as written) give the container the same values.
-fn env_file(s: &mut Service, abs: &std::path::Path, required: bool) -> Option<String> {
+/// How an env file must be read for the container to get compose's
+/// values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// As `docker run --env-file` reads it: each value as written.
+    Docker,
+    /// As compose reads it (quotes, escapes, `export`, comments).
+    Compose,
+}
+
+/// One env file: its path, and the format the container reads it in to
+/// get compose's values. Compose expands a `${VARIABLE}` (and a name
+/// alone) from the environment import runs in, `.env` and the file's
+/// earlier lines; the apply reads the file at creation without any: a
+/// file with a value to expand is refused, naming its lines.
+fn env_file(s: &mut Service, abs: &std::path::Path, required: bool) -> Option<(String, Format)> {
     let shown = abs.display().to_string();
     let text = {
         let mut budget = s.project.budget.borrow_mut();
@@ -249,48 +246,57 @@ fn env_file(s: &mut Service, abs: &std::path::Path, required: bool) -> Option<St
             return None;
         }
     };
-    // Docker's env-file is one variable a line, each read on its own.
-    let mut theirs: BTreeMap<String, (String, usize)> = BTreeMap::new();
-    let mut lines = std::collections::BTreeSet::new();
-    for (i, line) in text.lines().enumerate() {
-        match crate::container_spec::parse_env_file(line) {
-            Ok(pairs) => {
-                for (k, v) in pairs {
-                    theirs.insert(k, (v, i + 1));
-                }
-            }
-            Err(_) => {
-                lines.insert(i + 1);
-            }
-        }
-    }
-    for pair in &compose {
-        match theirs.get(&pair.key) {
-            Some((v, _)) if *v == pair.value => {}
-            _ => {
-                lines.insert(pair.line);
-            }
-        }
-    }
-    let keys: std::collections::HashSet<&str> = compose.iter().map(|p| p.key.as_str()).collect();
-    for (k, (_, line)) in &theirs {
-        if !keys.contains(k.as_str()) {
-            lines.insert(*line);
-        }
-    }
     drop(expand);
-    if lines.is_empty() {
-        return Some(shown);
+    // What the apply reads in compose's format: the same but for what
+    // was expanded.
+    let plain: BTreeMap<String, String> = match crate::container_spec::compose_env_file(&text) {
+        Ok(pairs) => pairs.into_iter().collect(),
+        Err(e) => {
+            s.refuse("env_file", format!("{shown}: {e}"));
+            return None;
+        }
+    };
+    // The plain reading's keys are compose's but for names alone, which
+    // only compose gives values (from the environment): each is a
+    // difference found here.
+    let from_outside: std::collections::BTreeSet<usize> = compose
+        .iter()
+        .filter(|p| plain.get(&p.key) != Some(&p.value))
+        .map(|p| p.line)
+        .collect();
+    if !from_outside.is_empty() {
+        let lines: Vec<String> = from_outside.iter().take(10).map(usize::to_string).collect();
+        s.refuse(
+            "env_file",
+            format!(
+                "{shown}: line{} {}{}: a value compose expands (a ${{VARIABLE}} of the environment, .env or the file's earlier lines, or a name alone), where the container reads its env-files at creation as written: write the value out, or give it in environment:, then import again",
+                if lines.len() == 1 { "" } else { "s" },
+                lines.join(", "),
+                if from_outside.len() > 10 { ", ..." } else { "" }
+            ),
+        );
+        return None;
     }
-    let shown_lines: Vec<String> = lines.iter().take(10).map(usize::to_string).collect();
-    let why = format!(
-        "{shown}: line{} {}{}: read otherwise by compose (quotes, `export`, a comment or a ${{VARIABLE}} taken off or expanded) than by an env-file, whose values are taken as written: write them plainly, then import again",
-        if lines.len() == 1 { "" } else { "s" },
-        shown_lines.join(", "),
-        if lines.len() > 10 { ", ..." } else { "" }
-    );
-    s.refuse("env_file", why);
-    None
+    // Docker's env-file is one variable a line, each read on its own.
+    let mut theirs: BTreeMap<String, String> = BTreeMap::new();
+    let mut docker_reads_it = true;
+    for line in text.lines() {
+        match crate::container_spec::parse_env_file(line) {
+            Ok(pairs) => theirs.extend(pairs),
+            Err(_) => docker_reads_it = false,
+        }
+    }
+    let same = docker_reads_it
+        && theirs.len() == plain.len()
+        && compose.iter().all(|p| theirs.get(&p.key) == Some(&p.value));
+    Some((
+        shown,
+        if same {
+            Format::Docker
+        } else {
+            Format::Compose
+        },
+    ))
 }
 
 fn restart(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {

@@ -155,3 +155,65 @@ async fn vaultwarden_s_init_step_and_typed_fields_read_as_compose_reads_them() {
     assert_eq!(vw["health"]["retries"], 5);
     assert_eq!(vw["ports"][0]["address"], "127.0.0.1");
 }
+
+#[tokio::test]
+async fn mailu_s_shared_env_file_with_quotes_is_read_as_compose_reads_it() {
+    let (d, _) = stack("mailu").await;
+    for id in ["front", "resolver", "admin", "imap", "smtp", "webmail"] {
+        let c = resource(&d, id);
+        assert_eq!(c["env-files-format"], "compose", "{id}: {c:#}");
+        assert!(c["env-files"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("/mailu/mailu.env"));
+    }
+    assert_eq!(resource(&d, "redis").get("env-files-format"), None);
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compose/stacks/mailu/mailu.env"),
+    )
+    .unwrap();
+    let env: std::collections::BTreeMap<String, String> =
+        crate::container_spec::compose_env_file(&text)
+            .unwrap()
+            .into_iter()
+            .collect();
+    assert_eq!(env["HOSTNAMES"], "mail.example.org,mx.example.org");
+    assert_eq!(env["MESSAGE_SIZE_LIMIT"], "50000000");
+    assert_eq!(env["SITENAME"], "Mailu");
+    assert!(env["WELCOME_BODY"].starts_with("Welcome to your new email account, if"));
+    assert_eq!(
+        resource(&d, "resolver")["networks"][0]["ipv4-address"],
+        "192.168.203.254"
+    );
+}
+
+#[tokio::test]
+async fn loki_s_replicas_and_extended_targets_are_each_a_container() {
+    let (d, _) = stack("loki").await;
+    for target in ["read", "write"] {
+        for i in 1..=3 {
+            let c = resource(&d, &format!("{target}-{i}"));
+            assert_eq!(c["name"], format!("loki-{target}-{i}"));
+            // From the base in loki-common.yaml.
+            assert_eq!(c["env"], json!({"LOKI_CONFIG": "/etc/loki/config.yaml"}));
+            assert_eq!(c["restart"], "always");
+            assert!(c["mounts"][0]["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("/loki/loki-config.yaml"));
+            assert_eq!(c["command"][3], format!("-target={target}"));
+        }
+    }
+    // The gateway waits for each replica of both paths.
+    let after: Vec<&str> = resource(&d, "gateway")["depends-on"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|dep| dep["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        after,
+        ["read-1", "read-2", "read-3", "write-1", "write-2", "write-3"]
+    );
+    assert_eq!(resource(&d, "backend")["name"], "loki-backend-1");
+}

@@ -245,7 +245,7 @@ async fn bad_input_is_refused_with_every_problem_listed() {
 
     let p = refused(&[(
         "compose.yaml",
-        "services:\n  web:\n    build: .\n  db:\n    environment: [A=1]\n  cache:\n    image: \"${IMG:?give IMG}\"\n    links: [db]\n    network_mode: service:db\n    platform: linux/arm64\n    deploy: {replicas: 3}\n    magic: true\n    volumes: [/data]\n  proxy:\n    image: \"x:${TAG\"\n    command: \"${CMD?give CMD}\"\n",
+        "services:\n  web:\n    build: .\n  db:\n    environment: [A=1]\n  cache:\n    image: \"${IMG:?give IMG}\"\n    links: [db]\n    network_mode: service:db\n    platform: linux/arm64\n    deploy: {replicas: 3, mode: everywhere}\n    magic: true\n    volumes: [/data]\n  proxy:\n    image: \"x:${TAG\"\n    command: \"${CMD?give CMD}\"\n",
     )])
     .await;
     has(&p, "web: build: not supported: mesh-host runs published images; build and push it, then import again");
@@ -256,7 +256,7 @@ async fn bad_input_is_refused_with_every_problem_listed() {
     has(&p, "cache: links: not supported");
     has(&p, "cache: network_mode: \"service:db\"");
     has(&p, "cache: platform: not supported");
-    has(&p, "cache: deploy.replicas: 3");
+    has(&p, "cache: deploy.mode: \"everywhere\": replicated");
     has(
         &p,
         "cache: magic: not a property of the compose specification here",
@@ -293,19 +293,64 @@ async fn an_image_the_runtime_cannot_pin_is_refused_by_name() {
 }
 
 #[tokio::test]
-async fn an_env_file_compose_would_read_otherwise_is_refused_naming_the_variables() {
-    let dir = project(&[
+async fn an_env_file_with_quotes_is_read_in_compose_s_format_and_one_using_the_environment_refused()
+{
+    // Where an env-file may be declared (not under /tmp).
+    let dir = crate::test_dirs::test_dir();
+    let files: &[(&str, &str)] = &[
         (
             "compose.yaml",
-            "services:\n  web:\n    image: reg.test/busybox:stable\n    env_file: [plain.env, quoted.env]\n",
+            "services:\n  plain:\n    image: reg.test/busybox:stable\n    env_file: [plain.env]\n  quoted:\n    image: reg.test/busybox:stable\n    env_file: [plain.env, quoted.env]\n  outside:\n    image: reg.test/busybox:stable\n    env_file: [outside.env]\n",
         ),
         ("plain.env", "# as written\nA=1\nB=two words\n"),
-        ("quoted.env", "C=\"quoted\"\nD=kept\nE=1 # the first\n"),
-    ]);
+        (
+            "quoted.env",
+            "C=\"quoted\"\nexport D='kept $X'\nE=1 # the first\nF=\"two\nlines\"\n",
+        ),
+        ("outside.env", "BASE=x\nH=${TAG}\nI=${BASE}/i\nJ=\"$TAG\"\n"),
+        (".env", "TAG=from-dotenv\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
     let mut src = source(dir.path(), &[]);
     src.project_name = Some("p".into());
     let fake = pinner();
     let p = import(&src, Some(&fake)).await.unwrap_err();
-    has(&p, "quoted.env: lines 1, 3: read otherwise by compose");
-    assert!(!p.iter().any(|l| l.contains("plain.env")), "{p:#?}");
+    // Only the file with values to expand is refused, by its lines.
+    has(&p, "outside.env: lines 2, 3, 4: a value compose expands");
+    assert_eq!(p.len(), 1, "{p:#?}");
+
+    std::fs::remove_file(dir.path().join("outside.env")).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("compose.yaml")).unwrap();
+    let text = text.replace("    env_file: [outside.env]\n", "");
+    std::fs::write(dir.path().join("compose.yaml"), text).unwrap();
+    let d: serde_json::Value =
+        serde_json::from_slice(&import(&src, Some(&fake)).await.unwrap().bytes).unwrap();
+    let find = |id: &str| {
+        d["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    // A file Docker reads as compose does keeps Docker's format.
+    assert_eq!(find("plain").get("env-files-format"), None);
+    let quoted = find("quoted");
+    assert_eq!(quoted["env-files-format"], "compose");
+    assert_eq!(quoted["env-files"].as_array().unwrap().len(), 2);
+    // What the container reads at creation is what compose gives it.
+    let read = std::fs::read_to_string(dir.path().join("quoted.env")).unwrap();
+    assert_eq!(
+        crate::container_spec::compose_env_file(&read).unwrap(),
+        [
+            ("C", "quoted"),
+            ("D", "kept $X"),
+            ("E", "1"),
+            ("F", "two\nlines")
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+    );
 }

@@ -182,11 +182,22 @@ async fn retries_as_a_string_or_a_default_are_cast() {
 }
 
 #[tokio::test]
-async fn replicas_as_a_string_are_cast_and_more_than_one_refused() {
-    refused(
-        web("deploy:\n  replicas: \"4\"").await,
-        "web: deploy.replicas: 4: one container per service",
-    );
+async fn replicas_as_a_string_are_cast_and_none_refused() {
+    let (d, _) = run(
+        "services:\n  web:\n    image: reg.test/busybox:stable\n    deploy:\n      replicas: \"4\"\n",
+        &[],
+        &[],
+    )
+    .await
+    .unwrap();
+    let names: Vec<&Value> = d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "container")
+        .map(|r| &r["name"])
+        .collect();
+    assert_eq!(names, ["p-web-1", "p-web-2", "p-web-3", "p-web-4"]);
     let (w, _) = web("deploy:\n  replicas: \"1\"").await.unwrap();
     assert_eq!(w["name"], "p-web-1");
     refused(

@@ -21,6 +21,7 @@
 //! such as `/etc/localtime`, is mounted as its target).
 
 mod cache;
+pub mod dotenv;
 pub mod grants;
 mod planned;
 mod reads;
@@ -134,9 +135,12 @@ fn build_with(
             })
             .map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?;
         reads.insert(file.as_str().to_string(), Some(digest.to_string()));
-        env.extend(
-            parse_env_file(text).map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?,
-        );
+        let pairs = if container.env_files_compose {
+            compose_env_file(text)
+        } else {
+            parse_env_file(text)
+        };
+        env.extend(pairs.map_err(|e| err(format!("env-file {}: {e}", file.as_str())))?);
     }
     // Declared env wins over env-files, as `docker run --env-file -e` does.
     env.extend(container.env.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -214,6 +218,11 @@ fn build_with(
             "ports".to_string(),
             serde_json::to_value(&container.ports).unwrap_or(Value::Null),
         );
+    }
+    // Only when `compose`: a container reading its env-files as Docker
+    // does keeps the identity it had before the format existed.
+    if container.env_files_compose {
+        fields.insert("env-files-format".to_string(), json!("compose"));
     }
     // Only when declared: the identity of a container without one stays
     // what it was before `health` existed (no recreate on upgrade).
@@ -542,6 +551,17 @@ pub fn identity_of(
     sha256_hex(canonical.to_string().as_bytes())
 }
 
+/// An env-file read as compose reads one ([`dotenv`]), its values taken
+/// as they are once unquoted (`$$` a dollar): no variable is expanded at
+/// creation (import refuses a file whose values would need one), and a
+/// name alone takes no value.
+pub fn compose_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut plain = |raw: &str, _: &std::collections::HashMap<String, String>, _: usize| {
+        Ok(raw.replace("$$", "$"))
+    };
+    dotenv::read(text, &mut plain, &|_| None)
+}
+
 /// Parse an env-file the way `docker run --env-file` does: `KEY=VALUE`
 /// lines, `#` comments and blank lines skipped, a bare `KEY` taken from the
 /// host's own environment.
@@ -615,6 +635,53 @@ mod tests {
             panic!("a container");
         };
         build(decl, res, c)
+    }
+
+    #[test]
+    fn an_env_file_in_compose_s_format_is_read_so_and_part_of_the_identity() {
+        let dir = crate::test_dirs::test_dir();
+        let file = dir.path().join("app.env");
+        std::fs::write(&file, "export A=\"quoted\" # note\nB='single'\n").expect("write");
+        let files = json!([file.display().to_string()]);
+        let docker = parsed(json!([container(json!([]), files.clone())]));
+        let mut c = container(json!([]), files);
+        c["env-files-format"] = json!("compose");
+        let compose = parsed(json!([c]));
+        // Docker's reading refuses the `export` line; compose's reads it.
+        let e = built(&docker).expect_err("refused");
+        assert!(e.reason.contains("line 1: not a variable"), "{e:?}");
+        std::fs::write(&file, "A=\"quoted\" # note\nB='single'\n").expect("write");
+        let (d, k) = (
+            built(&docker).expect("built"),
+            built(&compose).expect("built"),
+        );
+        let env = |b: &BuiltContainer| b.spec.env.clone();
+        assert_eq!(
+            env(&k),
+            vec![
+                ("A".to_string(), "quoted".to_string()),
+                ("B".to_string(), "single".to_string())
+            ]
+        );
+        assert_eq!(
+            env(&d),
+            vec![
+                ("A".to_string(), "\"quoted\" # note".to_string()),
+                ("B".to_string(), "'single'".to_string())
+            ]
+        );
+        assert_ne!(d.identity, k.identity);
+        assert_eq!(k.fields["env-files-format"], "compose");
+        assert!(!d.fields.contains_key("env-files-format"));
+        // Any other format is refused by name.
+        let mut bad = container(json!([]), json!([]));
+        bad["env-files-format"] = json!("shell");
+        let doc = json!({"declaration": 1, "resources": [bad]});
+        let e = crate::declaration::parse(doc.to_string().as_bytes()).expect_err("refused");
+        assert!(
+            format!("{e:?}").contains(r#"\"shell\" is not an env-file format"#),
+            "{e:?}"
+        );
     }
 
     #[test]

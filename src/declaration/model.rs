@@ -165,6 +165,15 @@ pub struct Container {
     pub env: BTreeMap<String, String>,
     /// Files of environment variables, read at creation.
     pub env_files: Vec<AbsPath>,
+    /// The env-files read as compose reads an env file (quotes,
+    /// escapes, `export`, comments), not as `docker run --env-file` does
+    /// (each value as written). Written `env-files-format: "compose"`.
+    #[serde(
+        rename = "env-files-format",
+        skip_serializing_if = "is_docker_format",
+        serialize_with = "format_name"
+    )]
+    pub env_files_compose: bool,
     /// Bind mounts and volumes; targets distinct.
     pub mounts: Vec<Mount>,
     /// The network; the runtime's default when absent.
@@ -562,4 +571,13 @@ pub enum UnitState {
     Started,
     /// Not running.
     Stopped,
+}
+
+/// `env-files-format` left out for Docker's, the default.
+fn is_docker_format(compose: &bool) -> bool {
+    !*compose
+}
+
+fn format_name<S: serde::Serializer>(compose: &bool, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(if *compose { "compose" } else { "docker" })
 }

@@ -207,6 +207,9 @@ pub struct RawContainer {
     /// Files of environment variables.
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub env_files: List<String>,
+    /// How the env-files are read: `docker` (the default) or `compose`.
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub env_files_format: Field<String>,
     /// Bind mounts and volumes.
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub mounts: List<RawMount>,

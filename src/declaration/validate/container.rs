@@ -69,6 +69,17 @@ pub(super) fn read_container(
         .into_iter()
         .filter_map(|(path, text)| non_root_path(s, &path, &text))
         .collect();
+    let env_files_compose = match take(s, "env-files-format", c.env_files_format).as_deref() {
+        None | Some("docker") => false,
+        Some("compose") => true,
+        Some(other) => {
+            s.at(
+                "env-files-format",
+                format!("{other:?} is not an env-file format: \"docker\" (each value as written, as docker run --env-file reads it) or \"compose\" (quotes, escapes, export and comments read as compose reads them)"),
+            );
+            false
+        }
+    };
 
     let mut mounts: Vec<Mount> = Vec::new();
     let mut targets: HashMap<AbsPath, String> = HashMap::new();
@@ -246,6 +257,7 @@ pub(super) fn read_container(
         command,
         env,
         env_files,
+        env_files_compose,
         mounts,
         network,
         networks: entry.spans.joins.iter().map(|(_, j)| j.clone()).collect(),
