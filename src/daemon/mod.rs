@@ -23,14 +23,15 @@ mod dirwatch;
 pub mod handover;
 pub mod notify;
 mod reload;
+mod reload_tickets;
 mod runtime_wait;
+mod shared;
 mod status;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch, Mutex};
 
@@ -43,85 +44,26 @@ use crate::control::server::{self, Incoming};
 use crate::control::{Request, Response};
 use crate::declaration::Declaration;
 use crate::exit::Exit;
-use crate::metrics::service::{MetricsHandle, MetricsService};
+use crate::metrics::service::MetricsService;
 use crate::progress::Reporter;
-use crate::runtime::ContainerRuntime;
 use crate::schedule::fire::Firer;
 use crate::schedule::forward::Forwards;
 use crate::schedule::forward_keeper::Keeper;
 use crate::schedule::plan;
-use crate::schedule::scheduler::{Scheduler, SchedulerHandle};
+use crate::schedule::scheduler::Scheduler;
 use crate::schedule::step;
 use crate::store::Store;
 use crate::window::{Owner, Windows};
 
 use notify::Notifier;
-
-/// How the daemon is set up.
-#[derive(Debug, Clone)]
-pub struct DaemonConfig {
-    /// The state directory.
-    pub state_dir: PathBuf,
-    /// The runtime endpoint.
-    pub docker_host: Option<String>,
-    /// The declaration file applied at start and on reload.
-    pub declaration: PathBuf,
-    /// The control socket.
-    pub control_socket: PathBuf,
-    /// Where unit resources' files are written.
-    pub unit_dir: PathBuf,
-    /// Time between two reconciliations.
-    pub reconcile_interval: Duration,
-    /// The metrics textfile, if one is written.
-    pub metrics_file: Option<PathBuf>,
-    /// The alert template started for alerting events, if any.
-    pub on_alert: Option<crate::page::Template>,
-}
+pub use shared::DaemonConfig;
+use shared::{Daemon, LastApply, Trigger};
 
 /// How often `STATUS=` is refreshed when the window records' directory
 /// cannot be watched (inotify refused): otherwise it is refreshed on change
 /// only (an apply, a fire beginning or ending, a window record written or
 /// erased).
 const STATUS_FALLBACK_EVERY: Duration = Duration::from_secs(2);
-
-/// The last apply, for `STATUS=` and `status`.
-#[derive(Debug, Clone)]
-struct LastApply {
-    at: DateTime<Utc>,
-    ok: bool,
-    summary: String,
-}
-
-/// The running daemon's shared parts.
-struct Daemon {
-    cfg: DaemonConfig,
-    runtime: Arc<dyn ContainerRuntime>,
-    windows: Windows,
-    applier: Applier,
-    /// The state directory (for the armed declaration).
-    store: Store,
-    scheduler: SchedulerHandle,
-    /// The daemon's own applies are serialised here (the flock also
-    /// serialises it against applies of other processes).
-    applying: Mutex<()>,
-    declaration: Mutex<Option<Declaration>>,
-    last_apply: std::sync::Mutex<Option<LastApply>>,
-    /// The empty declaration file refused, until a declaration is applied.
-    empty_refused: std::sync::Mutex<Option<crate::answer::status::EmptyRefusal>>,
-    /// Signalled when the last apply changes (for `STATUS=`).
-    applied: tokio::sync::Notify,
-    /// What `status` needs of `applied.json`, read again only when the
-    /// file changed.
-    applied_for_status: crate::store::Cached<crate::apply::AppliedState>,
-    notifier: Notifier,
-    metrics: MetricsHandle,
-    /// Keeps shared folders' entries between applies.
-    folders: crate::acl::watch::Watcher,
-    /// `systemctl reload`s asked for and done.
-    reloads: reload::Reloads,
-    /// Set when the daemon stops.
-    stopping: watch::Receiver<bool>,
-}
 
 /// Run the daemon; returns the process exit code.
 pub fn run(cfg: DaemonConfig) -> u8 {
@@ -237,7 +179,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         &cfg.unit_dir,
     )
     .await;
-    let (reloads, queued_reloads) = reload::Reloads::new();
+    let (reloads, queued_reloads) = reload_tickets::Reloads::new();
     let daemon = Arc::new(Daemon {
         applier,
         store: store.clone(),
@@ -383,17 +325,6 @@ async fn answer(
             let _ = incoming.reply.send(response);
         });
     }
-}
-
-/// What made the daemon read its declaration file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trigger {
-    /// Its start.
-    Start,
-    /// `systemctl reload` (SIGHUP).
-    Reload,
-    /// The reconcile interval.
-    Reconcile,
 }
 
 impl Daemon {
@@ -658,7 +589,7 @@ impl Daemon {
                 self.notifier.reloading();
                 let ticket = self.reloads.request();
                 match self.reloads.served(ticket, self.stopping.clone()).await {
-                    reload::Served::Served => {
+                    reload_tickets::Served::Served => {
                         let status = self.status_line().await;
                         Response {
                             exit: Exit::Ok.code(),
@@ -669,7 +600,7 @@ impl Daemon {
                     // Not a failure of the unit: the operator's stop came
                     // first, and systemd counts a failed `ExecReload=`
                     // during a stop as the stop's own result.
-                    reload::Served::Overtaken => {
+                    reload_tickets::Served::Overtaken => {
                         let text = "not reloaded: the daemon began to stop first, and applies nothing more";
                         tracing::warn!("{text}");
                         Response {

@@ -5,7 +5,7 @@
 
 use chrono::Utc;
 
-use super::Daemon;
+use super::shared::Daemon;
 use crate::answer::status::{self, EmptyRefusal, LastApply, OpenWindow, Status};
 use crate::answer::Failure;
 use crate::attention::{self, Attention};
