@@ -21,8 +21,8 @@ use std::str::FromStr;
 use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeDelta, TimeZone, Utc};
 use chrono_tz::{GapInfo, Tz};
 
+use super::error::CronError;
 use super::parse::Fields;
-use super::CronError;
 
 /// How far apart offsets are sampled: wider than any real clock change
 /// (date-line moves reach 24 h) so that one window holds at most one change.

@@ -72,6 +72,7 @@
 //! crate's calendar ends in 2100: no fire is computed after that year.
 
 mod engine;
+mod error;
 mod parse;
 mod zone;
 
@@ -86,6 +87,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+pub use error::CronError;
 pub use zone::local_zone;
 
 /// A parsed five-field Debian cron expression.
@@ -95,11 +97,6 @@ pub struct CronSchedule {
     fields: parse::Fields,
     engine: engine::Engine,
 }
-
-/// Why an expression was refused; `Display` names the field and the reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CronError(pub String);
 
 /// How many parsed expressions [`CronSchedule::parse`] keeps.
 const PARSED_KEPT: usize = 4096;

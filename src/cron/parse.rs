@@ -5,7 +5,7 @@
 //! fixed-time jobs from clock-following ones. Everything Debian would refuse
 //! is refused here too, and so is what Debian accepts but can never run.
 
-use super::CronError;
+use super::error::CronError;
 
 /// The five fields, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
