@@ -17,10 +17,10 @@
 
 use std::path::Path;
 
+use super::args::{Cli, EXIT_REFUSED};
 use super::check::read_or_refuse;
 use super::local::{block_on, LocalHost};
 use super::output::print_on_file;
-use super::{Cli, EXIT_REFUSED};
 use crate::answer::apply::Applied;
 use crate::answer::Answer;
 use crate::apply::{Applier, InstallRefused};

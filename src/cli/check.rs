@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::args::{EXIT_OK, EXIT_REFUSED};
 use super::output::print_json;
-use super::{EXIT_OK, EXIT_REFUSED};
 use crate::declaration::{self, Declaration, ResourceKind, Role};
 
 #[derive(Debug, Serialize)]

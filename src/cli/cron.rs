@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
+use super::args::{EXIT_OK, EXIT_REFUSED};
 use super::output::print_json;
-use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cron::{local_zone, CronSchedule};
 
 #[derive(Debug, Serialize)]

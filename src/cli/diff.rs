@@ -11,10 +11,10 @@
 use std::path::Path;
 
 use super::apply::read_text;
+use super::args::{Cli, EXIT_REFUSED};
 use super::check::read_or_refuse;
 use super::local::{block_on, LocalHost};
 use super::output::print_on_file;
-use super::{Cli, EXIT_REFUSED};
 use crate::answer::apply::Previewed;
 use crate::answer::Answer;
 use crate::apply::Applier;

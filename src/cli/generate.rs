@@ -7,7 +7,7 @@ use std::path::Path;
 
 use clap_complete::Shell;
 
-use super::{EXIT_FAILED, EXIT_OK};
+use super::args::{EXIT_FAILED, EXIT_OK};
 
 /// Write `mesh-host.8`, one page per visible command (`mesh-host-run.8`,
 /// ...), `mesh-host-declaration.5`, and completions for bash, zsh and fish
@@ -38,7 +38,7 @@ fn write_all(dir: &Path) -> std::io::Result<()> {
 /// and options (the completions' generators would offer them all), and
 /// without clap's `help` command (which has no page).
 fn visible_command() -> clap::Command {
-    let mut cmd = super::command().disable_help_subcommand(true);
+    let mut cmd = super::args::command().disable_help_subcommand(true);
     let hidden: Vec<String> = cmd
         .get_arguments()
         .filter(|a| a.is_hide_set())

@@ -14,9 +14,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::args::{EXIT_FAILED, EXIT_OK};
 use super::logs::{entries, text, JOURNALCTL};
 use super::output::print_json;
-use super::{EXIT_FAILED, EXIT_OK};
 use crate::accounting::{self, parse::number, Usage};
 use crate::render;
 

@@ -17,8 +17,8 @@ use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use super::args::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
 use super::local::block_on;
-use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
 use crate::compose::pin::Pinner;
 use crate::compose::{self, Source};
 use crate::runtime::DockerRuntime;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::{Cli, EXIT_FAILED, EXIT_REFUSED};
+use super::args::{Cli, EXIT_FAILED, EXIT_REFUSED};
 use crate::answer::{Answer, Failure};
 use crate::clock::SystemClock;
 use crate::declaration::Declaration;

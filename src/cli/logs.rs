@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
+use super::args::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
 use crate::declaration::{self, ResourceKind, Role};
 use crate::schedule::output::is_fire_of;
 

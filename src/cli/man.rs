@@ -23,7 +23,7 @@ pub const OTHER_PAGES: &[&str] = &[
 
 /// Every page: its file name and its roff text.
 pub fn pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
-    let mut cmd = super::command().disable_help_subcommand(true);
+    let mut cmd = super::args::command().disable_help_subcommand(true);
     cmd.build();
     let subs: Vec<&clap::Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).collect();
     let mut out = vec![("mesh-host.8".to_owned(), main_page(&cmd, &subs)?)];

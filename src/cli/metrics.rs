@@ -1,7 +1,7 @@
 //! `mesh-host metrics --local`: the metrics text computed from the state
 //! directory, for a node where no daemon runs.
 
-use super::{Cli, EXIT_FAILED, EXIT_OK};
+use super::args::{Cli, EXIT_FAILED, EXIT_OK};
 use crate::store::Store;
 
 /// Print the metrics text.

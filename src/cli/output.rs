@@ -23,7 +23,7 @@
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::EXIT_FAILED;
+use super::args::EXIT_FAILED;
 use crate::answer::{Answer, Failure};
 use crate::control::Response;
 

@@ -2,10 +2,11 @@
 
 use std::time::Instant;
 
+use super::args::Cli;
 use super::local::block_on;
+use super::logs;
 use super::output::print_response;
 use super::progress::{self, Followed, View};
-use super::{logs, Cli};
 use crate::control::{client, Request, Response};
 use crate::progress::Reporter;
 
@@ -32,7 +33,7 @@ pub(super) fn form(json: bool) -> client::Form {
 }
 
 fn print_answer(answer: Result<Response, String>, json: bool) -> u8 {
-    print_answer_or(answer, json, super::EXIT_FAILED)
+    print_answer_or(answer, json, super::args::EXIT_FAILED)
 }
 
 /// The daemon's answer printed, its exit code returned; `unreachable` when
@@ -59,7 +60,7 @@ pub fn reload(cli: &Cli) -> u8 {
                 Ok(term) => term,
                 Err(e) => {
                     crate::errln!("mesh-host: cannot handle SIGTERM: {e}");
-                    return super::EXIT_FAILED;
+                    return super::args::EXIT_FAILED;
                 }
             };
         tokio::select! {
@@ -68,7 +69,7 @@ pub fn reload(cli: &Cli) -> u8 {
             }
             _ = term.recv() => {
                 crate::outln!("the daemon is being stopped: the reload is left to it");
-                super::EXIT_OK
+                super::args::EXIT_OK
             }
         }
     })
@@ -106,7 +107,7 @@ pub fn apply(cli: &Cli, file: &std::path::Path, allow_empty: bool, json: bool) -
             }
             Err(e) => {
                 crate::errln!("mesh-host: {e}");
-                super::EXIT_FAILED
+                super::args::EXIT_FAILED
             }
         }
     })

@@ -2,8 +2,8 @@
 //! read from the state directory in this process (no daemon, no container
 //! runtime needed), printed as the daemon's is.
 
+use super::args::Cli;
 use super::output::print_local;
-use super::Cli;
 use crate::answer::status_local::{local, LocalPaths};
 
 /// Run `status --local`; `all_steps`: list every step however many

@@ -7,9 +7,9 @@
 //! same document. Without `--local` the daemon does it
 //! ([`crate::schedule::scheduler::SchedulerHandle::suspend`]).
 
+use super::args::Cli;
 use super::local::load_step;
 use super::output::{print_failure, print_local};
-use super::Cli;
 use crate::answer::suspend::Suspension;
 use crate::answer::Failure;
 use crate::schedule::suspend;

@@ -1,8 +1,8 @@
 //! `mesh-host take ID`: the declaration file read here, the consent
 //! recorded and answered by [`crate::answer::take`].
 
+use super::args::{Cli, EXIT_REFUSED};
 use super::output::print_local;
-use super::{Cli, EXIT_REFUSED};
 use crate::declaration;
 
 /// Run the command.
