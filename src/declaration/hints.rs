@@ -2,7 +2,7 @@
 //! likely meant, and what a file that is not JSON most likely is.
 //!
 //! The known fields come from the declaration's JSON Schema
-//! ([`super::SCHEMA`]), which the tests hold equal to what the validator
+//! ([`super::version::SCHEMA`]), which the tests hold equal to what the validator
 //! reads, so a hint never names a field `check` would refuse.
 
 use std::sync::LazyLock;
@@ -39,7 +39,7 @@ pub enum Fields {
 }
 
 static SCHEMA: LazyLock<Value> =
-    LazyLock::new(|| serde_json::from_str(super::SCHEMA).unwrap_or(Value::Null));
+    LazyLock::new(|| serde_json::from_str(super::version::SCHEMA).unwrap_or(Value::Null));
 
 /// The field names the schema gives `fields`.
 pub fn known(fields: Fields) -> Vec<&'static str> {

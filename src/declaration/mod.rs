@@ -36,10 +36,12 @@ pub mod networking;
 pub mod options;
 pub mod overlaps;
 pub mod raw;
+mod refusal;
 pub mod sandbox;
 mod strict;
 pub mod types;
 mod validate;
+mod version;
 
 #[cfg(test)]
 mod bounds_tests;
@@ -52,10 +54,6 @@ mod security_tests;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
-use serde::Serialize;
-
 pub use identity::{
     root_granting_group, Access, AccountName, Grant, Identity, SharedFolder, ROOT_GRANTING,
 };
@@ -65,18 +63,12 @@ pub use model::{
     Resource, ResourceKind, Role, Schedule, Step, Unit, UnitState,
 };
 pub use networking::{NetworkJoin, NetworkResource, Restart, Subnet, VolumeResource};
+pub use refusal::{Problem, Refusal};
 pub use types::{
     AbsPath, ContainerName, ImageRef, InvalidValue, Mode, ModuleName, NetworkName, Owner,
     ResourceId, UnitName, UserSpec, VolumeName,
 };
-
-/// The declaration's JSON Schema (`mesh-host schema`): the shape of each
-/// field, for editors. [`parse`] is the authority; tests check that the
-/// two agree on the examples and that every field the model has is in it.
-pub const SCHEMA: &str = include_str!("schema.json");
-
-/// The only declaration version this host reads.
-pub const VERSION: u64 = 1;
+pub use version::{SCHEMA, VERSION};
 
 /// Parse and validate a declaration.
 ///
@@ -132,66 +124,4 @@ pub fn parse(bytes: &[u8]) -> Result<Declaration, Refusal> {
     validator
         .finish(raw)
         .map_err(|problems| Refusal { problems })
-}
-
-/// Why a declaration was refused: every problem found in it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Refusal {
-    /// The problems, in declaration order: top-level ones first, then each
-    /// resource's in the order of the resources.
-    pub problems: Vec<Problem>,
-}
-
-impl Refusal {
-    fn single(field: Option<&str>, message: String) -> Self {
-        Refusal {
-            problems: vec![Problem {
-                resource: None,
-                field: field.map(str::to_owned),
-                message,
-            }],
-        }
-    }
-}
-
-impl fmt::Display for Refusal {
-    /// One line per problem, no trailing newline.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, problem) in self.problems.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{problem}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Refusal {}
-
-/// One problem in a declaration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// The resource: its id, or `resources[N]` when it has no valid id (or
-    /// shares it with an earlier resource); `None` for the top level.
-    pub resource: Option<String>,
-    /// The field, as a path inside the resource (`mounts[0].readonly`,
-    /// `while-stopped[1]`), or inside the top level when `resource` is `None`.
-    pub field: Option<String>,
-    /// What is wrong, in one line.
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    /// `resource: field: message`, leaving out what is not known. Ids cannot
-    /// contain `:`, so the line splits unambiguously.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(resource) = &self.resource {
-            write!(f, "{resource}: ")?;
-        }
-        if let Some(field) = &self.field {
-            write!(f, "{field}: ")?;
-        }
-        f.write_str(&self.message)
-    }
 }

@@ -29,7 +29,7 @@ pub struct Declaration {
 impl Serialize for Declaration {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("declaration", &super::VERSION)?;
+        map.serialize_entry("declaration", &super::version::VERSION)?;
         map.serialize_entry("resources", &self.resources)?;
         map.end()
     }

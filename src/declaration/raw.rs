@@ -103,7 +103,7 @@ pub struct RawDeclaration {
 /// the compiler ties what is written to what is read.
 #[derive(Debug, Serialize)]
 pub struct WrittenDeclaration {
-    /// [`super::VERSION`].
+    /// [`super::version::VERSION`].
     pub declaration: u64,
     /// The resources, in order.
     pub resources: Vec<RawResource>,

@@ -15,8 +15,8 @@ use std::collections::HashSet;
 use super::raw::{
     kind_of, Field, Listed, RawDeclaration, RawResource, MAX_RESOURCES, RESOURCE_TYPES,
 };
+use super::refusal::Problem;
 use super::types::{ModuleName, ResourceId};
-use super::Problem;
 use container::read_container;
 use cross_check::cross_check;
 use entry::{Entry, Kind};

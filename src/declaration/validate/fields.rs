@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::declaration::options::OWN_LABEL_PREFIXES;
 use crate::declaration::raw::{kind_of, Field, List};
+use crate::declaration::refusal::Problem;
 use crate::declaration::types::{AbsPath, ResourceId};
-use crate::declaration::Problem;
 
 /// Longest `timeout` taken: 30 days. Longer is almost surely a unit mistake
 /// (milliseconds), and keeps deadlines far from overflowing.
@@ -293,4 +294,39 @@ fn read_arg_list(s: &mut Sink, field: &str, value: List<String>) -> Option<Vec<S
         }
     }
     Some(args)
+}
+
+/// A map of strings (`labels`, `driver-opts`): names not empty, no NUL;
+/// with `own_refused`, names under mesh-host's own prefixes refused.
+pub(super) fn read_string_map(
+    s: &mut Sink,
+    field: &str,
+    raw: Field<BTreeMap<String, Field<String>>>,
+    own_refused: bool,
+) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for (key, value) in take(s, field, raw).unwrap_or_default() {
+        let path = key_path(field, &key);
+        let key_ok = if key.is_empty() {
+            s.at(&path, "a name must not be empty");
+            false
+        } else if let Some(prefix) = OWN_LABEL_PREFIXES
+            .iter()
+            .find(|p| own_refused && key.starts_with(**p))
+        {
+            s.at(
+                &path,
+                format!("{key:?}: labels under {prefix:?} are mesh-host's own"),
+            );
+            false
+        } else {
+            no_nul(s, &path, &key, "the name")
+        };
+        if let Some(value) = take(s, &path, value) {
+            if no_nul(s, &path, &value, "the value") && key_ok {
+                map.insert(key, value);
+            }
+        }
+    }
+    map
 }

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use super::entry::{Entry, Kind};
-use super::fields::{check, no_nul, refuse_unknown, require, take, take_list, Found, Sink};
-use super::options::read_string_map;
+use super::fields::{
+    check, no_nul, read_string_map, refuse_unknown, require, take, take_list, Found, Sink,
+};
 use crate::declaration::hints::Fields;
 use crate::declaration::networking::{
     NetworkJoin, NetworkResource, Subnet, VolumeResource, RUNTIME_NETWORKS,

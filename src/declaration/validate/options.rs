@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::fields::{
-    key_path, no_nul, read_entrypoint, refuse_unknown, require, take, take_list, Sink,
+    key_path, no_nul, read_entrypoint, read_string_map, refuse_unknown, require, take, take_list,
+    Sink,
 };
 use crate::declaration::hints::Fields;
 use crate::declaration::networking::Restart;
 use crate::declaration::options::{
-    sysctl_namespaced, ContainerOptions, Device, HostAddress, Tmpfs, Ulimit, CAPABILITIES,
-    OWN_LABEL_PREFIXES, ULIMITS,
+    sysctl_namespaced, ContainerOptions, Device, HostAddress, Tmpfs, Ulimit, CAPABILITIES, ULIMITS,
 };
 use crate::declaration::raw::{kind_of, Field, List, RawDevice, RawOptions, RawTmpfs, RawUlimit};
 
@@ -22,41 +22,6 @@ const MAX_STOP_GRACE_SECS: u64 = 3600;
 
 /// Most CPUs `cpus` takes.
 const MAX_CPUS: f64 = 1024.0;
-
-/// A map of strings (`labels`, `driver-opts`): names not empty, no NUL;
-/// with `own_refused`, names under mesh-host's own prefixes refused.
-pub(super) fn read_string_map(
-    s: &mut Sink,
-    field: &str,
-    raw: Field<BTreeMap<String, Field<String>>>,
-    own_refused: bool,
-) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    for (key, value) in take(s, field, raw).unwrap_or_default() {
-        let path = key_path(field, &key);
-        let key_ok = if key.is_empty() {
-            s.at(&path, "a name must not be empty");
-            false
-        } else if let Some(prefix) = OWN_LABEL_PREFIXES
-            .iter()
-            .find(|p| own_refused && key.starts_with(**p))
-        {
-            s.at(
-                &path,
-                format!("{key:?}: labels under {prefix:?} are mesh-host's own"),
-            );
-            false
-        } else {
-            no_nul(s, &path, &key, "the name")
-        };
-        if let Some(value) = take(s, &path, value) {
-            if no_nul(s, &path, &value, "the value") && key_ok {
-                map.insert(key, value);
-            }
-        }
-    }
-    map
-}
 
 pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
     let entrypoint = read_entrypoint(s, raw.entrypoint);

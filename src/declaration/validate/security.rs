@@ -3,8 +3,7 @@
 //! no-new-privileges, each of a form Docker's daemon takes by itself, and
 //! a log driver with its options.
 
-use super::fields::{refuse_unknown, take, take_list, Sink};
-use super::options::read_string_map;
+use super::fields::{read_string_map, refuse_unknown, take, take_list, Sink};
 use crate::declaration::hints::Fields;
 use crate::declaration::options::{security_opt_problem, Logging};
 use crate::declaration::raw::{Field, List, RawLogging};
