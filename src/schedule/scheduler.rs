@@ -224,6 +224,11 @@ impl SchedulerHandle {
 }
 
 /// The scheduler task's state.
+///
+/// Impl spread: the one task owns the whole table, so its loop is here and
+/// two of its jobs that read as concepts of their own have files beside it,
+/// `scheduler/owed.rs` (catch-ups a window was in the way of) and
+/// `scheduler/sync.rs` (the steps replaced after an apply).
 pub struct Scheduler {
     table: JobTable,
     steps: BTreeMap<String, ScheduledStep>,

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The layout checks fail where they must: small crates written here, each
 with what one check exists to catch (a circle through `super::` and bare
-`child::` paths, an import against the layers, a room the page forgets),
+`child::` paths, an import against the layers, a room the page forgets,
+a type's inherent impls over three files),
 and the same crates without it, which pass.
 
 Usage: selftest.py   (tests/run runs it in its layout phase)
@@ -19,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import architecture  # noqa: E402
 import circles  # noqa: E402
 import graph  # noqa: E402
+import impls  # noqa: E402
 
 
 def crate(files):
@@ -174,6 +176,58 @@ class Architecture(unittest.TestCase):
         src = graph.default_src()
         with open(os.path.join(os.path.dirname(src), "docs", "architecture.md"), encoding="utf-8") as f:
             self.assertEqual(architecture.check(src, f.read()), [])
+
+
+# A type of a/mod.rs with inherent impls in three files, and impls of a
+# trait and of `impl Trait` types that are no inherent impls of it.
+SPREAD = {
+    "lib.rs": "mod a;\n",
+    "a/mod.rs": "mod b;\nmod c;\n/// The table.\n#[derive(Debug)]\npub struct Table;\nimpl Table { fn one(&self) {} }\n",
+    "a/b.rs": "use super::Table;\nimpl Table { fn two(&self) {} }\n",
+    "a/c.rs": "impl super::Table { fn three(&self) {} }\n",
+}
+
+
+def spread_problems(files):
+    return impls.check(crate(files))[1]
+
+
+class Impls(unittest.TestCase):
+    def test_inherent_impls_of_one_type_in_three_files_fail(self):
+        got = spread_problems(SPREAD)
+        self.assertEqual(len(got), 1, got)
+        self.assertIn("inherent impls of Table (defined in src/a/mod.rs) spread over 3 files", got[0])
+        self.assertIn("src/a/b.rs, src/a/c.rs, src/a/mod.rs", got[0])
+
+    def test_a_doc_line_saying_why_lets_them_be(self):
+        mod = SPREAD["a/mod.rs"].replace("/// The table.\n", "/// The table.\n///\n/// Impl spread: each file a concept.\n")
+        self.assertEqual(spread_problems(dict(SPREAD, **{"a/mod.rs": mod})), [])
+
+    def test_two_files_trait_impls_and_impl_trait_types_pass(self):
+        files = dict(
+            SPREAD,
+            **{
+                "a/c.rs": "use std::fmt;\nimpl fmt::Display for super::Table {\n"
+                "    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { Ok(()) }\n}\n"
+                "pub fn each(t: &super::Table) -> impl Iterator<Item = u8> + '_ { std::iter::empty() }\n"
+                "#[cfg(test)]\nmod tests {\n    impl super::super::Table { fn four(&self) {} }\n}\n"
+            },
+        )
+        self.assertEqual(spread_problems(files), [])
+
+    def test_types_of_one_name_in_two_rooms_are_two_types(self):
+        files = dict(
+            SPREAD,
+            **{
+                "lib.rs": "mod a;\nmod d;\n",
+                "d.rs": "pub struct Table;\nimpl Table { fn other(&self) {} }\n",
+            },
+        )
+        self.assertEqual(len(spread_problems(files)), 1)
+        self.assertEqual(spread_problems(dict(files, **{"a/c.rs": "\n"})), [])
+
+    def test_the_crates_own_impls_pass(self):
+        self.assertEqual(impls.check(graph.default_src())[1], [])
 
 
 if __name__ == "__main__":
