@@ -118,7 +118,7 @@ impl<A: Answer> Answer for Result<A, Failure> {
 
 /// The JSON Schema of each `--json` document, by command (draft 2020-12),
 /// kept beside the code that builds the documents.
-pub const SCHEMAS: [(&str, &str); 8] = [
+pub const SCHEMAS: [(&str, &str); 9] = [
     ("status", include_str!("schema/status.json")),
     ("apply", include_str!("schema/apply.json")),
     ("plan", include_str!("schema/plan.json")),
@@ -126,6 +126,7 @@ pub const SCHEMAS: [(&str, &str); 8] = [
     ("suspend", include_str!("schema/suspend.json")),
     ("take", include_str!("schema/take.json")),
     ("logs", include_str!("schema/logs-line.json")),
+    ("history", include_str!("schema/history.json")),
     ("error", include_str!("schema/error.json")),
 ];
 
