@@ -118,7 +118,7 @@ impl<A: Answer> Answer for Result<A, Failure> {
 
 /// The JSON Schema of each `--json` document, by command (draft 2020-12),
 /// kept beside the code that builds the documents.
-pub const SCHEMAS: [(&str, &str); 9] = [
+pub const SCHEMAS: [(&str, &str); 11] = [
     ("status", include_str!("schema/status.json")),
     ("apply", include_str!("schema/apply.json")),
     ("plan", include_str!("schema/plan.json")),
@@ -127,6 +127,8 @@ pub const SCHEMAS: [(&str, &str); 9] = [
     ("take", include_str!("schema/take.json")),
     ("logs", include_str!("schema/logs-line.json")),
     ("history", include_str!("schema/history.json")),
+    ("check", include_str!("schema/check.json")),
+    ("cron", include_str!("schema/cron.json")),
     ("error", include_str!("schema/error.json")),
 ];
 
