@@ -353,8 +353,8 @@ pub enum Command {
         )]
         metrics_file: std::ffi::OsString,
         /// A service template (NAME@.service) to start an instance of for
-        /// every will-not-start-again, held-unhealthy, step-failed and
-        /// step-missed event, once the step's window has closed (at once
+        /// every will-not-start-again, held-unhealthy, step-failed,
+        /// step-missed and rollout-rolled-back event, once the step's window has closed (at once
         /// when its close gave up while the runtime was away). The
         /// instance is named after the event, the step and the page's own
         /// id (%I is `EVENT:STEP:ID`) and finds the event's fields with

@@ -24,8 +24,8 @@ pub use networking::{NetworkAttach, NetworkInfo, NetworkSpec, VolumeInfo, Volume
 
 pub use docker::DockerRuntime;
 pub use replace::{
-    carried_volumes, is_anonymous_volume, kept_volumes_note, replace, replaced_base, replaced_name,
-    Replaced,
+    carried_volumes, is_anonymous_volume, kept_volumes_note, put_back, remove_replaced, replace,
+    replace_keeping_aside, replaced_base, replaced_name, Replaced,
 };
 
 /// Label set to `"true"` on every container the host creates; the host lists,
@@ -531,6 +531,8 @@ pub struct Health {
     /// start period, then one check more than its retries, each up to
     /// interval + timeout (Docker's defaults where unset). `None`: unknown.
     pub decides_within: Option<std::time::Duration>,
+    /// Its start period (zero when none is set or it is unknown).
+    pub start_period: std::time::Duration,
 }
 
 /// One entry of [`RuntimeView::list_managed`].

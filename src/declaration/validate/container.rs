@@ -188,6 +188,9 @@ pub(super) fn read_container(
         );
     }
 
+    let rollback_after =
+        timing::read_rollback_after(s, c.rollback_after, role_kind == RoleKind::Service);
+
     let has_depends_on = matches!(&c.depends_on, Field::Present(v) if !v.is_empty());
     let depends_on = super::depends::read_depends_on(s, c.depends_on);
     let restart_on = take_list(s, "restart-on", c.restart_on);
@@ -258,6 +261,7 @@ pub(super) fn read_container(
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
         health,
+        rollback_after,
         options,
     })
 }

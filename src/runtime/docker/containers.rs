@@ -511,6 +511,12 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
     // Docker reports the zero time for a run that never started or ended.
     let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
     let decides_within = health_decides_within(config.healthcheck.as_ref());
+    let start_period = config
+        .healthcheck
+        .as_ref()
+        .and_then(|h| h.start_period)
+        .and_then(|nanos| u64::try_from(nanos).ok())
+        .map_or(std::time::Duration::ZERO, std::time::Duration::from_nanos);
     let volumes = volumes(raw.mounts.unwrap_or_default());
     ContainerInfo {
         id: raw.id.unwrap_or_default(),
@@ -548,6 +554,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
                 status,
                 last_output,
                 decides_within,
+                start_period,
             })
         }),
         volumes,

@@ -70,12 +70,14 @@ impl FakeRuntime {
                     status: status.clone(),
                     last_output: output.clone(),
                     decides_within: None,
+                    start_period: std::time::Duration::ZERO,
                 }
             } else {
                 super::Health {
                     status: "starting".into(),
                     last_output: String::new(),
                     decides_within: None,
+                    start_period: std::time::Duration::ZERO,
                 }
             })
         };
