@@ -230,3 +230,96 @@ fn an_apply_killed_while_judging_leaves_one_running_and_the_next_apply_rolls_bac
     old_one_runs(&w, &web);
     assert_eq!(running_count(&w, &web), 1);
 }
+
+/// Push a busybox image declaring `VOLUME /data` (and `health`, a
+/// Dockerfile HEALTHCHECK line, if any) to `REPO:TAG` of the node's
+/// registry, replacing what the tag pointed to: `(REPO:TAG, digest)`.
+fn push_to_tag(w: &World, tag: &str, variant: &str, health: Option<&str>) -> (String, String) {
+    let repo = format!("{}/busybox-update", w.node.registry());
+    let tagged = format!("{repo}:{tag}");
+    // `docker commit --change` takes no HEALTHCHECK: a build (the
+    // classic builder, from the image present) does.
+    let dockerfile = format!(
+        "FROM {}\nVOLUME [\"/data\"]\nENV MESH_VARIANT={variant}\n{}\n",
+        w.busybox(),
+        health.unwrap_or("")
+    );
+    let script = format!(
+        "unset DOCKER_HOST; set -e; docker pull -q {busybox} >/dev/null; \
+         printf '%s' {dockerfile} | DOCKER_BUILDKIT=0 docker build -q -t {t} - >/dev/null; \
+         docker push -q {t} >/dev/null; \
+         docker image inspect -f '{{{{range .RepoDigests}}}}{{{{println .}}}}{{{{end}}}}' {t} \
+           | grep -m1 '^{repo}@sha256:' | sed 's/.*@//'; docker rmi {t} >/dev/null",
+        busybox = quote(&w.busybox()),
+        dockerfile = quote(&dockerfile),
+        t = quote(&tagged),
+    );
+    let digest = w.node.sh_ok(&script).trim().to_string();
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    (tagged, digest)
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn update_follows_a_moved_tag_and_a_rolled_back_one_puts_the_old_digest_back() {
+    let mut w = World::new("rb-update");
+    let web = w.name("web");
+    let tag = format!("{}-web", w.name("t"));
+    let (tagged, first) = push_to_tag(&w, &tag, "1", None);
+    let svc = |digest: &str| {
+        json!({"id": "web", "type": "container", "name": web,
+               "image": format!("{tagged}@{digest}"), "update": "registry",
+               "command": ["sh", "-c", SERVICE_CMD], "network": "none",
+               "rollback-after": 5})
+    };
+    let decl = w.declaration("d.json", json!([other(&w), svc(&first)]));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // Nothing moved: the file is left as it is.
+    let out = w.mesh(&["update", &decl, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(answer["moved"], json!([]), "{answer}");
+    assert_eq!(answer["left"][0]["why"], "current", "{answer}");
+
+    // A healthy new image on the tag: moved, written, applied.
+    let (_, second) = push_to_tag(&w, &tag, "2", Some("HEALTHCHECK --interval=1s CMD true"));
+    let out = w.mesh(&["update", &decl, "--apply", "--local"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("web: {tagged} moved {first} -> {second}")),
+        "{}",
+        stdout(&out)
+    );
+    let written = std::fs::read_to_string(&decl).expect("read");
+    assert!(written.contains(&second), "{written}");
+    let previous = std::fs::read_to_string(format!("{decl}.previous")).expect("previous");
+    assert!(previous.contains(&first), "{previous}");
+    assert!(w.inspect(&web, "{{.Config.Image}}").ends_with(&second));
+
+    // One whose own check fails: rolled back, the file back on the
+    // digest that runs, and the next update skips the refused one.
+    let (_, third) = push_to_tag(
+        &w,
+        &tag,
+        "3",
+        Some("HEALTHCHECK --interval=1s --retries=1 CMD false"),
+    );
+    let out = w.mesh(&["update", &decl, "--apply", "--local"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(w.inspect(&web, "{{.Config.Image}}").ends_with(&second));
+    w.wait_running("web to run again", &web);
+    let written = std::fs::read_to_string(&decl).expect("read");
+    assert!(
+        written.contains(&second) && !written.contains(&third),
+        "{written}"
+    );
+    let journal = w.journal(&["MESH_EVENT=rollout-rolled-back"]);
+    assert!(journal.contains("rolled back: web"), "{journal}");
+    let out = w.mesh(&["update", &decl, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(answer["moved"], json!([]), "{answer}");
+    assert_eq!(answer["left"][0]["why"], "refused", "{answer}");
+}

@@ -215,6 +215,11 @@ pub struct Container {
         serialize_with = "serialize_seconds"
     )]
     pub rollback_after: Option<Duration>,
+    /// `"registry"`: `mesh-host update` moves the image's digest to what
+    /// its tag points to now. Not part of the identity (the digest it
+    /// writes is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdatePolicy>,
     /// Entrypoint, privileges, limits and the rest beyond the image.
     #[serde(flatten)]
     pub options: super::options::ContainerOptions,
@@ -230,6 +235,15 @@ impl Container {
     pub fn rollback_after(&self) -> Duration {
         self.rollback_after.unwrap_or(DEFAULT_ROLLBACK_AFTER)
     }
+}
+
+/// How a container's image is updated (`update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpdatePolicy {
+    /// Follow the image's tag in its registry (Podman's
+    /// `io.containers.autoupdate: registry`).
+    Registry,
 }
 
 /// A container's declared `health`.

@@ -103,6 +103,11 @@ pub trait RuntimeView: Send + Sync + fmt::Debug {
     /// import` pins tags with them).
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError>;
 
+    /// The digest (`sha256:…`) the registry says `REPO:TAG` points to now,
+    /// asked through the runtime (Docker's distribution inspection, with
+    /// the runtime's registry credentials); nothing is pulled.
+    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError>;
+
     /// Whether the runtime's own log driver writes a container's output to
     /// the journal with the fields of its [`JournalLog`] (Docker). When it
     /// does not (Podman 4.3, whose driver carries no label), mesh-host

@@ -321,6 +321,21 @@ impl RuntimeView for FakeRuntime {
         Ok(state.images.contains(reference).then(Vec::new))
     }
 
+    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError> {
+        let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
+        state
+            .repo_digests
+            .get(reference)
+            .and_then(|d| d.first())
+            .and_then(|d| d.split_once('@'))
+            .map(|(_, digest)| digest.to_string())
+            .ok_or_else(|| RuntimeError::Registry {
+                reference: reference.to_owned(),
+                status: 404,
+                reason: "manifest unknown".into(),
+            })
+    }
+
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
         let state = self.enter(Call::Network(name.to_owned()))?;
         Ok(state.networks.info(name, &state.containers))
