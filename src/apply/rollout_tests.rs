@@ -200,3 +200,49 @@ async fn a_kill_while_judging_is_finished_by_the_next_apply() {
     assert!(!names.contains(&replaced_name("web")), "{names:?}");
     assert!(rollouts::in_flight(&r.store).expect("read").is_empty());
 }
+
+#[tokio::test]
+async fn a_kill_mid_roll_back_is_finished_by_the_next_apply_never_retried() {
+    let r = rig();
+    assert!(r.apply(json!([checked(1)])).await.ok);
+    let volume = data_volume(&r, "web");
+    // As a kill between the removal of the new container and the rename
+    // back leaves it: the refusal recorded, the old one set aside alone.
+    r.fake.stop("web").await.expect("stop");
+    r.fake
+        .rename("web", &replaced_name("web"))
+        .await
+        .expect("rename");
+    let refused = {
+        let d = decl(json!([checked(2)]));
+        let (res, c) = d.containers().next().expect("web");
+        crate::container_spec::build(&d, res, c).expect("build")
+    };
+    rollouts::refuse(
+        &r.store,
+        "web",
+        &rollouts::Refused {
+            id: "web".into(),
+            identity: refused.identity,
+            image: img(2),
+            reason: "not healthy after 9 s".into(),
+            at: Utc::now(),
+        },
+    )
+    .expect("refuse");
+    r.fake.clear_calls();
+    let report = r.apply(json!([checked(2)])).await;
+    assert!(!report.ok, "{report}");
+    assert!(
+        reason(&report, "web").starts_with("an interrupted roll back is finished"),
+        "{report}"
+    );
+    assert!(
+        !r.fake.calls().iter().any(|c| matches!(c, Call::Create(_))),
+        "the refused definition is not made"
+    );
+    assert!(r.fake.is_running("web"));
+    assert_eq!(r.fake.spec_of("web").expect("web").image, img(1));
+    assert_eq!(data_volume(&r, "web"), volume);
+    assert!(!r.fake.container_names().contains(&replaced_name("web")));
+}
