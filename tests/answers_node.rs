@@ -366,3 +366,105 @@ fn take_answers_by_its_schema_and_says_why_it_refuses() {
         validate("take refused", "error", &refused, false);
     }
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn apply_diff_and_plan_answer_one_document_from_the_daemon_and_from_local() {
+    let mut w = World::new("answersapply");
+    let web = w.name("web");
+    let gc = w.name("gc");
+    let img = w.busybox();
+    let resources = json!([
+        declare::service("web", &web, &img),
+        declare::step("gc", &gc, &img, "echo collected", &["web"], 60),
+    ]);
+    let applied = w.apply_local(resources.clone());
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied));
+    // The same declaration (nothing would change), one with a label more
+    // on web (it would be recreated), one refused, one of nothing.
+    let same = w.declaration("same.json", resources.clone());
+    let mut labelled = declare::service("web", &web, &img);
+    labelled["labels"] = json!({"tier": "front"});
+    let changed = w.declaration(
+        "changed.json",
+        json!([
+            labelled,
+            declare::step("gc", &gc, &img, "echo collected", &["web"], 60)
+        ]),
+    );
+    let refused = w.declaration("refused.json", json!([{"type": "container", "id": "x"}]));
+    let empty = w.declaration("empty.json", json!([]));
+    let commands: [(&str, &str, Vec<&str>, i32); 7] = [
+        ("diff of the same", "apply", vec!["diff", &same], 0),
+        ("diff of a change", "apply", vec!["diff", &changed], 1),
+        ("diff of a refused file", "apply", vec!["diff", &refused], 2),
+        ("diff of nothing", "apply", vec!["diff", &empty], 2),
+        (
+            "apply of a refused file",
+            "apply",
+            vec!["apply", &refused],
+            2,
+        ),
+        ("apply of the same", "apply", vec!["apply", &same], 0),
+        ("plan", "plan", vec!["plan", "gc"], 0),
+    ];
+    let local = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--json", "--local"]);
+        w.mesh(&all)
+    };
+    let alone: Vec<Output> = commands.iter().map(|(_, _, args, _)| local(args)).collect();
+    let d = DaemonUnit::started_with_args(&w, "--metrics-file=", resources);
+    let through: Vec<Output> = commands
+        .iter()
+        .map(|(_, _, args, _)| {
+            let mut all = args.clone();
+            all.push("--json");
+            d.cli(&all)
+        })
+        .collect();
+    for (((what, command, _, code), daemon), local) in commands.iter().zip(&through).zip(&alone) {
+        same_answer(what, command, daemon, local, *code);
+    }
+    // What each says, beyond its shape.
+    for (what, out) in [("--local", &alone[1]), ("daemon", &through[1])] {
+        let r = json_of(what, out);
+        assert_eq!(r["changed"], true, "{what}: {r:#}");
+        assert!(
+            r["lines"].as_array().is_some_and(|l| l
+                .iter()
+                .any(|l| l["id"] == "web" && l["action"] != "unchanged")),
+            "{what}: {r:#}"
+        );
+    }
+    for (what, out) in [("--local", &alone[2]), ("daemon", &through[2])] {
+        let r = json_of(what, out);
+        assert_eq!(r["accepted"], false, "{what}: {r:#}");
+        assert!(
+            r["problems"].as_array().is_some_and(|p| !p.is_empty()),
+            "{what}: {r:#}"
+        );
+    }
+    for (what, out) in [("--local", &alone[3]), ("daemon", &through[3])] {
+        let r = json_of(what, out);
+        assert_eq!(r["empty"]["applied"], 2, "{what}: {r:#}");
+    }
+    for (what, out) in [("--local", &alone[6]), ("daemon", &through[6])] {
+        let r = json_of(what, out);
+        assert_eq!(r["step"], "gc", "{what}: {r:#}");
+        assert_eq!(r["stop-order"], json!([web]), "{what}: {r:#}");
+    }
+    // A refusal said for people names the file, on standard error, from
+    // either side.
+    for out in [
+        w.mesh(&["apply", &refused, "--local"]),
+        d.cli(&["apply", &refused]),
+    ] {
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{refused}: refused, nothing changed; ")),
+            "{err}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! The answer of each command that the daemon and `--local` both give
-//! (`status`, `run`, `suspend`, `resume`) and of those that only ever run
-//! in the command's own process (`take`, `logs`), as typed values.
+//! (`status`, `apply`, `diff`, `plan`, `run`, `suspend`, `resume`) and of
+//! those that only ever run in the command's own process (`take`,
+//! `logs`), as typed values.
 //!
 //! Whoever computes an answer (the daemon's control-socket handler, or
 //! the command line with `--local`) builds the same type here and turns it
@@ -12,7 +13,9 @@
 //! ([`SCHEMAS`]), tested against both paths on the node
 //! (`tests/answers_node.rs`).
 
+pub mod apply;
 pub mod logs;
+pub mod plan;
 pub mod run;
 pub mod status;
 pub mod status_local;
@@ -116,8 +119,10 @@ impl<A: Answer> Answer for Result<A, Failure> {
 
 /// The JSON Schema of each `--json` document, by command (draft 2020-12),
 /// kept beside the code that builds the documents.
-pub const SCHEMAS: [(&str, &str); 7] = [
+pub const SCHEMAS: [(&str, &str); 9] = [
     ("status", include_str!("schema/status.json")),
+    ("apply", include_str!("schema/apply.json")),
+    ("plan", include_str!("schema/plan.json")),
     ("run", include_str!("schema/run.json")),
     ("suspend", include_str!("schema/suspend.json")),
     ("take", include_str!("schema/take.json")),

@@ -396,12 +396,12 @@ async fn a_unit_stopped_or_disabled_by_hand_is_in_the_plan() {
     // Nothing to do: nothing planned, nothing done.
     let (diff, _) = diff_then_apply(&k, &declared).await;
     assert!(!diff.changed, "{}", PreviewText(&diff));
-    assert_eq!(diff.diff_exit(), 0);
+    assert_eq!(diff.diff_exit().code(), 0);
 
     k.units.stop_by_hand("a.service");
     let (diff, applied) = diff_then_apply(&k, &declared).await;
     assert_eq!(diff.lines[0].to_string(), "a started: started");
-    assert_eq!(diff.diff_exit(), 1);
+    assert_eq!(diff.diff_exit().code(), 1);
     assert!(PreviewText(&diff)
         .to_string()
         .contains("a started: started"));
@@ -413,7 +413,7 @@ async fn a_unit_stopped_or_disabled_by_hand_is_in_the_plan() {
     assert_eq!(diff.lines[0].to_string(), "a unchanged: enabled");
     assert_eq!(diff.lines[0].steps[0].act, "enable");
     assert!(diff.changed && applied.changed);
-    assert_eq!(diff.diff_exit(), 1);
+    assert_eq!(diff.diff_exit().code(), 1);
     assert!(
         PreviewText(&diff)
             .to_string()

@@ -388,13 +388,14 @@ impl ApplyReport {
     /// Exit code of `diff`, as `diff(1)`: 0 nothing would change, 1 some
     /// thing would, 2 the preview could not be made or a resource would
     /// fail.
-    pub fn diff_exit(&self) -> u8 {
+    pub fn diff_exit(&self) -> crate::exit::Exit {
+        use crate::exit::Exit;
         if self.error.is_some() || self.lines.iter().any(|l| l.action == Action::Failed) {
-            2
+            Exit::Refused
         } else if self.changed {
-            1
+            Exit::Failed
         } else {
-            0
+            Exit::Ok
         }
     }
 }

@@ -1480,7 +1480,7 @@ async fn a_preview_decides_as_the_apply_after_it_and_changes_nothing() {
     assert!(writes.is_empty(), "a preview called {writes:?}");
     assert_eq!(tree(r.dir.path()), files_before, "a preview wrote");
     assert!(preview.changed);
-    assert_eq!(preview.diff_exit(), 1);
+    assert_eq!(preview.diff_exit().code(), 1);
     let conf_line = preview.line("conf").expect("conf");
     let diff = conf_line.diff.as_deref().expect("a readable file's diff");
     assert!(diff.contains("-b=2\n+b=3\n"), "{diff}");
@@ -1534,7 +1534,7 @@ async fn a_preview_decides_as_the_apply_after_it_and_changes_nothing() {
     // And then nothing would change.
     let again = r.applier().preview(&next).await;
     assert!(!again.changed, "{}", super::PreviewText(&again));
-    assert_eq!(again.diff_exit(), 0);
+    assert_eq!(again.diff_exit().code(), 0);
 }
 
 #[path = "volume_tests.rs"]

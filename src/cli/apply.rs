@@ -17,22 +17,14 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::check::read_or_refuse;
 use super::local::{block_on, LocalHost};
-use super::output::print_json;
-use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
-use crate::apply::{Applier, ApplyReport};
-use crate::declaration::{self, Problem};
-
-/// A refused declaration, as `--json` prints it.
-#[derive(Debug, Serialize)]
-struct Refused<'a> {
-    file: String,
-    accepted: bool,
-    problems: &'a [Problem],
-}
+use super::output::print_on_file;
+use super::{Cli, EXIT_REFUSED};
+use crate::answer::apply::Applied;
+use crate::answer::Answer;
+use crate::apply::{Applier, InstallRefused};
+use crate::declaration;
 
 /// Run `apply FILE --local`.
 pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
@@ -45,22 +37,8 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
     let decl = match declaration::parse(&bytes) {
         Ok(d) => d,
         Err(refusal) => {
-            if json {
-                print_json(&Refused {
-                    file: shown,
-                    accepted: false,
-                    problems: &refusal.problems,
-                });
-            } else {
-                crate::errln!(
-                    "mesh-host: {shown} is refused, nothing was applied; {} problem(s):",
-                    refusal.problems.len()
-                );
-                for p in &refusal.problems {
-                    crate::errln!("  {p}");
-                }
-            }
-            return EXIT_REFUSED;
+            let answer = Applied::from(Err(InstallRefused::Invalid(refusal)));
+            return print_on_file(&answer.response(), &shown, json);
         }
     };
     block_on(async {
@@ -89,51 +67,16 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
             |_| false,
         )
         .await;
-        let report = match applied {
-            Ok(report) => report,
-            Err(refused) => {
-                print_empty_refused(&shown, &refused, "", json);
-                return EXIT_REFUSED;
-            }
-        };
-        print_report(&report, json);
-        if report.ok {
-            EXIT_OK
-        } else {
-            EXIT_FAILED
-        }
+        let answer = Applied::from(applied.map_err(InstallRefused::Empty));
+        print_on_file(&answer.response(), &shown, json)
     })
 }
 
-/// Print an apply report: text (`ID ACTION[: reason]` lines) or JSON.
-///
-/// The text is formatted whole first: stdout is line-buffered, so
-/// formatting straight into it would cost one write per resource.
-pub fn print_report(report: &ApplyReport, json: bool) {
-    if json {
-        print_json(report);
-    } else {
-        let text = report.to_string();
-        crate::outln!("{text}");
-    }
-}
-
-/// A declaration of nothing refused over applied resources, as `apply`
-/// (and `diff`, with `said` before the reason) prints it.
-pub(super) fn print_empty_refused(
-    shown: &str,
-    refused: &crate::apply::EmptyRefused,
-    said: &str,
-    json: bool,
-) {
-    if json {
-        print_json(&serde_json::json!({
-            "file": shown,
-            "accepted": false,
-            "error": refused.to_string(),
-            "empty": refused,
-        }));
-    } else {
-        crate::errln!("mesh-host: {shown}: {said}{refused}");
-    }
+/// FILE as text, for the daemon's request.
+pub(super) fn read_text(file: &Path) -> Result<String, u8> {
+    let bytes = read_or_refuse(file)?;
+    String::from_utf8(bytes).map_err(|_| {
+        crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
+        EXIT_REFUSED
+    })
 }

@@ -10,11 +10,14 @@
 
 use std::path::Path;
 
+use super::apply::read_text;
 use super::check::read_or_refuse;
 use super::local::{block_on, LocalHost};
-use super::output::print_json;
+use super::output::print_on_file;
 use super::{Cli, EXIT_REFUSED};
-use crate::apply::{Applier, InstallRefused, PreviewText};
+use crate::answer::apply::Previewed;
+use crate::answer::Answer;
+use crate::apply::Applier;
 use crate::control::{client, Request};
 
 /// `diff FILE` through the daemon.
@@ -28,9 +31,13 @@ pub fn run_remote(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
         allow_empty,
     };
     block_on(async {
-        let answer =
-            client::call_for(&cli.control_socket, &request, super::remote::form(json)).await;
-        super::remote::print_answer_or(answer, json, EXIT_REFUSED)
+        match client::call_for(&cli.control_socket, &request, super::remote::form(json)).await {
+            Ok(response) => print_on_file(&response, &file.display().to_string(), json),
+            Err(e) => {
+                crate::errln!("mesh-host: {e}");
+                EXIT_REFUSED
+            }
+        }
     })
 }
 
@@ -54,51 +61,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
             &cli.unit_dir,
         )
         .await;
-        match applier.parse_and_preview(&bytes, allow_empty).await {
-            Ok(report) => {
-                if json {
-                    print_json(&report);
-                } else {
-                    crate::outln!("{}", PreviewText(&report));
-                }
-                report.diff_exit()
-            }
-            Err(InstallRefused::Invalid(refusal)) => {
-                if json {
-                    print_json(&serde_json::json!({
-                        "file": shown,
-                        "accepted": false,
-                        "problems": refusal.problems,
-                    }));
-                } else {
-                    crate::errln!(
-                        "mesh-host: {shown} is refused; {} problem(s):",
-                        refusal.problems.len()
-                    );
-                    for p in &refusal.problems {
-                        crate::errln!("  {p}");
-                    }
-                }
-                EXIT_REFUSED
-            }
-            Err(InstallRefused::Empty(refused)) => {
-                super::apply::print_empty_refused(
-                    &shown,
-                    &refused,
-                    "apply would refuse it: ",
-                    json,
-                );
-                EXIT_REFUSED
-            }
-        }
-    })
-}
-
-/// FILE as text, for the daemon's request.
-fn read_text(file: &Path) -> Result<String, u8> {
-    let bytes = read_or_refuse(file)?;
-    String::from_utf8(bytes).map_err(|_| {
-        crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
-        EXIT_REFUSED
+        let answer = Previewed::from(applier.parse_and_preview(&bytes, allow_empty).await);
+        print_on_file(&answer.response(), &shown, json)
     })
 }

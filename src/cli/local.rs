@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::output::print_json;
-use super::{Cli, EXIT_FAILED, EXIT_OK, EXIT_REFUSED};
+use super::{Cli, EXIT_FAILED, EXIT_REFUSED};
 use crate::answer::{Answer, Failure};
 use crate::clock::SystemClock;
 use crate::declaration::Declaration;
@@ -225,21 +224,14 @@ pub fn plan_step(cli: &Cli, step_id: &str, json: bool) -> u8 {
                 return EXIT_FAILED;
             }
         };
-        match crate::schedule::plan::plan(&step, &*host.runtime, &host.windows).await {
-            Ok(mut plan) => {
+        let planned = crate::schedule::plan::plan(&step, &*host.runtime, &host.windows)
+            .await
+            .map(|mut plan| {
                 plan.suspended_since =
                     crate::schedule::suspend::load_or_none(&host.store).since(step_id);
-                if json {
-                    print_json(&plan);
-                } else {
-                    crate::out!("{}", plan.render());
-                }
-                EXIT_OK
-            }
-            Err(e) => {
-                crate::errln!("mesh-host: {e}");
-                EXIT_FAILED
-            }
-        }
+                plan
+            })
+            .map_err(|e| Failure::failed(e.to_string()));
+        super::output::print_local(&planned, json)
     })
 }

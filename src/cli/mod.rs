@@ -610,16 +610,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             local: false,
             allow_empty,
             json,
-        } => match check::read_or_refuse(file) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(declaration) => remote::apply(&cli, declaration, allow_empty, json),
-                Err(_) => {
-                    crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
-                    EXIT_REFUSED
-                }
-            },
-            Err(code) => code,
-        },
+        } => remote::apply(&cli, file, allow_empty, json),
         Command::Apply {
             ref file,
             local: true,

@@ -154,6 +154,17 @@ pub fn print_response(response: &Response, json: bool) -> u8 {
     response.exit
 }
 
+/// Print the answer of `apply` or `diff` on FILE (`shown`), the daemon's
+/// or this process's alike: a refusal's text on standard error, naming
+/// FILE; any other text, and every `--json` document, on standard output.
+pub fn print_on_file(response: &Response, shown: &str, json: bool) -> u8 {
+    if !json && response.exit == crate::exit::Exit::Refused.code() {
+        crate::errln!("mesh-host: {shown}: {}", response.text);
+        return response.exit;
+    }
+    print_response(response, json)
+}
+
 /// Print an answer made in this process (`--local`, or a command that
 /// has no daemon side): as the daemon's would be printed, but a failure is
 /// said on stderr, as every command says its errors (and, with `json`,

@@ -75,7 +75,11 @@ pub fn reload(cli: &Cli) -> u8 {
 }
 
 /// `apply FILE`: on a terminal, with the apply's progress from the daemon.
-pub fn apply(cli: &Cli, declaration: String, allow_empty: bool, json: bool) -> u8 {
+pub fn apply(cli: &Cli, file: &std::path::Path, allow_empty: bool, json: bool) -> u8 {
+    let declaration = match super::apply::read_text(file) {
+        Ok(text) => text,
+        Err(code) => return code,
+    };
     let style = progress::style(json);
     let request = Request::Apply {
         declaration,
@@ -96,7 +100,15 @@ pub fn apply(cli: &Cli, declaration: String, allow_empty: bool, json: bool) -> u
             |_| false,
         )
         .await;
-        print_answer(answer, json)
+        match answer {
+            Ok(response) => {
+                super::output::print_on_file(&response, &file.display().to_string(), json)
+            }
+            Err(e) => {
+                crate::errln!("mesh-host: {e}");
+                super::EXIT_FAILED
+            }
+        }
     })
 }
 

@@ -80,13 +80,11 @@ pub fn run(cli: &Cli, file: Option<&Path>, apply: bool, local: bool, json: bool)
     if !apply || found != 0 || update.moved.is_empty() {
         return found;
     }
+    // FILE as just written.
     let code = if local {
         super::apply::run_local(cli, &path, false, json)
     } else {
-        match String::from_utf8(serde_json::to_vec_pretty(&raw).unwrap_or_default()) {
-            Ok(text) => super::remote::apply(cli, text, false, json),
-            Err(_) => EXIT_FAILED,
-        }
+        super::remote::apply(cli, &path, false, json)
     };
     if code == EXIT_FAILED {
         put_back_refused(cli, &path, &decl, &mut raw, &update);

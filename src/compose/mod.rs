@@ -21,6 +21,7 @@ mod health;
 pub mod input;
 pub mod interpolate;
 mod limits;
+mod logging;
 mod merge;
 mod mounts;
 mod paths;
@@ -29,6 +30,7 @@ pub mod ports;
 mod problems;
 pub mod project;
 mod scalar;
+mod security;
 mod service;
 mod top;
 pub mod units;
@@ -37,6 +39,8 @@ pub mod yaml;
 
 #[cfg(test)]
 mod fields_tests;
+#[cfg(test)]
+mod security_tests;
 #[cfg(test)]
 mod stacks_tests;
 #[cfg(test)]

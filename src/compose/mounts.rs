@@ -74,7 +74,16 @@ pub(super) fn read(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContain
                         Err(e) => s.refuse("tmpfs", e),
                     },
                     Some(("mode", m)) => t.mode = some(m.to_owned()),
-                    _ => s.refuse("tmpfs", format!("{opt:?}: size and mode are supported")),
+                    Some((owner @ ("uid" | "gid"), n)) => match n.parse::<u32>() {
+                        Ok(n) if owner == "uid" => t.uid = some(json!(n)),
+                        Ok(n) => t.gid = some(json!(n)),
+                        Err(_) => s.refuse("tmpfs", format!("{opt:?}: not a numeric id")),
+                    },
+                    None if opt == "exec" || opt == "noexec" => t.exec = some(opt == "exec"),
+                    _ => s.refuse(
+                        "tmpfs",
+                        format!("{opt:?}: size, mode, uid, gid, exec and noexec are supported"),
+                    ),
                 }
             }
             tmpfs.push(t);

@@ -70,6 +70,7 @@ pub fn container(s: &mut Service, svc: &Map<String, Value>) -> RawContainer {
         c.health = super::health::read(s, h);
     }
     restart(s, svc, &mut c);
+    super::logging::read(s, svc, &mut c);
     c
 }
 
@@ -151,20 +152,7 @@ fn process(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {
     if let Some(v) = svc.get("cap_drop") {
         o.cap_drop = some(strings(v).into_iter().map(Field::Present).collect());
     }
-    if let Some(v) = svc.get("security_opt") {
-        for opt in strings(v) {
-            match opt.as_str() {
-                "no-new-privileges" | "no-new-privileges:true" | "no-new-privileges=true" => {
-                    o.no_new_privileges = some(true);
-                }
-                "no-new-privileges:false" | "no-new-privileges=false" => {}
-                other => s.refuse(
-                    "security_opt",
-                    format!("{other:?}: only no-new-privileges is supported; remove it"),
-                ),
-            }
-        }
-    }
+    super::security::read(s, svc, o);
     let labels = string_map(svc.get("labels"));
     // The labels by which watchtower and Podman's auto-update follow a
     // tag: mesh-host update does it here (docs/updates.md).

@@ -252,6 +252,15 @@ fn build_with(
         privileged: o.privileged,
         read_only_root: o.read_only_root,
         no_new_privileges: o.no_new_privileges,
+        security_opt: o.security_opt.clone(),
+        logging: o.logging.as_ref().map(|l| crate::runtime::LogSpec {
+            driver: l.driver.clone(),
+            options: l
+                .options
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }),
         memory: o.memory,
         memory_reservation: o.memory_reservation,
         nano_cpus: o.nano_cpus,
@@ -260,16 +269,7 @@ fn build_with(
         tmpfs: o
             .tmpfs
             .iter()
-            .map(|t| {
-                let mut opts = Vec::new();
-                if let Some(size) = t.size {
-                    opts.push(format!("size={size}"));
-                }
-                if let Some(mode) = &t.mode {
-                    opts.push(format!("mode={mode}"));
-                }
-                (t.target.clone(), opts.join(","))
-            })
+            .map(|t| (t.target.clone(), t.docker_options()))
             .collect(),
         ulimits: o
             .ulimits

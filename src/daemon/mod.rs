@@ -35,7 +35,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, watch, Mutex};
 
 use crate::answer::suspend::Suspension;
-use crate::answer::{self, Answer};
+use crate::answer::{self, Answer, Failure};
 use crate::apply::node_declaration::DeclarationFileError;
 use crate::apply::{Applier, ApplyReport};
 use crate::clock::SystemClock;
@@ -582,61 +582,24 @@ impl Daemon {
                 declaration,
                 allow_empty,
                 progress: _,
-            } => match self
-                .install_and_apply(declaration.as_bytes(), allow_empty, progress)
-                .await
-            {
-                Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
-                    exit: Exit::Refused.code(),
-                    text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
-                    json: serde_json::to_value(&refusal).unwrap_or_default(),
-                },
-                Ok(report) => Response {
-                    exit: Exit::ok_or_failed(report.ok).code(),
-                    text: report.to_string(),
-                    json: serde_json::to_value(&report).unwrap_or_default(),
-                },
-                Err(crate::apply::InstallRefused::Empty(refused)) => {
+            } => {
+                let applied = self
+                    .install_and_apply(declaration.as_bytes(), allow_empty, progress)
+                    .await;
+                if let Err(crate::apply::InstallRefused::Empty(refused)) = &applied {
                     tracing::warn!("apply refused: {refused}");
-                    Response {
-                        exit: Exit::Refused.code(),
-                        text: refused.to_string(),
-                        json: serde_json::json!({
-                            "accepted": false,
-                            "error": refused.to_string(),
-                            "empty": refused,
-                        }),
-                    }
                 }
-            },
+                answer::apply::Applied::from(applied).response()
+            }
             Request::Diff {
                 declaration,
                 allow_empty,
-            } => match self
-                .applier
-                .parse_and_preview(declaration.as_bytes(), allow_empty)
-                .await
-            {
-                Ok(report) => Response {
-                    exit: report.diff_exit(),
-                    text: crate::apply::PreviewText(&report).to_string(),
-                    json: serde_json::to_value(&report).unwrap_or_default(),
-                },
-                Err(crate::apply::InstallRefused::Invalid(refusal)) => Response {
-                    exit: Exit::Refused.code(),
-                    text: format!("refused, {} problem(s):\n{refusal}", refusal.problems.len()),
-                    json: serde_json::to_value(&refusal).unwrap_or_default(),
-                },
-                Err(crate::apply::InstallRefused::Empty(refused)) => Response {
-                    exit: Exit::Refused.code(),
-                    text: format!("apply would refuse it: {refused}"),
-                    json: serde_json::json!({
-                        "accepted": false,
-                        "error": refused.to_string(),
-                        "empty": refused,
-                    }),
-                },
-            },
+            } => answer::apply::Previewed::from(
+                self.applier
+                    .parse_and_preview(declaration.as_bytes(), allow_empty)
+                    .await,
+            )
+            .response(),
             Request::Run { step, force, .. } => self
                 .scheduler
                 .run_now(&step, force, progress)
@@ -666,24 +629,21 @@ impl Daemon {
             Request::Plan { step } => {
                 let decl = self.declaration.lock().await.clone();
                 let Some(decl) = decl else {
-                    return Response::error(Exit::Failed, "nothing has been applied yet");
+                    return Failure::failed("nothing has been applied yet").response();
                 };
                 let found = match step::find(&decl, &step) {
                     Ok(s) => s,
-                    Err(e) => return Response::error(Exit::Refused, e),
+                    Err(e) => return Failure::refused(e).response(),
                 };
-                match plan::plan(&found, &*self.runtime, &self.windows).await {
-                    Ok(mut p) => {
+                plan::plan(&found, &*self.runtime, &self.windows)
+                    .await
+                    .map(|mut p| {
                         p.suspended_since =
                             crate::schedule::suspend::load_or_none(&self.store).since(&step);
-                        Response {
-                            exit: Exit::Ok.code(),
-                            text: p.render(),
-                            json: serde_json::to_value(&p).unwrap_or_default(),
-                        }
-                    }
-                    Err(e) => Response::error(Exit::Failed, e),
-                }
+                        p
+                    })
+                    .map_err(|e| Failure::failed(e.to_string()))
+                    .response()
             }
             Request::Metrics => match self.metrics.text().await {
                 Some(text) => Response {

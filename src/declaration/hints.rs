@@ -24,6 +24,8 @@ pub enum Fields {
     Tmpfs,
     /// One value of a container's `ulimits`.
     Ulimit,
+    /// A container's `logging` object.
+    Logging,
     /// One of a container's `devices`.
     Device,
     /// A container's `health` object.
@@ -52,6 +54,7 @@ pub fn known(fields: Fields) -> Vec<&'static str> {
             &defs["container"]["properties"]["ulimits"]["additionalProperties"]["properties"]
         }
         Fields::Device => &defs["container"]["properties"]["devices"]["items"]["properties"],
+        Fields::Logging => &defs["container"]["properties"]["logging"]["properties"],
         Fields::Health => &defs["container"]["properties"]["health"]["oneOf"][1]["properties"],
         Fields::Grant => &defs["container"]["properties"]["grant"]["items"]["properties"],
         Fields::Access => &defs["shared-folder"]["properties"]["access"]["items"]["properties"],
@@ -78,7 +81,6 @@ const ALIASES: &[(&str, &str)] = &[
     ("mem_limit", "memory"),
     ("mem_reservation", "memory-reservation"),
     ("stop_grace_period", "stop-grace"),
-    ("security_opt", "no-new-privileges"),
 ];
 
 /// The field `unknown` most likely meant among `known`, if one is close:
@@ -210,6 +212,7 @@ mod tests {
             Fields::Tmpfs,
             Fields::Ulimit,
             Fields::Device,
+            Fields::Logging,
             Fields::Health,
             Fields::Grant,
             Fields::Access,

@@ -48,6 +48,8 @@ mod networking_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
+mod security_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;

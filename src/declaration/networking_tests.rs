@@ -23,7 +23,7 @@ fn networks_volumes_and_joins_are_read_with_their_defaults() {
         {"id": "data", "type": "volume", "name": "app_data",
          "driver-opts": {"type": "tmpfs", "device": "tmpfs"}},
         joined("db", "db", json!([
-            {"name": "app_back", "aliases": ["database", "db.local"], "ipv4-address": "10.30.0.9"},
+            {"name": "app_back", "aliases": ["database", "db.local", "db_primary"], "ipv4-address": "10.30.0.9"},
             {"name": "app_front"}
         ])),
     ]));
@@ -39,7 +39,10 @@ fn networks_volumes_and_joins_are_read_with_their_defaults() {
     assert_eq!(data.driver_opts["device"], "tmpfs");
     let db = d.container("db").unwrap();
     assert_eq!(db.networks.len(), 2);
-    assert_eq!(db.networks[0].aliases, ["database", "db.local"]);
+    assert_eq!(
+        db.networks[0].aliases,
+        ["database", "db.local", "db_primary"]
+    );
     assert_eq!(
         db.networks[0].ipv4_address.unwrap().to_string(),
         "10.30.0.9"
@@ -143,7 +146,7 @@ fn every_volume_and_join_problem_is_named() {
         &problems,
         Some("j"),
         Some("networks[1].aliases[0]"),
-        "not a host name",
+        "not a network alias",
     );
     assert_problem(
         &problems,

@@ -100,6 +100,14 @@ pub struct ContainerOptions {
     /// capabilities.
     #[serde(skip_serializing_if = "is_false")]
     pub no_new_privileges: bool,
+    /// Docker's security options beyond no-new-privileges, as written
+    /// (`label=disable`, `seccomp=unconfined`, `apparmor=unconfined`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub security_opt: Vec<String>,
+    /// The runtime's log driver for a service, with its options; the
+    /// runtime's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logging: Option<Logging>,
     /// Bytes of memory, at most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
@@ -130,14 +138,16 @@ pub struct ContainerOptions {
     pub sysctls: BTreeMap<String, String>,
     /// Names resolved to these addresses in the container's `/etc/hosts`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra_hosts: BTreeMap<String, std::net::IpAddr>,
+    pub extra_hosts: BTreeMap<String, HostAddress>,
     /// Host devices given to the container.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
 }
 
 /// A tmpfs mounted at `target`, of `size` bytes (half the memory by
-/// default) and `mode` (octal, `1777` by default).
+/// default) and `mode` (octal, `1777` by default); programs on it may be
+/// run or not (`exec`; Docker's default: not), its root owned by `uid`
+/// and `gid` (root's by default).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tmpfs {
     pub target: String,
@@ -145,6 +155,83 @@ pub struct Tmpfs {
     pub size: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gid: Option<u32>,
+}
+
+impl Tmpfs {
+    /// Docker's options string for it (`size=N,mode=M,exec,uid=U,gid=G`),
+    /// in the order compose's short form writes them.
+    pub fn docker_options(&self) -> String {
+        let mut opts = Vec::new();
+        if let Some(size) = self.size {
+            opts.push(format!("size={size}"));
+        }
+        if let Some(mode) = &self.mode {
+            opts.push(format!("mode={mode}"));
+        }
+        match self.exec {
+            Some(true) => opts.push("exec".to_string()),
+            Some(false) => opts.push("noexec".to_string()),
+            None => {}
+        }
+        if let Some(uid) = self.uid {
+            opts.push(format!("uid={uid}"));
+        }
+        if let Some(gid) = self.gid {
+            opts.push(format!("gid={gid}"));
+        }
+        opts.join(",")
+    }
+}
+
+/// A log driver and its options (Docker's `HostConfig.LogConfig`); no
+/// driver: the runtime's default one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Logging {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+}
+
+/// What an `extra-hosts` name resolves to: an IP address, or the node
+/// itself as the container reaches it (`host-gateway`: Docker puts the
+/// address of its default bridge's gateway, or its `--host-gateway-ip`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostAddress {
+    Ip(std::net::IpAddr),
+    HostGateway,
+}
+
+impl HostAddress {
+    /// An IP address or `host-gateway`.
+    pub fn parse(text: &str) -> Option<HostAddress> {
+        if text == "host-gateway" {
+            return Some(HostAddress::HostGateway);
+        }
+        text.parse().ok().map(HostAddress::Ip)
+    }
+}
+
+impl std::fmt::Display for HostAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostAddress::Ip(ip) => ip.fmt(f),
+            HostAddress::HostGateway => f.write_str("host-gateway"),
+        }
+    }
+}
+
+/// As written in the declaration: the address's text.
+impl Serialize for HostAddress {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// A resource limit's soft and hard values.
@@ -198,6 +285,47 @@ pub fn sysctl_namespaced(name: &str) -> bool {
     IPC.contains(&name) || name.starts_with("fs.mqueue.") || name.starts_with("net.")
 }
 
+/// SELinux label options Docker takes after `label=` (with a value
+/// after `:` but for `disable` and `nested`).
+const LABEL_KEYS: &[&str] = &["user", "role", "type", "level", "filetype"];
+
+/// Why Docker's daemon would not honour `opt` as it stands, if it would
+/// not.
+pub fn security_opt_problem(opt: &str) -> Option<String> {
+    const FORMS: &str =
+        "a security option is label=disable, label=KEY:VALUE, seccomp=unconfined or apparmor=PROFILE";
+    if opt.starts_with("no-new-privileges") {
+        return Some("declared by the no-new-privileges field (true or false)".into());
+    }
+    // Docker splits at the first '=', or else at the first ':'.
+    let Some((kind, value)) = opt.split_once('=').or_else(|| opt.split_once(':')) else {
+        return Some(FORMS.into());
+    };
+    let word = |v: &str| {
+        !v.is_empty()
+            && v.len() <= 255
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.:,-/".contains(&b))
+    };
+    match kind {
+        "label" => match value.split_once(':') {
+            None if value == "disable" || value == "nested" => None,
+            Some((key, v)) if LABEL_KEYS.contains(&key) && word(v) => None,
+            _ => Some(format!(
+                "not an SELinux label option: disable, nested, or {}:VALUE",
+                LABEL_KEYS.join("|")
+            )),
+        },
+        "seccomp" if value == "unconfined" => None,
+        "seccomp" => Some(
+            "a seccomp profile file is read by Docker's command line, not its daemon, and is not sent: leave it out for the runtime's default profile, or give seccomp=unconfined".into(),
+        ),
+        "apparmor" if word(value) && !value.contains('/') => None,
+        "apparmor" => Some("not an AppArmor profile name (such as unconfined)".into()),
+        _ => Some(FORMS.into()),
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -207,5 +335,60 @@ fn serialize_cpus<S: Serializer>(nano: &Option<u64>, serializer: S) -> Result<S:
     match nano {
         Some(n) => serializer.serialize_f64(*n as f64 / 1e9),
         None => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::security_opt_problem;
+
+    proptest! {
+        /// Whatever a declaration or a compose file holds, the reading
+        /// answers, and what it takes is one of Docker's forms, printable,
+        /// with nothing the daemon would split otherwise.
+        #[test]
+        fn any_text_is_answered_and_what_is_taken_is_a_known_form(
+            opt in "(label|seccomp|apparmor|no-new-privileges|x)?[=:]?(disable|unconfined|type:|[ -~]{0,12}|\\PC{0,6})",
+        ) {
+            if security_opt_problem(&opt).is_none() {
+                let kind = ["label=", "label:", "seccomp=", "seccomp:", "apparmor=", "apparmor:"]
+                    .iter()
+                    .any(|k| opt.starts_with(k));
+                prop_assert!(kind, "{opt:?}");
+                prop_assert!(opt.bytes().all(|b| b.is_ascii_graphic()), "{opt:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_forms_docker_takes_are_taken_and_others_named() {
+        for ok in [
+            "label=disable",
+            "label:disable",
+            "label=type:svirt_apache_t",
+            "label=level:s0:c100,c200",
+            "seccomp=unconfined",
+            "seccomp:unconfined",
+            "apparmor=unconfined",
+            "apparmor:docker-default",
+        ] {
+            assert_eq!(security_opt_problem(ok), None, "{ok}");
+        }
+        for (bad, said) in [
+            ("no-new-privileges:true", "no-new-privileges field"),
+            ("seccomp=/etc/profile.json", "seccomp profile file"),
+            ("seccomp:./profile.json", "seccomp profile file"),
+            ("label=disabled", "SELinux"),
+            ("label=colour:red", "SELinux"),
+            ("apparmor=../x", "AppArmor"),
+            ("systempaths", "a security option is"),
+            ("umask=0", "a security option is"),
+            ("label=type:a\0b", "SELinux"),
+        ] {
+            let why = security_opt_problem(bad).expect(bad);
+            assert!(why.contains(said), "{bad}: {why}");
+        }
     }
 }

@@ -307,6 +307,10 @@ pub struct RawOptions {
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub no_new_privileges: Field<bool>,
     #[serde(skip_serializing_if = "Field::is_absent")]
+    pub security_opt: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub logging: Field<RawLogging>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub memory: Field<Value>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub memory_reservation: Field<Value>,
@@ -338,6 +342,24 @@ pub struct RawTmpfs {
     pub size: Field<Value>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub mode: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub exec: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub uid: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub gid: Field<Value>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// A container's `logging` object.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default, rename_all = "kebab-case", expecting = "a logging object")]
+pub struct RawLogging {
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub driver: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub options: Field<BTreeMap<String, Field<String>>>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

@@ -35,6 +35,7 @@ mod identities;
 mod networking;
 mod options;
 mod ports;
+mod security;
 mod timing;
 mod units;
 

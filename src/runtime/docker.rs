@@ -18,6 +18,7 @@ mod images;
 mod network_none;
 mod networking;
 mod output;
+mod podman_lacks;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};
 
@@ -437,6 +438,11 @@ mod tests {
                 privileged: false,
                 read_only_root: true,
                 no_new_privileges: true,
+                security_opt: vec!["label=disable".into(), "seccomp:unconfined".into()],
+                logging: Some(crate::runtime::LogSpec {
+                    driver: Some("local".into()),
+                    options: vec![("max-size".into(), "1m".into())],
+                }),
                 memory: Some(256 << 20),
                 memory_reservation: Some(128 << 20),
                 nano_cpus: Some(1_500_000_000),
@@ -464,7 +470,19 @@ mod tests {
         assert_eq!(host.readonly_rootfs, Some(true));
         assert_eq!(
             host.security_opt,
-            Some(vec!["no-new-privileges:true".to_owned()])
+            Some(vec![
+                "no-new-privileges:true".to_owned(),
+                "label=disable".to_owned(),
+                "seccomp:unconfined".to_owned()
+            ])
+        );
+        let log = host.log_config.expect("the declared driver");
+        assert_eq!(log.typ.as_deref(), Some("local"));
+        assert_eq!(
+            log.config
+                .and_then(|c| c.get("max-size").cloned())
+                .as_deref(),
+            Some("1m")
         );
         assert_eq!(host.memory, Some(256 << 20));
         assert_eq!(host.memory_reservation, Some(128 << 20));

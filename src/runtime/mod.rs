@@ -357,6 +357,11 @@ pub struct ProcessSpec {
     pub privileged: bool,
     pub read_only_root: bool,
     pub no_new_privileges: bool,
+    /// Security options beyond no-new-privileges, as Docker takes them.
+    pub security_opt: Vec<String>,
+    /// A log driver and its options; `None` keeps the runtime's default
+    /// (a step's journal output is [`ContainerSpec::journal`]).
+    pub logging: Option<LogSpec>,
     /// Bytes.
     pub memory: Option<u64>,
     /// Bytes.
@@ -375,6 +380,15 @@ pub struct ProcessSpec {
     pub extra_hosts: Vec<String>,
     /// Devices: host path, container path, cgroup permissions.
     pub devices: Vec<(String, String, String)>,
+}
+
+/// A declared log driver (Docker's `LogConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSpec {
+    /// The driver; `None` is the runtime's default one.
+    pub driver: Option<String>,
+    /// Its options.
+    pub options: Vec<(String, String)>,
 }
 
 /// One published port (Docker's `PortBindings` entry).

@@ -22,7 +22,7 @@ pub(crate) struct Rig {
     pub(crate) fake: FakeRuntime,
     pub(crate) store: Store,
     pub(crate) records: Records,
-    clock: Arc<FakeClock>,
+    pub(crate) clock: Arc<FakeClock>,
     pub(crate) firer: Firer,
     shutdown: watch::Sender<bool>,
     _dir: tempfile::TempDir,

@@ -18,7 +18,7 @@ use crate::mesh_event;
 
 use super::budget::{close_budget, Deadline, LockWait};
 use super::engine::Engine;
-use super::fence::Fence;
+use super::fence::{Fence, Finished};
 use super::handle::OpenWindow;
 use super::plan::Specs;
 use super::record::WindowRecord;
@@ -127,165 +127,190 @@ impl Closing {
         // Whether the decision at hand was made just now (the fence of the
         // start it precedes), or beside an earlier start.
         let mut fresh = true;
-        for (i, name) in held.iter().enumerate() {
-            let name = name.as_str();
-            let after = held.get(i + 1).cloned();
-            let decided = match next {
-                Ok(Ok(book)) => {
-                    current = book.record;
-                    book.next
-                }
-                Ok(Err(e)) => {
-                    // The records cannot be read, or windows.lock cannot be
-                    // had: a held container must run again, so this window
-                    // starts it (said once of a lock given up).
-                    if !e.said_before() {
+        // Containers handed to this window while it closes are appended to
+        // `held` (see `Finished::Handed`), so the walk is by index.
+        let mut i = 0;
+        loop {
+            while i < held.len() {
+                let name = held[i].clone();
+                i += 1;
+                let name = name.as_str();
+                let after = held.get(i).cloned();
+                let decided = match next {
+                    Ok(Ok(book)) => {
+                        current = book.record;
+                        book.next
+                    }
+                    Ok(Err(e)) => {
+                        // The records cannot be read, or windows.lock cannot be
+                        // had: a held container must run again, so this window
+                        // starts it (said once of a lock given up).
+                        if !e.said_before() {
+                            tracing::warn!(
+                                MESH_STEP = %record.step,
+                                "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
+                                record.step
+                            );
+                        }
+                        None
+                    }
+                    Err(e) => {
                         tracing::warn!(
                             MESH_STEP = %record.step,
                             "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
                             record.step
                         );
+                        None
                     }
-                    None
+                };
+                match decided {
+                    Some(AtClose::HandedOver { other }) => {
+                        tracing::info!(
+                            MESH_STEP = %record.step,
+                            MESH_CONTAINER = %name,
+                            "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
+                        );
+                        report.still_held.push(name.to_string());
+                        next = shared::bookkeep_spawned(
+                            records,
+                            &current,
+                            done.take(),
+                            after,
+                            deadline,
+                        )
+                        .await;
+                        fresh = true;
+                        continue;
+                    }
+                    Some(AtClose::Lost) => {
+                        report.lost_window = true;
+                        return report;
+                    }
+                    Some(AtClose::Start) | None => {}
                 }
-                Err(e) => {
+                // A decision made beside the previous start is checked again,
+                // under `windows.lock`, right before this start (no write).
+                if !fresh
+                    && records
+                        .fence_by(&current, &format!("starting {name}"), deadline)
+                        .await
+                        == Fence::Lost
+                {
+                    report.lost_window = true;
+                    return report;
+                }
+                crate::fault::pause("pause-before-start", name).await;
+                // Beside this start: the next decision, and the previous
+                // container taken off the record.
+                let book =
+                    shared::bookkeep_spawned(records, &current, done.take(), after, deadline);
+                let spec = windows.held_spec(name, &specs);
+                // Past the deadline nothing is begun: what is left is owed,
+                // alerted with what the close ran out waiting for.
+                let started = if deadline.is_spent() {
+                    Err(StartFailure::spent(deadline.ran_out(|| {
+                        format!("the container runtime to start {name}")
+                    })))
+                } else {
+                    starter.start(name, spec).await
+                };
+                next = book.await;
+                fresh = false;
+                if !matches!(&started, Err(f) if f.unanswered) {
+                    done = Some(name.to_string());
+                }
+                match started {
+                    Ok(said) => {
+                        if said.recreated {
+                            report.recreated.push(name.to_string());
+                        }
+                        if said.healthy {
+                            report.healthy.push(name.to_string());
+                        }
+                        if let Some(output) = said.unhealthy {
+                            report.unhealthy.push((name.to_string(), output));
+                        }
+                        if record.owed {
+                            tracing::warn!(
+                                MESH_STEP = %record.step,
+                                MESH_CONTAINER = %name,
+                                "{name}, owed a start since the window of {} could not close, started: the container runtime answers again",
+                                record.step
+                            );
+                        }
+                        report.started.push(name.to_string())
+                    }
+                    Err(failure) => {
+                        // An owed container was alerted when it became owed.
+                        if !(record.owed && failure.unanswered) {
+                            windows
+                                .alerts
+                                .will_not_start_again(record, name, &failure.reason, deadline)
+                                .await;
+                        }
+                        if failure.unanswered {
+                            report.owed.push(name.to_string());
+                        }
+                        report.lost.push((name.to_string(), failure.reason));
+                    }
+                }
+            }
+            // The last rewrite's verdict on this window (it decided nothing).
+            if let Ok(Ok(Bookkept { record: now, .. })) = next {
+                current = now;
+            }
+            if !report.owed.is_empty() {
+                // Keep what is owed: the record, narrowed to those containers
+                // (and any handed to it meanwhile).
+                let finish = Finish::KeepOwed {
+                    owed: report.owed.clone(),
+                    seen: held.clone(),
+                };
+                match finish.now(records, &current, deadline).await {
+                    Ok(Finished::Lost) => report.lost_window = true,
+                    Ok(_) => tracing::warn!(
+                        MESH_STEP = %record.step,
+                        "window of {} not closed: {} owed a start, made as soon as the container runtime answers",
+                        record.step,
+                        report.owed.join(", ")
+                    ),
+                    Err(LockWait::Error(e)) => tracing::error!(
+                        MESH_STEP = %record.step,
+                        "cannot keep the window of {} owed: {e}",
+                        record.step
+                    ),
+                    Err(e) => finish.later(records, current, e),
+                }
+                return report;
+            }
+            let finish = Finish::Erase { seen: held.clone() };
+            match finish.now(records, &current, deadline).await {
+                Ok(Finished::Done) => {}
+                Ok(Finished::Lost) => {
+                    report.lost_window = true;
+                    return report;
+                }
+                Ok(Finished::Handed(names)) => {
                     tracing::warn!(
                         MESH_STEP = %record.step,
-                        "cannot count the holds of {name} while closing the window of {}: {e}; starting it",
+                        "{} handed to the window of {} while it closed: started too",
+                        names.join(", "),
                         record.step
                     );
-                    None
-                }
-            };
-            match decided {
-                Some(AtClose::HandedOver { other }) => {
-                    tracing::info!(
-                        MESH_STEP = %record.step,
-                        MESH_CONTAINER = %name,
-                        "{name} stays stopped: the window of {other} still holds it and starts it when it closes",
-                    );
-                    report.still_held.push(name.to_string());
+                    let first = names.first().cloned();
+                    held.extend(names);
                     next =
-                        shared::bookkeep_spawned(records, &current, done.take(), after, deadline)
+                        shared::bookkeep_spawned(records, &current, done.take(), first, deadline)
                             .await;
                     fresh = true;
                     continue;
                 }
-                Some(AtClose::Lost) => {
-                    report.lost_window = true;
-                    return report;
+                Err(LockWait::Error(e)) => {
+                    tracing::error!(MESH_STEP = %record.step, "cannot erase the window record of {}: {e}", record.step)
                 }
-                Some(AtClose::Start) | None => {}
+                Err(e) => finish.later(records, current.clone(), e),
             }
-            // A decision made beside the previous start is checked again,
-            // under `windows.lock`, right before this start (no write).
-            if !fresh
-                && records
-                    .fence_by(&current, &format!("starting {name}"), deadline)
-                    .await
-                    == Fence::Lost
-            {
-                report.lost_window = true;
-                return report;
-            }
-            crate::fault::pause("pause-before-start", name).await;
-            // Beside this start: the next decision, and the previous
-            // container taken off the record.
-            let book = shared::bookkeep_spawned(records, &current, done.take(), after, deadline);
-            let spec = windows.held_spec(name, &specs);
-            // Past the deadline nothing is begun: what is left is owed,
-            // alerted with what the close ran out waiting for.
-            let started = if deadline.is_spent() {
-                Err(StartFailure::spent(deadline.ran_out(|| {
-                    format!("the container runtime to start {name}")
-                })))
-            } else {
-                starter.start(name, spec).await
-            };
-            next = book.await;
-            fresh = false;
-            if !matches!(&started, Err(f) if f.unanswered) {
-                done = Some(name.to_string());
-            }
-            match started {
-                Ok(said) => {
-                    if said.recreated {
-                        report.recreated.push(name.to_string());
-                    }
-                    if said.healthy {
-                        report.healthy.push(name.to_string());
-                    }
-                    if let Some(output) = said.unhealthy {
-                        report.unhealthy.push((name.to_string(), output));
-                    }
-                    if record.owed {
-                        tracing::warn!(
-                            MESH_STEP = %record.step,
-                            MESH_CONTAINER = %name,
-                            "{name}, owed a start since the window of {} could not close, started: the container runtime answers again",
-                            record.step
-                        );
-                    }
-                    report.started.push(name.to_string())
-                }
-                Err(failure) => {
-                    // An owed container was alerted when it became owed.
-                    if !(record.owed && failure.unanswered) {
-                        windows
-                            .alerts
-                            .will_not_start_again(record, name, &failure.reason, deadline)
-                            .await;
-                    }
-                    if failure.unanswered {
-                        report.owed.push(name.to_string());
-                    }
-                    report.lost.push((name.to_string(), failure.reason));
-                }
-            }
-        }
-        // The last rewrite's verdict on this window (it decided nothing).
-        if let Ok(Ok(Bookkept { record: now, .. })) = next {
-            current = now;
-        }
-        if !report.owed.is_empty() {
-            // Keep what is owed: the record, narrowed to those containers.
-            let owed = WindowRecord {
-                owed: true,
-                held: current
-                    .held
-                    .iter()
-                    .filter(|c| c.was_running && report.owed.contains(&c.name))
-                    .cloned()
-                    .collect(),
-                ..current.clone()
-            };
-            match records.rewrite_if_own(&current, &owed, deadline).await {
-                Ok(Fence::Lost) => report.lost_window = true,
-                Ok(Fence::Own) => tracing::warn!(
-                    MESH_STEP = %record.step,
-                    "window of {} not closed: {} owed a start, made as soon as the container runtime answers",
-                    record.step,
-                    report.owed.join(", ")
-                ),
-                Err(LockWait::Error(e)) => tracing::error!(
-                    MESH_STEP = %record.step,
-                    "cannot keep the window of {} owed: {e}",
-                    record.step
-                ),
-                Err(e) => finish_later(records, current, Some(owed), e),
-            }
-            return report;
-        }
-        match records.erase_if_own(&current, deadline).await {
-            Ok(Fence::Own) => {}
-            Ok(Fence::Lost) => {
-                report.lost_window = true;
-                return report;
-            }
-            Err(LockWait::Error(e)) => {
-                tracing::error!(MESH_STEP = %record.step, "cannot erase the window record of {}: {e}", record.step)
-            }
-            Err(e) => finish_later(records, current, None, e),
+            break;
         }
         mesh_event!(
             info,
@@ -328,6 +353,12 @@ impl Closing {
                         .await;
                     report.lost.push((name.to_string(), reason.clone()));
                 }
+                // What is left on the record is handed to the adopter,
+                // which closes the window again: a held container must
+                // run again, alerted or not.
+                windows
+                    .records
+                    .hand_over(&window.record.step, &windows.owner);
                 report
             }
         }
@@ -363,19 +394,15 @@ impl Closing {
             owed: true,
             ..record.clone()
         };
-        match windows
-            .records
-            .rewrite_if_own(record, &owed, &deadline)
-            .await
-        {
-            Ok(Fence::Own) => window.record = owed,
-            Ok(Fence::Lost) => report.lost_window = true,
+        let finish = Finish::Rewrite(owed.clone());
+        match finish.now(&windows.records, record, &deadline).await {
+            Ok(Finished::Lost) => report.lost_window = true,
+            Ok(_) => window.record = owed,
             Err(LockWait::Error(e)) => {
                 tracing::error!(MESH_STEP = %record.step, "cannot mark the window of {} owed: {e}", record.step)
             }
             Err(e) => {
-                let record = record.clone();
-                finish_later(&windows.records, record, Some(owed.clone()), e);
+                finish.later(&windows.records, record.clone(), e);
                 window.record = owed;
             }
         }
@@ -383,55 +410,109 @@ impl Closing {
     }
 }
 
+/// A close's last write to its record.
+enum Finish {
+    /// Erase it, unless it holds containers the close has not `seen`.
+    Erase { seen: Vec<String> },
+    /// Narrow it to what is `owed` (and what the close has not `seen`),
+    /// marked owed.
+    KeepOwed {
+        owed: Vec<String>,
+        seen: Vec<String>,
+    },
+    /// Write it as this.
+    Rewrite(WindowRecord),
+}
+
+impl Finish {
+    /// Make the write under `windows.lock`, within `deadline`, if the
+    /// record is still `current`'s window.
+    async fn now(
+        &self,
+        records: &Records,
+        current: &WindowRecord,
+        deadline: &Deadline,
+    ) -> Result<Finished, LockWait> {
+        let _records = records.lock_by(deadline).await?;
+        Ok(self.locked(records, current)?)
+    }
+
+    /// [`Self::now`] for a caller holding `windows.lock`.
+    fn locked(
+        &self,
+        records: &Records,
+        current: &WindowRecord,
+    ) -> Result<Finished, crate::store::StoreError> {
+        let written = match self {
+            Finish::Erase { seen } => return records.erase_if_own(current, seen),
+            Finish::KeepOwed { owed, seen } => records.keep_owed_if_own(current, owed, seen)?,
+            Finish::Rewrite(new) => records.rewrite_if_own(current, new)?,
+        };
+        Ok(match written {
+            Fence::Own => Finished::Done,
+            Fence::Lost => Finished::Lost,
+        })
+    }
+
+    /// What it does, in words.
+    fn what(&self) -> &'static str {
+        match self {
+            Finish::Erase { .. } => "erased",
+            Finish::KeepOwed { .. } | Finish::Rewrite(_) => "kept owed",
+        }
+    }
+
+    /// The close could not take `windows.lock` for this write within its
+    /// deadline (a stranger holds it): the held containers are started or
+    /// alerted already, and the write is made as soon as the lock is free,
+    /// on a task of its own. Should this process end first, the record's
+    /// owner is gone and whoever takes it over finishes it. A record found
+    /// then to hold containers handed to it since is kept owed for them:
+    /// its adopter starts them.
+    fn later(self, records: &Records, current: WindowRecord, why: LockWait) {
+        tracing::warn!(
+            MESH_STEP = %current.step,
+            "the record of the window of {} is {} as soon as windows.lock is free: {why}",
+            current.step,
+            self.what()
+        );
+        let records = records.clone();
+        tokio::spawn(async move {
+            loop {
+                let wait = Deadline::of("finishing", super::records::RECORDS_LOCK_WAIT);
+                match records.lock_by(&wait).await {
+                    Ok(_records) => {
+                        let done = match self.locked(&records, &current) {
+                            Ok(Finished::Handed(names)) => Finish::KeepOwed {
+                                owed: Vec::new(),
+                                seen: Vec::new(),
+                            }
+                            .locked(&records, &current)
+                            .map(|_| format!("kept owed for {}, handed to it", names.join(", "))),
+                            Ok(_) => Ok(self.what().to_string()),
+                            Err(e) => Err(e),
+                        };
+                        match done {
+                            Ok(what) => tracing::info!(
+                                MESH_STEP = %current.step,
+                                "the record of the window of {} is {what} now that windows.lock is free",
+                                current.step
+                            ),
+                            Err(e) => tracing::error!(
+                                MESH_STEP = %current.step,
+                                "cannot finish the record of the window of {}: {e}",
+                                current.step
+                            ),
+                        }
+                        return;
+                    }
+                    Err(_) => tokio::time::sleep(FINISH_RETRY).await,
+                }
+            }
+        });
+    }
+}
+
 /// How often the record's last write, put off because `windows.lock` was
 /// held past the close's deadline, is tried again.
 const FINISH_RETRY: Duration = Duration::from_secs(5);
-
-/// The close could not take `windows.lock` for its last write within its
-/// deadline (a stranger holds it): the held containers are started or
-/// alerted already, and the record is erased (or narrowed to what is
-/// `owed`) as soon as the lock is free, on a task of its own. Should this
-/// process end first, the record's owner is gone and whoever takes it
-/// over finishes it.
-fn finish_later(
-    records: &Records,
-    current: WindowRecord,
-    owed: Option<WindowRecord>,
-    why: LockWait,
-) {
-    tracing::warn!(
-        MESH_STEP = %current.step,
-        "the record of the window of {} is {} as soon as windows.lock is free: {why}",
-        current.step,
-        if owed.is_some() { "kept owed" } else { "erased" }
-    );
-    let records = records.clone();
-    tokio::spawn(async move {
-        loop {
-            let wait = Deadline::of("finishing", super::records::RECORDS_LOCK_WAIT);
-            match records.lock_by(&wait).await {
-                Ok(_records) => {
-                    let done = match &owed {
-                        Some(owed) => records.rewrite_if_own_locked(&current, owed),
-                        None => records.erase_if_own_locked(&current),
-                    };
-                    match done {
-                        Ok(_) => tracing::info!(
-                            MESH_STEP = %current.step,
-                            "the record of the window of {} is {} now that windows.lock is free",
-                            current.step,
-                            if owed.is_some() { "kept owed" } else { "erased" }
-                        ),
-                        Err(e) => tracing::error!(
-                            MESH_STEP = %current.step,
-                            "cannot finish the record of the window of {}: {e}",
-                            current.step
-                        ),
-                    }
-                    return;
-                }
-                Err(_) => tokio::time::sleep(FINISH_RETRY).await,
-            }
-        }
-    });
-}

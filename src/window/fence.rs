@@ -16,7 +16,8 @@ use crate::events::Event;
 use crate::mesh_alert_of;
 use crate::store::StoreError;
 
-use super::budget::{Deadline, LockWait};
+use super::budget::Deadline;
+use super::owner::Owner;
 use super::record::WindowRecord;
 use super::records::Records;
 use super::unreadable::UnreadableRecord;
@@ -109,45 +110,104 @@ impl Records {
         }
     }
 
-    /// Erase the record of `held` if it is still that window, this
-    /// process's (under `windows.lock`); otherwise leave what is there.
-    pub(super) async fn erase_if_own(
-        &self,
-        held: &WindowRecord,
-        deadline: &Deadline,
-    ) -> Result<Fence, LockWait> {
-        let _records = self.lock_by(deadline).await?;
-        Ok(self.erase_if_own_locked(held)?)
+    /// Mark the record of `step`, if `owner` holds it and it owes nothing
+    /// yet, owed (under `windows.lock`): its window was left unclosed by a
+    /// fire or a close that panicked, and the adopter ([`super::adopt`])
+    /// waits for the step container and closes it.
+    pub(super) fn hand_over(&self, step: &str, owner: &Owner) {
+        let _records = match self.lock() {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}");
+                return;
+            }
+        };
+        match self.get(step) {
+            Ok(Some(record)) if owner.owns(&record) && !record.owed => {
+                let owed = WindowRecord {
+                    owed: true,
+                    ..record
+                };
+                match self.write(&owed) {
+                    Ok(()) => tracing::warn!(
+                        MESH_STEP = %step,
+                        "the window of {step} is left to be closed by the adopter"
+                    ),
+                    Err(e) => {
+                        tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}")
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(MESH_STEP = %step, "cannot read the window record of {step}: {e}")
+            }
+        }
     }
 
-    /// [`Self::erase_if_own`] for a caller holding `windows.lock`.
-    pub(super) fn erase_if_own_locked(&self, held: &WindowRecord) -> Result<Fence, StoreError> {
+    /// Erase the record of `held` if it is still that window, this
+    /// process's, and holds nothing its close has not `seen` (the caller
+    /// holds `windows.lock`); otherwise leave what is there.
+    pub(super) fn erase_if_own(
+        &self,
+        held: &WindowRecord,
+        seen: &[String],
+    ) -> Result<Finished, StoreError> {
         match self.get(&held.step)? {
             Some(now) if now.same_window_and_owner(held) => {
+                let handed = unseen(&now, seen);
+                if !handed.is_empty() {
+                    return Ok(Finished::Handed(handed));
+                }
                 self.remove(&held.step)?;
-                Ok(Fence::Own)
+                Ok(Finished::Done)
             }
             now => {
                 say_lost(held, now.as_ref(), "erasing its record");
+                Ok(Finished::Lost)
+            }
+        }
+    }
+
+    /// Narrow the record of `held`, if it is still that window, this
+    /// process's, to what its close still owes a start and mark it owed
+    /// (the caller holds `windows.lock`): the containers named in `owed`,
+    /// and any handed to it that the close has not `seen` (see
+    /// [`Finished::Handed`]).
+    pub(super) fn keep_owed_if_own(
+        &self,
+        held: &WindowRecord,
+        owed: &[String],
+        seen: &[String],
+    ) -> Result<Fence, StoreError> {
+        match self.get(&held.step)? {
+            Some(now) if now.same_window_and_owner(held) => {
+                let handed = unseen(&now, seen);
+                let new = WindowRecord {
+                    owed: true,
+                    held: now
+                        .held
+                        .iter()
+                        .filter(|c| {
+                            c.was_running && (owed.contains(&c.name) || handed.contains(&c.name))
+                        })
+                        .cloned()
+                        .collect(),
+                    ..now
+                };
+                self.write(&new)?;
+                Ok(Fence::Own)
+            }
+            now => {
+                say_lost(held, now.as_ref(), "keeping its record owed");
                 Ok(Fence::Lost)
             }
         }
     }
 
     /// Rewrite the record of `held` as `new` if it is still that window,
-    /// this process's (under `windows.lock`).
-    pub(super) async fn rewrite_if_own(
-        &self,
-        held: &WindowRecord,
-        new: &WindowRecord,
-        deadline: &Deadline,
-    ) -> Result<Fence, LockWait> {
-        let _records = self.lock_by(deadline).await?;
-        Ok(self.rewrite_if_own_locked(held, new)?)
-    }
-
-    /// [`Self::rewrite_if_own`] for a caller holding `windows.lock`.
-    pub(super) fn rewrite_if_own_locked(
+    /// this process's (the caller holds `windows.lock`).
+    pub(super) fn rewrite_if_own(
         &self,
         held: &WindowRecord,
         new: &WindowRecord,
@@ -167,6 +227,29 @@ impl Records {
             }
         }
     }
+}
+
+/// What a close's last write to its record found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Finished {
+    /// The record was this window's, and is erased or rewritten.
+    Done,
+    /// Someone else holds it now, or it is gone: said, and not acted on.
+    Lost,
+    /// The record is still this window's, but holds containers its close
+    /// has not seen: handed to it while it closed (a lost owner's late
+    /// stop, see `restore.rs`). Kept: the close starts them, then erases.
+    Handed(Vec<String>),
+}
+
+/// The containers `record` holds (that were running when they were
+/// stopped) which are not among `seen`.
+fn unseen(record: &WindowRecord, seen: &[String]) -> Vec<String> {
+    record
+        .held_names()
+        .filter(|n| !seen.iter().any(|s| s == n))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Say that this process lost the window `held` (to `now`'s owner, or its

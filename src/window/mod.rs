@@ -78,10 +78,14 @@ mod plan;
 mod record;
 mod records;
 mod restore;
+#[cfg(test)]
+mod restore_tests;
 mod shared;
 mod start;
 mod stops;
 mod takeover;
+#[cfg(test)]
+mod takeover_tests;
 mod unreadable;
 mod watcher;
 mod windows;

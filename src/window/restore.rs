@@ -220,7 +220,7 @@ impl Restorer {
     /// again, within one deadline ([`RESTORE_BUDGET`]) for all of it: the
     /// runtime is asked which held containers are stopped before
     /// `windows.lock` is taken, and under it only the starts are made.
-    async fn restore_after_superseded(&self, record: &WindowRecord) {
+    pub(super) async fn restore_after_superseded(&self, record: &WindowRecord) {
         let deadline = Deadline::of("restoring", RESTORE_BUDGET);
         let mut stopped = Vec::new();
         for name in record.held_names() {
@@ -244,17 +244,25 @@ impl Restorer {
         if stopped.is_empty() {
             return;
         }
-        let lock = match self.records.lock_by(&deadline).await {
-            Ok(lock) => lock,
-            Err(e) => {
-                tracing::warn!(MESH_STEP = %record.step, "cannot lock the window records to look at what pid {} left: {e}", record.pid);
-                return;
-            }
+        // Whether a window holds each is asked of the records, under the
+        // lock; when they cannot be read, none is started (it could run
+        // beside a window's step) and each is alerted instead.
+        let lock = self.records.lock_by(&deadline).await;
+        let records = match &lock {
+            Ok(_) => self.records.scan().map(|scan| scan.records).map_err(|e| {
+                format!("the window records cannot be read to tell whether a window holds it ({e})")
+            }),
+            Err(e) => Err(format!(
+                "the window records cannot be locked to tell whether a window holds it ({e})"
+            )),
         };
-        let records = match self.records.scan() {
-            Ok(scan) => scan.records,
-            Err(e) => {
-                tracing::warn!(MESH_STEP = %record.step, "cannot read the window records to look at what pid {} left: {e}", record.pid);
+        let records = match records {
+            Ok(records) => records,
+            Err(why) => {
+                drop(lock);
+                for name in &stopped {
+                    self.alert_left_stopped(record, name, &why, &deadline).await;
+                }
                 return;
             }
         };
@@ -293,26 +301,39 @@ impl Restorer {
                 Ok(Err(e)) => format!("starting it failed: {e}"),
                 Err(spent) => format!("{spent}; the next apply starts it"),
             };
-            crate::mesh_alert!(
-                MESH_STEP = %record.step,
-                MESH_CONTAINER = %name,
-                "container {name} WILL NOT START AGAIN: pid {}, which lost the window of {}, died with it stopped, and {why}",
-                record.pid,
-                record.step
-            );
             failed.push((name.clone(), why));
         }
         drop(lock);
         for (name, why) in failed {
-            self.alerts
-                .record(
-                    crate::events::Event::WillNotStartAgain,
-                    &record.step,
-                    &name,
-                    format!("container {name} WILL NOT START AGAIN: pid {} died with it stopped after losing its window, and {why}", record.pid),
-                    &deadline,
-                )
+            self.alert_left_stopped(record, &name, &why, &deadline)
                 .await;
         }
+    }
+
+    /// Alert that `name`, left stopped by the dead superseded owner of
+    /// `record`, was not started again, and `why`.
+    async fn alert_left_stopped(
+        &self,
+        record: &WindowRecord,
+        name: &str,
+        why: &str,
+        deadline: &Deadline,
+    ) {
+        crate::mesh_alert!(
+            MESH_STEP = %record.step,
+            MESH_CONTAINER = %name,
+            "container {name} WILL NOT START AGAIN: pid {}, which lost the window of {}, died with it stopped, and {why}",
+            record.pid,
+            record.step
+        );
+        self.alerts
+            .record(
+                crate::events::Event::WillNotStartAgain,
+                &record.step,
+                name,
+                format!("container {name} WILL NOT START AGAIN: pid {} died with it stopped after losing its window, and {why}", record.pid),
+                deadline,
+            )
+            .await;
     }
 }

@@ -12,7 +12,7 @@ use crate::events::Event;
 use crate::mesh_event;
 use crate::store::StoreError;
 
-use super::budget::close_budget;
+use super::budget::{close_budget, Deadline};
 use super::close::{CloseReport, Closing};
 use super::engine::Engine;
 use super::handle::OpenWindow;
@@ -85,34 +85,7 @@ impl Takeover {
     /// container and closes it.
     pub(super) fn hand_over(&self, step: &str) {
         let w = &self.windows;
-        let _records = match w.records.lock() {
-            Ok(lock) => lock,
-            Err(e) => {
-                tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}");
-                return;
-            }
-        };
-        match w.records.get(step) {
-            Ok(Some(record)) if w.owner.owns(&record) && !record.owed => {
-                let owed = WindowRecord {
-                    owed: true,
-                    ..record
-                };
-                match w.records.write(&owed) {
-                    Ok(()) => tracing::warn!(
-                        MESH_STEP = %step,
-                        "the window of {step} is left to be closed by the adopter"
-                    ),
-                    Err(e) => {
-                        tracing::error!(MESH_STEP = %step, "cannot hand over the window of {step}: {e}")
-                    }
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(MESH_STEP = %step, "cannot read the window record of {step}: {e}")
-            }
-        }
+        w.records.hand_over(step, &w.owner);
     }
 
     /// Take over every record whose owner is gone (or whose lease lapsed)
@@ -296,27 +269,53 @@ impl Takeover {
             record.opened_at,
             if record.owed { ", owing starts" } else { "" }
         );
-        self.settle_dead_owner(&record).await;
+        // What the dead owner left in flight is settled, and its step
+        // looked at, within one closing budget: a runtime that does not
+        // answer leaves the window owed and alerted, never waited on
+        // without bound.
+        let settling = Deadline::closing(close_budget());
+        self.settle_dead_owner(&record, &settling).await;
+        let step = settling
+            .bound(
+                || format!("the container runtime to inspect {}", record.step_container),
+                w.runtime.inspect(&record.step_container),
+            )
+            .await;
         // Age alone never releases a window whose step still runs: the
         // step is waited for (within what is left of the bound), or stopped
         // and confirmed stopped, before anything held starts.
-        let waited_exit = match w.runtime.inspect(&record.step_container).await {
-            Ok(Some(info)) if info.running => match self.wait_resumed_step(&record, &at).await {
-                Ok(exit) => exit,
-                Err(reason) => {
-                    let mut window = OpenWindow {
-                        record: record.clone(),
-                        watcher: None,
-                        specs: Default::default(),
-                    };
-                    let report = Closing::unconfirmed(w, &mut window, &reason).await;
-                    return Resumed::Closed {
-                        step: record.step,
-                        waited_exit: None,
-                        report,
-                    };
+        let waited_exit = match step {
+            Err(spent) => {
+                let mut window = OpenWindow {
+                    record: record.clone(),
+                    watcher: None,
+                    specs: Default::default(),
+                };
+                let report = Closing::unconfirmed(w, &mut window, &spent.to_string()).await;
+                return Resumed::Closed {
+                    step: record.step,
+                    waited_exit: None,
+                    report,
+                };
+            }
+            Ok(Ok(Some(info))) if info.running => {
+                match self.wait_resumed_step(&record, &at).await {
+                    Ok(exit) => exit,
+                    Err(reason) => {
+                        let mut window = OpenWindow {
+                            record: record.clone(),
+                            watcher: None,
+                            specs: Default::default(),
+                        };
+                        let report = Closing::unconfirmed(w, &mut window, &reason).await;
+                        return Resumed::Closed {
+                            step: record.step,
+                            waited_exit: None,
+                            report,
+                        };
+                    }
                 }
-            },
+            }
             _ => None,
         };
         let report = Closing::new(w, &record, Default::default(), close_budget())
@@ -335,11 +334,17 @@ impl Takeover {
     /// containers; a held container it was stopping is stopped (a second
     /// stop waits for the first), so that a stop still in flight cannot
     /// land after the container is started again.
-    async fn settle_dead_owner(&self, record: &WindowRecord) {
+    async fn settle_dead_owner(&self, record: &WindowRecord, deadline: &Deadline) {
         let runtime = &self.windows.runtime;
-        if let Ok(Some(info)) = runtime.inspect(&record.step_container).await {
+        if let Ok(Ok(Some(info))) = deadline
+            .bound(String::new, runtime.inspect(&record.step_container))
+            .await
+        {
             if info.status == "created" {
-                if let Err(e) = runtime.remove(&record.step_container).await {
+                if let Ok(Err(e)) = deadline
+                    .bound(String::new, runtime.remove(&record.step_container))
+                    .await
+                {
                     tracing::warn!(MESH_STEP = %record.step, "cannot remove the never-started step container {}: {e}", record.step_container);
                 }
             }
@@ -350,9 +355,9 @@ impl Takeover {
         // One whose start it had begun (the last holder's close) is
         // started, not stopped, by the close that follows.
         for name in record.held_names().filter(|n| !record.is_starting(n)) {
-            if let Ok(Some(info)) = runtime.inspect(name).await {
+            if let Ok(Ok(Some(info))) = deadline.bound(String::new, runtime.inspect(name)).await {
                 if info.running {
-                    if let Err(e) = runtime.stop(name).await {
+                    if let Ok(Err(e)) = deadline.bound(String::new, runtime.stop(name)).await {
                         tracing::warn!(MESH_STEP = %record.step, MESH_CONTAINER = %name, "cannot settle {name} before starting it again: {e}");
                     }
                 }

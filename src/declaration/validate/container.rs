@@ -227,6 +227,12 @@ pub(super) fn read_container(
             "depends-on applies to a service container: a step runs when its own turn comes",
         );
     }
+    if options.logging.is_some() && role_kind != RoleKind::Service {
+        s.at(
+            "logging",
+            "logging applies to a service container: a step's output goes to the journal through the runtime's journald driver, where mesh-host logs reads it",
+        );
+    }
     if options.restart.is_some() && role_kind != RoleKind::Service {
         s.at(
             "restart",

@@ -123,12 +123,16 @@ pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<(Str
         });
         let mut aliases = Vec::new();
         for (field, alias) in take_list(s, &format!("{path}.aliases"), raw.aliases) {
-            if super::options::hostname_ok(&alias) && no_nul(s, &field, &alias, "an alias") {
+            // Docker's embedded DNS answers names with '_' too (a compose
+            // service `my_app` is an alias of its own name), so an alias
+            // may hold one where a host name may not.
+            let as_host_name = alias.replace('_', "-");
+            if super::options::hostname_ok(&as_host_name) && no_nul(s, &field, &alias, "an alias") {
                 aliases.push(alias);
             } else {
                 s.at(
                     &field,
-                    format!("{alias:?} is not a host name: letters, digits, '-' and '.'"),
+                    format!("{alias:?} is not a network alias: letters, digits, '-', '_' and '.'"),
                 );
             }
         }

@@ -12,8 +12,8 @@ use super::fields::{
 use crate::declaration::hints::Fields;
 use crate::declaration::networking::Restart;
 use crate::declaration::options::{
-    sysctl_namespaced, ContainerOptions, Device, Tmpfs, Ulimit, CAPABILITIES, OWN_LABEL_PREFIXES,
-    ULIMITS,
+    sysctl_namespaced, ContainerOptions, Device, HostAddress, Tmpfs, Ulimit, CAPABILITIES,
+    OWN_LABEL_PREFIXES, ULIMITS,
 };
 use crate::declaration::raw::{kind_of, Field, List, RawDevice, RawOptions, RawTmpfs, RawUlimit};
 
@@ -119,6 +119,8 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
     let privileged = take(s, "privileged", raw.privileged).unwrap_or(false);
     let read_only_root = take(s, "read-only-root", raw.read_only_root).unwrap_or(false);
     let no_new_privileges = take(s, "no-new-privileges", raw.no_new_privileges).unwrap_or(false);
+    let security_opt = super::security::read_security_opt(s, raw.security_opt);
+    let logging = super::security::read_logging(s, raw.logging);
     let memory = take(s, "memory", raw.memory);
     let memory = bytes(s, "memory", memory, 6 << 20);
     let memory_reservation = take(s, "memory-reservation", raw.memory_reservation);
@@ -181,11 +183,14 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         if !hostname_ok(&key) {
             s.at(&path, format!("{key:?} is not a host name"));
         } else {
-            match value.parse::<std::net::IpAddr>() {
-                Ok(ip) => {
-                    extra_hosts.insert(key, ip);
+            match HostAddress::parse(&value) {
+                Some(address) => {
+                    extra_hosts.insert(key, address);
                 }
-                Err(_) => s.at(&path, format!("{value:?} is not an IP address")),
+                None => s.at(
+                    &path,
+                    format!("{value:?} is not an IP address, nor \"host-gateway\""),
+                ),
             }
         }
     }
@@ -204,6 +209,8 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         privileged,
         read_only_root,
         no_new_privileges,
+        security_opt,
+        logging,
         memory,
         memory_reservation,
         nano_cpus,
@@ -251,12 +258,33 @@ fn read_tmpfs(s: &mut Sink, raw: List<RawTmpfs>) -> Vec<Tmpfs> {
             }
             ok
         });
+        let exec = take(s, &format!("{path}.exec"), t.exec);
+        let mut owner = |field: &str, v: Field<Value>| {
+            let f = format!("{path}.{field}");
+            let v = take(s, &f, v)?;
+            match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => Some(n),
+                None => {
+                    s.at(&f, format!("{v} is not a numeric id from 0 to 4294967295"));
+                    None
+                }
+            }
+        };
+        let uid = owner("uid", t.uid);
+        let gid = owner("gid", t.gid);
         let Some(target) = target else { continue };
         if !targets.insert(target.clone()) {
             s.at(&target_field, format!("{target} is already a tmpfs target"));
             continue;
         }
-        out.push(Tmpfs { target, size, mode });
+        out.push(Tmpfs {
+            target,
+            size,
+            mode,
+            exec,
+            uid,
+            gid,
+        });
     }
     out
 }

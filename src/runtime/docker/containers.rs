@@ -20,7 +20,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::client::{DockerRuntime, LONG_TIMEOUT};
-use super::health::{health_config, health_decides_within};
+use super::health::{health_config, health_decides_within, health_start_period};
 use crate::runtime::{
     ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
     RuntimeError, VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
@@ -138,6 +138,12 @@ pub(super) async fn create(
     let mut body = create_body(spec);
     let podman = rt.is_podman();
     if podman {
+        if let Some(reason) = super::podman_lacks::lacking(spec) {
+            return Err(RuntimeError::Api {
+                context: format!("create container {}", spec.name),
+                reason,
+            });
+        }
         if let Some(host) = body.host_config.as_mut() {
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
@@ -511,12 +517,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
     // Docker reports the zero time for a run that never started or ended.
     let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
     let decides_within = health_decides_within(config.healthcheck.as_ref());
-    let start_period = config
-        .healthcheck
-        .as_ref()
-        .and_then(|h| h.start_period)
-        .and_then(|nanos| u64::try_from(nanos).ok())
-        .map_or(std::time::Duration::ZERO, std::time::Duration::from_nanos);
+    let start_period = health_start_period(config.healthcheck.as_ref());
     let volumes = volumes(raw.mounts.unwrap_or_default());
     ContainerInfo {
         id: raw.id.unwrap_or_default(),
@@ -653,9 +654,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         cap_drop: (!p.cap_drop.is_empty()).then(|| p.cap_drop.clone()),
         privileged: p.privileged.then_some(true),
         readonly_rootfs: p.read_only_root.then_some(true),
-        security_opt: p
-            .no_new_privileges
-            .then(|| vec!["no-new-privileges:true".to_owned()]),
+        security_opt: security_opt(p),
         memory: signed(p.memory),
         memory_reservation: signed(p.memory_reservation),
         nano_cpus: signed(p.nano_cpus),
@@ -696,7 +695,13 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         cgroup_parent: spec.cgroup_parent.clone(),
         auto_remove: Some(spec.auto_remove),
         group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
-        log_config: spec.journal.as_ref().map(|j| log_config(j, false)),
+        // A step's journal (set by its run) or a service's declared driver:
+        // the declaration gives a step no driver.
+        log_config: spec
+            .journal
+            .as_ref()
+            .map(|j| log_config(j, false))
+            .or_else(|| p.logging.as_ref().map(declared_log_config)),
         ..Default::default()
     };
     ContainerCreateBody {
@@ -720,6 +725,24 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
             )])),
         }),
         ..Default::default()
+    }
+}
+
+/// `HostConfig.SecurityOpt`: no-new-privileges first, then the declared
+/// options as written (as compose sends them).
+fn security_opt(p: &crate::runtime::ProcessSpec) -> Option<Vec<String>> {
+    let nnp = p
+        .no_new_privileges
+        .then(|| "no-new-privileges:true".to_owned());
+    let all: Vec<String> = nnp.into_iter().chain(p.security_opt.clone()).collect();
+    (!all.is_empty()).then_some(all)
+}
+
+/// A service's declared log driver and options.
+fn declared_log_config(log: &crate::runtime::LogSpec) -> HostConfigLogConfig {
+    HostConfigLogConfig {
+        typ: log.driver.clone(),
+        config: Some(log.options.iter().cloned().collect()),
     }
 }
 

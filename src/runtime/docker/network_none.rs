@@ -21,8 +21,9 @@
 //!
 //! Podman has no such hook and writes its own `/etc/hosts`; a container
 //! that mounts something at `/etc` or `/etc/hosts` must not have the file
-//! put there (it would land in the mounted directory). Those are created as
-//! declared.
+//! put there (it would land in the mounted directory), and one with an
+//! extra host at `host-gateway` needs the hook to learn that address.
+//! Those are created as declared.
 
 use std::path::{Component, Path};
 
@@ -51,6 +52,11 @@ pub(super) fn applies(rt: &DockerRuntime, spec: &ContainerSpec) -> bool {
     !rt.is_podman()
         && spec.network.as_deref() == Some("none")
         && !spec.mounts.iter().any(|m| covers_hosts(&m.target))
+        && !spec
+            .process
+            .extra_hosts
+            .iter()
+            .any(|h| h.ends_with(":host-gateway"))
 }
 
 /// Whether a mount at `target` hides or holds `/etc/hosts`: `/`, `/etc`,

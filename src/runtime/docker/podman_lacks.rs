@@ -1,0 +1,67 @@
+//! Declared fields Podman's compatible API (4.3) would take and not
+//! honour, or refuse with a message naming no field: refused before the
+//! create, naming the field (docs/podman.md).
+//!
+//! Verified on the sandbox node's Podman 4.3: a `LogConfig` of any
+//! driver comes back as the default `journald` with its options dropped,
+//! a tmpfs `uid=`/`gid=` option fails the create ("unknown mount
+//! option"), and so does an extra host at `host-gateway` ("invalid IP
+//! address in add-host").
+
+use crate::runtime::ContainerSpec;
+
+/// Why `spec` cannot be created as declared on Podman, naming each field
+/// it lacks; `None` when nothing is lacking.
+pub(super) fn lacking(spec: &ContainerSpec) -> Option<String> {
+    let mut lacks = Vec::new();
+    if spec.process.logging.is_some() {
+        lacks.push(
+            "logging (Podman 4.3's compatible API keeps its default driver and drops the options)",
+        );
+    }
+    let owned = |opts: &str| {
+        opts.split(',')
+            .any(|o| o.starts_with("uid=") || o.starts_with("gid="))
+    };
+    if spec.process.tmpfs.iter().any(|(_, opts)| owned(opts)) {
+        lacks.push("tmpfs uid and gid (Podman 4.3 has no such tmpfs option)");
+    }
+    let gateway = |h: &String| h.ends_with(":host-gateway");
+    if spec.process.extra_hosts.iter().any(gateway) {
+        lacks.push("extra-hosts host-gateway (Podman 4.3 takes IP addresses alone)");
+    }
+    (!lacks.is_empty()).then(|| {
+        format!(
+            "not supported on Podman: {}; remove it or run on Docker (docs/podman.md)",
+            lacks.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lacking;
+    use crate::runtime::{ContainerSpec, LogSpec};
+
+    #[test]
+    fn a_log_driver_a_tmpfs_owner_and_host_gateway_are_named_and_the_rest_passes() {
+        let mut spec = ContainerSpec::default();
+        spec.process.tmpfs = vec![("/run".into(), "size=4096,mode=1770,exec".into())];
+        spec.process.security_opt = vec!["label=disable".into()];
+        assert_eq!(lacking(&spec), None);
+        spec.process
+            .tmpfs
+            .push(("/x".into(), "noexec,uid=1000".into()));
+        spec.process.extra_hosts = vec!["gw:host-gateway".into()];
+        spec.process.logging = Some(LogSpec {
+            driver: Some("local".into()),
+            options: Vec::new(),
+        });
+        let why = lacking(&spec).expect("lacking");
+        assert!(
+            why.contains("logging (") && why.contains("tmpfs uid and gid"),
+            "{why}"
+        );
+        assert!(why.contains("extra-hosts host-gateway"), "{why}");
+    }
+}
