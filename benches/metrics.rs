@@ -85,6 +85,7 @@ fn snapshot(n: usize, fired: bool) -> Snapshot {
         steps,
         windows,
         will_not_start_again_total: 3,
+        rollouts_rolled_back_total: 1,
         apply: Some(ApplyMetrics {
             at: t0(),
             ok: true,

@@ -45,6 +45,10 @@ put 0644 "$repo/units/mesh-host.catalog" usr/lib/systemd/catalog/mesh-host.catal
 # An example alert template for --on-alert (README "Paging"); it has no
 # [Install] section and nothing starts it until the operator says so.
 put 0644 "$repo/units/mesh-host-alert@.service" usr/lib/systemd/system/mesh-host-alert@.service
+# Following image tags (docs/updates.md): the timer is not enabled by the
+# package (the maintainer scripts handle mesh-host.service alone).
+put 0644 "$repo/units/mesh-host-update.service" usr/lib/systemd/system/mesh-host-update.service
+put 0644 "$repo/units/mesh-host-update.timer" usr/lib/systemd/system/mesh-host-update.timer
 
 # The man pages, compressed as Debian policy and Fedora's guidelines want
 # (-n: no name or time stamp in the header, so builds are reproducible):

@@ -1,8 +1,8 @@
 //! What needs an operator's attention, for `status` (which then exits 3,
 //! one line each): a resource that failed in the last apply, a window past
 //! its bound, a suspended step, an alert raised since the last apply
-//! (`will-not-start-again`, `held-unhealthy`), an empty declaration
-//! refused. The daemon and `status --local` gather it from the same state
+//! (`will-not-start-again`, `held-unhealthy`, `rollout-rolled-back`), a
+//! service definition a roll back refused, an empty declaration refused. The daemon and `status --local` gather it from the same state
 //! directory; each adds what only it knows (the daemon: its last apply in
 //! memory and the refusal it made; `--local`: the declaration file read
 //! now).
@@ -20,7 +20,8 @@ use crate::window::{Moment, WindowRecord};
 #[serde(rename_all = "kebab-case")]
 pub struct Attention {
     /// What kind: `failed-resource`, `apply-failed`, `window-past-bound`,
-    /// `step-suspended`, `alert`, `declaration-empty-refused`.
+    /// `step-suspended`, `alert`, `declaration-empty-refused`,
+    /// `rolled-back`.
     pub what: &'static str,
     /// The line `status` prints.
     pub line: String,
@@ -105,6 +106,27 @@ pub fn gather(
                 time(s.since)
             ),
         ));
+    }
+    match crate::apply::rollouts::refused(store) {
+        Ok(refused) => {
+            for (name, r) in refused {
+                out.push(Attention::new(
+                    "rolled-back",
+                    format!(
+                        "container {name} ({}) was rolled back at {}: {}; its definition (image {}) \
+                         is not tried again until the declaration changes it",
+                        r.id,
+                        time(r.at),
+                        r.reason,
+                        r.image
+                    ),
+                ));
+            }
+        }
+        Err(e) => out.push(Attention::new(
+            "rolled-back",
+            format!("the records of rolled-back replacements cannot be read: {e}"),
+        )),
     }
     match crate::window::alerts::since(store, applied.map(|a| a.applied_at)) {
         Ok(alerts) => {

@@ -76,11 +76,14 @@ pub enum Event {
     DeclarationEmptyRefused,
     /// A suspended step's due time passed: it was not run (and never is).
     StepSuspended,
+    /// A service's replacement was not healthy within its bound: the new
+    /// container was removed and the old one put back (an alert).
+    RolloutRolledBack,
 }
 
 impl Event {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [Event; 20] = [
+    pub const ALL: [Event; 21] = [
         Event::ApplyFinished,
         Event::ContainerRecreated,
         Event::StepStarted,
@@ -101,6 +104,7 @@ impl Event {
         Event::WindowTakenOver,
         Event::DeclarationEmptyRefused,
         Event::StepSuspended,
+        Event::RolloutRolledBack,
     ];
 
     /// The `MESH_EVENT` value.
@@ -126,6 +130,7 @@ impl Event {
             Event::WindowTakenOver => "window-taken-over",
             Event::DeclarationEmptyRefused => "declaration-empty-refused",
             Event::StepSuspended => "step-suspended",
+            Event::RolloutRolledBack => "rollout-rolled-back",
         }
     }
 
@@ -152,6 +157,7 @@ impl Event {
             Event::WindowTakenOver => "c37a1d95e4f84b0a8d26f1e9b05c7a42",
             Event::DeclarationEmptyRefused => "5f0980ab7bc6467ebde440999d004df0",
             Event::StepSuspended => "73bd00f2d4314e4385fd612818c9320e",
+            Event::RolloutRolledBack => "9a41c3e07d5b4f2e8c16b0d5e7a2f348",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Paging, systemd's way (`--on-alert UNIT@.service`).
 //!
-//! For every `will-not-start-again`, `held-unhealthy`, `step-failed` and
-//! `step-missed` event the daemon starts an instance of the operator's
+//! For every `will-not-start-again`, `held-unhealthy`, `step-failed`,
+//! `step-missed` and `rollout-rolled-back` event the daemon starts an instance of the operator's
 //! template whose name carries the event, the step and the page's own id,
 //! escaped as systemd escapes names:
 //! `mesh-host-alert@step\x2dfailed:gc:5f0c….service` (`%I` is
@@ -37,11 +37,12 @@ use crate::window::WindowRecord;
 use crate::window::Windows;
 
 /// The events that page.
-pub const PAGED: [&str; 4] = [
+pub const PAGED: [&str; 5] = [
     "will-not-start-again",
     "held-unhealthy",
     "step-failed",
     "step-missed",
+    "rollout-rolled-back",
 ];
 
 /// An `--on-alert` template: `NAME@.service`.

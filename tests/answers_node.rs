@@ -225,6 +225,26 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     let logs = w.mesh(&["logs", "gc", "--json"]);
     assert_eq!(logs.status.code(), Some(0), "{}", text(&logs));
     validate("logs", "logs-line", &logs, true);
+    // `history` reads the fires' end events from the journal, in this
+    // process too: each run above, once the journal has it.
+    let mut history = w.mesh(&["history", "gc", "--json"]);
+    for _ in 0..50 {
+        let fires: Value = serde_json::from_slice(&history.stdout).unwrap_or(Value::Null);
+        if fires.as_array().is_some_and(|f| f.len() >= 2) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        history = w.mesh(&["history", "gc", "--json"]);
+    }
+    assert_eq!(history.status.code(), Some(0), "{}", text(&history));
+    validate("history", "history", &history, false);
+    let fires = json_of("history", &history);
+    assert!(
+        fires
+            .as_array()
+            .is_some_and(|f| f.len() >= 2 && f.iter().all(|f| f["step"] == "gc")),
+        "{fires:#}"
+    );
     let lines: Vec<Value> = String::from_utf8_lossy(&logs.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a line of logs --json"))

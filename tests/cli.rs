@@ -1011,3 +1011,59 @@ fn a_declaration_is_read_from_a_regular_file_only_and_bounded() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs python3-jsonschema (Debian): run tests/run"]
+fn check_and_cron_answer_by_their_json_schemas() {
+    let schema = |name: &str| {
+        format!(
+            "{}/src/answer/schema/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let outs = [
+        (
+            "check",
+            mesh(&["check", &example("registry.json"), "--json"]),
+            0,
+        ),
+        (
+            "check",
+            mesh(&["check", &example("refused.json"), "--json"]),
+            2,
+        ),
+        (
+            "cron",
+            mesh(&["cron", "30 3 * * *", "--zone", "UTC", "--json"]),
+            0,
+        ),
+    ];
+    for (command, out, code) in outs {
+        assert_eq!(out.status.code(), Some(code), "{command}: {}", stderr(&out));
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(format!(
+                "{}/tests/schema/answer.py",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .arg(schema(command))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run python3");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(&out.stdout)
+            .expect("write the document");
+        let checked = child.wait_with_output().expect("python3");
+        assert!(
+            checked.status.success(),
+            "{command}: not a document of its schema: {}{}",
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+}

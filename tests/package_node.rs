@@ -44,6 +44,8 @@ const STAGED: &[&str] = &[
     "/usr/lib/systemd/system/mesh-host.service",
     "/usr/lib/systemd/system/mesh-host.slice",
     "/usr/lib/systemd/system/mesh-host-alert@.service",
+    "/usr/lib/systemd/system/mesh-host-update.service",
+    "/usr/lib/systemd/system/mesh-host-update.timer",
     "/usr/lib/systemd/catalog/mesh-host.catalog",
     "/usr/share/mesh-host/prometheus/mesh-host-alerts.yml",
     "/usr/share/mesh-host/grafana/mesh-host.json",

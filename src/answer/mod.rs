@@ -22,6 +22,7 @@ pub mod status_local;
 mod status_text;
 pub mod suspend;
 pub mod take;
+pub mod update;
 
 use serde::Serialize;
 
@@ -118,14 +119,18 @@ impl<A: Answer> Answer for Result<A, Failure> {
 
 /// The JSON Schema of each `--json` document, by command (draft 2020-12),
 /// kept beside the code that builds the documents.
-pub const SCHEMAS: [(&str, &str); 8] = [
+pub const SCHEMAS: [(&str, &str); 12] = [
     ("status", include_str!("schema/status.json")),
     ("apply", include_str!("schema/apply.json")),
     ("plan", include_str!("schema/plan.json")),
     ("run", include_str!("schema/run.json")),
     ("suspend", include_str!("schema/suspend.json")),
     ("take", include_str!("schema/take.json")),
+    ("update", include_str!("schema/update.json")),
     ("logs", include_str!("schema/logs-line.json")),
+    ("history", include_str!("schema/history.json")),
+    ("check", include_str!("schema/check.json")),
+    ("cron", include_str!("schema/cron.json")),
     ("error", include_str!("schema/error.json")),
 ];
 

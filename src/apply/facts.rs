@@ -18,6 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::records::{self, Names, Remakes};
+use super::rollouts::{self, Refused, Rollout};
 use super::state::{self, AppliedState, ContainerInputs};
 use crate::acl::folders::{Consents, ManagedFolders, CONSENTS, SHARED_FOLDERS};
 use crate::runtime::{ContainerSummary, RuntimeError};
@@ -63,6 +64,10 @@ pub(crate) struct Facts {
     pub(crate) volumes: Result<Names, String>,
     pub(crate) remakes: Result<Remakes, String>,
     pub(crate) folders: Result<(ManagedFolders, Consents), String>,
+    /// Replacements gated on health a kill interrupted, by container name.
+    pub(crate) rollouts: Result<BTreeMap<String, Rollout>, String>,
+    /// Definitions a roll back refused, by container name.
+    pub(crate) refused: Result<BTreeMap<String, Refused>, String>,
 }
 
 impl Facts {
@@ -164,6 +169,8 @@ impl Facts {
                 (Ok(m), Ok(c)) => Ok((m.unwrap_or_default(), c.unwrap_or_default())),
                 (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
             },
+            rollouts: rollouts::in_flight(store),
+            refused: rollouts::refused(store),
             previous,
             inputs_on_disk,
             inputs,

@@ -82,6 +82,7 @@ pub mod plan;
 pub mod pull;
 pub mod records;
 pub mod report;
+pub mod rollouts;
 pub mod state;
 #[cfg(test)]
 mod tests;

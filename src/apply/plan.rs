@@ -217,6 +217,17 @@ pub(crate) enum ServiceAct {
     /// As declared and running: nothing to do (what it reads is recorded
     /// if the record was lost).
     Keep,
+    /// A replacement gated on health that a kill interrupted: the new
+    /// container under its name, the old one set aside. The new one is
+    /// judged with what is left of its bound; kept, or the old one put
+    /// back.
+    Resume {
+        rollout: crate::apply::rollouts::Rollout,
+    },
+    /// A roll back that a kill interrupted: the definition was refused,
+    /// no container has its name, the old one is set aside (`aside`): it
+    /// is put back and started.
+    PutBack { aside: String },
 }
 
 /// A service container's work.
@@ -235,6 +246,53 @@ pub(crate) struct ServiceWork {
     /// could not be made.
     pub(crate) uses: Vec<String>,
     pub(crate) act: ServiceAct,
+    /// A replacement of it is gated on its health, bounded by this past
+    /// the check's start period; `None`: it has no check (`"health":
+    /// "none"`), so it is replaced as it always was.
+    pub(crate) rollback_after: Option<Duration>,
+    /// Its health check is declared (else the image's, if any, gates it).
+    pub(crate) health_declared: bool,
+    /// A refusal of an earlier definition of it is recorded and the
+    /// declaration no longer asks for that one: forgotten.
+    pub(crate) forget_refused: bool,
+}
+
+impl ServiceWork {
+    /// Whether carrying it out makes its container in place of another
+    /// and judges it on its health first.
+    pub(crate) fn gated(&self) -> bool {
+        self.rollback_after.is_some()
+            && matches!(
+                self.act,
+                ServiceAct::Replace { .. }
+                    | ServiceAct::Create {
+                        renamed: None,
+                        leftover: Some(_)
+                    }
+                    | ServiceAct::Resume { .. }
+            )
+    }
+
+    /// Its `rollback-after` when it is gated on a declared check: what
+    /// the plan says. (One gated by its image's own check alone is found
+    /// so only once the new container is inspected: the plan does not
+    /// read images.)
+    pub(crate) fn declared_gate(&self) -> Option<Duration> {
+        self.rollback_after
+            .filter(|_| self.gated() && self.health_declared)
+    }
+
+    /// The plan's step that waits for it to be healthy, when it is gated
+    /// on a declared check.
+    pub(crate) fn gate_step(&self) -> Option<StepLine> {
+        let after = self.declared_gate()?;
+        let why = format!(
+            "health-gated: the previous container is put back if this one is not healthy \
+             within {} s past its start period",
+            after.as_secs()
+        );
+        Some(StepLine::new("wait-healthy", format!("container {}", self.name)).because(why))
+    }
 }
 
 impl ServiceWork {
@@ -434,12 +492,18 @@ impl Work {
                     ServiceAct::Replace { .. } => {
                         steps.push(StepLine::new("replace", container(name)))
                     }
+                    ServiceAct::Resume { .. } => {}
+                    ServiceAct::PutBack { aside } => steps.push(
+                        StepLine::new("put-back", container(aside))
+                            .because(format!("a roll back of {name} was interrupted")),
+                    ),
                     ServiceAct::Start { .. } => steps.push(StepLine::new("start", container(name))),
                     ServiceAct::Restart { .. } => {
                         steps.push(StepLine::new("restart", container(name)))
                     }
                     ServiceAct::Keep => {}
                 }
+                steps.extend(s.gate_step());
                 steps
             }
             Work::RunOnce(r) => {

@@ -296,8 +296,10 @@ async fn a_changed_env_file_recreates_naming_the_file_and_fields_are_named_too()
             Call::Stop("web".into()),
             Call::Rename("web".into(), "web.replaced".into()),
             Call::Create("web".into()),
+            // Started before the old one goes: a replacement is judged
+            // on its health (none here) while the old one is set aside.
+            Call::Start("web".into()),
             Call::RemoveStopped("web.replaced".into()),
-            Call::Start("web".into())
         ]
     );
     assert_eq!(r.fake.spec_of("web").expect("web").env[0].1, "2");
@@ -1546,3 +1548,6 @@ mod plan_tests;
 
 #[path = "depends_tests.rs"]
 mod depends_tests;
+
+#[path = "rollout_tests.rs"]
+mod rollout_tests;

@@ -249,8 +249,8 @@ async fn a_recreate_finding_a_set_aside_container_in_the_way_removes_it_and_carr
             Call::RemoveStopped(aside.clone()),
             Call::Rename("web".into(), aside.clone()),
             Call::Create("web".into()),
-            Call::RemoveStopped(aside),
             Call::Start("web".into()),
+            Call::RemoveStopped(aside),
         ]
     );
     assert_eq!(data_volume(&r, "web"), volume);

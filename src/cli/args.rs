@@ -311,6 +311,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Follow image tags: for each container declared with "update":
+    /// "registry" and an image REPO:TAG@sha256:..., ask its registry what
+    /// TAG points to now; where it moved, write the new digest into FILE
+    /// (atomically; the file before is kept as FILE.previous) and say what
+    /// changed. A digest a roll back refused on this node is skipped until
+    /// the tag moves again. Works on a copy of a declaration where no
+    /// daemon runs, too. Exits 0, or 1 when a registry could not be asked
+    /// (or, with --apply, when the apply failed).
+    Update {
+        /// The declaration file (default: the node's, --declaration).
+        file: Option<PathBuf>,
+        /// Then apply FILE (through the daemon, or in this process with
+        /// --local); a replacement rolled back puts its old digest back
+        /// in FILE.
+        #[arg(long)]
+        apply: bool,
+        /// With --apply: apply in this process instead of asking the daemon.
+        #[arg(long, requires = "apply")]
+        local: bool,
+        /// Print what changed as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run as the node's service (systemd Type=notify).
     Daemon {
         /// Seconds between two reconciliations of the declaration file.
@@ -332,8 +355,8 @@ pub enum Command {
         )]
         metrics_file: std::ffi::OsString,
         /// A service template (NAME@.service) to start an instance of for
-        /// every will-not-start-again, held-unhealthy, step-failed and
-        /// step-missed event, once the step's window has closed (at once
+        /// every will-not-start-again, held-unhealthy, step-failed,
+        /// step-missed and rollout-rolled-back event, once the step's window has closed (at once
         /// when its close gave up while the runtime was away). The
         /// instance is named after the event, the step and the page's own
         /// id (%I is `EVENT:STEP:ID`) and finds the event's fields with

@@ -28,6 +28,7 @@ mod remote;
 mod status;
 mod suspend;
 mod take;
+mod update;
 
 pub use args::{command, Cli, Command, EXIT_FAILED, EXIT_OK, EXIT_REFUSED, GLOBAL_OPTIONS};
 
@@ -86,6 +87,12 @@ pub fn dispatch(cli: Cli) -> u8 {
             EXIT_OK
         }
         Command::Take { ref id, json } => take::run(&cli, id, json),
+        Command::Update {
+            ref file,
+            apply,
+            local,
+            json,
+        } => update::run(&cli, file.as_deref(), apply, local, json),
         Command::History {
             ref step,
             fires,

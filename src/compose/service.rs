@@ -133,7 +133,20 @@ fn process(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {
         o.cap_drop = some(strings(v).into_iter().map(Field::Present).collect());
     }
     super::security::read(s, svc, o);
-    o.labels = strings_map(string_map(svc.get("labels")));
+    let labels = string_map(svc.get("labels"));
+    // The labels by which watchtower and Podman's auto-update follow a
+    // tag: mesh-host update does it here (docs/updates.md).
+    let follows = |key: &str, value: &str| {
+        labels
+            .get(key)
+            .is_some_and(|v| text(v).eq_ignore_ascii_case(value))
+    };
+    if follows("com.centurylinklabs.watchtower.enable", "true")
+        || follows("io.containers.autoupdate", "registry")
+    {
+        c.update = some("registry".to_string());
+    }
+    o.labels = strings_map(labels);
     if let Some(v) = svc.get("dns") {
         c.dns = some(strings(v).into_iter().map(Field::Present).collect());
     }

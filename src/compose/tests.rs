@@ -354,3 +354,22 @@ async fn an_env_file_with_quotes_is_read_in_compose_s_format_and_one_using_the_e
         .map(|(k, v)| (k.to_string(), v.to_string()))
     );
 }
+
+#[tokio::test]
+async fn the_labels_of_watchtower_and_podman_auto_update_follow_the_tag() {
+    let dir = project(&[(
+        "compose.yaml",
+        "services:\n  a:\n    image: reg.test/busybox:stable\n    labels: {com.centurylinklabs.watchtower.enable: \"true\"}\n  b:\n    image: reg.test/busybox:stable\n    labels: [io.containers.autoupdate=registry]\n  c:\n    image: reg.test/busybox:stable\n    labels: {io.containers.autoupdate: local}\n",
+    )]);
+    let mut src = source(dir.path(), &[]);
+    src.project_name = Some("site".into());
+    let d = declaration(&src).await;
+    assert_eq!(resource(&d, "a")["update"], "registry");
+    assert_eq!(resource(&d, "b")["update"], "registry");
+    assert_eq!(resource(&d, "c").get("update"), None, "{d:#}");
+    // The labels stay on the containers.
+    assert_eq!(
+        resource(&d, "a")["labels"]["com.centurylinklabs.watchtower.enable"],
+        "true"
+    );
+}

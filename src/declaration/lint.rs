@@ -31,6 +31,10 @@ pub const UNDECLARED_NETWORK: &str = "undeclared-network";
 /// runtime makes it with its defaults at first use.
 pub const UNDECLARED_VOLUME: &str = "undeclared-volume";
 
+/// Lint name: a service whose health check is disabled (`"health":
+/// "none"`): its replacement is not gated, so never rolled back.
+pub const CANNOT_ROLL_BACK: &str = "cannot-roll-back";
+
 /// Something legal but dangerous in a declaration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
@@ -97,6 +101,16 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
                 resource: resource.id.to_string(),
                 step: None,
                 message: "is privileged: it gets every capability and device of the host, and root in it is root on the node; cap-add what it needs instead".to_string(),
+            });
+        }
+        if matches!(container.role, Role::Service)
+            && matches!(container.health, Some(super::model::Health::Disabled))
+        {
+            warnings.push(|| Warning {
+                lint: CANNOT_ROLL_BACK,
+                resource: resource.id.to_string(),
+                step: None,
+                message: "has its health check disabled: a replacement of it cannot be judged on its health, so a broken new version is never rolled back".to_string(),
             });
         }
     }

@@ -60,7 +60,7 @@ pub use identity::{
 pub use lint::{lint, Warning};
 pub use model::{
     Container, Declaration, Directory, File, Health, HealthCheck, Mount, MountSource, Network,
-    Resource, ResourceKind, Role, Schedule, Step, Unit, UnitState,
+    Resource, ResourceKind, Role, Schedule, Step, Unit, UnitState, UpdatePolicy,
 };
 pub use networking::{NetworkJoin, NetworkResource, Restart, Subnet, VolumeResource};
 pub use refusal::{Problem, Refusal};

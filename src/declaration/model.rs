@@ -214,9 +214,45 @@ pub struct Container {
     /// Its health check, replacing the image's; the image's when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<Health>,
+    /// How long past its check's start period a replacement of this
+    /// service has to become healthy before the old container is put back
+    /// ([`DEFAULT_ROLLBACK_AFTER`] when absent). Not part of the
+    /// container's identity: it says how a replacement is judged, not
+    /// what the container is, so changing it replaces nothing.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_seconds"
+    )]
+    pub rollback_after: Option<Duration>,
+    /// `"registry"`: `mesh-host update` moves the image's digest to what
+    /// its tag points to now. Not part of the identity (the digest it
+    /// writes is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdatePolicy>,
     /// Entrypoint, privileges, limits and the rest beyond the image.
     #[serde(flatten)]
     pub options: super::options::ContainerOptions,
+}
+
+/// The bound of a health-gated replacement when `rollback-after` is not
+/// declared: long enough for a check at Docker's default 30 s interval to
+/// have answered twice.
+pub const DEFAULT_ROLLBACK_AFTER: Duration = Duration::from_secs(90);
+
+impl Container {
+    /// Its `rollback-after`, or the default.
+    pub fn rollback_after(&self) -> Duration {
+        self.rollback_after.unwrap_or(DEFAULT_ROLLBACK_AFTER)
+    }
+}
+
+/// How a container's image is updated (`update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpdatePolicy {
+    /// Follow the image's tag in its registry (Podman's
+    /// `io.containers.autoupdate: registry`).
+    Registry,
 }
 
 /// A container's declared `health`.

@@ -261,6 +261,12 @@ pub struct RawContainer {
     /// Seconds each fire is delayed by, at most (exclusive).
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub randomized_delay: Field<Value>,
+    /// Seconds past its start period a replacement has to become healthy.
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub rollback_after: Field<Value>,
+    /// `"registry"`: `mesh-host update` follows the image's tag.
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub update: Field<String>,
     /// Run a fire missed while the daemon was down once at start.
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub catch_up: Field<bool>,

@@ -2217,3 +2217,57 @@ fn a_resource_reads_the_same_with_its_type_last() {
     );
     assert_eq!(problems.len(), 2, "{problems:#?}");
 }
+
+#[test]
+fn rollback_after_is_seconds_on_a_service_and_not_part_of_the_identity() {
+    let d = accept(json!([with(
+        service("web", "aa"),
+        "rollback-after",
+        json!(30)
+    )]));
+    let (res, web) = d.containers().next().expect("web");
+    assert_eq!(web.rollback_after(), std::time::Duration::from_secs(30));
+    assert_eq!(
+        serde_json::to_value(&d).unwrap()["resources"][0]["rollback-after"],
+        json!(30)
+    );
+    let plain = accept(json!([service("web", "aa")]));
+    let (plain_res, plain_web) = plain.containers().next().expect("web");
+    assert_eq!(
+        plain_web.rollback_after(),
+        crate::declaration::model::DEFAULT_ROLLBACK_AFTER
+    );
+    assert_eq!(
+        crate::container_spec::build(&d, res, web)
+            .expect("build")
+            .identity,
+        crate::container_spec::build(&plain, plain_res, plain_web)
+            .expect("build")
+            .identity,
+        "changing rollback-after replaces nothing"
+    );
+    for bad in [json!(0), json!("90"), json!(-1)] {
+        let problems = refuse(json!([with(service("web", "aa"), "rollback-after", bad)]));
+        assert_problem(&problems, Some("web"), Some("rollback-after"), "must be");
+    }
+    let problems = refuse(json!([with(step("gc"), "rollback-after", json!(30))]));
+    assert_problem(
+        &problems,
+        Some("gc"),
+        Some("rollback-after"),
+        "applies to a service",
+    );
+}
+
+#[test]
+fn a_service_whose_check_is_disabled_is_warned_it_cannot_be_rolled_back() {
+    let d = accept(json!([
+        with(service("a", "aa"), "health", json!("none")),
+        service("b", "bb"),
+        with(step("gc"), "health", json!("none")),
+    ]));
+    let warnings = crate::declaration::lint(&d);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].lint, crate::declaration::lint::CANNOT_ROLL_BACK);
+    assert_eq!(warnings[0].resource, "a");
+}

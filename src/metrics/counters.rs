@@ -24,6 +24,9 @@ pub struct Counters {
     /// `will-not-start-again` alerts logged by the daemon.
     #[serde(default)]
     pub will_not_start_again_total: u64,
+    /// Replacements rolled back (`rollout-rolled-back`) in the daemon.
+    #[serde(default)]
+    pub rollouts_rolled_back_total: u64,
     /// When an apply last succeeded.
     #[serde(default)]
     pub apply_last_success: Option<DateTime<Utc>>,

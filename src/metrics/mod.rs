@@ -64,6 +64,8 @@ pub struct Snapshot {
     pub windows: Vec<WindowMetrics>,
     /// Will-not-start-again alerts since the state directory was made.
     pub will_not_start_again_total: u64,
+    /// Replacements rolled back since the state directory was made.
+    pub rollouts_rolled_back_total: u64,
     /// The last apply, if any.
     pub apply: Option<ApplyMetrics>,
 }
@@ -159,6 +161,7 @@ pub fn gather(
 ) -> Snapshot {
     let mut out = Snapshot {
         will_not_start_again_total: counters.will_not_start_again_total,
+        rollouts_rolled_back_total: counters.rollouts_rolled_back_total,
         apply,
         ..Snapshot::default()
     };

@@ -195,6 +195,11 @@ impl MetricsService {
                 self.save();
                 true
             }
+            "rollout-rolled-back" => {
+                self.counters.rollouts_rolled_back_total += 1;
+                self.save();
+                true
+            }
             "step-missed" => {
                 if let Some(step) = &o.step {
                     self.counters.missed(step);

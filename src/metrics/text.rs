@@ -210,6 +210,16 @@ pub fn render(snap: &Snapshot) -> String {
         &[],
         &snap.will_not_start_again_total.to_string(),
     );
+    out.family(
+        "mesh_host_rollouts_rolled_back_total",
+        "counter",
+        "Service replacements that were not healthy within their bound and were rolled back.",
+    );
+    out.sample(
+        "mesh_host_rollouts_rolled_back_total",
+        &[],
+        &snap.rollouts_rolled_back_total.to_string(),
+    );
 
     out.family(
         "mesh_host_apply_last_success_timestamp_seconds",
@@ -450,6 +460,7 @@ mod tests {
                 held: 2,
             }],
             will_not_start_again_total: 1,
+            rollouts_rolled_back_total: 0,
             apply: Some(ApplyMetrics {
                 at: at("2026-12-01T02:00:00Z"),
                 ok: false,

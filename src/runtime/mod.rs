@@ -24,8 +24,8 @@ pub use networking::{NetworkAttach, NetworkInfo, NetworkSpec, VolumeInfo, Volume
 
 pub use docker::DockerRuntime;
 pub use replace::{
-    carried_volumes, is_anonymous_volume, kept_volumes_note, replace, replaced_base, replaced_name,
-    Replaced,
+    carried_volumes, is_anonymous_volume, kept_volumes_note, put_back, remove_replaced, replace,
+    replace_keeping_aside, replaced_base, replaced_name, Replaced,
 };
 
 /// Label set to `"true"` on every container the host creates; the host lists,
@@ -102,6 +102,11 @@ pub trait RuntimeView: Send + Sync + fmt::Debug {
     /// `reference`; `None` when there is no such image (`mesh-host
     /// import` pins tags with them).
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError>;
+
+    /// The digest (`sha256:…`) the registry says `REPO:TAG` points to now,
+    /// asked through the runtime (Docker's distribution inspection, with
+    /// the runtime's registry credentials); nothing is pulled.
+    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError>;
 
     /// Whether the runtime's own log driver writes a container's output to
     /// the journal with the fields of its [`JournalLog`] (Docker). When it
@@ -545,6 +550,8 @@ pub struct Health {
     /// start period, then one check more than its retries, each up to
     /// interval + timeout (Docker's defaults where unset). `None`: unknown.
     pub decides_within: Option<std::time::Duration>,
+    /// Its start period (zero when none is set or it is unknown).
+    pub start_period: std::time::Duration,
 }
 
 /// One entry of [`RuntimeView::list_managed`].

@@ -134,6 +134,20 @@ pub async fn replace(
     spec: &ContainerSpec,
     old: &ContainerInfo,
 ) -> Result<Replaced, String> {
+    let replaced = replace_keeping_aside(rt, spec, old).await?;
+    remove_replaced(rt, &spec.name).await;
+    Ok(replaced)
+}
+
+/// [`replace`], but the old container is left set aside under
+/// [`replaced_name`] (stopped): a replacement gated on its health removes
+/// it with [`remove_replaced`] once the new one is healthy, or puts it back
+/// with [`put_back`].
+pub async fn replace_keeping_aside(
+    rt: &dyn ContainerRuntime,
+    spec: &ContainerSpec,
+    old: &ContainerInfo,
+) -> Result<Replaced, String> {
     let name = &spec.name;
     let aside = replaced_name(name);
     let stopped = old.running;
@@ -177,10 +191,6 @@ pub async fn replace(
             )),
         };
     }
-    crate::fault::pause("pause-before-removing-replaced", name).await;
-    if let Err(e) = rt.remove_stopped(&aside).await {
-        tracing::warn!("cannot remove {aside}, which {name} replaced: {e}; it is left for later");
-    }
     let carried: Vec<VolumeMount> = carried
         .into_iter()
         .map(|m| VolumeMount {
@@ -209,6 +219,35 @@ pub async fn replace(
         );
     }
     Ok(Replaced { carried, kept })
+}
+
+/// Removes the container set aside for `name` (its volumes stay): the
+/// replace is done. A failure is logged; the next apply tidies it away.
+pub async fn remove_replaced(rt: &dyn ContainerRuntime, name: &str) {
+    let aside = replaced_name(name);
+    crate::fault::pause("pause-before-removing-replaced", name).await;
+    if let Err(e) = rt.remove_stopped(&aside).await {
+        tracing::warn!("cannot remove {aside}, which {name} replaced: {e}; it is left for later");
+    }
+}
+
+/// Undoes a replace: removes the container now under `name` (its volumes
+/// stay, the old one mounts them), renames the one set aside back to
+/// `name` and starts it. Each step is tried in that order so that a kill
+/// between two of them leaves the one set aside for the next apply to
+/// finish from (the refusal recorded before this says which way).
+pub async fn put_back(rt: &dyn ContainerRuntime, name: &str) -> Result<(), String> {
+    let aside = replaced_name(name);
+    rt.remove(name)
+        .await
+        .map_err(|e| format!("cannot remove {name}: {e}"))?;
+    crate::fault::pause("pause-before-putting-back", name).await;
+    rt.rename(&aside, name)
+        .await
+        .map_err(|e| format!("cannot rename {aside} back to {name}: {e}"))?;
+    rt.start(name)
+        .await
+        .map_err(|e| format!("{name} is back but would not start: {e}"))
 }
 
 /// Renames `old` to `aside`. A container already there is one an earlier

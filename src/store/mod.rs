@@ -14,6 +14,7 @@
 //! | [`CONTAINER_INPUTS`]`.json` | per container, digests of what it was created reading | the apply engine |
 //! | [`STEP_HISTORY`]`.json` | recent runs of scheduled steps | the scheduler |
 //! | `alerts.json` | the latest alerts (`will-not-start-again`, `held-unhealthy`), for `status` | whoever raised one, under `alerts.lock` |
+//! | `rollout.<name>.json`, `refused.<name>.json` | a replacement gated on health in flight, a definition a roll back refused (`crate::apply::rollouts`) | the apply engine, under the lock |
 //! | `suspended-steps.json` | steps an operator suspended, and since when | `suspend`/`resume`, under `suspended-steps.lock`; the apply engine drops steps no longer declared |
 //! | `windows/<step>.json` | one window record per open window (`crate::window::record`) | the scheduler, under the lock |
 //! | `leases/<boot>-<pid>-<start>` | the seconds since boot at which that owner of windows last renewed its leases, written without `windows.lock` so that a holder of the lock cannot make it look lapsed | that owner alone |

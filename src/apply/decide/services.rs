@@ -17,11 +17,13 @@
 
 use super::super::plan::{Decision, Kind, ServiceAct, ServiceWork, Slot, Work};
 use super::super::report::{Action, ReportLine};
+use super::super::rollouts::Refused;
 use super::context::Context;
 use crate::container_spec::{
     BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
 };
 use crate::declaration::depends::Condition;
+use crate::declaration::Health;
 use crate::declaration::{Container, Resource};
 use crate::runtime::{replaced_name, ContainerSummary, LABEL_RESOURCE};
 
@@ -80,7 +82,27 @@ fn words(act: &ServiceAct) -> (Action, Option<String>) {
             (Action::Started, Some(format!("restart-on: {path} changed")))
         }
         ServiceAct::Keep => (Action::Unchanged, None),
+        ServiceAct::Resume { .. } => (
+            Action::Recreated,
+            Some("an interrupted health-gated recreate is finished".to_string()),
+        ),
+        ServiceAct::PutBack { aside } => (
+            Action::Failed,
+            Some(format!(
+                "an interrupted roll back is finished ({aside} put back)"
+            )),
+        ),
     }
+}
+
+/// The line of a service whose declared definition a roll back refused:
+/// it is not tried again until the declaration asks for another one.
+fn refused_line(refused: &Refused) -> String {
+    format!(
+        "rolled back ({}, {}): this definition is not tried again until the declaration changes it",
+        refused.reason,
+        crate::render::time(refused.at)
+    )
 }
 
 /// What one service container needs.
@@ -140,11 +162,32 @@ pub(super) async fn service(
         .get(&replaced_name(name))
         .filter(|aside| !aside.running && label(aside, LABEL_RESOURCE) == Some(id))
         .map(|aside| aside.name.clone());
+    let refused = d
+        .facts
+        .refused
+        .as_ref()
+        .ok()
+        .and_then(|r| r.get(name))
+        .filter(|r| r.identity == built.identity);
+    let rollout = d.facts.rollouts.as_ref().ok().and_then(|r| r.get(name));
     let act = match existing {
-        None => ServiceAct::Create {
-            renamed: renamed.map(|old| old.name.clone()),
-            leftover,
+        None => match (refused, leftover) {
+            // Killed in a roll back, after the new one was removed.
+            (Some(_), Some(aside)) if renamed.is_none() => ServiceAct::PutBack { aside },
+            (_, leftover) => ServiceAct::Create {
+                renamed: renamed.map(|old| old.name.clone()),
+                leftover,
+            },
         },
+        // Killed while the new one was judged: judged again.
+        Some(current)
+            if leftover.is_some()
+                && rollout.is_some_and(|r| label(current, LABEL_IDENTITY) == Some(&r.identity)) =>
+        {
+            ServiceAct::Resume {
+                rollout: rollout.cloned().expect("matched"),
+            }
+        }
         Some(current) => {
             let reason = if label(current, LABEL_RECORD) != Some(RECORD_FORMAT)
                 || label(current, LABEL_IDENTITY).is_none()
@@ -156,6 +199,10 @@ pub(super) async fn service(
                 None
             };
             match reason {
+                Some(_) if refused.is_some() => {
+                    let refused = refused.expect("matched");
+                    return done(Action::Failed, Some(refused_line(refused)));
+                }
                 Some(reason) => ServiceAct::Replace { reason },
                 None => {
                     let restart_on = c
@@ -189,7 +236,13 @@ pub(super) async fn service(
     {
         d.consumed.insert(old.clone());
     }
-    if matches!(act, ServiceAct::Create { .. } | ServiceAct::Replace { .. }) {
+    if matches!(
+        act,
+        ServiceAct::Create { .. }
+            | ServiceAct::Replace { .. }
+            | ServiceAct::Resume { .. }
+            | ServiceAct::PutBack { .. }
+    ) {
         d.replacing.insert(name.to_string());
     }
     let makes = matches!(act, ServiceAct::Create { .. } | ServiceAct::Replace { .. });
@@ -219,7 +272,18 @@ pub(super) async fn service(
     {
         reason = Some("image pulled".to_string());
     }
+    let forget_refused = d
+        .facts
+        .refused
+        .as_ref()
+        .is_ok_and(|r| r.get(name).is_some_and(|r| r.identity != built.identity));
     let work = ServiceWork {
+        rollback_after: match c.health {
+            Some(Health::Disabled) => None,
+            _ => Some(c.rollback_after()),
+        },
+        health_declared: matches!(c.health, Some(Health::Check(_))),
+        forget_refused,
         id: id.to_string(),
         name: name.to_string(),
         built,
@@ -228,6 +292,13 @@ pub(super) async fn service(
         uses: super::context::uses_of(c),
         act,
     };
+    if let Some(after) = work.declared_gate() {
+        let gate = format!("health-gated, rollback-after {} s", after.as_secs());
+        reason = Some(match reason {
+            Some(r) => format!("{r} ({gate})"),
+            None => gate,
+        });
+    }
     Decision::new(
         slot,
         Kind::Service,

@@ -52,6 +52,7 @@ mod folders;
 mod health;
 mod networks;
 pub(crate) mod outcome;
+mod rollout;
 mod services;
 mod steps;
 mod tools;

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use super::super::plan::{ServiceAct, ServiceWork};
 use super::super::pull::Ensured;
 use super::super::report::Action;
+use super::super::rollouts;
 use super::outcome::{Outcome, Record};
+use super::rollout;
 use super::tools::Tools;
 use crate::runtime::{
     kept_volumes_note, replace, ContainerRuntime, ContainerSpec, RuntimeError, VolumeMount,
@@ -31,7 +33,12 @@ pub(super) async fn service(tools: &Tools, work: &ServiceWork) -> Outcome {
         0
     };
     let act_at = waits + work.pull.iter().count();
+    if work.forget_refused {
+        rollouts::forget_refused(&tools.store, &work.name);
+    }
     match &work.act {
+        ServiceAct::Resume { rollout } => rollout::resume(tools, work, rollout).await,
+        ServiceAct::PutBack { aside } => rollout::finish_put_back(tools, work, aside).await,
         ServiceAct::Keep => {
             // Record what it reads if the record was lost: no runtime call.
             let mut outcome = Outcome::new(Action::Unchanged, None);
@@ -99,6 +106,13 @@ async fn create(
         Ok(e) => e == Ensured::Pulled,
         Err(e) => return Outcome::failed_at(pull_at(work, act_at), format!("image: {e}")),
     };
+    // Made from what an interrupted replace set aside: gated as the
+    // replace was.
+    if let (Some(after), None, Some(aside)) = (work.rollback_after, &renamed, &leftover) {
+        let reason =
+            format!("an interrupted recreate is finished (its volumes carried from {aside})");
+        return rollout::replace(tools, work, after, aside, reason, act_at).await;
+    }
     // What it replaces: what an interrupted replace set aside (carrying
     // its volumes), else the container under its former name.
     let from = leftover.as_ref().or(renamed.as_ref());
@@ -159,6 +173,9 @@ async fn recreate(tools: &Tools, work: &ServiceWork, reason: String, act_at: usi
     if let Err(e) = tools.puller.lock().await.ensure(&built.spec.image).await {
         let why = format!("must be recreated ({reason}) but its image is missing: {e}");
         return Outcome::failed_at(pull_at(work, act_at), why);
+    }
+    if let Some(after) = work.rollback_after {
+        return rollout::replace(tools, work, after, name, reason, act_at).await;
     }
     let made = make(&*tools.runtime, &built.spec, Some(name)).await;
     let mut records = Vec::new();
@@ -287,6 +304,7 @@ pub(super) async fn remove(
     };
     match removed {
         Ok(()) => {
+            rollouts::forget_refused(&tools.store, name);
             let mut outcome = Outcome::new(Action::Removed, decided);
             outcome.records.push(Record::Removed(name.to_string()));
             outcome

@@ -199,6 +199,28 @@ pub(super) fn read_container(
         );
     }
 
+    let rollback_after =
+        timing::read_rollback_after(s, c.rollback_after, role_kind == RoleKind::Service);
+    let update = match take(s, "update", c.update) {
+        None => None,
+        Some(word) if word == "registry" => {
+            if image.as_ref().is_some_and(|i| i.tag().is_none()) {
+                s.at(
+                    "update",
+                    "update \"registry\" follows the image's tag: pin the image as REPO:TAG@sha256:...",
+                );
+            }
+            Some(super::super::model::UpdatePolicy::Registry)
+        }
+        Some(other) => {
+            s.at(
+                "update",
+                format!("{other:?} is not an update policy: the one known is \"registry\""),
+            );
+            None
+        }
+    };
+
     let has_depends_on = matches!(&c.depends_on, Field::Present(v) if !v.is_empty());
     let depends_on = super::depends::read_depends_on(s, c.depends_on);
     let restart_on = take_list(s, "restart-on", c.restart_on);
@@ -276,6 +298,8 @@ pub(super) fn read_container(
         identity: access.as_ref().and_then(|(i, _)| i.clone()),
         grant: access?.1,
         health,
+        rollback_after,
+        update,
         options,
     })
 }

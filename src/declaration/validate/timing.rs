@@ -49,3 +49,34 @@ pub(super) fn read_catch_up(s: &mut Sink, value: Field<bool>, has_schedule: bool
     }
     catch_up
 }
+
+/// `rollback-after`: whole seconds, 1 … 30 days, on a service only (a
+/// step is never replaced while it serves). `None` when absent or refused.
+pub(super) fn read_rollback_after(
+    s: &mut Sink,
+    value: Field<Value>,
+    is_service: bool,
+) -> Option<std::time::Duration> {
+    let field = "rollback-after";
+    if !value.is_absent() && !is_service {
+        s.at(
+            field,
+            "rollback-after applies to a service container: only a service's replacement is gated on its health",
+        );
+    }
+    let value = take(s, field, value)?;
+    let rule = format!("a whole number of seconds from 1 to {MAX_TIMEOUT_SECS} (30 days)");
+    match &value {
+        Value::Number(n) => match n.as_u64() {
+            Some(secs @ 1..=MAX_TIMEOUT_SECS) => Some(std::time::Duration::from_secs(secs)),
+            _ => {
+                s.at(field, format!("must be {rule}, found {n}"));
+                None
+            }
+        },
+        other => {
+            s.at(field, format!("must be {rule}, found {}", kind_of(other)));
+            None
+        }
+    }
+}

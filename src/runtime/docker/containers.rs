@@ -20,7 +20,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::client::{DockerRuntime, LONG_TIMEOUT};
-use super::health::{health_config, health_decides_within};
+use super::health::{health_config, health_decides_within, health_start_period};
 use crate::runtime::{
     ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
     RuntimeError, VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
@@ -517,6 +517,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
     // Docker reports the zero time for a run that never started or ended.
     let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
     let decides_within = health_decides_within(config.healthcheck.as_ref());
+    let start_period = health_start_period(config.healthcheck.as_ref());
     let volumes = volumes(raw.mounts.unwrap_or_default());
     ContainerInfo {
         id: raw.id.unwrap_or_default(),
@@ -554,6 +555,7 @@ fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
                 status,
                 last_output,
                 decides_within,
+                start_period,
             })
         }),
         volumes,

@@ -30,6 +30,14 @@ pub(super) fn health_decides_within(config: Option<&HealthConfig>) -> Option<Dur
     Some(start_period + (interval + timeout).saturating_mul(retries.saturating_add(1)))
 }
 
+/// A configured check's start period (zero when unset).
+pub(super) fn health_start_period(config: Option<&HealthConfig>) -> Duration {
+    config
+        .and_then(|h| h.start_period)
+        .and_then(|nanos| u64::try_from(nanos).ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
+}
+
 /// Docker's form of a declared health check: `Test` with its form word,
 /// durations in nanoseconds (0, Docker's "unset", where none is given).
 pub(super) fn health_config(health: &HealthSpec) -> HealthConfig {

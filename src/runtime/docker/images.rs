@@ -49,6 +49,25 @@ pub(super) async fn repo_digests(
     }
 }
 
+/// What the registry says `reference` (`REPO:TAG`) points to now
+/// ([`crate::runtime::RuntimeView::registry_digest`]).
+pub(super) async fn registry_digest(
+    rt: &DockerRuntime,
+    reference: &str,
+) -> Result<String, RuntimeError> {
+    match rt.docker.inspect_registry_image(reference, None).await {
+        Ok(answer) => answer.descriptor.digest.ok_or_else(|| RuntimeError::Api {
+            context: format!("inspect {reference} in its registry"),
+            reason: "the answer carries no digest".into(),
+        }),
+        Err(err) => Err(rt.error(
+            &format!("inspect {reference} in its registry"),
+            &format!("image {reference}"),
+            err,
+        )),
+    }
+}
+
 /// Pulls `image` ([`crate::runtime::ContainerRuntime::pull`]).
 pub(super) async fn pull(rt: &DockerRuntime, image: &str) -> Result<(), RuntimeError> {
     let options = CreateImageOptions {

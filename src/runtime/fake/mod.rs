@@ -70,12 +70,14 @@ impl FakeRuntime {
                     status: status.clone(),
                     last_output: output.clone(),
                     decides_within: None,
+                    start_period: std::time::Duration::ZERO,
                 }
             } else {
                 super::Health {
                     status: "starting".into(),
                     last_output: String::new(),
                     decides_within: None,
+                    start_period: std::time::Duration::ZERO,
                 }
             })
         };
@@ -317,6 +319,21 @@ impl RuntimeView for FakeRuntime {
             return Ok(Some(digests.clone()));
         }
         Ok(state.images.contains(reference).then(Vec::new))
+    }
+
+    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError> {
+        let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
+        state
+            .repo_digests
+            .get(reference)
+            .and_then(|d| d.first())
+            .and_then(|d| d.split_once('@'))
+            .map(|(_, digest)| digest.to_string())
+            .ok_or_else(|| RuntimeError::Registry {
+                reference: reference.to_owned(),
+                status: 404,
+                reason: "manifest unknown".into(),
+            })
     }
 
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
