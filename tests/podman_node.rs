@@ -137,10 +137,13 @@ fn podman_runs_what_apply_creates_and_a_noop_apply_makes_it_do_nothing() {
     };
     assert!(at(&web, "died") < at(&aside, "rename"), "{events:?}");
     assert!(at(&aside, "rename") < at(&web, "create"), "{events:?}");
-    assert!(at(&web, "create") < at(&aside, "remove"), "{events:?}");
+    // The new container runs before the old one goes: the old one is
+    // kept until then, to be put back if the new one would not start.
+    assert!(at(&web, "create") < at(&web, "start"), "{events:?}");
+    assert!(at(&web, "start") < at(&aside, "remove"), "{events:?}");
     assert_eq!(
         events.last().map(|(n, e)| (n.as_str(), e.as_str())),
-        Some((web.as_str(), "start")),
+        Some((aside.as_str(), "remove")),
         "{events:?}"
     );
     assert!(
