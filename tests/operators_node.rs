@@ -249,14 +249,16 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
     let d =
         DaemonUnit::install_with_args(&w, "", &format!("--metrics-file= --on-alert {template}"));
     // The test alert template: reads its event back from the journal as
-    // documented, keeps it in a file, says its instance, and lingers so
-    // that a second alert finds it still running.
+    // documented, keeps it in a file, says its instance, and lingers until
+    // the test releases it (two minutes at most), so that a second alert
+    // finds it still running however slow the machine.
     let pages = w.path("pages");
     std::fs::create_dir_all(&pages).expect("pages dir");
     let unit_text = format!(
         "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do \
          e=$$(journalctl -o json -n 1 --no-pager \"MESH_ALERT_UNIT=$$1\"); [ -n \"$$e\" ] && break; sleep 1; done; \
-         printf \"%%s\\n\" \"$$e\" >>{pages}/page.json; echo \"paged for $$2\"; sleep 6' sh %n %I\n"
+         printf \"%%s\\n\" \"$$e\" >>{pages}/page.json; echo \"paged for $$2\"; \
+         n=0; while [ ! -e {pages}/release ] && [ $$n -lt 600 ]; do sleep 0.2; n=$$((n+1)); done' sh %n %I\n"
     );
     std::fs::write(
         format!("/proc/{}/root/run/systemd/system/{template}", node.pid()),
@@ -348,6 +350,7 @@ fn a_failing_step_pages_through_one_instance_of_the_alert_template_after_its_win
         },
     );
     assert!(skipped.contains(&instance), "{skipped}");
+    std::fs::write(format!("{pages}/release"), "").expect("release the instance");
     wait_for("the instance to end", Duration::from_secs(30), || {
         (node.unit_property(&instance, "ActiveState") != "activating").then_some(())
     });
