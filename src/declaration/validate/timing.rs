@@ -14,28 +14,13 @@ pub(super) fn read_randomized_delay(
     value: Field<Value>,
     has_schedule: bool,
 ) -> Option<std::time::Duration> {
-    let field = "randomized-delay";
-    if !value.is_absent() && !has_schedule {
-        s.at(
-            field,
-            "randomized-delay needs a schedule: only a scheduled step's fires are delayed",
-        );
-    }
-    let value = take(s, field, value)?;
-    let rule = format!("a whole number of seconds from 1 to {MAX_TIMEOUT_SECS} (30 days)");
-    match &value {
-        Value::Number(n) => match n.as_u64() {
-            Some(secs @ 1..=MAX_TIMEOUT_SECS) => Some(std::time::Duration::from_secs(secs)),
-            _ => {
-                s.at(field, format!("must be {rule}, found {n}"));
-                None
-            }
-        },
-        other => {
-            s.at(field, format!("must be {rule}, found {}", kind_of(other)));
-            None
-        }
-    }
+    read_seconds(
+        s,
+        "randomized-delay",
+        value,
+        has_schedule,
+        "randomized-delay needs a schedule: only a scheduled step's fires are delayed",
+    )
 }
 
 /// `catch-up`: a boolean, `true` only on a scheduled step.
@@ -57,12 +42,27 @@ pub(super) fn read_rollback_after(
     value: Field<Value>,
     is_service: bool,
 ) -> Option<std::time::Duration> {
-    let field = "rollback-after";
-    if !value.is_absent() && !is_service {
-        s.at(
-            field,
-            "rollback-after applies to a service container: only a service's replacement is gated on its health",
-        );
+    read_seconds(
+        s,
+        "rollback-after",
+        value,
+        is_service,
+        "rollback-after applies to a service container: only a service's replacement is gated on its health",
+    )
+}
+
+/// A `field` of whole seconds, 1 … 30 days; where it does not apply
+/// (`applies` false) a value given is refused with `not_here`. `None`
+/// when absent or refused.
+fn read_seconds(
+    s: &mut Sink,
+    field: &str,
+    value: Field<Value>,
+    applies: bool,
+    not_here: &str,
+) -> Option<std::time::Duration> {
+    if !value.is_absent() && !applies {
+        s.at(field, not_here);
     }
     let value = take(s, field, value)?;
     let rule = format!("a whole number of seconds from 1 to {MAX_TIMEOUT_SECS} (30 days)");
