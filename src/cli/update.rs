@@ -3,7 +3,9 @@
 //!
 //! FILE (default: the node's declaration) is validated first: a refused
 //! one is left as it is. Where a tag moved, the file before is kept beside
-//! it as `FILE.previous` and FILE is replaced atomically (its mode kept).
+//! it as `FILE.previous`, and only the moved images are written anew in
+//! FILE, every other byte kept, atomically (its mode kept; a link is
+//! written through to its target).
 //! With `--apply` the file is then applied as `apply FILE` does (the
 //! daemon, or this process with `--local`); a container whose replacement
 //! was rolled back gets its old digest back in FILE, and the refused
@@ -27,8 +29,11 @@ use crate::store::{write_atomic, Store};
 
 /// Run `update`.
 pub fn run(cli: &Cli, file: Option<&Path>, apply: bool, local: bool, json: bool) -> u8 {
-    let path = file.map_or_else(|| cli.declaration.clone(), Path::to_path_buf);
-    let shown = path.display().to_string();
+    let given = file.map_or_else(|| cli.declaration.clone(), Path::to_path_buf);
+    let shown = given.display().to_string();
+    // A link is written through, to the file it names: replacing the link
+    // itself would leave its target behind, unchanged.
+    let path = std::fs::canonicalize(&given).unwrap_or(given);
     let bytes = match read_or_refuse(&path) {
         Ok(b) => b,
         Err(code) => return code,
@@ -71,7 +76,17 @@ pub fn run(cli: &Cli, file: Option<&Path>, apply: bool, local: bool, json: bool)
         Err(e) => return print_local::<Update>(&Err(Failure::failed(e)), json),
     };
     if !update.moved.is_empty() {
-        match write(&path, &bytes, &raw) {
+        let moves: Vec<(String, String)> = update
+            .moved
+            .iter()
+            .map(|m| {
+                (
+                    format!("{}@{}", m.tag, m.from),
+                    format!("{}@{}", m.tag, m.to),
+                )
+            })
+            .collect();
+        match write(&path, &bytes, &raw, &moves) {
             Ok(previous) => update.previous = Some(previous.display().to_string()),
             Err(e) => return print_local::<Update>(&Err(Failure::failed(e)), json),
         }
@@ -107,21 +122,52 @@ fn refused_here(cli: &Cli) -> BTreeMap<String, Refused> {
         })
 }
 
-/// Keep the file as it was beside it, then replace it with `raw`: where
-/// the file before is kept.
-fn write(path: &Path, before: &[u8], raw: &Value) -> Result<PathBuf, String> {
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o644);
+/// Keep the file as it was beside it, then replace it with its text where
+/// each `(old, new)` image of `moves` is written anew, the rest of it
+/// byte for byte (`raw` is what it must then read as): where the file
+/// before is kept.
+fn write(
+    path: &Path,
+    before: &[u8],
+    raw: &Value,
+    moves: &[(String, String)],
+) -> Result<PathBuf, String> {
+    let text = rewrite(before, raw, moves)?;
+    let mode = mode_of(path);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".previous");
     let previous = path.with_file_name(name);
     write_atomic(&previous, before, mode)
         .map_err(|e| format!("cannot keep {}: {e}", previous.display()))?;
-    let mut text = serde_json::to_vec_pretty(raw).map_err(|e| e.to_string())?;
-    text.push(b'\n');
     write_atomic(path, &text, mode).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(previous)
+}
+
+/// The permission bits of `path` (0644 when it cannot be read).
+fn mode_of(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644)
+}
+
+/// `before` with each `(old, new)` image string replaced, nothing else:
+/// the operator's layout, key order and whitespace are kept. Refused when
+/// the result does not read as `raw` (an image also written elsewhere,
+/// or written with escapes), so that no other byte of the file changes.
+fn rewrite(before: &[u8], raw: &Value, moves: &[(String, String)]) -> Result<Vec<u8>, String> {
+    let mut text =
+        String::from_utf8(before.to_vec()).map_err(|_| "the file is not UTF-8".to_string())?;
+    for (old, new) in moves {
+        let (old, new) = (Value::from(old.as_str()), Value::from(new.as_str()));
+        text = text.replace(&old.to_string(), &new.to_string());
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(read) if &read == raw => Ok(text.into_bytes()),
+        _ => Err(
+            "cannot write the new digests in place: an image to change is also written elsewhere in the file, or with escapes; nothing was written"
+                .to_string(),
+        ),
+    }
 }
 
 /// After a failed apply: each moved image a roll back refused goes back to
@@ -148,12 +194,20 @@ fn put_back_refused(
     if back.is_empty() {
         return;
     }
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o644);
-    let mut text = serde_json::to_vec_pretty(raw).unwrap_or_default();
-    text.push(b'\n');
-    match write_atomic(path, &text, mode) {
+    let moves: Vec<(String, String)> = back
+        .iter()
+        .map(|m| {
+            (
+                format!("{}@{}", m.tag, m.to),
+                format!("{}@{}", m.tag, m.from),
+            )
+        })
+        .collect();
+    let written = declaration::input::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|now| rewrite(&now, raw, &moves))
+        .and_then(|text| write_atomic(path, &text, mode_of(path)).map_err(|e| e.to_string()));
+    match written {
         Ok(()) => {
             for m in back {
                 crate::errln!(
@@ -170,5 +224,44 @@ fn put_back_refused(
             "mesh-host: cannot put the old digests back in {}: {e}",
             path.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const OLD: &str =
+        "reg.test/app:1@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    const NEW: &str =
+        "reg.test/app:1@sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+    #[test]
+    fn a_moved_image_is_rewritten_and_every_other_byte_kept() {
+        let before = format!(
+            "{{\n  \"resources\": [\n    {{\"type\": \"container\", \"id\": \"web\",   \"image\": \"{OLD}\", \"update\": \"registry\"}}\n  ],\n  \"declaration\": 1\n}}\n"
+        );
+        let mut raw: Value = serde_json::from_str(&before).expect("json");
+        set_image(&mut raw, "web", NEW);
+        let moves = [(OLD.to_string(), NEW.to_string())];
+        let after = rewrite(before.as_bytes(), &raw, &moves).expect("rewritten");
+        assert_eq!(
+            String::from_utf8(after).expect("utf-8"),
+            before.replace(OLD, NEW)
+        );
+    }
+
+    #[test]
+    fn an_image_also_written_elsewhere_is_not_rewritten_by_text() {
+        let before = json!({"declaration": 1, "resources": [
+            {"type": "container", "id": "web", "image": OLD, "update": "registry"},
+            {"type": "container", "id": "api", "image": OLD},
+        ]})
+        .to_string();
+        let mut raw: Value = serde_json::from_str(&before).expect("json");
+        set_image(&mut raw, "web", NEW);
+        let moves = [(OLD.to_string(), NEW.to_string())];
+        assert!(rewrite(before.as_bytes(), &raw, &moves).is_err());
     }
 }
