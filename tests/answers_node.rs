@@ -13,6 +13,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
@@ -222,27 +223,37 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     ];
     // `logs` reads the journal in this process, daemon or not: each line
     // of the run's output is a document.
-    let logs = w.mesh(&["logs", "gc", "--json"]);
+    // The journal takes the run's lines asynchronously: read until both are
+    // there.
+    let logs = support::wait_for(
+        "both lines of the run in logs",
+        Duration::from_secs(30),
+        || {
+            let out = w.mesh(&["logs", "gc", "--json"]);
+            let said = String::from_utf8_lossy(&out.stdout);
+            (said.contains("\"collected\"") && said.contains("\"warned\"")).then_some(out)
+        },
+    );
     assert_eq!(logs.status.code(), Some(0), "{}", text(&logs));
     validate("logs", "logs-line", &logs, true);
     // `history` reads the fires' end events from the journal, in this
-    // process too: each run above, once the journal has it.
-    let mut history = w.mesh(&["history", "gc", "--json"]);
-    for _ in 0..50 {
-        let fires: Value = serde_json::from_slice(&history.stdout).unwrap_or(Value::Null);
-        if fires.as_array().is_some_and(|f| f.len() >= 2) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        history = w.mesh(&["history", "gc", "--json"]);
-    }
+    // process too: this world's run (it held this world's web; other
+    // tests on the node fire steps named gc too), once the journal has it.
+    let history = support::wait_for("this run in history", Duration::from_secs(30), || {
+        let out = w.mesh(&["history", "gc", "--json"]);
+        let fires: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        fires
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["held"] == json!([web])))
+            .then_some(out)
+    });
     assert_eq!(history.status.code(), Some(0), "{}", text(&history));
     validate("history", "history", &history, false);
     let fires = json_of("history", &history);
     assert!(
         fires
             .as_array()
-            .is_some_and(|f| f.len() >= 2 && f.iter().all(|f| f["step"] == "gc")),
+            .is_some_and(|f| f.iter().all(|f| f["step"] == "gc")),
         "{fires:#}"
     );
     let lines: Vec<Value> = String::from_utf8_lossy(&logs.stdout)
