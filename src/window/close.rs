@@ -478,14 +478,17 @@ impl Finish {
         );
         let records = records.clone();
         tokio::spawn(async move {
+            let mut failures = 0;
             loop {
                 let wait = Deadline::of("finishing", super::records::RECORDS_LOCK_WAIT);
                 match records.lock_by(&wait).await {
                     Ok(_records) => {
                         let done = match self.locked(&records, &current) {
+                            // Only those handed to it: what this close saw
+                            // is started or alerted already.
                             Ok(Finished::Handed(names)) => Finish::KeepOwed {
                                 owed: Vec::new(),
-                                seen: Vec::new(),
+                                seen: self.seen().to_vec(),
                             }
                             .locked(&records, &current)
                             .map(|_| format!("kept owed for {}, handed to it", names.join(", "))),
@@ -506,12 +509,38 @@ impl Finish {
                         }
                         return;
                     }
+                    // A lock that cannot be taken at all (not merely held)
+                    // is tried for a while, then left said.
+                    Err(LockWait::Error(e)) => {
+                        failures += 1;
+                        if failures >= FINISH_TRIES {
+                            tracing::error!(
+                                MESH_STEP = %current.step,
+                                "cannot finish the record of the window of {}: {e}; given up after {FINISH_TRIES} tries",
+                                current.step
+                            );
+                            return;
+                        }
+                        tokio::time::sleep(FINISH_RETRY).await;
+                    }
                     Err(_) => tokio::time::sleep(FINISH_RETRY).await,
                 }
             }
         });
     }
+
+    /// The containers the close saw (those it started or alerted).
+    fn seen(&self) -> &[String] {
+        match self {
+            Finish::Erase { seen } | Finish::KeepOwed { seen, .. } => seen,
+            Finish::Rewrite(_) => &[],
+        }
+    }
 }
+
+/// How many times a lock that cannot be taken at all is tried for the last
+/// write.
+const FINISH_TRIES: u32 = 12;
 
 /// How often the record's last write, put off because `windows.lock` was
 /// held past the close's deadline, is tried again.
