@@ -4,13 +4,15 @@
 //! A line names the place and quotes what is wrong there, which may be a
 //! project's own text (a service name, a port written wrong): each part is
 //! cut to a bound, so that a refusal never prints more of a file than it
-//! needs to name the fault.
+//! needs to name the fault. The bounds leave room for the longest fix a
+//! refusal gives after a path.
 
 /// The most characters of a place (`SERVICE: FIELD`) a line shows.
 const MAX_AT: usize = 128;
 
-/// The most characters of a reason a line shows.
-const MAX_WHY: usize = 256;
+/// The most characters of a reason a line shows: room for a path, a
+/// quoted value and the fix, which comes last.
+const MAX_WHY: usize = 512;
 
 /// What an import refuses and notes, each line naming the service and
 /// field.

@@ -282,7 +282,7 @@ fn env_file(s: &mut Service, abs: &std::path::Path, required: bool) -> Option<(S
         s.refuse(
             "env_file",
             format!(
-                "{shown}: line{} {}{}: a value compose expands (a ${{VARIABLE}} of the environment, .env or the file's earlier lines, or a name alone), where the container reads its env-files at creation as written: write the value out, or give it in environment:, then import again",
+                "{shown}: line{} {}{}: a value compose expands (${{VARIABLE}}, or a name alone), which the container would read as written: write it out, or give it in environment:",
                 if lines.len() == 1 { "" } else { "s" },
                 lines.join(", "),
                 if from_outside.len() > 10 { ", ..." } else { "" }

@@ -319,6 +319,8 @@ async fn an_env_file_with_quotes_is_read_in_compose_s_format_and_one_using_the_e
     let p = import(&src, Some(&fake)).await.unwrap_err();
     // Only the file with values to expand is refused, by its lines.
     has(&p, "outside.env: lines 2, 3, 4: a value compose expands");
+    // The fix comes last, and the bound on a message leaves it whole.
+    has(&p, "write it out, or give it in environment:");
     assert_eq!(p.len(), 1, "{p:#?}");
 
     std::fs::remove_file(dir.path().join("outside.env")).unwrap();
