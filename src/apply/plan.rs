@@ -224,10 +224,11 @@ pub(crate) enum ServiceAct {
     Resume {
         rollout: crate::apply::rollouts::Rollout,
     },
-    /// A roll back that a kill interrupted: the definition was refused,
-    /// no container has its name, the old one is set aside (`aside`): it
-    /// is put back and started.
-    PutBack { aside: String },
+    /// A roll back that a kill interrupted: the definition was refused and
+    /// the old one is set aside (`aside`): the refused one still under the
+    /// name, if any (`remove_new`), is removed (its volumes stay), and the
+    /// old one put back and started.
+    PutBack { aside: String, remove_new: bool },
 }
 
 /// A service container's work.
@@ -493,10 +494,18 @@ impl Work {
                         steps.push(StepLine::new("replace", container(name)))
                     }
                     ServiceAct::Resume { .. } => {}
-                    ServiceAct::PutBack { aside } => steps.push(
-                        StepLine::new("put-back", container(aside))
-                            .because(format!("a roll back of {name} was interrupted")),
-                    ),
+                    ServiceAct::PutBack { aside, remove_new } => {
+                        if *remove_new {
+                            steps.push(
+                                StepLine::new("remove", container(name))
+                                    .because("its definition was refused by a roll back"),
+                            );
+                        }
+                        steps.push(
+                            StepLine::new("put-back", container(aside))
+                                .because(format!("a roll back of {name} was interrupted")),
+                        )
+                    }
                     ServiceAct::Start { .. } => steps.push(StepLine::new("start", container(name))),
                     ServiceAct::Restart { .. } => {
                         steps.push(StepLine::new("restart", container(name)))

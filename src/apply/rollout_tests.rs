@@ -246,3 +246,70 @@ async fn a_kill_mid_roll_back_is_finished_by_the_next_apply_never_retried() {
     assert_eq!(data_volume(&r, "web"), volume);
     assert!(!r.fake.container_names().contains(&replaced_name("web")));
 }
+
+#[tokio::test]
+async fn a_kill_before_the_refused_one_was_removed_puts_the_old_one_back_however_healthy_it_is_now()
+{
+    let r = rig();
+    assert!(r.apply(json!([checked(1)])).await.ok);
+    let volume = data_volume(&r, "web");
+    // As a kill between the refusal recorded and the new container's
+    // removal leaves it (or a removal that failed): the old one set aside,
+    // the refused one under the name and healthy by now, both records.
+    r.fake.stop("web").await.expect("stop");
+    r.fake
+        .rename("web", &replaced_name("web"))
+        .await
+        .expect("rename");
+    let built = {
+        let d = decl(json!([checked(2)]));
+        let (res, c) = d.containers().next().expect("web");
+        crate::container_spec::build(&d, res, c).expect("build")
+    };
+    let mut new = built.spec.clone();
+    new.mounts.push(crate::runtime::MountSpec {
+        source: volume.clone(),
+        target: "/data".into(),
+        read_only: false,
+    });
+    r.fake.add_container(new, true);
+    r.fake.set_health("web", "healthy", "", Duration::ZERO);
+    rollouts::begin(
+        &r.store,
+        "web",
+        &rollouts::Rollout {
+            id: "web".into(),
+            identity: built.identity.clone(),
+            started: Utc::now() - chrono::Duration::seconds(60),
+            rollback_after: 2,
+        },
+    )
+    .expect("record");
+    rollouts::refuse(
+        &r.store,
+        "web",
+        &rollouts::Refused {
+            id: "web".into(),
+            identity: built.identity,
+            image: img(2),
+            reason: "not healthy after 2 s".into(),
+            at: Utc::now(),
+        },
+    )
+    .expect("refuse");
+    let report = r.apply(json!([checked(2)])).await;
+    assert!(!report.ok, "{report}");
+    assert!(
+        reason(&report, "web").starts_with("an interrupted roll back is finished"),
+        "{report}"
+    );
+    assert!(r.fake.is_running("web"));
+    assert_eq!(
+        r.fake.spec_of("web").expect("web").image,
+        img(1),
+        "the old one kept"
+    );
+    assert_eq!(data_volume(&r, "web"), volume);
+    assert!(!r.fake.container_names().contains(&replaced_name("web")));
+    assert!(rollouts::in_flight(&r.store).expect("read").is_empty());
+}

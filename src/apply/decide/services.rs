@@ -86,7 +86,7 @@ fn words(act: &ServiceAct) -> (Action, Option<String>) {
             Action::Recreated,
             Some("an interrupted health-gated recreate is finished".to_string()),
         ),
-        ServiceAct::PutBack { aside } => (
+        ServiceAct::PutBack { aside, .. } => (
             Action::Failed,
             Some(format!(
                 "an interrupted roll back is finished ({aside} put back)"
@@ -173,12 +173,28 @@ pub(super) async fn service(
     let act = match existing {
         None => match (refused, leftover) {
             // Killed in a roll back, after the new one was removed.
-            (Some(_), Some(aside)) if renamed.is_none() => ServiceAct::PutBack { aside },
+            (Some(_), Some(aside)) if renamed.is_none() => ServiceAct::PutBack {
+                aside,
+                remove_new: false,
+            },
             (_, leftover) => ServiceAct::Create {
                 renamed: renamed.map(|old| old.name.clone()),
                 leftover,
             },
         },
+        // Killed in a roll back before the refused one was removed (or its
+        // removal failed): the refusal stands, whatever the refused one's
+        // health says now, and the old one is put back. Never judged
+        // again: a late healthy answer would remove the old one.
+        Some(current)
+            if leftover.is_some()
+                && refused.is_some_and(|r| label(current, LABEL_IDENTITY) == Some(&r.identity)) =>
+        {
+            ServiceAct::PutBack {
+                aside: leftover.expect("matched"),
+                remove_new: true,
+            }
+        }
         // Killed while the new one was judged: judged again.
         Some(current)
             if leftover.is_some()

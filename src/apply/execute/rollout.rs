@@ -122,11 +122,20 @@ pub(super) async fn resume(tools: &Tools, work: &ServiceWork, rollout: &Rollout)
 
 /// Finish a roll back a kill interrupted after the new container was
 /// removed: the old one, set aside as `aside`, is renamed back and started.
-pub(super) async fn finish_put_back(tools: &Tools, work: &ServiceWork, aside: &str) -> Outcome {
+pub(super) async fn finish_put_back(
+    tools: &Tools,
+    work: &ServiceWork,
+    aside: &str,
+    remove_new: bool,
+) -> Outcome {
     let name = work.name.as_str();
-    let put = match tools.runtime.rename(aside, name).await {
-        Ok(()) => tools.runtime.start(name).await.map_err(|e| e.to_string()),
-        Err(e) => Err(format!("cannot rename {aside} back to {name}: {e}")),
+    let put = if remove_new {
+        put_back(&*tools.runtime, name).await
+    } else {
+        match tools.runtime.rename(aside, name).await {
+            Ok(()) => tools.runtime.start(name).await.map_err(|e| e.to_string()),
+            Err(e) => Err(format!("cannot rename {aside} back to {name}: {e}")),
+        }
     };
     rollouts::end(&tools.store, name);
     match put {

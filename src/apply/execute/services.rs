@@ -38,7 +38,9 @@ pub(super) async fn service(tools: &Tools, work: &ServiceWork) -> Outcome {
     }
     match &work.act {
         ServiceAct::Resume { rollout } => rollout::resume(tools, work, rollout).await,
-        ServiceAct::PutBack { aside } => rollout::finish_put_back(tools, work, aside).await,
+        ServiceAct::PutBack { aside, remove_new } => {
+            rollout::finish_put_back(tools, work, aside, *remove_new).await
+        }
         ServiceAct::Keep => {
             // Record what it reads if the record was lost: no runtime call.
             let mut outcome = Outcome::new(Action::Unchanged, None);
