@@ -151,7 +151,12 @@ fn a_replacement_whose_check_fails_is_rolled_back_and_not_retried() {
     assert!(took < Duration::from_secs(40), "took {took:?}");
     old_one_runs(&w, &web);
     assert_eq!(w.inspect(&web, "{{.Id}}"), id_before, "the same container");
-    let journal = w.journal(&["MESH_EVENT=rollout-rolled-back", "-p", "alert"]);
+    // journald takes the entry asynchronously.
+    let journal = wait_for("the alert in the journal", Duration::from_secs(30), || {
+        let j = w.journal(&["MESH_EVENT=rollout-rolled-back", "-p", "alert"]);
+        j.contains(&format!("{web} runs its previous definition again"))
+            .then_some(j)
+    });
     assert!(
         journal.contains("rolled back: web (not healthy after ")
             && journal.contains(&format!("{web} runs its previous definition again")),
@@ -315,7 +320,10 @@ fn update_follows_a_moved_tag_and_a_rolled_back_one_puts_the_old_digest_back() {
         written.contains(&second) && !written.contains(&third),
         "{written}"
     );
-    let journal = w.journal(&["MESH_EVENT=rollout-rolled-back"]);
+    let journal = wait_for("the alert in the journal", Duration::from_secs(30), || {
+        let j = w.journal(&["MESH_EVENT=rollout-rolled-back"]);
+        j.contains("rolled back: web").then_some(j)
+    });
     assert!(journal.contains("rolled back: web"), "{journal}");
     let out = w.mesh(&["update", &decl, "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
