@@ -129,9 +129,44 @@ impl HoldWatcher {
         }
     }
 
-    /// Cut it off at once (a window dropped unclosed: its adopter closes
-    /// it, and no stop of this process must land after that).
-    pub(super) fn abort(&self) {
-        self.task.abort();
+    /// Tell it to quit without waiting (a window dropped unclosed): it is
+    /// then kept in `left` for whoever closes that window, which waits
+    /// for it first ([`Quitting::wait_for`]).
+    pub(super) fn leave(self, step: &str, left: &Quitting) {
+        self.quit.notify_one();
+        left.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((step.to_string(), self));
+    }
+}
+
+/// The watchers of windows dropped unclosed (their fire panicked), told to
+/// quit and maybe finishing a stop: the close of such a window, by the
+/// adopter, waits for them before it starts anything. Shared by the
+/// clones of one process's engine.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Quitting(Arc<std::sync::Mutex<Vec<(String, HoldWatcher)>>>);
+
+impl Quitting {
+    /// Wait, within `deadline`, for the watchers left by windows of
+    /// `step` to end.
+    pub(super) async fn wait_for(&self, step: &str, deadline: &super::budget::Deadline) {
+        let left: Vec<HoldWatcher> = {
+            let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let (of_step, others): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+                .into_iter()
+                .partition(|(s, _)| s == step);
+            *all = others;
+            of_step.into_iter().map(|(_, w)| w).collect()
+        };
+        for watcher in left {
+            if !watcher.quit(deadline.left()).await {
+                tracing::warn!(
+                    MESH_STEP = %step,
+                    "the watch on the held containers of a window dropped unclosed did not end in time (a stop of one in flight): cut off"
+                );
+            }
+        }
     }
 }
