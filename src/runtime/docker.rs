@@ -1,8 +1,7 @@
 //! [`ContainerRuntime`] over the Docker Engine API (bollard): the trait's
 //! face, each of its parts in a file of its own: the connection
 //! (`client`), containers, what an inspection of one says (`inspection`),
-//! images, events, and health checks in Docker's
-//! terms.
+//! images, events, and health checks in Docker's terms.
 
 use super::{
     CgroupDriver, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec, ContainerSummary,
