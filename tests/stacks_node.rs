@@ -617,3 +617,48 @@ fn paperless_runs_as_compose_runs_it() {
         env: "PAPERLESS_PORT=28201",
     });
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn uptimekuma_runs_as_compose_runs_it() {
+    compared(&Stack {
+        name: "uptimekuma",
+        env: "KUMA_PORT=28211 KUMA_NAME=stkuptimekuma",
+    });
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn n8n_runs_as_compose_runs_it() {
+    compared(&Stack {
+        name: "n8n",
+        env: "N8N_PORT=28221",
+    });
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn authentik_runs_as_compose_runs_it() {
+    compared(&Stack {
+        name: "authentik",
+        env: "COMPOSE_PORT_HTTP=28231 COMPOSE_PORT_HTTPS=28232",
+    });
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outline_runs_as_compose_runs_it() {
+    compared(&Stack {
+        name: "outline",
+        env: "OUTLINE_PORT=28241 OUTLINE_REDIS_PORT=28242 OUTLINE_PG_PORT=28243",
+    });
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn plausible_runs_as_compose_runs_it() {
+    compared(&Stack {
+        name: "plausible",
+        env: "PLAUSIBLE_PORT=28251",
+    });
+}

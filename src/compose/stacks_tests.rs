@@ -442,3 +442,72 @@ async fn mastodon_s_unlimited_memlock_and_internal_network_are_kept() {
         json!(["bundle", "exec", "puma", "-C", "config/puma.rb"])
     );
 }
+
+#[tokio::test]
+async fn uptime_kuma_s_own_check_replaces_its_image_s() {
+    let (d, _) = stack("uptimekuma").await;
+    let kuma = resource(&d, "uptime-kuma");
+    assert_eq!(kuma["name"], "uptime-kuma");
+    assert_eq!(kuma["restart"], "unless-stopped");
+    assert_eq!(kuma["health"]["start-period"], 180);
+    assert_eq!(kuma["mounts"][1]["read-only"], true);
+}
+
+#[tokio::test]
+async fn n8n_waits_for_its_database_s_check_and_reads_bare_names_from_env() {
+    let (d, _) = stack("n8n").await;
+    let db = resource(&d, "postgres");
+    // Bare names take their values from `.env`.
+    assert_eq!(db["env"]["POSTGRES_USER"], "changeUser");
+    assert_eq!(db["env"]["POSTGRES_DB"], "n8n");
+    let n8n = resource(&d, "n8n");
+    assert_eq!(n8n["env"]["DB_POSTGRESDB_DATABASE"], "n8n");
+    assert_eq!(
+        n8n["depends-on"],
+        json!([{"id": "postgres", "condition": "healthy"}])
+    );
+}
+
+#[tokio::test]
+async fn authentik_s_required_password_and_root_worker_are_kept() {
+    let (d, _) = stack("authentik").await;
+    let db = resource(&d, "postgresql");
+    assert_eq!(db["env"]["POSTGRES_PASSWORD"], "q2bVV1hDpP5NG1cBxC9MC0b4n");
+    assert_eq!(db["env"]["POSTGRES_USER"], "authentik");
+    let worker = resource(&d, "worker");
+    assert_eq!(worker["user"], "root");
+    assert_eq!(worker["command"][3], "worker");
+    assert_eq!(
+        resource(&d, "server")["depends-on"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn outline_s_one_env_file_serves_three_services() {
+    let (d, _) = stack("outline").await;
+    for id in ["outline", "redis", "postgres"] {
+        assert!(resource(&d, id)["env-files"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("/outline/docker.env"));
+    }
+    assert_eq!(resource(&d, "postgres")["env"]["POSTGRES_DB"], "outline");
+}
+
+#[tokio::test]
+async fn plausible_keeps_clickhouse_s_open_file_limits_and_its_config_files() {
+    let (d, _) = stack("plausible").await;
+    let events = resource(&d, "plausible_events_db");
+    assert_eq!(
+        events["ulimits"]["nofile"],
+        json!({"soft": 16384, "hard": 16384})
+    );
+    assert_eq!(events["mounts"][2]["read-only"], true);
+    let web = resource(&d, "plausible");
+    assert_eq!(web["command"][0], "sh");
+    assert_eq!(web["env"]["HTTP_PORT"], "8000");
+}
