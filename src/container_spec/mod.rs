@@ -321,6 +321,7 @@ fn build_with(
                 network: n.name.to_string(),
                 aliases: n.aliases.clone(),
                 ipv4_address: n.ipv4_address,
+                ipv6_address: n.ipv6_address,
             })
             .collect(),
         ports: container

@@ -281,6 +281,7 @@ mod tests {
                     network: "back".into(),
                     aliases: vec!["database".into()],
                     ipv4_address: Some("10.5.0.9".parse().expect("address")),
+                    ipv6_address: Some("fd00:5::9".parse().expect("address")),
                 },
                 crate::runtime::NetworkAttach {
                     network: "front".into(),
@@ -313,6 +314,12 @@ mod tests {
                 .as_ref()
                 .and_then(|c| c.ipv4_address.as_deref()),
             Some("10.5.0.9")
+        );
+        assert_eq!(
+            back.ipam_config
+                .as_ref()
+                .and_then(|c| c.ipv6_address.as_deref()),
+            Some("fd00:5::9")
         );
     }
 
