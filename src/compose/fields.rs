@@ -329,7 +329,7 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.oom_score_adj", R("not supported: the OOM score is the runtime's; remove it")),
     ("services.*.pid", R(NAMESPACE)),
     ("services.*.pids_limit", T("services: {web: {pids_limit: 100}}")),
-    ("services.*.platform", R("not supported: the image's own platform runs; pin the digest of the one you want")),
+    ("services.*.platform", T("services: {web: {platform: linux/arm64}}")),
     ("services.*.ports", T("services: {web: {ports: ['8080:80']}}")),
     ("services.*.ports[].app_protocol", N("a hint for tools: means nothing to the runtime")),
     ("services.*.ports[].host_ip", T("services: {web: {ports: [{target: 80, published: 8080, host_ip: 127.0.0.1}]}}")),

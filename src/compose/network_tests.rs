@@ -114,3 +114,25 @@ async fn what_docker_cannot_honour_of_ipv6_is_refused_by_name() {
         refused(&p, words);
     }
 }
+
+#[tokio::test]
+async fn platform_is_imported_and_one_a_node_cannot_run_is_refused_by_name() {
+    let d =
+        run("services:\n  web:\n    image: reg.test/busybox:stable\n    platform: linux/arm64\n")
+            .await
+            .unwrap();
+    assert_eq!(resource(&d, "web")["platform"], "linux/arm64");
+    for (platform, words) in [
+        ("windows/amd64", "a node runs Linux containers alone"),
+        ("Linux/AMD64", "is not a platform"),
+        ("linux", "is not a platform"),
+    ] {
+        let p = run(&format!(
+            "services:\n  web:\n    image: reg.test/busybox:stable\n    platform: {platform}\n"
+        ))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{platform}: imported"));
+        refused(&p, words);
+    }
+}

@@ -252,6 +252,7 @@ fn build_with(
     let process = ProcessSpec {
         entrypoint: o.entrypoint.clone(),
         working_dir: o.working_dir.clone(),
+        platform: o.platform.clone(),
         hostname: o.hostname.clone(),
         stop_signal: o.stop_signal.clone(),
         stop_grace: o.stop_grace,

@@ -290,6 +290,8 @@ pub struct RawOptions {
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub working_dir: Field<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
+    pub platform: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub hostname: Field<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub labels: Field<BTreeMap<String, Field<String>>>,

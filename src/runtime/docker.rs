@@ -11,6 +11,7 @@ use super::{
 
 mod client;
 mod containers;
+mod create;
 mod events;
 mod health;
 mod image_defaults;
@@ -436,6 +437,7 @@ mod tests {
             process: crate::runtime::ProcessSpec {
                 entrypoint: Some(vec!["/init".into()]),
                 working_dir: Some("/srv".into()),
+                platform: None,
                 hostname: Some("db".into()),
                 stop_signal: Some("SIGINT".into()),
                 stop_grace: Some(30),

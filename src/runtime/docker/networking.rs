@@ -93,7 +93,11 @@ pub(super) async fn network(
         enable_ipv6: answer.enable_ipv6.unwrap_or(false),
         ipv6_subnet: v6.subnet.filter(|s| !s.is_empty()),
         ipv6_gateway: v6.gateway.filter(|g| !g.is_empty()),
-        driver_opts: sorted(answer.options),
+        driver_opts: if rt.is_podman() {
+            super::podman_lacks::docker_network_options(sorted(answer.options))
+        } else {
+            sorted(answer.options)
+        },
         containers,
     }))
 }
@@ -102,6 +106,14 @@ pub(super) async fn create_network(
     rt: &DockerRuntime,
     spec: &NetworkSpec,
 ) -> Result<(), RuntimeError> {
+    if rt.is_podman() {
+        if let Some(reason) = super::podman_lacks::network_lacking(spec) {
+            return Err(RuntimeError::Api {
+                context: format!("create network {}", spec.name),
+                reason,
+            });
+        }
+    }
     let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
     labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
     // The IPv4 range first, then the IPv6 one, as compose sends them.
