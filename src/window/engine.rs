@@ -17,7 +17,7 @@ use super::plan::Specs;
 use super::record::Moment;
 use super::records::Records;
 use super::restore::Restorer;
-use super::watcher::Quitting;
+use super::watch_task::Quitting;
 
 /// The shared parts of one process's window engine. Cheap to clone: clones
 /// share what they know (the armed declaration's holds, the lease renewer).

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use super::plan::Specs;
 use super::record::WindowRecord;
-use super::watcher::{HoldWatcher, Quitting};
+use super::watch_task::{Quitting, WatchTask};
 
 /// An open window: its record and the watcher enforcing its holds.
 #[derive(Debug)]
 pub struct OpenWindow {
     pub(super) record: WindowRecord,
-    pub(super) watcher: Option<HoldWatcher>,
+    pub(super) watcher: Option<WatchTask>,
     /// See [`super::WindowPlan::hold_specs`]; none for a resumed window.
     pub(super) specs: Specs,
     /// Where its watcher goes when it is dropped unclosed.

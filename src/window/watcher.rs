@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
 use crate::events::Event;
 use crate::mesh_event;
@@ -21,19 +20,16 @@ use crate::runtime::ContainerEventKind;
 use super::engine::Engine;
 use super::fence::Fence;
 use super::record::WindowRecord;
+use super::watch_task::WatchTask;
 
-/// The watcher of one open window's holds, on a task of its own.
-#[derive(Debug)]
-pub(super) struct HoldWatcher {
-    task: JoinHandle<()>,
-    quit: Arc<Notify>,
-}
+/// The watcher of one open window's holds.
+pub(super) struct HoldWatcher;
 
 impl HoldWatcher {
     /// Watch the held containers of `record` (a window `windows`'s
     /// process holds) and stop again any that someone starts, on a task of
     /// its own; `None` when nothing is held or the runtime has no events.
-    pub(super) async fn spawn(windows: &Engine, record: &WindowRecord) -> Option<HoldWatcher> {
+    pub(super) async fn spawn(windows: &Engine, record: &WindowRecord) -> Option<WatchTask> {
         let names: Vec<String> = record.held_names().map(str::to_string).collect();
         if names.is_empty() {
             return None;
@@ -112,61 +108,6 @@ impl HoldWatcher {
                 }
             }
         });
-        Some(HoldWatcher { task, quit })
-    }
-
-    /// Tell it to quit and wait, at most `bound`, for what it is doing
-    /// (a stop in flight) to end. `false`: it did not end within `bound`
-    /// and was cut off.
-    pub(super) async fn quit(mut self, bound: Duration) -> bool {
-        self.quit.notify_one();
-        match tokio::time::timeout(bound, &mut self.task).await {
-            Ok(_) => true,
-            Err(_) => {
-                self.task.abort();
-                false
-            }
-        }
-    }
-
-    /// Tell it to quit without waiting (a window dropped unclosed): it is
-    /// then kept in `left` for whoever closes that window, which waits
-    /// for it first ([`Quitting::wait_for`]).
-    pub(super) fn leave(self, step: &str, left: &Quitting) {
-        self.quit.notify_one();
-        left.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((step.to_string(), self));
-    }
-}
-
-/// The watchers of windows dropped unclosed (their fire panicked), told to
-/// quit and maybe finishing a stop: the close of such a window, by the
-/// adopter, waits for them before it starts anything. Shared by the
-/// clones of one process's engine.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Quitting(Arc<std::sync::Mutex<Vec<(String, HoldWatcher)>>>);
-
-impl Quitting {
-    /// Wait, within `deadline`, for the watchers left by windows of
-    /// `step` to end.
-    pub(super) async fn wait_for(&self, step: &str, deadline: &super::budget::Deadline) {
-        let left: Vec<HoldWatcher> = {
-            let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let (of_step, others): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
-                .into_iter()
-                .partition(|(s, _)| s == step);
-            *all = others;
-            of_step.into_iter().map(|(_, w)| w).collect()
-        };
-        for watcher in left {
-            if !watcher.quit(deadline.left()).await {
-                tracing::warn!(
-                    MESH_STEP = %step,
-                    "the watch on the held containers of a window dropped unclosed did not end in time (a stop of one in flight): cut off"
-                );
-            }
-        }
+        Some(WatchTask::new(task, quit))
     }
 }
