@@ -118,6 +118,9 @@ fn networks(s: &mut Service, svc: &Map<String, Value>) -> Vec<RawNetworkJoin> {
             if let Some(ip) = settings.get("ipv4_address") {
                 entry.ipv4_address = some(text(ip));
             }
+            if let Some(ip) = settings.get("ipv6_address") {
+                entry.ipv6_address = some(text(ip));
+            }
             if let Some(p) = settings.get("priority") {
                 priority = s
                     .integer(&format!("networks.{key}.priority"), p)

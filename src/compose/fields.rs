@@ -40,7 +40,7 @@ const OWN_FILE: &str =
     "only secrets and configs from a file are supported: write it to a file, then give file:";
 const MOUNT_OWNER: &str = "not supported: a secret or config is mounted read-only as its file is (owner and mode its own); set them on the file";
 const NET_ENDPOINT: &str =
-    "not supported: a service joins a network with aliases and an IPv4 address; remove it";
+    "not supported: a service joins a network with aliases and IPv4 and IPv6 addresses; remove it";
 const NAMESPACE: &str = "not supported: a container has its own namespaces; remove it";
 const EXTERNAL_NAME: &str = "the old form: write name: NAME beside external: true";
 
@@ -64,7 +64,7 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("networks.*", T("networks: {back: {}}")),
     ("networks.*.attachable", N("a swarm setting: every network of one node can be joined")),
     ("networks.*.driver", T("networks: {back: {driver: macvlan}}")),
-    ("networks.*.driver_opts", R("not supported: a network is declared with driver, subnet, gateway, internal and labels")),
+    ("networks.*.driver_opts", T("networks: {back: {driver_opts: {com.docker.network.driver.mtu: '1400'}}}")),
     ("networks.*.enable_ipv4", T("networks: {back: {enable_ipv4: false}}")),
     ("networks.*.enable_ipv6", T("networks: {back: {enable_ipv6: true}}")),
     ("networks.*.external", T("networks: {back: {external: true}}")),
@@ -321,7 +321,7 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.networks.*.gw_priority", R("not supported: Docker 20.10 has no gateway priority; order the networks with priority:")),
     ("services.*.networks.*.interface_name", R(NET_ENDPOINT)),
     ("services.*.networks.*.ipv4_address", T("networks: {back: {ipam: {config: [{subnet: 10.9.0.0/24}]}}}\nservices: {web: {networks: {back: {ipv4_address: 10.9.0.5}}}}")),
-    ("services.*.networks.*.ipv6_address", R(NET_ENDPOINT)),
+    ("services.*.networks.*.ipv6_address", T("networks: {back: {enable_ipv6: true, ipam: {config: [{subnet: 'fd00:9::/64'}]}}}\nservices: {web: {networks: {back: {ipv6_address: 'fd00:9::5'}}}}")),
     ("services.*.networks.*.link_local_ips", R(NET_ENDPOINT)),
     ("services.*.networks.*.mac_address", R(NET_ENDPOINT)),
     ("services.*.networks.*.priority", T("networks: {a: {}, b: {}}\nservices: {web: {networks: {a: {}, b: {priority: 10}}}}")),
@@ -329,7 +329,7 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.oom_score_adj", R("not supported: the OOM score is the runtime's; remove it")),
     ("services.*.pid", R(NAMESPACE)),
     ("services.*.pids_limit", T("services: {web: {pids_limit: 100}}")),
-    ("services.*.platform", R("not supported: the image's own platform runs; pin the digest of the one you want")),
+    ("services.*.platform", T("services: {web: {platform: linux/arm64}}")),
     ("services.*.ports", T("services: {web: {ports: ['8080:80']}}")),
     ("services.*.ports[].app_protocol", N("a hint for tools: means nothing to the runtime")),
     ("services.*.ports[].host_ip", T("services: {web: {ports: [{target: 80, published: 8080, host_ip: 127.0.0.1}]}}")),

@@ -42,6 +42,8 @@ pub mod yaml;
 #[cfg(test)]
 mod fields_tests;
 #[cfg(test)]
+mod network_tests;
+#[cfg(test)]
 mod security_tests;
 #[cfg(test)]
 mod shape_tests;
@@ -385,12 +387,12 @@ pub async fn import(
         _ => false,
     });
     if joins_default && !top.networks.contains_key("default") {
-        resources.push(RawResource::Network(RawNetwork {
+        resources.push(RawResource::Network(Box::new(RawNetwork {
             id: Field::Present("network-default".into()),
             module: Field::Present(project.name.clone()),
             name: Field::Present(default),
             ..RawNetwork::default()
-        }));
+        })));
     }
     resources.extend(top.networks.into_values().filter_map(|n| n.resource));
     resources.extend(top.volumes.into_values().filter_map(|v| v.resource));

@@ -110,12 +110,12 @@ pub fn expand(
     if let Field::Present(joins) = &c.networks {
         let fixed = joins
             .iter()
-            .any(|j| matches!(j, Field::Present(j) if !j.ipv4_address.is_absent()));
+            .any(|j| matches!(j, Field::Present(j) if !j.ipv4_address.is_absent() || !j.ipv6_address.is_absent()));
         if fixed {
             s.refuse(
                 "networks",
                 format!(
-                    "{n} replicas cannot share one ipv4_address: remove it or give one replica"
+                    "{n} replicas cannot share one ipv4_address or ipv6_address: remove it or give one replica"
                 ),
             );
             fits = false;

@@ -96,6 +96,7 @@ fn process(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {
     for (from, to) in [
         ("hostname", &mut o.hostname),
         ("working_dir", &mut o.working_dir),
+        ("platform", &mut o.platform),
         ("stop_signal", &mut o.stop_signal),
     ] {
         if let Some(v) = svc.get(from) {

@@ -255,7 +255,6 @@ async fn bad_input_is_refused_with_every_problem_listed() {
     has(&p, "is left open");
     has(&p, "cache: links: not supported");
     has(&p, "cache: network_mode: \"service:db\"");
-    has(&p, "cache: platform: not supported");
     has(&p, "cache: deploy.mode: \"everywhere\": replicated");
     has(
         &p,

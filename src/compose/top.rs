@@ -162,6 +162,7 @@ fn network(
             .get("driver")
             .map_or(Field::Absent, |d| Field::Present(text(d))),
         labels: strings_map(string_map(entry.get("labels"))),
+        driver_opts: strings_map(string_map(entry.get("driver_opts"))),
         ..RawNetwork::default()
     };
     if let Some(internal) = flag(entry, "internal", at, p) {
@@ -177,10 +178,7 @@ fn network(
         );
     }
     if flag(entry, "enable_ipv6", at, p) == Some(true) {
-        p.refuse(
-            format!("{at}.enable_ipv6"),
-            "true: not supported: a network is declared with an IPv4 subnet; remove it",
-        );
+        n.enable_ipv6 = Field::Present(true);
     }
     if let Some(ipam) = entry.get("ipam").and_then(Value::as_object) {
         if let Some(driver) = ipam.get("driver").map(text) {
@@ -196,20 +194,34 @@ fn network(
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        if configs.len() > 1 {
-            p.refuse(
-                format!("{at}.ipam.config"),
-                "one address range per network (mesh-host declares one subnet)",
-            );
-        }
-        if let Some(Value::Object(c)) = configs.first() {
-            if let Some(s) = c.get("subnet") {
-                n.subnet = Field::Present(text(s));
+        // One range of each family, in either order: the IPv4 one is the
+        // declaration's subnet, the IPv6 one its ipv6-subnet.
+        let (mut v4, mut v6) = (0, 0);
+        for c in configs.iter().filter_map(Value::as_object) {
+            let subnet = c.get("subnet").map(text);
+            let is_v6 = subnet.as_deref().is_some_and(|s| s.contains(':'));
+            let (count, subnet_field, gateway_field) = if is_v6 {
+                (&mut v6, &mut n.ipv6_subnet, &mut n.ipv6_gateway)
+            } else {
+                (&mut v4, &mut n.subnet, &mut n.gateway)
+            };
+            *count += 1;
+            if *count > 1 {
+                continue;
+            }
+            if let Some(s) = subnet {
+                *subnet_field = Field::Present(s);
             }
             if let Some(g) = c.get("gateway") {
-                n.gateway = Field::Present(text(g));
+                *gateway_field = Field::Present(text(g));
             }
         }
+        if v4 > 1 || v6 > 1 {
+            p.refuse(
+                format!("{at}.ipam.config"),
+                "one address range of each family per network (mesh-host declares a subnet and an ipv6-subnet)",
+            );
+        }
     }
-    Some(RawResource::Network(n))
+    Some(RawResource::Network(Box::new(n)))
 }

@@ -253,6 +253,7 @@ fn build_with(
     let process = ProcessSpec {
         entrypoint: o.entrypoint.clone(),
         working_dir: o.working_dir.clone(),
+        platform: o.platform.clone(),
         hostname: o.hostname.clone(),
         stop_signal: o.stop_signal.clone(),
         stop_grace: o.stop_grace,
@@ -322,6 +323,7 @@ fn build_with(
                 network: n.name.to_string(),
                 aliases: n.aliases.clone(),
                 ipv4_address: n.ipv4_address,
+                ipv6_address: n.ipv6_address,
             })
             .collect(),
         ports: container

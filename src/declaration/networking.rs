@@ -3,7 +3,7 @@
 //! and its `restart` policy (CONTRACT "Compose").
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Serialize, Serializer};
 
@@ -31,6 +31,18 @@ pub struct NetworkResource {
     pub internal: bool,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// IPv6 beside IPv4 (Docker's `EnableIPv6`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub enable_ipv6: bool,
+    /// The IPv6 address range (a second IPAM config, as compose gives it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6_subnet: Option<Subnet>,
+    /// The IPv6 gateway's address, inside `ipv6_subnet`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6_gateway: Option<Ipv6Addr>,
+    /// The driver's options (`com.docker.network.bridge.name`, an MTU).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub driver_opts: BTreeMap<String, String>,
 }
 
 /// `type: "volume"`: a named volume made before use and never removed by
@@ -59,6 +71,10 @@ pub struct NetworkJoin {
     /// A fixed address (the network needs a declared subnet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_address: Option<Ipv4Addr>,
+    /// A fixed IPv6 address (the network needs IPv6 and a declared
+    /// `ipv6-subnet`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6_address: Option<Ipv6Addr>,
 }
 
 /// An address range, `ADDRESS/PREFIX`, its address the range's first.

@@ -195,6 +195,109 @@ fn every_volume_and_join_problem_is_named() {
 }
 
 #[test]
+fn ipv6_and_driver_opts_are_read_and_written_back() {
+    let d = accept(json!([
+        {"id": "back", "type": "network", "name": "app_back", "subnet": "10.31.0.0/24",
+         "enable-ipv6": true, "ipv6-subnet": "fd00:31::/64", "ipv6-gateway": "fd00:31::1",
+         "driver-opts": {"com.docker.network.driver.mtu": "1400"}},
+        joined("db", "db", json!([
+            {"name": "app_back", "ipv4-address": "10.31.0.9", "ipv6-address": "fd00:31::9"}
+        ])),
+    ]));
+    let ResourceKind::Network(back) = &d.resources[0].kind else {
+        panic!("not a network")
+    };
+    assert!(back.enable_ipv6);
+    assert_eq!(back.ipv6_subnet.unwrap().to_string(), "fd00:31::/64");
+    assert_eq!(back.ipv6_gateway.unwrap().to_string(), "fd00:31::1");
+    assert_eq!(back.driver_opts["com.docker.network.driver.mtu"], "1400");
+    let db = d.container("db").unwrap();
+    assert_eq!(
+        db.networks[0].ipv6_address.unwrap().to_string(),
+        "fd00:31::9"
+    );
+    let again = super::parse(&serde_json::to_vec(&d).unwrap()).unwrap();
+    assert_eq!(again, d);
+    // A network without them is written as before (its canonical form,
+    // hence its containers' identities, unchanged).
+    let plain = accept(json!([{"id": "n", "type": "network", "name": "plain"}]));
+    let written = serde_json::to_string(&plain).unwrap();
+    assert!(
+        !written.contains("ipv6") && !written.contains("driver-opts"),
+        "{written}"
+    );
+}
+
+#[test]
+fn every_ipv6_problem_is_named() {
+    let problems = refuse(json!([
+        {"id": "a", "type": "network", "name": "aa", "enable-ipv6": true},
+        {"id": "b", "type": "network", "name": "bb", "ipv6-subnet": "fd00:1::/64"},
+        {"id": "c", "type": "network", "name": "cc", "enable-ipv6": true,
+         "ipv6-subnet": "10.0.0.0/24", "ipv6-gateway": "10.0.0.1"},
+        {"id": "d", "type": "network", "name": "dd", "enable-ipv6": true,
+         "ipv6-subnet": "fd00:4::/64", "ipv6-gateway": "fd00:5::1", "subnet": "fd00:6::/64",
+         "driver-opts": {"": "x"}},
+        {"id": "e", "type": "network", "name": "ee", "subnet": "10.7.0.0/24"},
+        joined("w", "w", json!([
+            {"name": "dd", "ipv6-address": "fd00:9::5"},
+            {"name": "ee", "ipv6-address": "fd00:7::5"},
+            {"name": "elsewhere", "ipv6-address": "10.0.0.1"}
+        ])),
+    ]));
+    assert_problem(
+        &problems,
+        Some("a"),
+        Some("enable-ipv6"),
+        "needs ipv6-subnet",
+    );
+    assert_problem(
+        &problems,
+        Some("b"),
+        Some("ipv6-subnet"),
+        "needs enable-ipv6: true",
+    );
+    assert_problem(&problems, Some("c"), Some("ipv6-subnet"), "an IPv4 range");
+    assert_problem(
+        &problems,
+        Some("c"),
+        Some("ipv6-gateway"),
+        "not an IPv6 address",
+    );
+    assert_problem(
+        &problems,
+        Some("d"),
+        Some("ipv6-gateway"),
+        "not in subnet fd00:4::/64",
+    );
+    assert_problem(&problems, Some("d"), Some("subnet"), "an IPv6 range");
+    assert_problem(
+        &problems,
+        Some("d"),
+        Some("driver-opts[\"\"]"),
+        "must not be empty",
+    );
+    assert_problem(
+        &problems,
+        Some("w"),
+        Some("networks[0].ipv6-address"),
+        "not in ipv6-subnet fd00:4::/64 of network dd",
+    );
+    assert_problem(
+        &problems,
+        Some("w"),
+        Some("networks[1].ipv6-address"),
+        "declared without IPv6",
+    );
+    assert_problem(
+        &problems,
+        Some("w"),
+        Some("networks[2].ipv6-address"),
+        "not an IPv6 address",
+    );
+}
+
+#[test]
 fn restart_is_read_and_only_a_declared_one_is_written() {
     let mut once = service("once", "once");
     once["restart"] = json!("no");

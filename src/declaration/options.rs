@@ -73,6 +73,10 @@ pub struct ContainerOptions {
     /// The process's working directory, in the container.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub working_dir: Option<String>,
+    /// The image's platform to run (`linux/amd64`): pulled and created
+    /// as that one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
     /// Labels of the operator's (none under [`OWN_LABEL_PREFIXES`]).

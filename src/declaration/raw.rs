@@ -149,7 +149,7 @@ pub enum RawResource {
     /// `type: "shared-folder"`.
     SharedFolder(RawSharedFolder),
     /// `type: "network"`.
-    Network(RawNetwork),
+    Network(Box<RawNetwork>),
     /// `type: "volume"`.
     Volume(RawVolume),
 }
@@ -289,6 +289,8 @@ pub struct RawOptions {
     pub entrypoint: List<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub working_dir: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub platform: Field<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub hostname: Field<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
@@ -623,6 +625,8 @@ pub struct RawNetworkJoin {
     pub aliases: List<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub ipv4_address: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub ipv6_address: Field<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }
@@ -647,6 +651,14 @@ pub struct RawNetwork {
     pub internal: Field<bool>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub labels: Field<BTreeMap<String, Field<String>>>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub enable_ipv6: Field<bool>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub ipv6_subnet: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub ipv6_gateway: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub driver_opts: Field<BTreeMap<String, Field<String>>>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

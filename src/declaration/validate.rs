@@ -202,7 +202,7 @@ fn read_resource(
         }
         RawResource::Network(mut n) => {
             let (id, module) = common(s, &mut n.id, &mut n.module, entry);
-            let kind = networking::read_network(s, n, entry).map(ResourceKind::Network);
+            let kind = networking::read_network(s, *n, entry).map(ResourceKind::Network);
             (id, module, kind)
         }
         RawResource::Volume(mut v) => {

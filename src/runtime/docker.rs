@@ -11,6 +11,7 @@ use super::{
 
 mod client;
 mod containers;
+mod create;
 mod events;
 mod health;
 mod image_defaults;
@@ -283,6 +284,7 @@ mod tests {
                     network: "back".into(),
                     aliases: vec!["database".into()],
                     ipv4_address: Some("10.5.0.9".parse().expect("address")),
+                    ipv6_address: Some("fd00:5::9".parse().expect("address")),
                 },
                 crate::runtime::NetworkAttach {
                     network: "front".into(),
@@ -315,6 +317,12 @@ mod tests {
                 .as_ref()
                 .and_then(|c| c.ipv4_address.as_deref()),
             Some("10.5.0.9")
+        );
+        assert_eq!(
+            back.ipam_config
+                .as_ref()
+                .and_then(|c| c.ipv6_address.as_deref()),
+            Some("fd00:5::9")
         );
     }
 
@@ -431,6 +439,7 @@ mod tests {
             process: crate::runtime::ProcessSpec {
                 entrypoint: Some(vec!["/init".into()]),
                 working_dir: Some("/srv".into()),
+                platform: None,
                 hostname: Some("db".into()),
                 stop_signal: Some("SIGINT".into()),
                 stop_grace: Some(30),

@@ -350,6 +350,9 @@ pub struct ContainerSpec {
 pub struct ProcessSpec {
     pub entrypoint: Option<Vec<String>>,
     pub working_dir: Option<String>,
+    /// `os/arch[/variant]`: the image pulled and the container created as
+    /// that platform's.
+    pub platform: Option<String>,
     pub hostname: Option<String>,
     pub stop_signal: Option<String>,
     /// Seconds a stop waits before SIGKILL.

@@ -3,7 +3,7 @@
 //! answers, and how a container joins a network.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A network to create.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,6 +16,13 @@ pub struct NetworkSpec {
     pub internal: bool,
     /// Labels; [`super::LABEL_MANAGED`] is added by the runtime.
     pub labels: BTreeMap<String, String>,
+    /// IPv6 beside IPv4.
+    pub enable_ipv6: bool,
+    /// The IPv6 range, a second address range, and its gateway.
+    pub ipv6_subnet: Option<String>,
+    pub ipv6_gateway: Option<String>,
+    /// The driver's options.
+    pub driver_opts: BTreeMap<String, String>,
 }
 
 /// A network as the runtime reports it.
@@ -23,11 +30,17 @@ pub struct NetworkSpec {
 pub struct NetworkInfo {
     pub name: String,
     pub driver: String,
-    /// Its first address range, when it has one.
+    /// Its first IPv4 address range, when it has one.
     pub subnet: Option<String>,
     pub gateway: Option<String>,
     pub internal: bool,
     pub labels: BTreeMap<String, String>,
+    pub enable_ipv6: bool,
+    /// Its first IPv6 address range, when it has one.
+    pub ipv6_subnet: Option<String>,
+    pub ipv6_gateway: Option<String>,
+    /// The driver's options it was made with.
+    pub driver_opts: BTreeMap<String, String>,
     /// The names of the containers attached to it.
     pub containers: Vec<String>,
 }
@@ -38,6 +51,7 @@ pub struct NetworkAttach {
     pub network: String,
     pub aliases: Vec<String>,
     pub ipv4_address: Option<Ipv4Addr>,
+    pub ipv6_address: Option<Ipv6Addr>,
 }
 
 /// A named volume to create.

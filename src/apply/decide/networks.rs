@@ -40,6 +40,22 @@ pub(crate) fn network_changes(declared: &NetworkResource, live: &NetworkInfo) ->
     if declared.internal != live.internal {
         changed.push("internal");
     }
+    if declared.enable_ipv6 != live.enable_ipv6 {
+        changed.push("enable-ipv6");
+    }
+    if let Some(subnet) = declared.ipv6_subnet {
+        if live.ipv6_subnet.as_deref() != Some(subnet.to_string().as_str()) {
+            changed.push("ipv6-subnet");
+        }
+    }
+    if let Some(gateway) = declared.ipv6_gateway {
+        if live.ipv6_gateway.as_deref() != Some(gateway.to_string().as_str()) {
+            changed.push("ipv6-gateway");
+        }
+    }
+    if declared.driver_opts != live.driver_opts {
+        changed.push("driver-opts");
+    }
     let mut labels = declared.labels.clone();
     labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
     if labels != live.labels {
@@ -56,6 +72,10 @@ fn network_spec(n: &NetworkResource) -> NetworkSpec {
         gateway: n.gateway.map(|g| g.to_string()),
         internal: n.internal,
         labels: n.labels.clone(),
+        enable_ipv6: n.enable_ipv6,
+        ipv6_subnet: n.ipv6_subnet.map(|s| s.to_string()),
+        ipv6_gateway: n.ipv6_gateway.map(|g| g.to_string()),
+        driver_opts: n.driver_opts.clone(),
     }
 }
 
@@ -66,6 +86,7 @@ pub fn attach_of(c: &Container, network: &str) -> Option<NetworkAttach> {
             network: network.to_owned(),
             aliases: join.aliases.clone(),
             ipv4_address: join.ipv4_address,
+            ipv6_address: join.ipv6_address,
         });
     }
     match &c.network {
@@ -242,6 +263,10 @@ mod tests {
             gateway: None,
             internal: false,
             labels: BTreeMap::new(),
+            enable_ipv6: false,
+            ipv6_subnet: None,
+            ipv6_gateway: None,
+            driver_opts: BTreeMap::new(),
         }
     }
 
@@ -254,6 +279,7 @@ mod tests {
             internal: false,
             labels: BTreeMap::from([(LABEL_MANAGED.into(), MANAGED_VALUE.into())]),
             containers: Vec::new(),
+            ..Default::default()
         }
     }
 

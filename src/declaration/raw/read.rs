@@ -289,7 +289,7 @@ impl TypeName {
             TypeName::Unit => RawResource::Unit(Deserialize::deserialize(d)?),
             TypeName::Identity => RawResource::Identity(Deserialize::deserialize(d)?),
             TypeName::SharedFolder => RawResource::SharedFolder(Deserialize::deserialize(d)?),
-            TypeName::Network => RawResource::Network(Deserialize::deserialize(d)?),
+            TypeName::Network => RawResource::Network(Box::new(Deserialize::deserialize(d)?)),
             TypeName::Volume => RawResource::Volume(Deserialize::deserialize(d)?),
         })
     }

@@ -98,6 +98,9 @@ pub(super) struct Spans {
     /// A network's subnet: `None` when it did not read, `Some(None)` when
     /// it has none.
     pub(super) subnet: Option<Option<Subnet>>,
+    /// A network's `enable-ipv6` and `ipv6-subnet`: `None` when they did
+    /// not read.
+    pub(super) ipv6: Option<(bool, Option<Subnet>)>,
 }
 
 impl Entry {

@@ -3,7 +3,7 @@
 //! (names declared once, a fixed address inside its network's subnet).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::entry::{Entry, Kind};
 use super::fields::{
@@ -77,16 +77,90 @@ pub(super) fn read_network(
             _ => {}
         }
     }
+    if let Some(v6) = subnet.filter(|s| s.address.is_ipv6()) {
+        s.at(
+            "subnet",
+            format!("{v6} is an IPv6 range: give it as ipv6-subnet, with enable-ipv6: true"),
+        );
+    }
     let internal = take(s, "internal", r.internal).unwrap_or(false);
     let labels = read_string_map(s, "labels", r.labels, true);
+    let driver_opts = read_string_map(s, "driver-opts", r.driver_opts, false);
+    let ipv6 = read_ipv6(s, &r.enable_ipv6, r.ipv6_subnet, r.ipv6_gateway);
+    let enable_ipv6 = take(s, "enable-ipv6", r.enable_ipv6).unwrap_or(false);
+    entry.spans.ipv6 = ipv6.map(|(subnet, _)| (enable_ipv6, subnet));
+    let (ipv6_subnet, ipv6_gateway) = ipv6?;
     Some(NetworkResource {
         name: name?,
         driver: driver?,
-        subnet,
+        subnet: subnet.filter(|s| s.address.is_ipv4()),
         gateway,
         internal,
         labels,
+        enable_ipv6,
+        ipv6_subnet,
+        ipv6_gateway,
+        driver_opts,
     })
+}
+
+/// A network's `ipv6-subnet` and `ipv6-gateway`, each checked against
+/// `enable-ipv6` (Docker 20.10 has no IPv6 pool of its own: it refuses
+/// IPv6 without a range, and keeps a range without IPv6 unused). `None`
+/// when one did not read.
+fn read_ipv6(
+    s: &mut Sink,
+    enable: &crate::declaration::raw::Field<bool>,
+    subnet: crate::declaration::raw::Field<String>,
+    gateway: crate::declaration::raw::Field<String>,
+) -> Option<(Option<Subnet>, Option<Ipv6Addr>)> {
+    let enabled = matches!(enable, crate::declaration::raw::Field::Present(true));
+    let has_subnet = !subnet.is_absent();
+    let has_gateway = !gateway.is_absent();
+    let subnet = take(s, "ipv6-subnet", subnet)
+        .and_then(|t| check(s, "ipv6-subnet", t.parse::<Subnet>()))
+        .and_then(|net| {
+            if net.address.is_ipv6() {
+                Some(net)
+            } else {
+                s.at(
+                    "ipv6-subnet",
+                    format!("{net} is an IPv4 range: give it as subnet"),
+                );
+                None
+            }
+        });
+    let gateway = take(s, "ipv6-gateway", gateway).and_then(|t| match t.parse::<Ipv6Addr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => {
+            s.at("ipv6-gateway", format!("{t:?} is not an IPv6 address"));
+            None
+        }
+    });
+    if has_subnet && !enabled {
+        s.at(
+            "ipv6-subnet",
+            "needs enable-ipv6: true (without it the runtime gives no container an IPv6 address)",
+        );
+    }
+    if enabled && !has_subnet {
+        s.at(
+            "enable-ipv6",
+            "needs ipv6-subnet: Docker 20.10 has no IPv6 range of its own to pick from",
+        );
+    }
+    match (subnet, gateway) {
+        (Some(net), Some(gw)) if !net.contains(IpAddr::V6(gw)) => {
+            s.at("ipv6-gateway", format!("{gw} is not in subnet {net}"))
+        }
+        (None, Some(_)) if !has_subnet => s.at(
+            "ipv6-gateway",
+            "ipv6-gateway needs an ipv6-subnet: the runtime picks both, or neither",
+        ),
+        _ => {}
+    }
+    let read = (subnet.is_some() || !has_subnet) && (gateway.is_some() || !has_gateway);
+    read.then_some((subnet, gateway))
 }
 
 /// `type: "volume"`.
@@ -146,6 +220,15 @@ pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<(Str
                     None
                 }
             });
+        let v6_field = format!("{path}.ipv6-address");
+        let ipv6_address =
+            take(s, &v6_field, raw.ipv6_address).and_then(|t| match t.parse::<Ipv6Addr>() {
+                Ok(ip) => Some(ip),
+                Err(_) => {
+                    s.at(&v6_field, format!("{t:?} is not an IPv6 address"));
+                    None
+                }
+            });
         let Some(name) = name else { continue };
         if let Some(first) = seen.get(name.as_str()) {
             s.at(
@@ -161,6 +244,7 @@ pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<(Str
                 name,
                 aliases,
                 ipv4_address,
+                ipv6_address,
             },
         ));
     }
@@ -173,6 +257,7 @@ pub(super) fn read_networks(s: &mut Sink, raw: List<RawNetworkJoin>) -> Vec<(Str
 pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
     // Each network's first declaration, with its subnet when that read.
     let mut networks: HashMap<&str, (&Entry, Option<Option<Subnet>>)> = HashMap::new();
+    let mut ipv6: HashMap<&str, (bool, Option<Subnet>)> = HashMap::new();
     let mut volumes: HashMap<&str, &Entry> = HashMap::new();
     for entry in entries {
         match &entry.kind {
@@ -189,6 +274,9 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
                     continue;
                 }
                 networks.insert(name.as_str(), (entry, entry.spans.subnet));
+                if let Some(v6) = entry.spans.ipv6 {
+                    ipv6.insert(name.as_str(), v6);
+                }
             }
             Kind::Volume(Some(name)) => {
                 if let Some(first) = volumes.get(name.as_str()) {
@@ -209,6 +297,28 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
     }
     for entry in entries {
         for (path, join) in &entry.spans.joins {
+            if let (Some(address), Some(v6)) = (join.ipv6_address, ipv6.get(join.name.as_str())) {
+                let field = format!("{path}.ipv6-address");
+                match v6 {
+                    (false, _) => entry.sink(found).at(
+                        field,
+                        format!(
+                            "network {} is declared without IPv6: give it enable-ipv6: true and an ipv6-subnet",
+                            join.name
+                        ),
+                    ),
+                    (true, Some(subnet)) if !subnet.contains(IpAddr::V6(address)) => {
+                        entry.sink(found).at(
+                            field,
+                            format!(
+                                "{address} is not in ipv6-subnet {subnet} of network {}",
+                                join.name
+                            ),
+                        )
+                    }
+                    _ => {}
+                }
+            }
             let Some(address) = join.ipv4_address else {
                 continue;
             };

@@ -36,6 +36,13 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         }
         ok
     });
+    let platform = take(s, "platform", raw.platform).filter(|p| {
+        let why = platform_problem(p);
+        if let Some(why) = &why {
+            s.at("platform", why.clone());
+        }
+        why.is_none()
+    });
     let hostname = take(s, "hostname", raw.hostname).filter(|name| {
         let ok = hostname_ok(name);
         if !ok {
@@ -164,6 +171,7 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
     ContainerOptions {
         entrypoint,
         working_dir,
+        platform,
         hostname,
         labels,
         restart,
@@ -188,6 +196,30 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         extra_hosts,
         devices,
     }
+}
+
+/// What is wrong with a `platform`, as Docker reads one: `os/arch` or
+/// `os/arch/variant`, lower case; the OS Linux (a node runs Linux
+/// containers alone).
+fn platform_problem(p: &str) -> Option<String> {
+    let parts: Vec<&str> = p.split('/').collect();
+    let word_ok = |w: &&str| {
+        !w.is_empty()
+            && w.len() <= 32
+            && w.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    if !(2..=3).contains(&parts.len()) || !parts.iter().all(word_ok) {
+        return Some(format!(
+            "{p:?} is not a platform: os/arch or os/arch/variant, lower case (\"linux/amd64\", \"linux/arm/v7\")"
+        ));
+    }
+    (parts[0] != "linux").then(|| {
+        format!(
+            "{:?}: a node runs Linux containers alone: give linux/ARCH, or remove it",
+            parts[0]
+        )
+    })
 }
 
 fn read_tmpfs(s: &mut Sink, raw: List<RawTmpfs>) -> Vec<Tmpfs> {

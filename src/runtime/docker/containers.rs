@@ -14,12 +14,13 @@ use bollard::models::{
     RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
-    CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
-    RenameContainerOptions, WaitContainerOptions,
+    KillContainerOptions, ListContainersOptions, RemoveContainerOptions, RenameContainerOptions,
+    WaitContainerOptions,
 };
 use futures_util::StreamExt;
 
 use super::client::{DockerRuntime, LONG_TIMEOUT};
+pub(super) use super::create::create_as;
 use super::health::health_config;
 use super::inspection::{container_info, to_btree};
 use crate::runtime::{
@@ -175,7 +176,14 @@ pub(super) async fn create(
             ),
         });
     }
-    let id = create_as(rt, &spec.name, &spec.image, body).await?;
+    let id = create_as(
+        rt,
+        &spec.name,
+        &spec.image,
+        spec.process.platform.as_deref(),
+        body,
+    )
+    .await?;
     // Docker 20.10 takes one network at create; the others are joined
     // before the first start. A join that fails leaves no half-made
     // container behind.
@@ -187,35 +195,6 @@ pub(super) async fn create(
         }
     }
     Ok(id)
-}
-
-/// One create request of `body` (of `image`) under `name`.
-pub(super) async fn create_as(
-    rt: &DockerRuntime,
-    name: &str,
-    image: &str,
-    body: ContainerCreateBody,
-) -> Result<ContainerId, RuntimeError> {
-    let options = CreateContainerOptions {
-        name: Some(name.to_owned()),
-        ..Default::default()
-    };
-    match rt.docker.create_container(Some(options), body).await {
-        Ok(created) => Ok(ContainerId(created.id)),
-        Err(BollardError::DockerResponseServerError {
-            status_code: 404,
-            message,
-        }) if message.to_ascii_lowercase().contains("no such image") => {
-            Err(RuntimeError::NotFound {
-                what: format!("image {image} (for container {name})"),
-            })
-        }
-        Err(err) => Err(rt.error(
-            &format!("create container {name}"),
-            &format!("container {name}"),
-            err,
-        )),
-    }
 }
 
 /// Starts a container ([`crate::runtime::ContainerRuntime::start`]).

@@ -75,6 +75,61 @@ pub(super) async fn registry_digests(
     }
 }
 
+/// The platform of the local `image`, `os/arch[/variant]`; `None`: absent.
+async fn platform_of(rt: &DockerRuntime, image: &str) -> Result<Option<String>, RuntimeError> {
+    match rt.docker.inspect_image(image).await {
+        Ok(i) => {
+            let mut parts = vec![i.os.unwrap_or_default(), i.architecture.unwrap_or_default()];
+            parts.extend(i.variant.filter(|v| !v.is_empty()));
+            Ok(Some(parts.join("/")))
+        }
+        Err(BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(None),
+        Err(err) => Err(rt.error(
+            &format!("inspect image {image}"),
+            &format!("image {image}"),
+            err,
+        )),
+    }
+}
+
+/// Whether the image of `found` platform runs as `declared`: the same,
+/// a declared variant only when the image has one (`linux/arm64` is
+/// `linux/arm64/v8`).
+fn platform_fits(found: &str, declared: &str) -> bool {
+    found == declared
+        || declared.split('/').count() == 2 && found.starts_with(&format!("{declared}/"))
+}
+
+/// Make the local `image` the one of `platform` (a declared `platform`):
+/// pulled as that platform's when the one present is another's (a
+/// digest of a multi-platform index names each); refused, naming the
+/// field and the fix, when the digest holds no image of that platform.
+pub(super) async fn as_platform(
+    rt: &DockerRuntime,
+    image: &str,
+    platform: &str,
+) -> Result<(), RuntimeError> {
+    if platform_of(rt, image)
+        .await?
+        .is_some_and(|found| platform_fits(&found, platform))
+    {
+        return Ok(());
+    }
+    pull_as(rt, image, Some(platform)).await?;
+    match platform_of(rt, image).await? {
+        Some(found) if platform_fits(&found, platform) => Ok(()),
+        found => Err(RuntimeError::Api {
+            context: format!("pull {image} as platform {platform}"),
+            reason: format!(
+                "platform: the image is {}, not {platform}: pin the digest of the {platform} image (or of a multi-platform index holding one), or remove platform",
+                found.as_deref().unwrap_or("absent")
+            ),
+        }),
+    }
+}
+
 /// Podman: pull `reference` and read the digests, in its repository, of
 /// the image the tag now names. Podman 4.3 answers its Docker-compatible
 /// distribution inspection with 404, and its remote manifest inspection
@@ -108,8 +163,18 @@ fn repository_of(reference: &str) -> &str {
 
 /// Pulls `image` ([`crate::runtime::ContainerRuntime::pull`]).
 pub(super) async fn pull(rt: &DockerRuntime, image: &str) -> Result<(), RuntimeError> {
+    pull_as(rt, image, None).await
+}
+
+/// Pulls `image`, of `platform` when given (the daemon's own otherwise).
+async fn pull_as(
+    rt: &DockerRuntime,
+    image: &str,
+    platform: Option<&str>,
+) -> Result<(), RuntimeError> {
     let options = CreateImageOptions {
         from_image: Some(image.into()),
+        platform: platform.unwrap_or_default().to_owned(),
         ..Default::default()
     };
     let client = rt.client_with_timeout(PULL_ANSWER_TIMEOUT);
@@ -189,6 +254,17 @@ pub(super) fn pull_error(reference: &str, status: Option<u16>, message: String) 
 
 #[cfg(test)]
 mod tests {
+    use super::platform_fits;
+
+    #[test]
+    fn a_platform_fits_itself_and_its_variants_when_none_is_declared() {
+        assert!(platform_fits("linux/amd64", "linux/amd64"));
+        assert!(platform_fits("linux/arm64/v8", "linux/arm64"));
+        assert!(!platform_fits("linux/arm/v6", "linux/arm/v7"));
+        assert!(!platform_fits("linux/amd64", "linux/arm64"));
+        assert!(!platform_fits("linux/arm64", "linux/arm64/v8"));
+    }
+
     use super::repository_of;
 
     #[test]

@@ -88,10 +88,25 @@ pub(super) async fn create(
     let name = &spec.name;
     let making = making_name(name);
     let body = || without_hook(super::containers::create_body(spec), name);
-    let id = match create_as(rt, &making, &spec.image, body()).await {
+    let id = match create_as(
+        rt,
+        &making,
+        &spec.image,
+        spec.process.platform.as_deref(),
+        body(),
+    )
+    .await
+    {
         Err(RuntimeError::Conflict { .. }) => {
             clear_left_over(rt, name, &making).await?;
-            create_as(rt, &making, &spec.image, body()).await?
+            create_as(
+                rt,
+                &making,
+                &spec.image,
+                spec.process.platform.as_deref(),
+                body(),
+            )
+            .await?
         }
         other => other?,
     };
@@ -104,7 +119,14 @@ pub(super) async fn create(
                  could not be put in ({refused})"
             );
             let as_declared = super::containers::create_body(spec);
-            return create_as(rt, name, &spec.image, as_declared).await;
+            return create_as(
+                rt,
+                name,
+                &spec.image,
+                spec.process.platform.as_deref(),
+                as_declared,
+            )
+            .await;
         }
         Err(other) => {
             let _ = remove_with(rt, &id.0, true).await;

@@ -34,9 +34,12 @@ fn sorted(map: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
 pub(super) fn endpoint(attach: &NetworkAttach) -> EndpointSettings {
     EndpointSettings {
         aliases: (!attach.aliases.is_empty()).then(|| attach.aliases.clone()),
-        ipam_config: attach.ipv4_address.map(|ip| EndpointIpamConfig {
-            ipv4_address: Some(ip.to_string()),
-            ..Default::default()
+        ipam_config: (attach.ipv4_address.is_some() || attach.ipv6_address.is_some()).then(|| {
+            EndpointIpamConfig {
+                ipv4_address: attach.ipv4_address.map(|ip| ip.to_string()),
+                ipv6_address: attach.ipv6_address.map(|ip| ip.to_string()),
+                ..Default::default()
+            }
         }),
         ..Default::default()
     }
@@ -57,11 +60,22 @@ pub(super) async fn network(
             ))
         }
     };
-    let first = answer
-        .ipam
-        .and_then(|ipam| ipam.config)
-        .and_then(|configs| configs.into_iter().next())
-        .unwrap_or_default();
+    // One range of each family, as a network is declared: the first of
+    // each (a range's family read from its address).
+    let configs = answer.ipam.and_then(|ipam| ipam.config).unwrap_or_default();
+    let of_family = |v6: bool| {
+        configs
+            .iter()
+            .find(|c| {
+                c.subnet
+                    .as_deref()
+                    .is_some_and(|s| !s.is_empty() && s.contains(':') == v6)
+            })
+            .cloned()
+            .unwrap_or_default()
+    };
+    let first = of_family(false);
+    let v6 = of_family(true);
     let mut containers: Vec<String> = answer
         .containers
         .unwrap_or_default()
@@ -76,6 +90,14 @@ pub(super) async fn network(
         gateway: first.gateway.filter(|g| !g.is_empty()),
         internal: answer.internal.unwrap_or(false),
         labels: sorted(answer.labels),
+        enable_ipv6: answer.enable_ipv6.unwrap_or(false),
+        ipv6_subnet: v6.subnet.filter(|s| !s.is_empty()),
+        ipv6_gateway: v6.gateway.filter(|g| !g.is_empty()),
+        driver_opts: if rt.is_podman() {
+            super::podman_lacks::docker_network_options(sorted(answer.options))
+        } else {
+            sorted(answer.options)
+        },
         containers,
     }))
 }
@@ -84,20 +106,41 @@ pub(super) async fn create_network(
     rt: &DockerRuntime,
     spec: &NetworkSpec,
 ) -> Result<(), RuntimeError> {
+    if rt.is_podman() {
+        if let Some(reason) = super::podman_lacks::network_lacking(spec) {
+            return Err(RuntimeError::Api {
+                context: format!("create network {}", spec.name),
+                reason,
+            });
+        }
+    }
     let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
     labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
-    let ipam = spec.subnet.as_ref().map(|subnet| Ipam {
-        config: Some(vec![IpamConfig {
+    // The IPv4 range first, then the IPv6 one, as compose sends them.
+    let ranges: Vec<IpamConfig> = [
+        (&spec.subnet, &spec.gateway),
+        (&spec.ipv6_subnet, &spec.ipv6_gateway),
+    ]
+    .into_iter()
+    .filter_map(|(subnet, gateway)| {
+        subnet.as_ref().map(|subnet| IpamConfig {
             subnet: Some(subnet.clone()),
-            gateway: spec.gateway.clone(),
+            gateway: gateway.clone(),
             ..Default::default()
-        }]),
+        })
+    })
+    .collect();
+    let ipam = (!ranges.is_empty()).then(|| Ipam {
+        config: Some(ranges),
         ..Default::default()
     });
     let request = NetworkCreateRequest {
         name: spec.name.clone(),
         driver: Some(spec.driver.clone()),
         internal: Some(spec.internal),
+        enable_ipv6: spec.enable_ipv6.then_some(true),
+        options: (!spec.driver_opts.is_empty())
+            .then(|| spec.driver_opts.clone().into_iter().collect()),
         ipam,
         labels: Some(labels),
         ..Default::default()

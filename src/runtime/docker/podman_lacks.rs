@@ -8,7 +8,34 @@
 //! option"), and so does an extra host at `host-gateway` ("invalid IP
 //! address in add-host").
 
-use crate::runtime::ContainerSpec;
+use std::collections::BTreeMap;
+
+use crate::runtime::{ContainerSpec, NetworkSpec};
+
+/// Docker's name of a network's MTU option, which Podman's compatible
+/// API takes and keeps as its own `mtu`.
+const DOCKER_MTU: &str = "com.docker.network.driver.mtu";
+
+/// Why the network `spec` cannot be made as declared on Podman: a
+/// bridge's name, which Podman 4.3 takes but its compatible API never
+/// reports back (a change of it could not be seen); `None` otherwise.
+pub(super) fn network_lacking(spec: &NetworkSpec) -> Option<String> {
+    spec.driver_opts
+        .contains_key("com.docker.network.bridge.name")
+        .then(|| {
+            "not supported on Podman: driver-opts com.docker.network.bridge.name (Podman 4.3's compatible API never reports it back); remove it or run on Docker (docs/podman.md)".to_owned()
+        })
+}
+
+/// A network's options as Podman reports them, under Docker's names.
+pub(super) fn docker_network_options(
+    mut options: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    if let Some(mtu) = options.remove("mtu") {
+        options.insert(DOCKER_MTU.to_owned(), mtu);
+    }
+    options
+}
 
 /// Why `spec` cannot be created as declared on Podman, naming each field
 /// it lacks; `None` when nothing is lacking.

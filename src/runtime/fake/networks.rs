@@ -79,6 +79,10 @@ impl Networks {
                 gateway: spec.gateway.clone(),
                 internal: spec.internal,
                 labels,
+                enable_ipv6: spec.enable_ipv6,
+                ipv6_subnet: spec.ipv6_subnet.clone(),
+                ipv6_gateway: spec.ipv6_gateway.clone(),
+                driver_opts: spec.driver_opts.clone(),
                 containers: Vec::new(),
             },
         );
