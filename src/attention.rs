@@ -221,6 +221,25 @@ mod tests {
     }
 
     #[test]
+    fn a_record_of_a_replacement_that_cannot_be_read_needs_attention_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        std::fs::write(dir.path().join("rollout.web.json"), "secret-token").expect("write");
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("refused.db.json"))
+            .expect("symlink");
+        let out = gather(&store, None, &[], &Suspended::default(), &moment());
+        let lines: Vec<(&str, &str)> = out.iter().map(|a| (a.what, a.line.as_str())).collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines.iter().all(|(what, line)| *what == "record-unreadable"
+            && !line.contains("secret-token")
+            && line.contains("remove")));
+        assert!(lines[0].1.contains("refused.db.json") && lines[0].1.contains("symbolic link"));
+        assert!(
+            lines[1].1.contains("rollout.web.json") && lines[1].1.contains("web is left alone")
+        );
+    }
+
+    #[test]
     fn each_thing_that_needs_attention_gets_a_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("store");

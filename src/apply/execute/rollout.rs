@@ -72,6 +72,7 @@ pub(super) async fn replace(
     if let Err(e) = rollouts::begin(&tools.store, name, &rollout) {
         return Outcome::failed_at(act_at, format!("must be recreated ({reason}) but {e}"));
     }
+    crate::fault::pause("pause-after-recording", name).await;
     let old = match tools.runtime.inspect(from).await {
         Ok(Some(old)) => old,
         Ok(None) => {
