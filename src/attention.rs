@@ -2,7 +2,9 @@
 //! one line each): a resource that failed in the last apply, a window past
 //! its bound, a suspended step, an alert raised since the last apply
 //! (`will-not-start-again`, `held-unhealthy`, `rollout-rolled-back`), a
-//! service definition a roll back refused, an empty declaration refused. The daemon and `status --local` gather it from the same state
+//! service definition a roll back refused, a record of a replacement or a
+//! roll back that cannot be read (its service left alone), an empty
+//! declaration refused. The daemon and `status --local` gather it from the same state
 //! directory; each adds what only it knows (the daemon: its last apply in
 //! memory and the refusal it made; `--local`: the declaration file read
 //! now).
@@ -21,7 +23,7 @@ use crate::window::{Moment, WindowRecord};
 pub struct Attention {
     /// What kind: `failed-resource`, `apply-failed`, `window-past-bound`,
     /// `step-suspended`, `alert`, `declaration-empty-refused`,
-    /// `rolled-back`.
+    /// `rolled-back`, `record-unreadable`.
     pub what: &'static str,
     /// The line `status` prints.
     pub line: String,
@@ -107,9 +109,9 @@ pub fn gather(
             ),
         ));
     }
-    match crate::apply::rollouts::refused(store) {
+    match crate::apply::rollouts::scan_refused(store) {
         Ok(refused) => {
-            for (name, r) in refused {
+            for (name, r) in &refused.found {
                 out.push(Attention::new(
                     "rolled-back",
                     format!(
@@ -122,11 +124,27 @@ pub fn gather(
                     ),
                 ));
             }
+            for name in refused.unreadable.keys() {
+                out.extend(
+                    refused
+                        .problem(name)
+                        .map(|p| Attention::new("record-unreadable", p)),
+                );
+            }
         }
         Err(e) => out.push(Attention::new(
             "rolled-back",
             format!("the records of rolled-back replacements cannot be read: {e}"),
         )),
+    }
+    if let Ok(rollouts) = crate::apply::rollouts::scan_in_flight(store) {
+        for name in rollouts.unreadable.keys() {
+            out.extend(
+                rollouts
+                    .problem(name)
+                    .map(|p| Attention::new("record-unreadable", p)),
+            );
+        }
     }
     match crate::window::alerts::since(store, applied.map(|a| a.applied_at)) {
         Ok(alerts) => {
@@ -199,6 +217,25 @@ mod tests {
         assert_eq!(
             gather(&store, None, &[], &Suspended::default(), &moment()),
             Vec::new()
+        );
+    }
+
+    #[test]
+    fn a_record_of_a_replacement_that_cannot_be_read_needs_attention_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        std::fs::write(dir.path().join("rollout.web.json"), "secret-token").expect("write");
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("refused.db.json"))
+            .expect("symlink");
+        let out = gather(&store, None, &[], &Suspended::default(), &moment());
+        let lines: Vec<(&str, &str)> = out.iter().map(|a| (a.what, a.line.as_str())).collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines.iter().all(|(what, line)| *what == "record-unreadable"
+            && !line.contains("secret-token")
+            && line.contains("remove")));
+        assert!(lines[0].1.contains("refused.db.json") && lines[0].1.contains("symbolic link"));
+        assert!(
+            lines[1].1.contains("rollout.web.json") && lines[1].1.contains("web is left alone")
         );
     }
 

@@ -24,7 +24,7 @@ fn example(name: &str) -> String {
 }
 
 #[test]
-fn check_accepts_the_examples_with_a_one_line_summary() {
+fn check_accepts_the_examples_with_a_one_line_summary_and_no_warning() {
     for name in ["media.json", "registry.json", "webapp.json"] {
         let out = mesh(&["check", &example(name)]);
         assert_eq!(
@@ -35,9 +35,15 @@ fn check_accepts_the_examples_with_a_one_line_summary() {
             stderr(&out)
         );
         let text = stdout(&out);
-        assert_eq!(text.lines().count(), 1, "{text}");
+        // One line of summary; no warning, only notes (a service that
+        // declares no health check).
+        let summary = text.lines().next().unwrap_or_default();
         assert!(
-            text.contains("accepted") && text.contains("scheduled step"),
+            text.lines().skip(1).all(|l| l.starts_with("note: ")),
+            "{text}"
+        );
+        assert!(
+            summary.contains("accepted") && summary.contains("scheduled step"),
             "{text}"
         );
     }
@@ -1105,4 +1111,37 @@ fn check_and_cron_answer_by_their_json_schemas() {
             String::from_utf8_lossy(&checked.stderr)
         );
     }
+}
+
+#[test]
+fn check_warns_of_a_disabled_check_and_notes_a_service_that_declares_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    let image = format!("registry.test/app@sha256:{}", "a".repeat(64));
+    let decl = serde_json::json!({"declaration": 1, "resources": [
+        {"id": "off", "type": "container", "name": "off", "image": image, "health": "none"},
+        {"id": "bare", "type": "container", "name": "bare", "image": image},
+        {"id": "gated", "type": "container", "name": "gated", "image": image,
+         "health": {"command": ["true"]}},
+    ]});
+    std::fs::write(&file, decl.to_string()).expect("write");
+    let out = mesh(&["check", &file.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("warning: off: has its health check disabled")
+            && text.contains("(cannot-roll-back)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("note: bare: declares no health check")
+            && text.contains("cannot be rolled back"),
+        "{text}"
+    );
+    assert!(!text.contains("gated:"), "{text}");
+    let out = mesh(&["check", "--json", &file.to_string_lossy()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check --json");
+    assert_eq!(v["warnings"][0]["resource"], "off");
+    assert_eq!(v["notes"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v["notes"][0]["resource"], "bare");
 }

@@ -8,7 +8,9 @@
 //! A state document that exists but does not parse fails the whole apply
 //! before anything is decided (`applied.json`, `container-inputs.json`,
 //! the window records: the apply refuses to guess); the records of one
-//! resource kind fail only that kind's lines, as they always did.
+//! resource kind fail only that kind's lines, as they always did; a
+//! record of one service's replacement or roll back fails only that
+//! service's line (`crate::apply::rollouts`).
 //!
 //! Each decision is a function of these and of what it reads of the
 //! machine for its own resource (a file, a unit, a network): inputs that
@@ -18,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::records::{self, Names, Remakes};
-use super::rollouts::{self, Refused, Rollout};
+use super::rollouts::{self, Records, Refused, Rollout};
 use super::state::{self, AppliedState, ContainerInputs};
 use crate::acl::folders::{Consents, ManagedFolders, CONSENTS, SHARED_FOLDERS};
 use crate::runtime::{ContainerSummary, RuntimeError};
@@ -64,10 +66,13 @@ pub(crate) struct Facts {
     pub(crate) volumes: Result<Names, String>,
     pub(crate) remakes: Result<Remakes, String>,
     pub(crate) folders: Result<(ManagedFolders, Consents), String>,
-    /// Replacements gated on health a kill interrupted, by container name.
-    pub(crate) rollouts: Result<BTreeMap<String, Rollout>, String>,
-    /// Definitions a roll back refused, by container name.
-    pub(crate) refused: Result<BTreeMap<String, Refused>, String>,
+    /// Replacements gated on health a kill interrupted, by container
+    /// name (and the records that cannot be read: their services are left
+    /// alone, the others applied).
+    pub(crate) rollouts: Result<Records<Rollout>, String>,
+    /// Definitions a roll back refused, by container name (and the records
+    /// that cannot be read).
+    pub(crate) refused: Result<Records<Refused>, String>,
 }
 
 impl Facts {
@@ -169,8 +174,8 @@ impl Facts {
                 (Ok(m), Ok(c)) => Ok((m.unwrap_or_default(), c.unwrap_or_default())),
                 (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
             },
-            rollouts: rollouts::in_flight(store),
-            refused: rollouts::refused(store),
+            rollouts: rollouts::scan_in_flight(store),
+            refused: rollouts::scan_refused(store),
             previous,
             inputs_on_disk,
             inputs,

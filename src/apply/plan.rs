@@ -220,15 +220,22 @@ pub(crate) enum ServiceAct {
     /// A replacement gated on health that a kill interrupted: the new
     /// container under its name, the old one set aside. The new one is
     /// judged with what is left of its bound; kept, or the old one put
-    /// back.
+    /// back. `then`: the declaration asks for another definition since,
+    /// so what stands once it is settled is replaced, for that reason
+    /// (never before: the old one set aside is the good one until then).
     Resume {
         rollout: crate::apply::rollouts::Rollout,
+        then: Option<String>,
     },
     /// A roll back that a kill interrupted: the definition was refused and
     /// the old one is set aside (`aside`): the refused one still under the
     /// name, if any (`remove_new`), is removed (its volumes stay), and the
-    /// old one put back and started.
-    PutBack { aside: String, remove_new: bool },
+    /// old one put back and started; `then`, as for `Resume`.
+    PutBack {
+        aside: String,
+        remove_new: bool,
+        then: Option<String>,
+    },
 }
 
 /// A service container's work.
@@ -256,6 +263,9 @@ pub(crate) struct ServiceWork {
     /// A refusal of an earlier definition of it is recorded and the
     /// declaration no longer asks for that one: forgotten.
     pub(crate) forget_refused: bool,
+    /// A record of a replacement of it is left with nothing set aside
+    /// (a kill before the old one was stopped): forgotten.
+    pub(crate) forget_rollout: bool,
 }
 
 impl ServiceWork {
@@ -271,6 +281,7 @@ impl ServiceWork {
                         leftover: Some(_)
                     }
                     | ServiceAct::Resume { .. }
+                    | ServiceAct::PutBack { then: Some(_), .. }
             )
     }
 
@@ -505,8 +516,18 @@ impl Work {
                     ServiceAct::Replace { .. } => {
                         steps.push(StepLine::new("replace", container(name)))
                     }
-                    ServiceAct::Resume { .. } => {}
-                    ServiceAct::PutBack { aside, remove_new } => {
+                    ServiceAct::Resume { then, .. } => {
+                        if then.is_some() {
+                            steps.push(StepLine::new("replace", container(name)).because(
+                                "once the interrupted recreate is settled (kept, or put back)",
+                            ));
+                        }
+                    }
+                    ServiceAct::PutBack {
+                        aside,
+                        remove_new,
+                        then,
+                    } => {
                         if *remove_new {
                             steps.push(
                                 StepLine::new("remove", container(name))
@@ -516,7 +537,10 @@ impl Work {
                         steps.push(
                             StepLine::new("put-back", container(aside))
                                 .because(format!("a roll back of {name} was interrupted")),
-                        )
+                        );
+                        if then.is_some() {
+                            steps.push(StepLine::new("replace", container(name)));
+                        }
                     }
                     ServiceAct::Start { .. } => steps.push(StepLine::new("start", container(name))),
                     ServiceAct::Restart { .. } => {

@@ -13,9 +13,20 @@
 //! | `refused.<name>.json` ([`Refused`]) | before a roll back acts | once the declaration no longer asks for that identity | that definition is not tried again (`status` needs attention); one set aside with no container under its name is put back |
 //!
 //! Both are keyed by container name; concurrent services of one apply
-//! write distinct documents, under the apply lock.
+//! write distinct documents, under the apply lock. A declaration that
+//! moves on while a replacement is in flight never replaces it before it
+//! is settled: a replace finding `<name>.replaced` beside the container
+//! takes it for the leftover of a plain replace and removes it.
+//!
+//! They are read as the store reads what it does not trust (never
+//! through a link, regular files only, at most [`MAX_RECORD_BYTES`]); one
+//! that cannot be read ([`Unreadable`]) is named, never quoted, and leaves
+//! its service alone (neither replaced nor put back: which of its two
+//! containers is the good one is not known) while every other service is
+//! applied, until an operator removes it.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -28,7 +39,7 @@ const REFUSED: &str = "refused.";
 
 /// A health-gated replacement in flight.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Rollout {
     /// The resource.
     pub id: String,
@@ -50,7 +61,7 @@ impl Rollout {
 
 /// A definition a roll back refused: not tried again while declared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Refused {
     /// The resource.
     pub id: String,
@@ -92,28 +103,119 @@ pub fn forget_refused(store: &Store, name: &str) {
     remove(store, &doc(REFUSED, name));
 }
 
-/// Every replacement in flight, by container name.
+/// The most a record is read of: a real one is a few hundred bytes.
+pub const MAX_RECORD_BYTES: u64 = 64 * 1024;
+
+/// A record file that cannot be read: never guessed around. The service
+/// it is about (by container name) is left alone, neither replaced nor put
+/// back, until an operator removes the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The file.
+    pub path: PathBuf,
+    /// Why (its kind, size or the place where it stops parsing: never its
+    /// content).
+    pub why: String,
+}
+
+/// The records of one kind, by container name, and those of them that
+/// cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Records<T> {
+    /// Each readable record.
+    pub found: BTreeMap<String, T>,
+    /// Each record that cannot be read.
+    pub unreadable: BTreeMap<String, Unreadable>,
+}
+
+impl<T> Default for Records<T> {
+    fn default() -> Self {
+        Records {
+            found: BTreeMap::new(),
+            unreadable: BTreeMap::new(),
+        }
+    }
+}
+
+impl Records<Rollout> {
+    /// What is said of container `name` whose replacement record cannot
+    /// be read, with what to do about it.
+    pub fn problem(&self, name: &str) -> Option<String> {
+        self.unreadable.get(name).map(|u| {
+            format!(
+                "{} (the record of a health-gated replace of {name}) cannot be read: {}; {name} \
+                 is left alone, neither replaced nor put back, until the file is removed: first \
+                 see with `docker ps -a` which of {name} and {} should run, keep that one under \
+                 {name}, then remove the file",
+                u.path.display(),
+                u.why,
+                crate::runtime::replaced_name(name)
+            )
+        })
+    }
+}
+
+impl Records<Refused> {
+    /// What is said of container `name` whose refusal record cannot be
+    /// read, with what to do about it.
+    pub fn problem(&self, name: &str) -> Option<String> {
+        self.unreadable.get(name).map(|u| {
+            format!(
+                "{} (the record of a roll back of {name}) cannot be read: {}; {name} is left \
+                 alone, never replaced, until the file is removed (which lets the declared \
+                 definition be tried again)",
+                u.path.display(),
+                u.why
+            )
+        })
+    }
+}
+
+/// Every replacement in flight, by container name, and the records that
+/// cannot be read. `Err`: the state directory cannot be listed.
+pub fn scan_in_flight(store: &Store) -> Result<Records<Rollout>, String> {
+    scan(store, ROLLOUT)
+}
+
+/// Every refused definition, by container name, and the records that
+/// cannot be read. `Err`: the state directory cannot be listed.
+pub fn scan_refused(store: &Store) -> Result<Records<Refused>, String> {
+    scan(store, REFUSED)
+}
+
+/// Every replacement in flight, by container name; `Err` naming the
+/// first record that cannot be read.
 pub fn in_flight(store: &Store) -> Result<BTreeMap<String, Rollout>, String> {
-    all(store, ROLLOUT)
+    whole(scan_in_flight(store)?)
 }
 
-/// Every refused definition, by container name.
+/// Every refused definition, by container name; `Err` naming the first
+/// record that cannot be read (a reader that needs all of them, such as
+/// `update`'s skipping of refused digests, must not miss one silently).
 pub fn refused(store: &Store) -> Result<BTreeMap<String, Refused>, String> {
-    all(store, REFUSED)
+    whole(scan_refused(store)?)
 }
 
-fn all<T: serde::de::DeserializeOwned>(
-    store: &Store,
-    prefix: &str,
-) -> Result<BTreeMap<String, T>, String> {
-    let dir = match std::fs::read_dir(store.root()) {
+fn whole<T>(records: Records<T>) -> Result<BTreeMap<String, T>, String> {
+    match records.unreadable.values().next() {
+        None => Ok(records.found),
+        Some(u) => Err(format!("{} cannot be read: {}", u.path.display(), u.why)),
+    }
+}
+
+fn scan<T: serde::de::DeserializeOwned>(store: &Store, prefix: &str) -> Result<Records<T>, String> {
+    let root = store.root();
+    let dir = match std::fs::read_dir(root) {
         Ok(dir) => dir,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("cannot list {}: {e}", store.root().display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Records::default()),
+        Err(e) => return Err(format!("cannot list {}: {e}", root.display())),
     };
-    let mut found = BTreeMap::new();
-    for entry in dir.flatten() {
+    let mut records = Records::default();
+    for entry in dir {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", root.display()))?;
         let file = entry.file_name();
+        // A temporary file (`.rollout.web.json.<pid>.<n>.tmp`) starts
+        // with a dot: never read.
         let Some(name) = file
             .to_str()
             .and_then(|f| f.strip_prefix(prefix))
@@ -121,11 +223,52 @@ fn all<T: serde::de::DeserializeOwned>(
         else {
             continue;
         };
-        if let Some(value) = store.load(&doc(prefix, name)).map_err(|e| e.to_string())? {
-            found.insert(name.to_string(), value);
+        let path = root.join(&file);
+        match read_record(&path) {
+            Ok(None) => {}
+            Ok(Some(value)) => {
+                records.found.insert(name.to_string(), value);
+            }
+            Err(why) => {
+                records
+                    .unreadable
+                    .insert(name.to_string(), Unreadable { path, why });
+            }
         }
     }
-    Ok(found)
+    Ok(records)
+}
+
+/// Read one record as the store reads what it does not trust
+/// ([`crate::store::open_config`], [`crate::store::read_config`]): never
+/// through a link, only a regular file, at most [`MAX_RECORD_BYTES`];
+/// `Ok(None)` when it is gone. The error never quotes the file.
+fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
+    let file = match crate::store::open_config(rustix::fs::CWD, path) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let bytes = crate::store::read_config(file, MAX_RECORD_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            e.to_string()
+        } else {
+            format!("cannot read it: {e}")
+        }
+    })?;
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        // serde's message may quote a field or value of the file: only
+        // its kind and place are said.
+        let kind = match e.classify() {
+            serde_json::error::Category::Io => "cannot read it",
+            serde_json::error::Category::Syntax => "not JSON",
+            serde_json::error::Category::Data => {
+                "not such a record (a field missing, unknown or of another type)"
+            }
+            serde_json::error::Category::Eof => "cut short",
+        };
+        format!("{kind} (line {}, column {})", e.line(), e.column())
+    })
 }
 
 fn remove(store: &Store, name: &str) {
@@ -184,5 +327,138 @@ mod tests {
         );
         forget_refused(&store, "web");
         assert!(refused(&store).expect("read").is_empty());
+    }
+
+    fn rollout() -> Rollout {
+        Rollout {
+            id: "web".into(),
+            identity: "abc".into(),
+            started: DateTime::from_timestamp(1_800_000_000, 0).expect("time"),
+            rollback_after: 90,
+        }
+    }
+
+    /// A secret-looking marker a bad file carries: never said back.
+    const MARK: &str = "s3cr3t-Mark";
+
+    #[test]
+    fn a_bad_record_is_named_for_its_service_alone_and_never_quoted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        begin(&store, "good", &rollout()).expect("begin");
+        let root = dir.path();
+        let huge = format!("{{\"id\": \"{}\"}}", MARK.repeat(10_000));
+        let bad: [(&str, &[u8]); 5] = [
+            ("garbage", MARK.as_bytes()),
+            ("huge", huge.as_bytes()),
+            ("schema", br#"{"id": "web", "s3cr3t-Mark": 1}"#),
+            (
+                "types",
+                br#"{"id": "s3cr3t-Mark", "identity": 1, "started": "x", "rollback-after": 2}"#,
+            ),
+            ("cut", br#"{"id": "s3cr3t-Mark", "#),
+        ];
+        for (name, bytes) in bad {
+            std::fs::write(root.join(format!("rollout.{name}.json")), bytes).expect("write");
+        }
+        // A link to a readable record, a directory, a FIFO.
+        std::os::unix::fs::symlink(
+            root.join("rollout.good.json"),
+            root.join("rollout.link.json"),
+        )
+        .expect("symlink");
+        std::fs::create_dir(root.join("rollout.dir.json")).expect("mkdir");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("rollout.fifo.json"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+
+        let scan = scan_in_flight(&store).expect("listed");
+        assert_eq!(scan.found.keys().collect::<Vec<_>>(), ["good"]);
+        assert_eq!(
+            scan.unreadable.keys().collect::<Vec<_>>(),
+            ["cut", "dir", "fifo", "garbage", "huge", "link", "schema", "types"]
+        );
+        for (name, u) in &scan.unreadable {
+            assert!(!u.why.contains(MARK), "{name}: {}", u.why);
+            let said = scan.problem(name).expect("a problem");
+            assert!(!said.contains(MARK), "{said}");
+            assert!(
+                said.contains(&format!("rollout.{name}.json"))
+                    && said.contains(&format!("{name} is left alone"))
+                    && said.contains("remove the file"),
+                "{said}"
+            );
+        }
+        assert!(scan.unreadable["link"].why.contains("symbolic link"));
+        assert!(scan.unreadable["dir"].why.contains("a directory"));
+        assert!(scan.unreadable["fifo"].why.contains("a FIFO"));
+        assert!(scan.unreadable["huge"].why.contains("larger than"));
+        assert!(scan.unreadable["schema"]
+            .why
+            .starts_with("not such a record"));
+        assert!(scan.problem("good").is_none());
+        // Whoever needs them all is told which file stands in the way.
+        let err = in_flight(&store).expect_err("one is unreadable");
+        assert!(err.contains("rollout.cut.json"), "{err}");
+        // A refusal record is read the same way, and is not a rollout.
+        std::fs::write(root.join("refused.web.json"), MARK).expect("write");
+        let refused = scan_refused(&store).expect("listed");
+        assert!(refused.found.is_empty());
+        let said = refused.problem("web").expect("a problem");
+        assert!(
+            said.contains("refused.web.json") && !said.contains(MARK),
+            "{said}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever bytes a record file holds, reading it ends in a
+        /// record or in a reason that quotes none of it.
+        #[test]
+        fn any_file_reads_as_a_record_or_an_unquoted_reason(
+            before in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            after in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            quoted in proptest::bool::ANY,
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = Store::open(dir.path()).expect("store");
+            let mark = if quoted { format!("\"{MARK}\"") } else { MARK.to_string() };
+            let mut bytes = before;
+            bytes.extend_from_slice(mark.as_bytes());
+            bytes.extend(after);
+            std::fs::write(dir.path().join("rollout.web.json"), &bytes).expect("write");
+            let scan = scan_in_flight(&store).expect("listed");
+            match scan.unreadable.get("web") {
+                Some(u) => proptest::prop_assert!(!u.why.contains(MARK), "{}", u.why),
+                None => proptest::prop_assert!(scan.found.contains_key("web")),
+            }
+        }
+
+        /// Every record written reads back as it was.
+        #[test]
+        fn every_record_written_reads_back(
+            id in "[a-z][a-z0-9_.-]{0,30}",
+            identity in "[0-9a-f]{64}",
+            secs in 0i64..4_000_000_000,
+            after in 1u64..100_000,
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = Store::open(dir.path()).expect("store");
+            let written = Rollout {
+                id,
+                identity,
+                started: DateTime::from_timestamp(secs, 0).expect("time"),
+                rollback_after: after,
+            };
+            begin(&store, "web", &written).expect("begin");
+            let scan = scan_in_flight(&store).expect("listed");
+            proptest::prop_assert_eq!(scan.found.get("web"), Some(&written));
+            proptest::prop_assert!(scan.unreadable.is_empty());
+        }
     }
 }

@@ -15,6 +15,7 @@ struct CheckResult<'a> {
     summary: Option<String>,
     problems: Vec<&'a declaration::Problem>,
     warnings: Vec<declaration::Warning>,
+    notes: Vec<declaration::Note>,
 }
 
 /// Read a declaration file (or standard input for `-`) for a command, or
@@ -55,6 +56,9 @@ pub fn run(file: &Path, json: bool) -> u8 {
     match parsed {
         Ok(decl) => {
             let warnings = declaration::lint(&decl);
+            // Notes and warnings together stay within one bound of lines.
+            let room = declaration::lint::MAX_WARNINGS.saturating_sub(warnings.len());
+            let notes = declaration::notes(&decl, room);
             if let Some(e) = unchecked {
                 crate::errln!(
                     "mesh-host: identities not checked against this machine's accounts: {e}"
@@ -68,11 +72,15 @@ pub fn run(file: &Path, json: bool) -> u8 {
                     summary: Some(summary),
                     problems: Vec::new(),
                     warnings,
+                    notes,
                 });
             } else {
                 crate::outln!("{shown}: accepted: {summary}");
                 for w in &warnings {
                     crate::outln!("warning: {w}");
+                }
+                for n in &notes {
+                    crate::outln!("note: {n}");
                 }
             }
             EXIT_OK
@@ -85,6 +93,7 @@ pub fn run(file: &Path, json: bool) -> u8 {
                     summary: None,
                     problems: refusal.problems.iter().collect(),
                     warnings: Vec::new(),
+                    notes: Vec::new(),
                 });
             } else {
                 crate::outln!("{shown}: refused, {} problem(s):", refusal.problems.len());

@@ -117,6 +117,60 @@ pub fn lint(decl: &Declaration) -> Vec<Warning> {
     warnings.done()
 }
 
+/// Something worth knowing about a valid declaration that is not a
+/// danger: `check` prints it after the warnings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// The resource it is about.
+    pub resource: String,
+    /// What to know, in one line.
+    pub message: String,
+}
+
+impl fmt::Display for Note {
+    /// `resource: message`; `message` for the count of notes not listed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.resource.is_empty() {
+            write!(f, "{}: ", self.resource)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Every note: a service that declares no health check, whose
+/// replacement is gated only if its image has a check of its own, which
+/// a declaration cannot say (`check` reads no image): without one it is
+/// replaced ungated and never rolled back. At most `room` are listed
+/// (what the warnings leave of [`MAX_WARNINGS`]), then one more says how
+/// many were not, about no resource.
+pub fn notes(decl: &Declaration, room: usize) -> Vec<Note> {
+    let bare = decl
+        .containers()
+        .filter(|(_, c)| matches!(c.role, Role::Service) && c.health.is_none());
+    let mut notes = Vec::new();
+    let mut more = 0usize;
+    for (resource, _) in bare {
+        if notes.len() >= room {
+            more += 1;
+            continue;
+        }
+        notes.push(Note {
+            resource: resource.id.to_string(),
+            message: "declares no health check: a replacement of it is judged on its image's own \
+                      check (HEALTHCHECK) if it has one; without one it is replaced ungated and \
+                      cannot be rolled back (declare `health` to gate it)"
+                .to_string(),
+        });
+    }
+    if more > 0 {
+        notes.push(Note {
+            resource: String::new(),
+            message: format!("{more} more services declare no health check"),
+        });
+    }
+    notes
+}
+
 /// The warnings listed so far, and how many more were found.
 #[derive(Debug, Default)]
 struct Warnings {

@@ -57,7 +57,7 @@ mod tests;
 pub use identity::{
     root_granting_group, Access, AccountName, Grant, Identity, SharedFolder, ROOT_GRANTING,
 };
-pub use lint::{lint, Warning};
+pub use lint::{lint, notes, Note, Warning};
 pub use model::{
     Container, Declaration, Directory, File, Health, HealthCheck, Mount, MountSource, Network,
     Resource, ResourceKind, Role, Schedule, Step, Unit, UnitState, UpdatePolicy,

@@ -2279,4 +2279,25 @@ fn a_service_whose_check_is_disabled_is_warned_it_cannot_be_rolled_back() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0].lint, crate::declaration::lint::CANNOT_ROLL_BACK);
     assert_eq!(warnings[0].resource, "a");
+    // One that declares none may have its image's: noted, not warned of.
+    let notes = crate::declaration::notes(&d, 10);
+    assert_eq!(
+        notes
+            .iter()
+            .map(|n| n.resource.as_str())
+            .collect::<Vec<_>>(),
+        ["b"]
+    );
+    assert!(
+        notes[0].message.contains("cannot be rolled back"),
+        "{}",
+        notes[0]
+    );
+    // No room left by the warnings: only how many.
+    let counted = crate::declaration::notes(&d, 0);
+    assert_eq!(counted.len(), 1);
+    assert_eq!(
+        counted[0].to_string(),
+        "1 more services declare no health check"
+    );
 }

@@ -153,6 +153,22 @@ async fn containers(d: &mut Context<'_>, plan: &mut Plan) {
         .collect();
 }
 
+/// Whether a replacement of `base` gated on health, or its roll back,
+/// is recorded (readable or not, or the records cannot be listed): the
+/// container set aside for it may be the good one, and is never tidied
+/// away while the record stands (its service's own decision settles it).
+fn recorded(d: &Context<'_>, base: &str) -> bool {
+    let rollout = d.facts.rollouts.as_ref().map_or(true, |r| {
+        r.found.contains_key(base) || r.unreadable.contains_key(base)
+    });
+    let refusal = d
+        .facts
+        .refused
+        .as_ref()
+        .map_or(true, |r| r.unreadable.contains_key(base));
+    rollout || refusal
+}
+
 /// A container an interrupted replace set aside under the replaced name
 /// of `base`, if `base` is this state's: while `base` is declared it stays
 /// until a container of that name exists that the plan keeps (a create or
@@ -173,7 +189,7 @@ async fn set_aside(
     }
     if declared.contains(base) {
         let listed = d.facts.listing.as_ref().is_ok_and(|l| l.contains_key(base));
-        if !listed || d.replacing.contains(base) {
+        if !listed || d.replacing.contains(base) || recorded(d, base) {
             return None;
         }
         let made = d.view.inspect(base).await.ok().flatten()?;

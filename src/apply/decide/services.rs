@@ -10,6 +10,9 @@
 //! | other identity | replaced: `recreated: <what changed>` |
 //! | same identity, running | `unchanged` (or `started` after a stop and start for `restart-on`) |
 //! | same identity, stopped | started: `started` |
+//! | a record of its replacement or roll back that cannot be read | nothing done: `failed`, naming the file and the fix |
+//! | a replacement gated on health in flight (record, new one, old one set aside) | settled first (judged; kept or put back), then replaced if the declaration has moved on |
+//! | a roll back in flight (refusal, old one set aside) | put back first, then replaced if the declaration has moved on |
 //!
 //! Its identity is judged against what the plan will have written by the
 //! time it is made (a file resource before it writes its env-file: the
@@ -82,14 +85,34 @@ fn words(act: &ServiceAct) -> (Action, Option<String>) {
             (Action::Started, Some(format!("restart-on: {path} changed")))
         }
         ServiceAct::Keep => (Action::Unchanged, None),
-        ServiceAct::Resume { .. } => (
+        ServiceAct::Resume { then: None, .. } => (
             Action::Recreated,
             Some("an interrupted health-gated recreate is finished".to_string()),
         ),
-        ServiceAct::PutBack { aside, .. } => (
+        ServiceAct::Resume {
+            then: Some(reason), ..
+        } => (
+            Action::Recreated,
+            Some(format!(
+                "{reason}, once an interrupted health-gated recreate is settled"
+            )),
+        ),
+        ServiceAct::PutBack {
+            aside, then: None, ..
+        } => (
             Action::Failed,
             Some(format!(
                 "an interrupted roll back is finished ({aside} put back)"
+            )),
+        ),
+        ServiceAct::PutBack {
+            aside,
+            then: Some(reason),
+            ..
+        } => (
+            Action::Recreated,
+            Some(format!(
+                "{reason}, once an interrupted roll back is finished ({aside} put back)"
             )),
         ),
     }
@@ -162,20 +185,34 @@ pub(super) async fn service(
         .get(&replaced_name(name))
         .filter(|aside| !aside.running && label(aside, LABEL_RESOURCE) == Some(id))
         .map(|aside| aside.name.clone());
-    let refused = d
-        .facts
-        .refused
-        .as_ref()
-        .ok()
-        .and_then(|r| r.get(name))
-        .filter(|r| r.identity == built.identity);
-    let rollout = d.facts.rollouts.as_ref().ok().and_then(|r| r.get(name));
+    let (rollouts, refusals) = match (&d.facts.rollouts, &d.facts.refused) {
+        (Ok(rollouts), Ok(refusals)) => (rollouts, refusals),
+        (Err(e), _) | (_, Err(e)) => {
+            let reason = format!(
+                "the records of health-gated replaces cannot be read ({e}): {name} is left alone"
+            );
+            return done(Action::Failed, Some(reason));
+        }
+    };
+    // A record of its own that cannot be read: which of two containers is
+    // the good one is not known, so neither is touched.
+    if let Some(problem) = rollouts.problem(name).or_else(|| refusals.problem(name)) {
+        return done(Action::Failed, Some(problem));
+    }
+    // Any refusal recorded, and the one of what is declared now.
+    let refusal = refusals.found.get(name);
+    let refused = refusal.filter(|r| r.identity == built.identity);
+    let rollout = rollouts.found.get(name);
+    // What an interrupted replace that the declaration no longer asks for
+    // is replaced by once it is settled.
+    let then = |settled: &str| (settled != built.identity).then(|| what_changed(d, name, &built));
     let act = match existing {
         None => match (refused, leftover) {
             // Killed in a roll back, after the new one was removed.
             (Some(_), Some(aside)) if renamed.is_none() => ServiceAct::PutBack {
                 aside,
                 remove_new: false,
+                then: None,
             },
             (_, leftover) => ServiceAct::Create {
                 renamed: renamed.map(|old| old.name.clone()),
@@ -185,24 +222,32 @@ pub(super) async fn service(
         // Killed in a roll back before the refused one was removed (or its
         // removal failed): the refusal stands, whatever the refused one's
         // health says now, and the old one is put back. Never judged
-        // again: a late healthy answer would remove the old one.
+        // again: a late healthy answer would remove the old one. Then, if
+        // the declaration asks for neither, replaced.
         Some(current)
             if leftover.is_some()
-                && refused.is_some_and(|r| label(current, LABEL_IDENTITY) == Some(&r.identity)) =>
+                && refusal.is_some_and(|r| label(current, LABEL_IDENTITY) == Some(&r.identity)) =>
         {
+            let aside = leftover.expect("matched");
+            let old = listing
+                .get(&aside)
+                .and_then(|a| label(a, LABEL_IDENTITY))
+                .unwrap_or_default();
             ServiceAct::PutBack {
-                aside: leftover.expect("matched"),
+                aside,
                 remove_new: true,
+                then: if refused.is_some() { None } else { then(old) },
             }
         }
-        // Killed while the new one was judged: judged again.
+        // Killed while the new one was judged: judged again, then, if the
+        // declaration has moved on, replaced.
         Some(current)
             if leftover.is_some()
                 && rollout.is_some_and(|r| label(current, LABEL_IDENTITY) == Some(&r.identity)) =>
         {
-            ServiceAct::Resume {
-                rollout: rollout.cloned().expect("matched"),
-            }
+            let rollout = rollout.cloned().expect("matched");
+            let then = then(&rollout.identity);
+            ServiceAct::Resume { rollout, then }
         }
         Some(current) => {
             let reason = if label(current, LABEL_RECORD) != Some(RECORD_FORMAT)
@@ -261,7 +306,13 @@ pub(super) async fn service(
     ) {
         d.replacing.insert(name.to_string());
     }
-    let makes = matches!(act, ServiceAct::Create { .. } | ServiceAct::Replace { .. });
+    let makes = matches!(
+        act,
+        ServiceAct::Create { .. }
+            | ServiceAct::Replace { .. }
+            | ServiceAct::Resume { then: Some(_), .. }
+            | ServiceAct::PutBack { then: Some(_), .. }
+    );
     let pull = if makes && !d.image_present(&built.spec.image).await {
         Some(built.spec.image.clone())
     } else {
@@ -288,11 +339,19 @@ pub(super) async fn service(
     {
         reason = Some("image pulled".to_string());
     }
-    let forget_refused = d
-        .facts
-        .refused
-        .as_ref()
-        .is_ok_and(|r| r.get(name).is_some_and(|r| r.identity != built.identity));
+    let forget_refused = refusal.is_some_and(|r| r.identity != built.identity);
+    // A record with nothing set aside: a kill before the old one was
+    // stopped, or the record's removal failed. A replace writes it anew.
+    let forget_rollout = rollout.is_some()
+        && !matches!(
+            act,
+            ServiceAct::Create {
+                leftover: Some(_),
+                ..
+            } | ServiceAct::Replace { .. }
+                | ServiceAct::Resume { .. }
+                | ServiceAct::PutBack { .. }
+        );
     let work = ServiceWork {
         rollback_after: match c.health {
             Some(Health::Disabled) => None,
@@ -300,6 +359,7 @@ pub(super) async fn service(
         },
         health_declared: matches!(c.health, Some(Health::Check(_))),
         forget_refused,
+        forget_rollout,
         id: id.to_string(),
         name: name.to_string(),
         built,

@@ -72,6 +72,7 @@ pub(super) async fn replace(
     if let Err(e) = rollouts::begin(&tools.store, name, &rollout) {
         return Outcome::failed_at(act_at, format!("must be recreated ({reason}) but {e}"));
     }
+    crate::fault::pause("pause-after-recording", name).await;
     let old = match tools.runtime.inspect(from).await {
         Ok(Some(old)) => old,
         Ok(None) => {
@@ -103,21 +104,95 @@ pub(super) async fn replace(
     let wait_at = act_at + usize::from(work.gate().is_some());
     if let Err(e) = tools.runtime.start(name).await {
         let why = format!("would not start: {e}");
-        return roll_back(tools, work, why, wait_at).await;
+        let refused = refusal(
+            work,
+            &work.built.identity,
+            work.built.spec.image.clone(),
+            why,
+        );
+        return roll_back(tools, work, refused, wait_at).await;
     }
     judge_and_finish(tools, work, &rollout, reason, &replaced.kept, wait_at).await
 }
 
 /// Finish a replacement a kill interrupted while the new container was
-/// judged: judged again with what is left of its bound.
+/// judged (or made and not yet started): judged again with what is left
+/// of its bound.
 pub(super) async fn resume(tools: &Tools, work: &ServiceWork, rollout: &Rollout) -> Outcome {
+    let reason = "an interrupted health-gated recreate is finished".to_string();
+    match judge_again(tools, work, rollout).await {
+        Verdict::NotHealthy(why) => {
+            let refused = refusal(work, &rollout.identity, work.built.spec.image.clone(), why);
+            roll_back(tools, work, refused, 0).await
+        }
+        verdict => keep_new(tools, work, reason, verdict, &[]).await,
+    }
+}
+
+/// How an interrupted replacement was settled before the declaration's
+/// newer definition replaces what stands.
+pub(super) enum Settled {
+    /// The new container kept (healthy, or it has no check): what is said.
+    Kept(String),
+    /// It was not healthy: the old one is back and runs; what is said.
+    PutBack(String),
+    /// The old one could not be put back: nothing more is done.
+    Failed(String),
+}
+
+/// Settle a replacement a kill interrupted, whose definition the
+/// declaration no longer asks for: the new container judged with what is
+/// left of its bound, and kept, or refused and the old one put back. Only
+/// then may it be replaced by what is declared now: a replace with the old
+/// one still set aside would take it for a leftover and remove it.
+pub(super) async fn settle(tools: &Tools, work: &ServiceWork, rollout: &Rollout) -> Settled {
+    let name = work.name.as_str();
+    match judge_again(tools, work, rollout).await {
+        Verdict::NotHealthy(why) => {
+            // The refused definition is the one in flight, not the one
+            // declared now: its identity and image are the container's.
+            let image = match tools.runtime.inspect(name).await {
+                Ok(Some(info)) => info.image,
+                _ => "(unknown)".to_string(),
+            };
+            let refused = refusal(work, &rollout.identity, image, why.clone());
+            match refuse_and_put_back(tools, work, refused).await {
+                Ok(()) => Settled::PutBack(format!(
+                    "the interrupted recreate was rolled back first ({why})"
+                )),
+                Err(e) => Settled::Failed(format!(
+                    "an interrupted recreate was rolled back ({why}) but {e}: {name} is left \
+                     as it is"
+                )),
+            }
+        }
+        verdict => {
+            remove_replaced(&*tools.runtime, name).await;
+            rollouts::end(&tools.store, name);
+            Settled::Kept(match verdict {
+                Verdict::Healthy(took) => format!(
+                    "the interrupted recreate was finished first (healthy after {} s)",
+                    took.as_secs()
+                ),
+                _ => "the interrupted recreate was finished first".to_string(),
+            })
+        }
+    }
+}
+
+/// Judge the new container of an interrupted replacement, started first
+/// if a kill left it made and not started (a start of a running one does
+/// nothing).
+async fn judge_again(tools: &Tools, work: &ServiceWork, rollout: &Rollout) -> Verdict {
+    let name = work.name.as_str();
     tracing::info!(
-        "the health-gated recreate of {} was interrupted (begun {}): judging it again",
-        work.name,
+        "the health-gated recreate of {name} was interrupted (begun {}): judging it again",
         crate::render::time(rollout.started)
     );
-    let reason = "an interrupted health-gated recreate is finished".to_string();
-    judge_and_finish(tools, work, rollout, reason, &[], 0).await
+    if let Err(e) = tools.runtime.start(name).await {
+        return Verdict::NotHealthy(format!("would not start: {e}"));
+    }
+    judge(tools, work, rollout).await
 }
 
 /// Finish a roll back a kill interrupted after the new container was
@@ -129,16 +204,7 @@ pub(super) async fn finish_put_back(
     remove_new: bool,
 ) -> Outcome {
     let name = work.name.as_str();
-    let put = if remove_new {
-        put_back(&*tools.runtime, name).await
-    } else {
-        match tools.runtime.rename(aside, name).await {
-            Ok(()) => tools.runtime.start(name).await.map_err(|e| e.to_string()),
-            Err(e) => Err(format!("cannot rename {aside} back to {name}: {e}")),
-        }
-    };
-    rollouts::end(&tools.store, name);
-    match put {
+    match put_back_interrupted(tools, work, aside, remove_new).await {
         Ok(()) => Outcome::failed_at(
             0,
             format!(
@@ -149,6 +215,28 @@ pub(super) async fn finish_put_back(
     }
 }
 
+/// The runtime's part of [`finish_put_back`]: the refused one removed
+/// (`remove_new`), the one set aside as `aside` renamed back and started.
+/// The refusal stays: should this fail, the next apply puts it back again.
+pub(super) async fn put_back_interrupted(
+    tools: &Tools,
+    work: &ServiceWork,
+    aside: &str,
+    remove_new: bool,
+) -> Result<(), String> {
+    let name = work.name.as_str();
+    let put = if remove_new {
+        put_back(&*tools.runtime, name).await
+    } else {
+        match tools.runtime.rename(aside, name).await {
+            Ok(()) => tools.runtime.start(name).await.map_err(|e| e.to_string()),
+            Err(e) => Err(format!("cannot rename {aside} back to {name}: {e}")),
+        }
+    };
+    rollouts::end(&tools.store, name);
+    put
+}
+
 async fn judge_and_finish(
     tools: &Tools,
     work: &ServiceWork,
@@ -157,31 +245,49 @@ async fn judge_and_finish(
     kept: &[VolumeMount],
     wait_at: usize,
 ) -> Outcome {
-    let name = work.name.as_str();
     match judge(tools, work, rollout).await {
-        Verdict::NotHealthy(why) => roll_back(tools, work, why, wait_at).await,
-        verdict => {
-            remove_replaced(&*tools.runtime, name).await;
-            rollouts::end(&tools.store, name);
-            // Without a check it was replaced as it always was: said so.
-            let said = match verdict {
-                Verdict::Healthy(took) => format!("{reason}; healthy after {} s", took.as_secs()),
-                _ => reason,
-            };
-            let said = match kept_volumes_note(kept) {
-                Some(note) => format!("{said}; {note}"),
-                None => said,
-            };
-            let mut outcome = Outcome::new(Action::Recreated, Some(said));
-            outcome.records.push(Record::Inputs(
-                name.to_string(),
-                Arc::clone(&work.built),
-                work.id.clone(),
-            ));
-            outcome.records.push(Record::Recreated(name.to_string()));
-            outcome
+        Verdict::NotHealthy(why) => {
+            let refused = refusal(
+                work,
+                &work.built.identity,
+                work.built.spec.image.clone(),
+                why,
+            );
+            roll_back(tools, work, refused, wait_at).await
         }
+        verdict => keep_new(tools, work, reason, verdict, kept).await,
     }
+}
+
+/// The new container proved itself (or has no check): the old one is
+/// removed (its volumes stay) and the replacement is over.
+async fn keep_new(
+    tools: &Tools,
+    work: &ServiceWork,
+    reason: String,
+    verdict: Verdict,
+    kept: &[VolumeMount],
+) -> Outcome {
+    let name = work.name.as_str();
+    remove_replaced(&*tools.runtime, name).await;
+    rollouts::end(&tools.store, name);
+    // Without a check it was replaced as it always was: said so.
+    let said = match verdict {
+        Verdict::Healthy(took) => format!("{reason}; healthy after {} s", took.as_secs()),
+        _ => reason,
+    };
+    let said = match kept_volumes_note(kept) {
+        Some(note) => format!("{said}; {note}"),
+        None => said,
+    };
+    let mut outcome = Outcome::new(Action::Recreated, Some(said));
+    outcome.records.push(Record::Inputs(
+        name.to_string(),
+        Arc::clone(&work.built),
+        work.id.clone(),
+    ));
+    outcome.records.push(Record::Recreated(name.to_string()));
+    outcome
 }
 
 /// Wait for the new container to be healthy, until its check's start
@@ -262,20 +368,41 @@ pub(crate) fn shown_output(output: &str) -> String {
     shown
 }
 
-/// Put the old container back for `why`: the refusal recorded first (so
-/// that a kill from here on finishes the roll back, never retries), the
-/// alert raised, then the new one removed and the old one renamed back
-/// and started.
-async fn roll_back(tools: &Tools, work: &ServiceWork, why: String, at: usize) -> Outcome {
+/// The refusal of definition `identity` (of `image`) of `work`'s
+/// container, for `why`.
+fn refusal(work: &ServiceWork, identity: &str, image: String, why: String) -> Refused {
+    Refused {
+        id: work.id.clone(),
+        identity: identity.to_string(),
+        image,
+        reason: why,
+        at: Utc::now(),
+    }
+}
+
+/// Put the old container back for `refused`'s reason, as the line of
+/// `work` failed at step `at`.
+async fn roll_back(tools: &Tools, work: &ServiceWork, refused: Refused, at: usize) -> Outcome {
+    let why = refused.reason.clone();
+    let reason = match refuse_and_put_back(tools, work, refused).await {
+        Ok(()) => format!("rolled back: {why}; the previous container runs again"),
+        Err(e) => format!("rolled back: {why}; but {e}"),
+    };
+    Outcome::failed_at(at, reason)
+}
+
+/// Put the old container back: the refusal recorded first (so that a
+/// kill from here on finishes the roll back, never retries), the alert
+/// raised, then the new one removed and the old one renamed back and
+/// started.
+async fn refuse_and_put_back(
+    tools: &Tools,
+    work: &ServiceWork,
+    refused: Refused,
+) -> Result<(), String> {
     let name = work.name.as_str();
     let id = work.id.as_str();
-    let refused = Refused {
-        id: id.to_string(),
-        identity: work.built.identity.clone(),
-        image: work.built.spec.image.clone(),
-        reason: why.clone(),
-        at: Utc::now(),
-    };
+    let why = refused.reason.clone();
     if let Err(e) = rollouts::refuse(&tools.store, name, &refused) {
         tracing::error!("{e}: the next apply may try this definition again");
     }
@@ -300,7 +427,7 @@ async fn roll_back(tools: &Tools, work: &ServiceWork, why: String, at: usize) ->
         at: refused.at,
         step: None,
         container: Some(name.to_string()),
-        message: message.clone(),
+        message,
     };
     let store = tools.store.clone();
     if let Err(e) =
@@ -308,11 +435,7 @@ async fn roll_back(tools: &Tools, work: &ServiceWork, why: String, at: usize) ->
     {
         tracing::error!("cannot record the alert for status: {e}");
     }
-    let reason = match put {
-        Ok(()) => format!("rolled back: {why}; the previous container runs again"),
-        Err(e) => format!("rolled back: {why}; but {e}"),
-    };
-    Outcome::failed_at(at, reason)
+    put
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use super::super::rollouts;
 use super::outcome::{Outcome, Record};
 use super::rollout;
 use super::tools::Tools;
+use crate::container_spec::LABEL_IDENTITY;
 use crate::runtime::{
     kept_volumes_note, replace, ContainerRuntime, ContainerSpec, RuntimeError, VolumeMount,
 };
@@ -33,13 +34,55 @@ pub(super) async fn service(tools: &Tools, work: &ServiceWork) -> Outcome {
         0
     };
     let act_at = waits + work.pull.iter().count();
-    if work.forget_refused {
+    // A refusal that an interrupted replace's settling may need (a roll
+    // back killed midway) is forgotten only once it is settled.
+    let settles = match &work.act {
+        ServiceAct::Resume { then, .. } => then.is_some(),
+        // A roll back of what is no longer declared: finished, then what
+        // is declared is made (or is what was put back).
+        ServiceAct::PutBack { then, .. } => then.is_some() || work.forget_refused,
+        _ => false,
+    };
+    if work.forget_refused && !settles {
         rollouts::forget_refused(&tools.store, &work.name);
     }
+    if work.forget_rollout {
+        rollouts::end(&tools.store, &work.name);
+    }
     match &work.act {
-        ServiceAct::Resume { rollout } => rollout::resume(tools, work, rollout).await,
-        ServiceAct::PutBack { aside, remove_new } => {
-            rollout::finish_put_back(tools, work, aside, *remove_new).await
+        ServiceAct::Resume {
+            rollout,
+            then: None,
+        } => rollout::resume(tools, work, rollout).await,
+        ServiceAct::Resume {
+            rollout,
+            then: Some(reason),
+        } => {
+            let settled = rollout::settle(tools, work, rollout).await;
+            settled_then_replaced(tools, work, settled, reason.clone(), act_at).await
+        }
+        ServiceAct::PutBack {
+            aside, remove_new, ..
+        } if !settles => rollout::finish_put_back(tools, work, aside, *remove_new).await,
+        ServiceAct::PutBack {
+            aside,
+            remove_new,
+            then,
+        } => {
+            let reason = then
+                .clone()
+                .unwrap_or_else(|| "it differs from the declaration".to_string());
+            let settled = match rollout::put_back_interrupted(tools, work, aside, *remove_new).await
+            {
+                Ok(()) => rollout::Settled::PutBack(format!(
+                    "an interrupted roll back was finished first ({aside} put back)"
+                )),
+                Err(e) => rollout::Settled::Failed(format!(
+                    "an interrupted roll back could not finish: {e}"
+                )),
+            };
+            let at = act_at + usize::from(*remove_new) + 1;
+            settled_then_replaced(tools, work, settled, reason, at).await
         }
         ServiceAct::Keep => {
             // Record what it reads if the record was lost: no runtime call.
@@ -165,6 +208,52 @@ async fn create(
         }
     };
     outcome.records.extend(records);
+    outcome
+}
+
+/// An interrupted replace `settled`, what stands under the name is
+/// replaced by what is declared (for `reason`), as any replace, unless it
+/// is what is declared (an operator declared the old one again).
+async fn settled_then_replaced(
+    tools: &Tools,
+    work: &ServiceWork,
+    settled: rollout::Settled,
+    reason: String,
+    act_at: usize,
+) -> Outcome {
+    let name = work.name.as_str();
+    let first = match settled {
+        rollout::Settled::Failed(why) => return Outcome::failed_at(act_at, why),
+        rollout::Settled::Kept(said) | rollout::Settled::PutBack(said) => said,
+    };
+    // Settled: a refusal of what the declaration no longer asks for goes.
+    if work.forget_refused {
+        rollouts::forget_refused(&tools.store, name);
+    }
+    let standing = match tools.runtime.inspect(name).await {
+        Ok(Some(info)) => info.labels.get(LABEL_IDENTITY).cloned(),
+        Ok(None) => None,
+        Err(e) => {
+            return Outcome::failed_at(act_at, format!("{first}; then cannot inspect {name}: {e}"))
+        }
+    };
+    if standing.as_deref() == Some(work.built.identity.as_str()) {
+        let mut outcome = Outcome::new(
+            Action::Recreated,
+            Some(format!("{first}; {name} is what is declared")),
+        );
+        outcome.records.push(Record::Inputs(
+            name.to_string(),
+            Arc::clone(&work.built),
+            work.id.clone(),
+        ));
+        return outcome;
+    }
+    let mut outcome = recreate(tools, work, reason, act_at).await;
+    outcome.reason = Some(match outcome.reason.take() {
+        Some(said) => format!("{first}; then {said}"),
+        None => first,
+    });
     outcome
 }
 
