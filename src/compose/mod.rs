@@ -18,6 +18,7 @@ mod context;
 mod dotenv;
 mod extends;
 pub mod fields;
+mod gpus;
 mod health;
 pub mod input;
 pub mod interpolate;
@@ -41,6 +42,8 @@ pub mod yaml;
 
 #[cfg(test)]
 mod fields_tests;
+#[cfg(test)]
+mod gpus_tests;
 #[cfg(test)]
 mod security_tests;
 #[cfg(test)]

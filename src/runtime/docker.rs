@@ -11,6 +11,7 @@ use super::{
 
 mod client;
 mod containers;
+mod devices;
 mod events;
 mod health;
 mod image_defaults;
@@ -335,6 +336,7 @@ mod tests {
                     read_only: false,
                 },
             ],
+            anonymous_volumes: Vec::new(),
             network: Some("host".into()),
             networks: Vec::new(),
             ports: Vec::new(),
@@ -453,7 +455,15 @@ mod tests {
                 sysctls: vec![("net.core.somaxconn".into(), "1024".into())],
                 extra_hosts: vec!["db:10.0.0.5".into()],
                 devices: vec![("/dev/fuse".into(), "/dev/fuse".into(), "rwm".into())],
+                device_requests: vec![crate::runtime::DeviceRequestSpec {
+                    driver: "nvidia".into(),
+                    count: -1,
+                    device_ids: Vec::new(),
+                    capabilities: vec!["gpu".into(), "utility".into()],
+                    options: vec![("a".into(), "b".into())],
+                }],
             },
+            anonymous_volumes: vec!["/data".into()],
             ..Default::default()
         };
         let body = create_body(&spec);
@@ -508,10 +518,22 @@ mod tests {
         let fuse = &host.devices.expect("devices")[0];
         assert_eq!(fuse.path_on_host.as_deref(), Some("/dev/fuse"));
         assert_eq!(fuse.cgroup_permissions.as_deref(), Some("rwm"));
+        // As compose 1.29 sends a reservation: its capabilities one AND list.
+        let gpu = &host.device_requests.expect("device requests")[0];
+        assert_eq!(
+            (gpu.driver.as_deref(), gpu.count),
+            (Some("nvidia"), Some(-1))
+        );
+        assert_eq!(
+            gpu.capabilities,
+            Some(vec![vec!["gpu".to_owned(), "utility".to_owned()]])
+        );
+        assert_eq!(body.volumes, Some(vec!["/data".to_owned()]));
         let plain = create_body(&ContainerSpec::default());
         let host = plain.host_config.expect("host config");
         assert_eq!((host.memory, host.init, host.cap_add), (None, None, None));
         assert_eq!(plain.entrypoint, None, "the image's own");
+        assert_eq!((host.device_requests, plain.volumes), (None, None));
     }
 
     #[test]

@@ -9,9 +9,8 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, DeviceMapping, HostConfig, HostConfigLogConfig, Mount, MountType,
-    NetworkingConfig, PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart,
-    RestartPolicyNameEnum,
+    ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount, MountType, NetworkingConfig,
+    PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
@@ -673,16 +672,8 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         }),
         sysctls: (!p.sysctls.is_empty()).then(|| p.sysctls.iter().cloned().collect()),
         extra_hosts: (!p.extra_hosts.is_empty()).then(|| p.extra_hosts.clone()),
-        devices: (!p.devices.is_empty()).then(|| {
-            p.devices
-                .iter()
-                .map(|(host, target, permissions)| DeviceMapping {
-                    path_on_host: Some(host.clone()),
-                    path_in_container: Some(target.clone()),
-                    cgroup_permissions: Some(permissions.clone()),
-                })
-                .collect()
-        }),
+        devices: super::devices::mappings(p),
+        device_requests: super::devices::requests(p),
         network_mode: spec
             .network
             .clone()
@@ -713,6 +704,9 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         host_config: Some(host_config),
         healthcheck: spec.health.as_ref().map(health_config),
         exposed_ports: (!exposed.is_empty()).then_some(exposed),
+        // As compose 1.29 sends `volumes: [/data]`: the runtime makes a
+        // volume of no name there, as for an image's `VOLUME`.
+        volumes: (!spec.anonymous_volumes.is_empty()).then(|| spec.anonymous_volumes.clone()),
         entrypoint: p.entrypoint.clone(),
         working_dir: p.working_dir.clone(),
         hostname: p.hostname.clone(),
