@@ -11,6 +11,9 @@
 //!   Podman, which drops them, they are refused by name before the create.
 //! - An anonymous volume (`volumes: [/data]`): data written there is read
 //!   back after a recreate, as under compose.
+//! - `secrets`/`configs` with `uid`, `gid`, `mode`: compose 1.29 warns
+//!   and mounts the file with its own owner and mode (configs not at
+//!   all); mesh-host refuses them with the fix.
 //! - A run-once step (compose's `service_completed_successfully` target)
 //!   that itself depends on services: Docker's events show its
 //!   dependencies started (and healthy: it finds the mark its healthy
@@ -279,4 +282,68 @@ fn a_step_that_depends_on_services_runs_after_them_and_before_its_dependent() {
     // turned healthy: it waited for that, not for the start alone.
     let out = w.node.docker_ok(&["logs", "needssteps-migrate-1"]);
     assert_eq!(out.trim(), "migrated");
+}
+
+/// `secrets` and `configs` with `uid`, `gid` and `mode`: compose 1.29
+/// warns and mounts the secret's file with its own owner and mode (and
+/// ignores configs); mesh-host refuses them, naming the fix, rather than
+/// accept what would not be done.
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn secret_owners_and_modes_compose_ignores_are_refused_with_the_fix() {
+    let w = World::new("compose-needs-secrets");
+    let project = "needssecrets";
+    let run = Clear {
+        w: &w,
+        names: vec![format!("{project}_reader_1"), format!("{project}-reader-1")],
+        volumes: Vec::new(),
+    };
+    run.clear();
+    let (dir, env) = prepare(&w, project, "secrets.yaml");
+    std::fs::write(Path::new(&dir).join("key"), "hunter2\n").expect("key");
+    std::fs::write(Path::new(&dir).join("conf"), "a=1\n").expect("conf");
+    w.node
+        .sh_ok(&format!("chmod 0600 {dir}/key && chown 0:0 {dir}/key"));
+
+    let (ok, said) = compose(&w, &dir, &env, project, "up -d");
+    assert!(ok, "{said}");
+    assert!(said.contains("uid, gid, or mode"), "{said}");
+    let name = format!("{project}_reader_1");
+    let seen = w
+        .node
+        .docker_ok(&["exec", &name, "stat", "-c", "%u:%g %a", "/run/secrets/key"]);
+    assert_eq!(
+        seen.trim(),
+        "0:0 600",
+        "compose applied what it says it ignores"
+    );
+    let conf = w
+        .node
+        .docker(&["exec", &name, "test", "-e", "/etc/app.conf"]);
+    assert!(!conf.status.success(), "compose 1.29 mounted the config");
+    compose(&w, &dir, &env, project, "down");
+
+    let host = w
+        .node
+        .docker_host()
+        .map(|h| format!("--docker-host {h}"))
+        .unwrap_or_default();
+    let out = w.node.sh(&format!(
+        "cd {dir} && env {env} {bin} import -p {project} -o {dir}/declaration.json {host}",
+        bin = w.bin
+    ));
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    for field in [
+        "reader: secrets[0].uid",
+        "reader: secrets[0].gid",
+        "reader: secrets[0].mode",
+        "reader: configs[0].mode",
+    ] {
+        assert!(said.contains(field), "{field}: {said}");
+    }
+    assert!(
+        said.contains("set them on the file (chown, chmod)"),
+        "{said}"
+    );
 }

@@ -36,7 +36,7 @@ const CPU: &str = "not supported: mesh-host declares cpus alone (cpus: N); use i
 const BLKIO: &str = "not supported: I/O limits are not declared; remove it";
 const OWN_FILE: &str =
     "only secrets and configs from a file are supported: write it to a file, then give file:";
-const MOUNT_OWNER: &str = "not supported: a secret or config is mounted read-only as its file is (owner and mode its own); set them on the file";
+const MOUNT_OWNER: &str = "not supported: a secret or config is bind-mounted read-only with its file's own owner and mode (compose 1.29 ignores these too, with a warning): set them on the file (chown, chmod), then remove them";
 const NET_ENDPOINT: &str =
     "not supported: a service joins a network with aliases and an IPv4 address; remove it";
 const NAMESPACE: &str = "not supported: a container has its own namespaces; remove it";
