@@ -577,6 +577,17 @@ pub(super) fn volumes(mounts: Vec<bollard::models::MountPoint>) -> Vec<VolumeMou
         .collect()
 }
 
+/// A resource limit as Docker takes it: `u64::MAX` (`RLIM_INFINITY`, a
+/// declared `-1`) is Docker's `-1`, no limit; other values past i64 are
+/// capped.
+fn rlimit(n: u64) -> i64 {
+    if n == u64::MAX {
+        -1
+    } else {
+        i64::try_from(n).unwrap_or(i64::MAX)
+    }
+}
+
 pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
     let mut labels: HashMap<String, String> = spec
         .labels
@@ -665,8 +676,8 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
                 .iter()
                 .map(|(name, soft, hard)| ResourcesUlimits {
                     name: Some(name.clone()),
-                    soft: signed(Some(*soft)),
-                    hard: signed(Some(*hard)),
+                    soft: Some(rlimit(*soft)),
+                    hard: Some(rlimit(*hard)),
                 })
                 .collect()
         }),
