@@ -16,6 +16,7 @@ mod events;
 mod health;
 mod image_defaults;
 mod images;
+mod log_driver;
 mod network_none;
 mod networking;
 mod output;
@@ -140,9 +141,10 @@ impl ContainerRuntime for DockerRuntime {
 #[cfg(test)]
 mod tests {
     use super::client::{pin_version, pinned_version};
-    use super::containers::{create_body, is_podman_stopped, log_config, volumes};
+    use super::containers::{create_body, is_podman_stopped, volumes};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
+    use super::log_driver::log_config;
     use super::*;
     use crate::runtime::PortSpec;
     use crate::runtime::{HealthSpec, JournalLog, MountSpec, RestartPolicy, LABEL_MANAGED};

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount, MountType, NetworkingConfig,
-    PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart, RestartPolicyNameEnum,
+    ContainerSummaryStateEnum, HostConfig, Mount, MountType, NetworkingConfig, PortBinding,
+    ResourcesUlimits, RestartPolicy as DockerRestart, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, KillContainerOptions, ListContainersOptions, RemoveContainerOptions,
@@ -20,9 +20,10 @@ use futures_util::StreamExt;
 
 use super::client::{DockerRuntime, LONG_TIMEOUT};
 use super::health::{health_config, health_decides_within, health_start_period};
+use super::log_driver::{declared_log_config, log_config};
 use crate::runtime::{
-    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
-    RuntimeError, VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
+    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, RestartPolicy, RuntimeError,
+    VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Added to a container's own stop grace for the stop request's timeout.
@@ -741,35 +742,6 @@ fn security_opt(p: &crate::runtime::ProcessSpec) -> Option<Vec<String>> {
         .then(|| "no-new-privileges:true".to_owned());
     let all: Vec<String> = nnp.into_iter().chain(p.security_opt.clone()).collect();
     (!all.is_empty()).then_some(all)
-}
-
-/// A service's declared log driver and options.
-fn declared_log_config(log: &crate::runtime::LogSpec) -> HostConfigLogConfig {
-    HostConfigLogConfig {
-        typ: log.driver.clone(),
-        config: Some(log.options.iter().cloned().collect()),
-    }
-}
-
-/// The log driver's configuration for `journal`. Docker's `journald`
-/// driver turns the listed labels into fields of each entry. Podman 4.3's
-/// carries no label, so there the output goes to a file of the
-/// container's own (`k8s-file`, which its `logs` reads back) and mesh-host
-/// forwards it to the journal with the same fields (src/schedule/forward.rs).
-pub(super) fn log_config(journal: &JournalLog, podman: bool) -> HostConfigLogConfig {
-    if podman {
-        return HostConfigLogConfig {
-            typ: Some("k8s-file".to_owned()),
-            config: None,
-        };
-    }
-    HostConfigLogConfig {
-        typ: Some("journald".to_owned()),
-        config: Some(HashMap::from([
-            ("tag".to_owned(), journal.tag.clone()),
-            ("labels".to_owned(), journal.labels.join(",")),
-        ])),
-    }
 }
 
 /// Runs `request` (an inspect or a list of containers) until its answer is
