@@ -608,3 +608,12 @@ fn netdata_runs_as_compose_runs_it() {
         env: "NETDATA_NAME=stknetdata-agent",
     });
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn paperless_runs_as_compose_runs_it() {
+    compared(&Stack {
+        name: "paperless",
+        env: "PAPERLESS_PORT=28201",
+    });
+}

@@ -1,7 +1,7 @@
 //! [`ContainerRuntime`] over the Docker Engine API (bollard): the trait's
 //! face, each of its parts in a file of its own: the connection
-//! (`client`), containers, images, events, and health checks in Docker's
-//! terms.
+//! (`client`), containers, what an inspection of one says (`inspection`),
+//! images, events, and health checks in Docker's terms.
 
 use super::{
     CgroupDriver, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec, ContainerSummary,
@@ -16,6 +16,7 @@ mod events;
 mod health;
 mod image_defaults;
 mod images;
+mod inspection;
 mod log_driver;
 mod network_none;
 mod networking;
@@ -141,9 +142,10 @@ impl ContainerRuntime for DockerRuntime {
 #[cfg(test)]
 mod tests {
     use super::client::{pin_version, pinned_version};
-    use super::containers::{create_body, is_podman_stopped, volumes};
+    use super::containers::{create_body, is_podman_stopped};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
+    use super::inspection::volumes;
     use super::log_driver::log_config;
     use super::*;
     use crate::runtime::PortSpec;
