@@ -12,22 +12,40 @@
 //!   running, and the rest of the apply goes on. The plan says the first
 //!   ([`after_failed`]), so `diff` does; the executor the second.
 //!
+//! A run-once step's `depends-on` (compose's `service_completed_successfully`
+//! target that itself depends on other services) is honoured the same
+//! way: what it depends on is declared before it, so converged before it
+//! runs; a dependency that failed leaves it not run, which halts the
+//! apply as a failing run does.
+//!
 //! `condition: healthy` is waited for by the executor (`execute/health.rs`).
 
 use std::collections::BTreeSet;
 
 use super::plan::{Decision, Kind, Work};
 use super::report::{Action, ReportLine};
-use crate::declaration::Container;
+use crate::declaration::depends::Condition;
+use crate::declaration::{Container, Declaration};
 
 /// Why a service is not started: `dep` failed.
 pub(crate) fn not_started(dep: &str) -> String {
     format!("depends-on {dep}: {dep} failed, so this was not started")
 }
 
-/// Whether a service `decision` would make or start its container.
+/// Why a run-once step is not run: `dep` failed (the apply halts there,
+/// as compose stops at a dependency that did not come up).
+pub(crate) fn not_run(dep: &str) -> String {
+    format!("depends-on {dep}: {dep} failed, so this step was not run")
+}
+
+/// Whether `decision` would make or start its container: a service's
+/// that does, a run-once step's run.
 fn starts(decision: &Decision) -> bool {
-    matches!(&decision.work, Work::Service(w) if w.starts())
+    match &decision.work {
+        Work::Service(w) => w.starts(),
+        Work::RunOnce(_) => true,
+        _ => false,
+    }
 }
 
 /// The dependency of `c` among `failed`, when `decision` (of `c`) would
@@ -40,13 +58,19 @@ pub(crate) fn failed_dependency<'f>(
     if !starts(decision) {
         return None;
     }
+    failed_of(failed, c)
+}
+
+/// The first dependency of `c` among `failed`.
+pub(crate) fn failed_of<'f>(failed: &'f BTreeSet<String>, c: &Container) -> Option<&'f str> {
     c.depends_on
         .iter()
         .find_map(|d| failed.get(d.id.as_str()).map(String::as_str))
 }
 
 /// `decision` for `c`, or its failure when a dependency decided before it
-/// is `failed`.
+/// is `failed`: a service is not made or started, a run-once step not
+/// run, and, a step failing, the apply halts there.
 pub(crate) fn after_failed(
     failed: &BTreeSet<String>,
     c: &Container,
@@ -54,15 +78,28 @@ pub(crate) fn after_failed(
 ) -> Decision {
     match failed_dependency(failed, c, &decision) {
         Some(dep) => {
-            let line = ReportLine::new(
-                decision.line.id.clone(),
-                Action::Failed,
-                Some(not_started(dep)),
-            );
-            Decision::new(decision.slot, Kind::Service, line, Work::Nothing)
+            let (why, work) = match decision.kind {
+                Kind::RunOnce => (not_run(dep), Work::Halt),
+                _ => (not_started(dep), Work::Nothing),
+            };
+            let line = ReportLine::new(decision.line.id.clone(), Action::Failed, Some(why));
+            Decision::new(decision.slot, decision.kind, line, work)
         }
         None => decision,
     }
+}
+
+/// `c`'s dependencies it waits to be healthy for (`condition: healthy`):
+/// dependency id and container name.
+pub(crate) fn healthy_first(decl: &Declaration, c: &Container) -> Vec<(String, String)> {
+    c.depends_on
+        .iter()
+        .filter(|dep| dep.condition == Condition::Healthy)
+        .filter_map(|dep| {
+            let named = decl.container(dep.id.as_str())?;
+            Some((dep.id.to_string(), named.name.to_string()))
+        })
+        .collect()
 }
 
 /// Whether a dependency in the same batch started: `None` until its calls

@@ -195,3 +195,65 @@ async fn a_dependency_refused_before_any_call_stops_its_dependent_and_diff_says_
     );
     assert_eq!(r.count(&Call::Create("pihole".into())), 0);
 }
+
+/// A run-once step (compose's `service_completed_successfully` target)
+/// with its own dependencies: they start first, then it runs, then what
+/// waits for it starts.
+#[tokio::test]
+async fn a_run_once_step_runs_after_what_it_depends_on_and_before_its_dependent() {
+    let r = rig();
+    r.fake.start_delay("db", Duration::from_millis(200));
+    r.fake.exit_with("migrate", 0, Duration::from_millis(10));
+    let mut migrate = run_once("migrate", &img(1), Some(60));
+    migrate["depends-on"] = json!([{"id": "db"}]);
+    let (report, started) = starts_during(
+        &r,
+        &["db", "migrate", "web"],
+        json!([service("db", &img(1)), migrate, service("web", &img(1))]),
+    )
+    .await;
+    assert!(report.ok, "{report}");
+    assert_eq!(started, ["db", "migrate", "web"]);
+}
+
+#[tokio::test]
+async fn a_run_once_step_whose_dependency_failed_is_not_run_and_halts_the_apply() {
+    let r = rig();
+    r.fake.fail_start("db");
+    let mut migrate = run_once("migrate", &img(1), Some(60));
+    migrate["depends-on"] = json!([{"id": "db"}]);
+    let report = r
+        .apply(json!([
+            service("db", &img(1)),
+            migrate,
+            service("web", &img(1))
+        ]))
+        .await;
+    assert!(!report.ok, "{report}");
+    assert_eq!(
+        reason(&report, "migrate"),
+        "depends-on db: db failed, so this step was not run"
+    );
+    assert_eq!(actions(&report)[2].1, "not-reached", "{report}");
+    for name in ["migrate", "web"] {
+        assert_eq!(r.count(&Call::Create(name.into())), 0, "{name} made");
+    }
+
+    // One refused before any call: diff says so, and the step halts there.
+    let r = rig();
+    let mut db = service("db", &img(1));
+    db["env-files"] = json!([r.path("etc/missing.env")]);
+    let mut migrate = run_once("migrate", &img(1), Some(60));
+    migrate["depends-on"] = json!([{"id": "db"}]);
+    let resources = json!([db, migrate, service("web", &img(1))]);
+    let preview = r.applier().preview(&decl(resources.clone())).await;
+    let line = preview.line("migrate").unwrap();
+    assert_eq!(line.action.to_string(), "failed");
+    assert_eq!(
+        line.reason.as_deref(),
+        Some("depends-on db: db failed, so this step was not run")
+    );
+    let report = r.apply(resources).await;
+    assert_eq!(actions(&report)[2].1, "not-reached", "{report}");
+    assert_eq!(r.count(&Call::Create("migrate".into())), 0);
+}

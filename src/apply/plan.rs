@@ -338,6 +338,9 @@ pub(crate) struct RunOnceWork {
     /// aside), whose volumes the run carries.
     pub(crate) from: Option<String>,
     pub(crate) timeout: Option<Duration>,
+    /// Its `healthy` dependencies (id, container name), waited for before
+    /// it runs.
+    pub(crate) healthy_first: Vec<(String, String)>,
 }
 
 /// A scheduled step handed to the scheduler.

@@ -65,6 +65,25 @@ async fn a_recreate_carries_the_anonymous_volume_whatever_changed() {
     assert!(!r.fake.container_names().contains(&replaced_name("web")));
 }
 
+/// A declared anonymous volume (compose's `volumes: [/data]`) on an image
+/// that declares none is made by the runtime and carried like the
+/// image's own.
+#[tokio::test]
+async fn a_declared_anonymous_volume_is_carried_across_recreates() {
+    let r = Rig::new();
+    r.fake.add_image(&img(1));
+    let mut web = service("web", &img(1));
+    web["anonymous-volumes"] = json!(["/data"]);
+    let first = r.apply(json!([web.clone()])).await;
+    assert!(first.ok, "{first}");
+    let volume = data_volume(&r, "web");
+    web["env"] = json!({"A": "1"});
+    let again = r.apply(json!([web])).await;
+    assert_eq!(actions(&again), pairs(&[("web", "recreated")]));
+    assert_eq!(data_volume(&r, "web"), volume);
+    assert_eq!(r.fake.volumes(), vec![volume]);
+}
+
 #[tokio::test]
 async fn a_mount_declared_at_the_target_wins_and_the_old_volume_is_kept_and_named() {
     let r = rig();

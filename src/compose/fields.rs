@@ -34,11 +34,9 @@ const MODELS: &str = "not supported: compose's AI models are not run by mesh-hos
 const HOOKS: &str = "not supported: lifecycle hooks are not run by mesh-host; fold the step into the image's entrypoint";
 const CPU: &str = "not supported: mesh-host declares cpus alone (cpus: N); use it instead";
 const BLKIO: &str = "not supported: I/O limits are not declared; remove it";
-const GPU: &str =
-    "not supported: devices are declared by path (devices: [/dev/...]); GPUs are not requested";
 const OWN_FILE: &str =
     "only secrets and configs from a file are supported: write it to a file, then give file:";
-const MOUNT_OWNER: &str = "not supported: a secret or config is mounted read-only as its file is (owner and mode its own); set them on the file";
+const MOUNT_OWNER: &str = "not supported: a secret or config is bind-mounted read-only with its file's own owner and mode (compose 1.29 ignores these too, with a warning): set them on the file (chown, chmod), then remove them";
 const NET_ENDPOINT: &str =
     "not supported: a service joins a network with aliases and IPv4 and IPv6 addresses; remove it";
 const NAMESPACE: &str = "not supported: a container has its own namespaces; remove it";
@@ -213,12 +211,12 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.deploy.resources.limits.pids", T("services: {web: {deploy: {resources: {limits: {pids: 100}}}}}")),
     ("services.*.deploy.resources.reservations", T("services: {web: {deploy: {resources: {reservations: {memory: 64m}}}}}")),
     ("services.*.deploy.resources.reservations.cpus", R("not supported: only memory is reserved")),
-    ("services.*.deploy.resources.reservations.devices", R(GPU)),
-    ("services.*.deploy.resources.reservations.devices[].capabilities", R(GPU)),
-    ("services.*.deploy.resources.reservations.devices[].count", R(GPU)),
-    ("services.*.deploy.resources.reservations.devices[].device_ids", R(GPU)),
-    ("services.*.deploy.resources.reservations.devices[].driver", R(GPU)),
-    ("services.*.deploy.resources.reservations.devices[].options", R(GPU)),
+    ("services.*.deploy.resources.reservations.devices", T("services: {web: {deploy: {resources: {reservations: {devices: [{capabilities: [gpu], count: 1}]}}}}}")),
+    ("services.*.deploy.resources.reservations.devices[].capabilities", T("services: {web: {deploy: {resources: {reservations: {devices: [{capabilities: [gpu, utility], count: 1}]}}}}}")),
+    ("services.*.deploy.resources.reservations.devices[].count", T("services: {web: {deploy: {resources: {reservations: {devices: [{capabilities: [gpu], count: 2}]}}}}}")),
+    ("services.*.deploy.resources.reservations.devices[].device_ids", T("services: {web: {deploy: {resources: {reservations: {devices: [{capabilities: [gpu], device_ids: ['0']}]}}}}}")),
+    ("services.*.deploy.resources.reservations.devices[].driver", T("services: {web: {deploy: {resources: {reservations: {devices: [{capabilities: [gpu], count: 1, driver: nvidia}]}}}}}")),
+    ("services.*.deploy.resources.reservations.devices[].options", T("services: {web: {deploy: {resources: {reservations: {devices: [{capabilities: [gpu], count: 1, options: {a: b}}]}}}}}")),
     ("services.*.deploy.resources.reservations.generic_resources", R(SWARM)),
     ("services.*.deploy.resources.reservations.generic_resources[].discrete_resource_spec", R(SWARM)),
     ("services.*.deploy.resources.reservations.generic_resources[].discrete_resource_spec.kind", R(SWARM)),
@@ -278,12 +276,12 @@ pub const FIELDS: &[(&str, Class)] = &[
     ("services.*.extends.service", T("services: {a: {image: reg.test/busybox:stable, hostname: h}, web: {extends: {service: a}}}")),
     ("services.*.external_links", R("not supported: join the other container's network instead")),
     ("services.*.extra_hosts", T("services: {web: {extra_hosts: ['db:10.0.0.2']}}")),
-    ("services.*.gpus", R(GPU)),
-    ("services.*.gpus[].capabilities", R(GPU)),
-    ("services.*.gpus[].count", R(GPU)),
-    ("services.*.gpus[].device_ids", R(GPU)),
-    ("services.*.gpus[].driver", R(GPU)),
-    ("services.*.gpus[].options", R(GPU)),
+    ("services.*.gpus", T("services: {web: {gpus: all}}")),
+    ("services.*.gpus[].capabilities", T("services: {web: {gpus: [{capabilities: [utility], count: 1}]}}")),
+    ("services.*.gpus[].count", T("services: {web: {gpus: [{count: 1}]}}")),
+    ("services.*.gpus[].device_ids", T("services: {web: {gpus: [{device_ids: ['0']}]}}")),
+    ("services.*.gpus[].driver", T("services: {web: {gpus: [{count: 1, driver: nvidia}]}}")),
+    ("services.*.gpus[].options", T("services: {web: {gpus: [{count: 1, options: {a: b}}]}}")),
     ("services.*.group_add", R("not supported: give the container an identity and grant it paths (docs/declaration.md)")),
     ("services.*.healthcheck", T("services: {web: {healthcheck: {test: [CMD, 'true']}}}")),
     ("services.*.healthcheck.disable", T("services: {web: {healthcheck: {disable: true}}}")),

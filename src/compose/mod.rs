@@ -18,6 +18,7 @@ mod context;
 mod dotenv;
 mod extends;
 pub mod fields;
+mod gpus;
 mod health;
 pub mod input;
 pub mod interpolate;
@@ -43,6 +44,7 @@ pub mod yaml;
 mod fields_tests;
 #[cfg(test)]
 mod network_tests;
+mod gpus_tests;
 #[cfg(test)]
 mod security_tests;
 #[cfg(test)]

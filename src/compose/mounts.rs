@@ -1,4 +1,5 @@
 //! A service's mounts: `volumes` in both syntaxes (binds made absolute,
+//! a target alone an anonymous volume the runtime makes and recreates carry,
 //! named volumes by their top-level names, tmpfs), `secrets` and
 //! `configs` as read-only files, `tmpfs` and `devices`. A bind source
 //! that does not exist is declared as a directory the apply makes, as
@@ -19,11 +20,19 @@ use crate::declaration::types::AbsPath;
 pub(super) fn read(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContainer) {
     let mut mounts = Vec::new();
     let mut tmpfs = Vec::new();
+    let mut anonymous = Vec::new();
     if let Some(Value::Array(entries)) = svc.get("volumes") {
         for (i, entry) in entries.iter().enumerate() {
             match entry {
+                Value::String(text) if !text.contains(':') && text.starts_with('/') => {
+                    anonymous.push(text.clone());
+                }
                 Value::String(text) => short_volume(s, text, &mut mounts),
-                Value::Object(m) => long_volume(s, i, m, &mut mounts, &mut tmpfs),
+                Value::Object(m) => {
+                    if let Some(target) = long_volume(s, i, m, &mut mounts, &mut tmpfs) {
+                        anonymous.push(target);
+                    }
+                }
                 _ => s.refuse("volumes", "expected a string or a mapping"),
             }
         }
@@ -91,6 +100,7 @@ pub(super) fn read(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContain
     }
     c.mounts = list(mounts);
     c.options.tmpfs = list(tmpfs);
+    c.options.anonymous_volumes = list(anonymous);
     if let Some(v) = svc.get("devices") {
         let mut devices = Vec::new();
         let entries = match v {
@@ -204,7 +214,7 @@ fn short_volume(s: &mut Service, text: &str, mounts: &mut Vec<RawMount>) {
         [_] => {
             s.refuse(
                 "volumes",
-                format!("{text:?}: an anonymous volume: give it a name (NAME:{text}) to keep its data, then import again"),
+                format!("{text:?} is not an absolute path in the container, nor SOURCE:TARGET"),
             );
             return;
         }
@@ -249,21 +259,20 @@ fn short_volume(s: &mut Service, text: &str, mounts: &mut Vec<RawMount>) {
     mounts.push(mount(source, target.to_owned(), read_only));
 }
 
+/// One entry of `volumes` in the long form into `mounts` or `tmpfs`; an
+/// anonymous volume's target is returned.
 fn long_volume(
     s: &mut Service,
     i: usize,
     m: &Map<String, Value>,
     mounts: &mut Vec<RawMount>,
     tmpfs: &mut Vec<RawTmpfs>,
-) {
+) -> Option<String> {
     let field = |name: &str| format!("volumes[{i}].{name}");
     let target = m.get("target").map(text).unwrap_or_default();
     let read_only = match m.get("read_only") {
-        Some(v) => match s.boolean(&field("read_only"), v) {
-            Some(b) => b,
-            // Never defaulted: the project is refused.
-            None => return,
-        },
+        // Never defaulted: not a boolean, the project is refused.
+        Some(v) => s.boolean(&field("read_only"), v)?,
         None => false,
     };
     let source = m.get("source").map(text);
@@ -271,10 +280,7 @@ fn long_volume(
         Some("bind") => {
             let bind = m.get("bind");
             let create = match bind.and_then(|b| b.get("create_host_path")) {
-                Some(v) => match s.boolean(&field("bind.create_host_path"), v) {
-                    Some(b) => b,
-                    None => return,
-                },
+                Some(v) => s.boolean(&field("bind.create_host_path"), v)?,
                 None => true,
             };
             if let Some(p) = bind.and_then(|b| b.get("propagation")) {
@@ -287,7 +293,8 @@ fn long_volume(
                 }
             }
             let Some(source) = source else {
-                return s.refuse(&field("source"), "a bind needs a source");
+                s.refuse(&field("source"), "a bind needs a source");
+                return None;
             };
             let source = bind_source(s, &source, create);
             mounts.push(mount(source, target, read_only));
@@ -302,10 +309,16 @@ fn long_volume(
                 }
             }
             let Some(key) = source else {
-                return s.refuse(
-                    "volumes",
-                    format!("{target}: an anonymous volume: give it a source to keep its data"),
-                );
+                // A volume of no name: the runtime's, carried across
+                // recreates as compose carries it.
+                if read_only {
+                    s.refuse(
+                        &field("read_only"),
+                        format!("{target}: an anonymous volume is made empty: read-only it could hold nothing; give it a source"),
+                    );
+                    return None;
+                }
+                return Some(target);
             };
             if let Some(source) = volume_source(s, &key) {
                 mounts.push(mount(source, target, read_only));
@@ -335,6 +348,7 @@ fn long_volume(
             format!("{other:?}: bind, volume and tmpfs are supported"),
         ),
     }
+    None
 }
 
 /// A long-form tmpfs `mode` as compose reads it: a number, taken as the

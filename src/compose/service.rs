@@ -65,6 +65,7 @@ pub fn container(s: &mut Service, svc: &Map<String, Value>) -> RawContainer {
     super::mounts::read(s, svc, &mut c);
     super::attach::read(s, svc, &mut c);
     super::limits::read(s, svc, &mut c.options);
+    super::gpus::read(s, svc, &mut c.options);
     if let Some(h) = svc.get("healthcheck") {
         c.health = super::health::read(s, h);
     }

@@ -302,6 +302,21 @@ fn build_with(
             .iter()
             .map(|d| (d.path.clone(), d.target.clone(), d.permissions.clone()))
             .collect(),
+        device_requests: o
+            .device_requests
+            .iter()
+            .map(|r| crate::runtime::DeviceRequestSpec {
+                driver: r.driver.clone().unwrap_or_default(),
+                count: r.count.map_or(0, |c| c.docker()),
+                device_ids: r.device_ids.clone(),
+                capabilities: r.capabilities.clone(),
+                options: r
+                    .options
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })
+            .collect(),
     };
     let spec = ContainerSpec {
         name: container.name.to_string(),
@@ -309,6 +324,7 @@ fn build_with(
         command: container.command.clone(),
         env,
         mounts,
+        anonymous_volumes: o.anonymous_volumes.clone(),
         network: container
             .network
             .as_ref()

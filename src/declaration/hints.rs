@@ -28,6 +28,8 @@ pub enum Fields {
     Logging,
     /// One of a container's `devices`.
     Device,
+    /// One of a container's `device-requests`.
+    DeviceRequest,
     /// A container's `health` object.
     Health,
     /// One of a container's `grant` entries.
@@ -54,6 +56,9 @@ pub fn known(fields: Fields) -> Vec<&'static str> {
             &defs["container"]["properties"]["ulimits"]["additionalProperties"]["properties"]
         }
         Fields::Device => &defs["container"]["properties"]["devices"]["items"]["properties"],
+        Fields::DeviceRequest => {
+            &defs["container"]["properties"]["device-requests"]["items"]["properties"]
+        }
         Fields::Logging => &defs["container"]["properties"]["logging"]["properties"],
         Fields::Health => &defs["container"]["properties"]["health"]["oneOf"][1]["properties"],
         Fields::Grant => &defs["container"]["properties"]["grant"]["items"]["properties"],

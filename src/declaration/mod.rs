@@ -46,6 +46,8 @@ mod version;
 #[cfg(test)]
 mod bounds_tests;
 #[cfg(test)]
+mod devices_tests;
+#[cfg(test)]
 mod networking_tests;
 #[cfg(test)]
 mod proptests;

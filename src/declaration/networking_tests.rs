@@ -350,6 +350,14 @@ fn depends_on_names_containers_declared_before_it() {
     assert_eq!(deps.len(), 2);
     assert_eq!(deps[0].condition, super::depends::Condition::Healthy);
     assert_eq!(deps[1].condition, super::depends::Condition::Started);
+    // A run-once step depends on what it needs up before it runs.
+    let mut db = service("db", "db");
+    db["health"] = json!({"command": ["true"]});
+    let mut migrate = service("migrate", "migrate");
+    migrate["run-once"] = json!(true);
+    migrate["depends-on"] = json!([{"id": "db", "condition": "healthy"}]);
+    let d = accept(json!([db, migrate]));
+    assert_eq!(d.container("migrate").unwrap().depends_on.len(), 1);
 
     let mut off = service("off", "off");
     off["health"] = json!("none");
@@ -389,7 +397,7 @@ fn depends_on_names_containers_declared_before_it() {
         &problems,
         Some("step"),
         Some("depends-on"),
-        "applies to a service",
+        "applies to a service or a run-once step: a scheduled step runs on its schedule",
     );
     // And the second pass's on the rest (the entry refused in pass one left out).
     assert_eq!(problems.len(), 8, "{problems:#?}");

@@ -134,6 +134,12 @@ pub struct ContainerOptions {
     /// tmpfs mounts, by target.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tmpfs: Vec<Tmpfs>,
+    /// Targets the runtime gives a volume of no name (compose's
+    /// `volumes: [/data]`), as it does an image's `VOLUME`: each
+    /// replacement is given the old container's, so a recreate keeps
+    /// the data.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub anonymous_volumes: Vec<String>,
     /// Resource limits by name (`nofile`, `nproc`, ...); -1 is no limit.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub ulimits: BTreeMap<String, Ulimit>,
@@ -146,6 +152,57 @@ pub struct ContainerOptions {
     /// Host devices given to the container.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
+    /// Devices asked of a device driver (GPUs: compose's `gpus` and
+    /// `deploy.resources.reservations.devices`, Docker's `DeviceRequests`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_requests: Vec<DeviceRequest>,
+}
+
+/// Devices asked of a runtime's device driver (Docker's `DeviceRequest`):
+/// `count` of them, or those of `device_ids`, having every one of
+/// `capabilities`; the runtime fails the start when no driver on the
+/// node answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct DeviceRequest {
+    /// The driver (`nvidia`); absent: the first that has the capabilities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<DeviceCount>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_ids: Vec<String>,
+    pub capabilities: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+}
+
+/// How many devices a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceCount {
+    /// Every device the driver has (Docker's `-1`).
+    All,
+    /// This many, at least 1.
+    N(u32),
+}
+
+impl DeviceCount {
+    /// Docker's `Count`: `-1` for all.
+    pub fn docker(self) -> i64 {
+        match self {
+            DeviceCount::All => -1,
+            DeviceCount::N(n) => i64::from(n),
+        }
+    }
+}
+
+impl Serialize for DeviceCount {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DeviceCount::All => s.serialize_str("all"),
+            DeviceCount::N(n) => s.serialize_u32(*n),
+        }
+    }
 }
 
 /// A tmpfs mounted at `target`, of `size` bytes (half the memory by

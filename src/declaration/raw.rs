@@ -328,6 +328,10 @@ pub struct RawOptions {
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub tmpfs: List<RawTmpfs>,
     #[serde(skip_serializing_if = "Field::is_absent")]
+    pub anonymous_volumes: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub device_requests: List<RawDeviceRequest>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
     pub ulimits: Field<BTreeMap<String, Field<RawUlimit>>>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub sysctls: Field<BTreeMap<String, Field<String>>>,
@@ -391,6 +395,28 @@ pub struct RawDevice {
     pub target: Field<String>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub permissions: Field<String>,
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// One entry of `device-requests`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(
+    default,
+    rename_all = "kebab-case",
+    expecting = "a device request object"
+)]
+pub struct RawDeviceRequest {
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub driver: Field<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub count: Field<Value>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub device_ids: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub capabilities: List<String>,
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub options: Field<BTreeMap<String, Field<String>>>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, Value>,
 }

@@ -27,6 +27,7 @@ use units::read_unit;
 mod container;
 mod cross_check;
 mod depends;
+mod device_requests;
 mod entry;
 mod fields;
 mod files;

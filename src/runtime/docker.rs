@@ -12,11 +12,13 @@ use super::{
 mod client;
 mod containers;
 mod create;
+mod devices;
 mod events;
 mod health;
 mod image_defaults;
 mod images;
 mod inspection;
+mod log_driver;
 mod network_none;
 mod networking;
 mod output;
@@ -141,10 +143,11 @@ impl ContainerRuntime for DockerRuntime {
 #[cfg(test)]
 mod tests {
     use super::client::{pin_version, pinned_version};
-    use super::containers::{create_body, is_podman_stopped, log_config};
+    use super::containers::{create_body, is_podman_stopped};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
     use super::inspection::volumes;
+    use super::log_driver::log_config;
     use super::*;
     use crate::runtime::PortSpec;
     use crate::runtime::{HealthSpec, JournalLog, MountSpec, RestartPolicy, LABEL_MANAGED};
@@ -345,6 +348,7 @@ mod tests {
                     read_only: false,
                 },
             ],
+            anonymous_volumes: Vec::new(),
             network: Some("host".into()),
             networks: Vec::new(),
             ports: Vec::new(),
@@ -464,7 +468,15 @@ mod tests {
                 sysctls: vec![("net.core.somaxconn".into(), "1024".into())],
                 extra_hosts: vec!["db:10.0.0.5".into()],
                 devices: vec![("/dev/fuse".into(), "/dev/fuse".into(), "rwm".into())],
+                device_requests: vec![crate::runtime::DeviceRequestSpec {
+                    driver: "nvidia".into(),
+                    count: -1,
+                    device_ids: Vec::new(),
+                    capabilities: vec!["gpu".into(), "utility".into()],
+                    options: vec![("a".into(), "b".into())],
+                }],
             },
+            anonymous_volumes: vec!["/data".into()],
             ..Default::default()
         };
         let body = create_body(&spec);
@@ -519,10 +531,22 @@ mod tests {
         let fuse = &host.devices.expect("devices")[0];
         assert_eq!(fuse.path_on_host.as_deref(), Some("/dev/fuse"));
         assert_eq!(fuse.cgroup_permissions.as_deref(), Some("rwm"));
+        // As compose 1.29 sends a reservation: its capabilities one AND list.
+        let gpu = &host.device_requests.expect("device requests")[0];
+        assert_eq!(
+            (gpu.driver.as_deref(), gpu.count),
+            (Some("nvidia"), Some(-1))
+        );
+        assert_eq!(
+            gpu.capabilities,
+            Some(vec![vec!["gpu".to_owned(), "utility".to_owned()]])
+        );
+        assert_eq!(body.volumes, Some(vec!["/data".to_owned()]));
         let plain = create_body(&ContainerSpec::default());
         let host = plain.host_config.expect("host config");
         assert_eq!((host.memory, host.init, host.cap_add), (None, None, None));
         assert_eq!(plain.entrypoint, None, "the image's own");
+        assert_eq!((host.device_requests, plain.volumes), (None, None));
     }
 
     #[test]

@@ -310,6 +310,10 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     /// Bind mounts and volumes.
     pub mounts: Vec<MountSpec>,
+    /// Targets the runtime gives a fresh volume of no name (Docker's
+    /// `Config.Volumes`, as an image's `VOLUME`) unless a mount covers
+    /// them: a replacement carries the old one's there.
+    pub anonymous_volumes: Vec<String>,
     /// `"host"`, `"none"` or a network name; `None` = the runtime's default
     /// (or the first of `networks`).
     pub network: Option<String>,
@@ -386,6 +390,21 @@ pub struct ProcessSpec {
     pub extra_hosts: Vec<String>,
     /// Devices: host path, container path, cgroup permissions.
     pub devices: Vec<(String, String, String)>,
+    /// Devices asked of a device driver (`HostConfig.DeviceRequests`).
+    pub device_requests: Vec<DeviceRequestSpec>,
+}
+
+/// One request for devices of a driver (Docker's `DeviceRequest`), as
+/// compose sends it: its capabilities one AND list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRequestSpec {
+    /// Empty: the first driver with the capabilities.
+    pub driver: String,
+    /// `-1`: every device; `0` with `device_ids`.
+    pub count: i64,
+    pub device_ids: Vec<String>,
+    pub capabilities: Vec<String>,
+    pub options: Vec<(String, String)>,
 }
 
 /// A declared log driver (Docker's `LogConfig`).

@@ -25,7 +25,6 @@ use super::context::Context;
 use crate::container_spec::{
     BuiltContainer, LABEL_IDENTITY, LABEL_RECORD, LABEL_ROLE, RECORD_FORMAT,
 };
-use crate::declaration::depends::Condition;
 use crate::declaration::Health;
 use crate::declaration::{Container, Resource};
 use crate::runtime::{replaced_name, ContainerSummary, LABEL_RESOURCE};
@@ -318,15 +317,7 @@ pub(super) async fn service(
     } else {
         None
     };
-    let healthy_first = c
-        .depends_on
-        .iter()
-        .filter(|dep| dep.condition == Condition::Healthy)
-        .filter_map(|dep| {
-            let named = d.decl.container(dep.id.as_str())?;
-            Some((dep.id.to_string(), named.name.to_string()))
-        })
-        .collect();
+    let healthy_first = super::super::depends::healthy_first(d.decl, c);
     let (action, mut reason) = words(&act);
     if pull.is_some()
         && matches!(

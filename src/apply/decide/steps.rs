@@ -69,6 +69,7 @@ pub(super) async fn run_once(
         pull,
         from,
         timeout: c.timeout,
+        healthy_first: super::super::depends::healthy_first(d.decl, c),
     };
     decided(
         Action::Ran,

@@ -99,7 +99,10 @@ async fn declared_from(cx: &mut Context<'_>, start: usize, plan: &mut Plan) {
                         let decision = services::service(cx, slot, res, c).await;
                         super::super::depends::after_failed(&cx.failed, c, decision)
                     }
-                    Role::RunOnce => steps::run_once(cx, slot, res, c).await,
+                    Role::RunOnce => {
+                        let decision = steps::run_once(cx, slot, res, c).await;
+                        super::super::depends::after_failed(&cx.failed, c, decision)
+                    }
                     Role::Scheduled(_) => steps::scheduled(cx, slot, res, c).await,
                 };
                 decision.note = unhealthy_note(c);

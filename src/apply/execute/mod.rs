@@ -291,7 +291,20 @@ impl<'a> Executor<'a> {
                 outcome
             }
             Work::Service(_) => Outcome::failed("a service outside its batch".into()),
-            Work::RunOnce(work) => steps::run_once(&self.tools, id, &work).await,
+            Work::RunOnce(work) => {
+                // What it depends on was converged before it: one that
+                // failed leaves it not run; a healthy one is waited for.
+                let failed_dep = container_of(self.decl, &decision.slot)
+                    .and_then(|c| depends::failed_of(&self.failed, c))
+                    .map(depends::not_run);
+                if let Some(why) = failed_dep {
+                    return Outcome::failed(why);
+                }
+                if let Err(why) = health::wait(&self.tools, id, &work.healthy_first).await {
+                    return Outcome::failed(why);
+                }
+                steps::run_once(&self.tools, id, &work).await
+            }
             Work::Schedule(work) => steps::schedule(&self.tools, work, decision).await,
             Work::File(work) => files::file(&work, decision),
             Work::Directory(work) => files::directory(&work, decision),

@@ -23,7 +23,7 @@ use crate::declaration::types::{
 
 pub(super) fn read_container(
     s: &mut Sink,
-    c: RawContainer,
+    mut c: RawContainer,
     entry: &mut Entry,
 ) -> Option<Container> {
     refuse_unknown(s, "", c.unknown, Fields::Resource("container"));
@@ -141,7 +141,10 @@ pub(super) fn read_container(
         take(s, "user", c.user).and_then(|u| check(s, "user", UserSpec::try_from(u.as_str())));
     let access = identities::read_container_access(s, c.identity, c.grant, has_user, entry);
     let health = health::read_health(s, c.health);
-    let options = options::read_options(s, c.options);
+    let anonymous = std::mem::take(&mut c.options.anonymous_volumes);
+    let mut options = options::read_options(s, c.options);
+    options.anonymous_volumes =
+        options::read_anonymous_volumes(s, anonymous, &options.tmpfs, &targets);
 
     let run_once = take(s, "run-once", c.run_once).unwrap_or(false);
     if run_once && has_schedule {
@@ -232,10 +235,10 @@ pub(super) fn read_container(
         );
     }
 
-    if has_depends_on && role_kind != RoleKind::Service {
+    if has_depends_on && role_kind == RoleKind::Scheduled {
         s.at(
             "depends-on",
-            "depends-on applies to a service container: a step runs when its own turn comes",
+            "depends-on applies to a service or a run-once step: a scheduled step runs on its schedule",
         );
     }
     if options.logging.is_some() && role_kind != RoleKind::Service {

@@ -17,6 +17,7 @@ use crate::declaration::options::{
     UNLIMITED,
 };
 use crate::declaration::raw::{kind_of, Field, List, RawDevice, RawOptions, RawTmpfs, RawUlimit};
+use crate::declaration::types::AbsPath;
 
 /// Longest `stop-grace` taken: an hour.
 const MAX_STOP_GRACE_SECS: u64 = 3600;
@@ -168,6 +169,7 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         }
     }
     let devices = read_devices(s, raw.devices);
+    let device_requests = super::device_requests::read_device_requests(s, raw.device_requests);
     ContainerOptions {
         entrypoint,
         working_dir,
@@ -191,10 +193,13 @@ pub(super) fn read_options(s: &mut Sink, raw: RawOptions) -> ContainerOptions {
         pids_limit,
         shm_size,
         tmpfs,
+        // Read beside the mounts, whose targets they may not take.
+        anonymous_volumes: Vec::new(),
         ulimits,
         sysctls,
         extra_hosts,
         devices,
+        device_requests,
     }
 }
 
@@ -452,4 +457,37 @@ fn signal_ok(sig: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'+' || b == b'-')
+}
+
+/// `anonymous-volumes`: each an absolute path in the container (not
+/// `/`), named once, and no tmpfs target nor mount target (`mounted`
+/// names the mount there).
+pub(super) fn read_anonymous_volumes(
+    s: &mut Sink,
+    raw: List<String>,
+    tmpfs: &[Tmpfs],
+    mounted: &std::collections::HashMap<AbsPath, String>,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (path, target) in take_list(s, "anonymous-volumes", raw) {
+        let Ok(abs) = AbsPath::try_from(target.clone()) else {
+            s.at(
+                &path,
+                format!("{target:?} is not an absolute path in the container"),
+            );
+            continue;
+        };
+        if abs.is_root() {
+            s.at(&path, "\"/\": a volume cannot cover the container's root");
+        } else if out.iter().any(|t| *t == abs.as_str()) {
+            s.at(&path, format!("{target} is named twice"));
+        } else if tmpfs.iter().any(|t| t.target == abs.as_str()) {
+            s.at(&path, format!("{target} is already a tmpfs target"));
+        } else if let Some(first) = mounted.get(&abs) {
+            s.at(&path, format!("{target} is already the target of {first}"));
+        } else {
+            out.push(abs.as_str().to_owned());
+        }
+    }
+    out
 }

@@ -156,7 +156,10 @@ impl DockerRuntime {
                 message,
             } => RuntimeError::Api {
                 context: context.into(),
-                reason: format!("status {status_code}: {message}"),
+                reason: format!(
+                    "status {status_code}: {message}{}",
+                    missing_device_driver(&message)
+                ),
             },
             BollardError::RequestTimeoutError => RuntimeError::Unreachable {
                 endpoint: self.endpoint.clone(),
@@ -242,4 +245,15 @@ pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// What Docker's "could not select device driver" means, said: the
+/// container's `device-requests` ask for a driver this node lacks (as
+/// under compose, whose start fails the same way).
+fn missing_device_driver(message: &str) -> &'static str {
+    if message.contains("could not select device driver") {
+        " (the device driver its device-requests ask for is missing on this node: install the GPU's driver and its container toolkit, or run it on a node that has them)"
+    } else {
+        ""
+    }
 }

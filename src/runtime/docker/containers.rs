@@ -9,9 +9,8 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum,
-    ContainerSummaryStateEnum, DeviceMapping, HostConfig, HostConfigLogConfig, Mount, MountType,
-    NetworkingConfig, PortBinding, ResourcesUlimits, RestartPolicy as DockerRestart,
-    RestartPolicyNameEnum,
+    ContainerSummaryStateEnum, HostConfig, Mount, MountType, NetworkingConfig, PortBinding,
+    ResourcesUlimits, RestartPolicy as DockerRestart, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     KillContainerOptions, ListContainersOptions, RemoveContainerOptions, RenameContainerOptions,
@@ -23,9 +22,10 @@ use super::client::{DockerRuntime, LONG_TIMEOUT};
 pub(super) use super::create::create_as;
 use super::health::health_config;
 use super::inspection::{container_info, to_btree};
+use super::log_driver::{declared_log_config, log_config};
 use crate::runtime::{
-    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
-    RuntimeError, LABEL_MANAGED, MANAGED_VALUE,
+    ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, RestartPolicy, RuntimeError,
+    LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Added to a container's own stop grace for the stop request's timeout.
@@ -588,16 +588,8 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         }),
         sysctls: (!p.sysctls.is_empty()).then(|| p.sysctls.iter().cloned().collect()),
         extra_hosts: (!p.extra_hosts.is_empty()).then(|| p.extra_hosts.clone()),
-        devices: (!p.devices.is_empty()).then(|| {
-            p.devices
-                .iter()
-                .map(|(host, target, permissions)| DeviceMapping {
-                    path_on_host: Some(host.clone()),
-                    path_in_container: Some(target.clone()),
-                    cgroup_permissions: Some(permissions.clone()),
-                })
-                .collect()
-        }),
+        devices: super::devices::mappings(p),
+        device_requests: super::devices::requests(p),
         network_mode: spec
             .network
             .clone()
@@ -628,6 +620,9 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         host_config: Some(host_config),
         healthcheck: spec.health.as_ref().map(health_config),
         exposed_ports: (!exposed.is_empty()).then_some(exposed),
+        // As compose 1.29 sends `volumes: [/data]`: the runtime makes a
+        // volume of no name there, as for an image's `VOLUME`.
+        volumes: (!spec.anonymous_volumes.is_empty()).then(|| spec.anonymous_volumes.clone()),
         entrypoint: p.entrypoint.clone(),
         working_dir: p.working_dir.clone(),
         hostname: p.hostname.clone(),
@@ -651,35 +646,6 @@ fn security_opt(p: &crate::runtime::ProcessSpec) -> Option<Vec<String>> {
         .then(|| "no-new-privileges:true".to_owned());
     let all: Vec<String> = nnp.into_iter().chain(p.security_opt.clone()).collect();
     (!all.is_empty()).then_some(all)
-}
-
-/// A service's declared log driver and options.
-fn declared_log_config(log: &crate::runtime::LogSpec) -> HostConfigLogConfig {
-    HostConfigLogConfig {
-        typ: log.driver.clone(),
-        config: Some(log.options.iter().cloned().collect()),
-    }
-}
-
-/// The log driver's configuration for `journal`. Docker's `journald`
-/// driver turns the listed labels into fields of each entry. Podman 4.3's
-/// carries no label, so there the output goes to a file of the
-/// container's own (`k8s-file`, which its `logs` reads back) and mesh-host
-/// forwards it to the journal with the same fields (src/schedule/forward.rs).
-pub(super) fn log_config(journal: &JournalLog, podman: bool) -> HostConfigLogConfig {
-    if podman {
-        return HostConfigLogConfig {
-            typ: Some("k8s-file".to_owned()),
-            config: None,
-        };
-    }
-    HostConfigLogConfig {
-        typ: Some("journald".to_owned()),
-        config: Some(HashMap::from([
-            ("tag".to_owned(), journal.tag.clone()),
-            ("labels".to_owned(), journal.labels.join(",")),
-        ])),
-    }
 }
 
 /// Runs `request` (an inspect or a list of containers) until its answer is

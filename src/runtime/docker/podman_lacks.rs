@@ -6,7 +6,9 @@
 //! driver comes back as the default `journald` with its options dropped,
 //! a tmpfs `uid=`/`gid=` option fails the create ("unknown mount
 //! option"), and so does an extra host at `host-gateway` ("invalid IP
-//! address in add-host").
+//! address in add-host"). Its `DeviceRequests` are dropped (a container
+//! asking for a GPU driver the node lacks is created and started
+//! without it), where Docker fails the start.
 
 use std::collections::BTreeMap;
 
@@ -57,6 +59,9 @@ pub(super) fn lacking(spec: &ContainerSpec) -> Option<String> {
     if spec.process.extra_hosts.iter().any(gateway) {
         lacks.push("extra-hosts host-gateway (Podman 4.3 takes IP addresses alone)");
     }
+    if !spec.process.device_requests.is_empty() {
+        lacks.push("device-requests (Podman 4.3's compatible API drops them: the container would start without its GPUs)");
+    }
     (!lacks.is_empty()).then(|| {
         format!(
             "not supported on Podman: {}; remove it or run on Docker (docs/podman.md)",
@@ -90,5 +95,15 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("extra-hosts host-gateway"), "{why}");
+        let mut gpu = ContainerSpec::default();
+        gpu.process.device_requests = vec![crate::runtime::DeviceRequestSpec {
+            driver: "nvidia".into(),
+            count: 1,
+            device_ids: Vec::new(),
+            capabilities: vec!["gpu".into()],
+            options: Vec::new(),
+        }];
+        let why = lacking(&gpu).expect("lacking");
+        assert!(why.contains("device-requests ("), "{why}");
     }
 }

@@ -33,13 +33,16 @@ impl Volumes {
                 read_only: m.read_only,
             })
             .collect();
-        let declared = self
+        let mut declared = self
             .image_volumes
             .get(&spec.image)
             .cloned()
             .unwrap_or_default();
+        declared.extend(spec.anonymous_volumes.iter().cloned());
         for target in declared {
-            if spec.mounts.iter().any(|m| m.target == target) {
+            if spec.mounts.iter().any(|m| m.target == target)
+                || mounted.iter().any(|v| v.target == target)
+            {
                 continue;
             }
             *next_id += 1;
