@@ -43,8 +43,9 @@ pub mod yaml;
 #[cfg(test)]
 mod fields_tests;
 #[cfg(test)]
-mod network_tests;
 mod gpus_tests;
+#[cfg(test)]
+mod network_tests;
 #[cfg(test)]
 mod security_tests;
 #[cfg(test)]
