@@ -139,6 +139,13 @@ pub enum Command {
         /// Since when it was suspended (`None`: it was not), or why not.
         reply: oneshot::Sender<Result<Option<DateTime<Utc>>, String>>,
     },
+    /// Keep the steps armed (an apply found the node as the declaration
+    /// they were armed from left it): suspensions read again, containers
+    /// not made ready tried again, as a sync of the same steps does.
+    Refresh {
+        /// How many steps are armed.
+        reply: oneshot::Sender<usize>,
+    },
     /// Report every step's state.
     Status {
         /// The answer.
@@ -158,6 +165,14 @@ impl SchedulerHandle {
     pub async fn sync(&self, steps: Vec<ScheduledStep>) -> Option<SyncReport> {
         let (reply, rx) = oneshot::channel();
         self.inbox.send(Command::Sync { steps, reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Keep the steps armed as they are ([`Command::Refresh`]); how many
+    /// there are.
+    pub async fn refresh(&self) -> Option<usize> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox.send(Command::Refresh { reply }).await.ok()?;
         rx.await.ok()
     }
 
@@ -559,6 +574,10 @@ impl Scheduler {
                 let (report, changed) = self.sync(steps);
                 let _ = reply.send(report);
                 changed
+            }
+            Command::Refresh { reply } => {
+                let _ = reply.send(self.refresh());
+                false
             }
             Command::RunNow {
                 step,
