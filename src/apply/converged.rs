@@ -220,6 +220,14 @@ impl Converged {
         self.request == digest(bytes)
     }
 
+    /// Every resource's line: `unchanged`, in declaration order.
+    pub fn lines(&self) -> Vec<ReportLine> {
+        self.ids
+            .iter()
+            .map(|id| ReportLine::new(id.clone(), Action::Unchanged, None))
+            .collect()
+    }
+
     /// How many resources it declares.
     pub fn resources(&self) -> usize {
         self.ids.len()
@@ -255,15 +263,15 @@ fn converged_report(decl: &Declaration, report: &ApplyReport) -> Result<(), Stri
     Ok(())
 }
 
-/// Whether the machine is as `converged` left it: the report's lines
-/// (every resource `unchanged`), or why it must be decided in full. The
-/// caller holds the apply lock; `listing` was asked for under it.
+/// Whether the machine is as `converged` left it, or why it must be
+/// decided in full. The caller holds the apply lock; `listing` was asked
+/// for under it.
 pub(crate) async fn check(
     converged: &Converged,
     windows: &Windows,
     view: &dyn crate::runtime::RuntimeView,
     listing: super::facts::InFlight,
-) -> Result<Vec<ReportLine>, String> {
+) -> Result<(), String> {
     let checked = check_files(converged, windows);
     if let Err(why) = checked {
         listing.abort();
@@ -280,11 +288,7 @@ pub(crate) async fn check(
             return Err(format!("image {image} is not present"));
         }
     }
-    Ok(converged
-        .ids
-        .iter()
-        .map(|id| ReportLine::new(id.clone(), Action::Unchanged, None))
-        .collect())
+    Ok(())
 }
 
 /// The files, the window records and the machine as left.

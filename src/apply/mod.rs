@@ -241,26 +241,38 @@ impl Applier {
     /// `apply FILE` of the request `converged` was left by, answered
     /// without validating or deciding anything when the machine is as that
     /// apply left it ([`converged`]): every resource `unchanged`, the time
-    /// of the apply recorded. `Err`: why it must be decided in full.
-    pub async fn apply_converged(&self, converged: &Converged) -> Result<ApplyReport, String> {
-        self.check_converged(converged, Then::CarryOut).await
+    /// of the apply recorded; their lines built only when `every_line`
+    /// (else counted: thousands of `unchanged` say nothing new).
+    /// `Err`: why it must be decided in full.
+    pub async fn apply_converged(
+        &self,
+        converged: &Converged,
+        every_line: bool,
+    ) -> Result<ApplyReport, String> {
+        self.check_converged(converged, Then::CarryOut, every_line)
+            .await
     }
 
     /// `diff FILE` of the request `converged` was left by: as
     /// [`Applier::apply_converged`], nothing recorded.
     pub async fn preview_converged(&self, converged: &Converged) -> Result<ApplyReport, String> {
-        self.check_converged(converged, Then::Show).await
+        self.check_converged(converged, Then::Show, true).await
     }
 
     async fn check_converged(
         &self,
         converged: &Converged,
         then: Then,
+        every_line: bool,
     ) -> Result<ApplyReport, String> {
         let started_at = Utc::now();
         let _lock = self.lock(started_at).await.map_err(|r| r.summary())?;
         let listing = self.start_listing();
-        let lines = converged::check(converged, &self.windows, &*self.runtime, listing).await?;
+        converged::check(converged, &self.windows, &*self.runtime, listing).await?;
+        let (lines, unchanged_unlisted) = match every_line {
+            true => (converged.lines(), 0),
+            false => (Vec::new(), converged.resources()),
+        };
         let finished_at = Utc::now();
         let error = match then {
             Then::Show => None,
@@ -281,6 +293,7 @@ impl Applier {
             started_at,
             finished_at,
             lines,
+            unchanged_unlisted,
             windows: Vec::new(),
             halted: None,
             error,

@@ -404,11 +404,12 @@ impl Daemon {
         &self,
         bytes: &[u8],
         allow_empty: bool,
+        every_line: bool,
         progress: Reporter,
     ) -> Result<ApplyReport, crate::apply::InstallRefused> {
         let _serial = self.applying.lock().await;
         if let Some(converged) = self.converged_to(bytes) {
-            match self.applier.apply_converged(&converged).await {
+            match self.applier.apply_converged(&converged, every_line).await {
                 Ok(report) => {
                     self.after_converged(&report).await;
                     return Ok(report);
@@ -563,9 +564,10 @@ impl Daemon {
                 declaration,
                 allow_empty,
                 progress: _,
+                every_line,
             } => {
                 let applied = self
-                    .install_and_apply(declaration.as_bytes(), allow_empty, progress)
+                    .install_and_apply(declaration.as_bytes(), allow_empty, every_line, progress)
                     .await;
                 if let Err(crate::apply::InstallRefused::Empty(refused)) = &applied {
                     tracing::warn!("apply refused: {refused}");
