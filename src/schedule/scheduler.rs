@@ -247,6 +247,10 @@ impl SchedulerHandle {
 pub struct Scheduler {
     table: JobTable,
     steps: BTreeMap<String, ScheduledStep>,
+    /// Steps whose next fire is beyond the horizon, by that fire: armed
+    /// when it comes within ([`crate::schedule::ready::HORIZON`]).
+    beyond: std::collections::BTreeSet<(DateTime<Utc>, String)>,
+    horizon: std::time::Duration,
     history: BTreeMap<String, StepHistory>,
     /// Steps an operator suspended (the state directory's, kept in step).
     suspended: Suspended,
@@ -292,6 +296,8 @@ impl Scheduler {
         let scheduler = Scheduler {
             table: JobTable::new(),
             steps: BTreeMap::new(),
+            beyond: Default::default(),
+            horizon: crate::fault::arm_horizon(crate::schedule::ready::HORIZON),
             history,
             suspended,
             firer,
@@ -345,7 +351,10 @@ impl Scheduler {
             if let Some(w) = &mut watchdog {
                 feed_at = w.feed_if_due(feed_at);
             }
-            let wake = self.table.next_wake();
+            let wake = match (self.table.next_wake(), self.arm_within_horizon(now)) {
+                (Some(due), Some(arm)) => Some(due.min(arm)),
+                (due, arm) => due.or(arm),
+            };
             let fed = watchdog.is_some();
             tokio::select! {
                 cmd = self.inbox.recv() => match cmd {
@@ -538,7 +547,7 @@ impl Scheduler {
 
     /// Make the container of `step`'s next fire ready ahead of it, unless a
     /// run of it is in flight (its end arms the next).
-    fn make_ready(&self, step: &str) {
+    fn make_ready(&mut self, step: &str) {
         let Some(s) = self.steps.get(step) else {
             return;
         };
@@ -548,8 +557,27 @@ impl Scheduler {
             return;
         }
         if let Some(due) = self.table.next_due(step) {
-            self.firer.readier().arm(&s.def, due, self.clock.now());
+            let now = self.clock.now();
+            if !self.firer.readier().arm(&s.def, due, now, self.horizon) {
+                self.beyond.insert((due, step.to_string()));
+            }
         }
+    }
+
+    /// Arm the steps whose next fire came within the horizon; when the
+    /// next of the others comes within it.
+    fn arm_within_horizon(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let horizon = chrono::Duration::from_std(self.horizon).unwrap_or_default();
+        while let Some((due, step)) = self.beyond.first().cloned() {
+            if due - horizon > now {
+                return Some(due - horizon);
+            }
+            self.beyond.pop_first();
+            // Its next fire now, whichever it is (a stale entry re-arms
+            // nothing).
+            self.make_ready(&step);
+        }
+        None
     }
 
     fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool, progress: Reporter) {
