@@ -124,6 +124,45 @@ fn misuse_is_exit_2_and_every_command_explains_itself() {
 }
 
 #[test]
+fn a_file_that_is_not_utf_8_is_refused_alike_by_apply_and_diff_with_or_without_local() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("d.json");
+    std::fs::write(
+        &file,
+        b"{\"declaration\": 1, \"resources\": [{\"id\": \"caf\xe9\", \"type\": \"file\"}]}",
+    )
+    .expect("write");
+    let f = file.to_str().expect("path");
+    let sock = dir.path().join("none.sock");
+    let state = dir.path().join("state");
+    let common = [
+        "--control-socket",
+        sock.to_str().expect("path"),
+        "--state-dir",
+        state.to_str().expect("path"),
+        // No runtime either: the refusal comes before both.
+        "--docker-host",
+        "unix:///nonexistent/docker.sock",
+    ];
+    let mut answers = Vec::new();
+    for args in [
+        vec!["apply", f, "--json"],
+        vec!["apply", f, "--local", "--json"],
+        vec!["diff", f, "--json"],
+        vec!["diff", f, "--local", "--json"],
+    ] {
+        let out = mesh(&[&common[..], &args[..]].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: no JSON ({e}): {}", stderr(&out)));
+        assert_eq!(answer["accepted"], false, "{args:?}: {answer}");
+        answers.push(answer);
+    }
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:#?}");
+    assert!(!state.exists(), "a refused FILE made the state directory");
+}
+
+#[test]
 fn without_a_daemon_the_client_says_so_and_points_at_local() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sock = dir.path().join("control.sock");

@@ -312,6 +312,52 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
     assert!(violated.contains("stopping it again"), "{violated}");
 }
 
+/// A held container that takes 4 s to end on SIGTERM: a stop of it is in
+/// flight for that long.
+const SLOW_TO_STOP: &str = "trap 'sleep 4; exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_stop_of_a_held_container_in_flight_when_the_window_closes_does_not_leave_it_stopped() {
+    let mut w = World::new("inflight");
+    let img = w.pulled_busybox();
+    let svc = w.name("svc");
+    w.node.docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        &svc,
+        "--network",
+        "none",
+        &img,
+        "sh",
+        "-c",
+        SLOW_TO_STOP,
+    ]);
+    let step = w.name("step");
+    let mut held = declare::service("svc", &svc, &img);
+    held["command"] = json!(["sh", "-c", SLOW_TO_STOP]);
+    w.write_declaration(json!([
+        held,
+        declare::step("inflight", &step, &img, "sleep 2", &["svc"], 60),
+    ]));
+    let child = w.spawn_local("inflight");
+    w.wait_running("the step to run", &step);
+    // Started by someone else: the window's watcher stops it again, a
+    // stop that lasts 4 s, past the step's end and the window's close.
+    w.node.docker_ok(&["start", &svc]);
+    let out = child.wait_with_output().expect("mesh-host run");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // Whatever was in flight has landed by now: the service runs. (Cut
+    // off, the watcher's stop landed after the close's start.)
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(
+        w.running(&svc),
+        "the window closed but {svc} is stopped: {}",
+        stdout(&out)
+    );
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {

@@ -1,8 +1,8 @@
 //! `mesh-host update [FILE]`: each container declared with `"update":
 //! "registry"` and an image `REPO:TAG@sha256:…` follows its tag. The
-//! registry is asked (through the runtime's distribution inspection) what
-//! `TAG` points to now; where it moved, the new digest replaces the old
-//! one in the declaration, unless a roll back refused that very image on
+//! registry is asked, once per tag, through the runtime
+//! ([`RuntimeView::registry_digests`]) what `TAG` points to now; where it
+//! moved, the new digest replaces the old one in the declaration, unless a roll back refused that very image on
 //! this node (`refused.<name>.json`): it is skipped until the tag moves
 //! again. The file itself is written by the command line
 //! (`cli::update`): this decides and answers.
@@ -107,6 +107,7 @@ pub async fn follow_tags(
         left: Vec::new(),
         previous: None,
     };
+    let mut answers: BTreeMap<String, Result<Vec<String>, String>> = BTreeMap::new();
     for (res, c) in decl.containers() {
         if c.update != Some(UpdatePolicy::Registry) {
             continue;
@@ -115,14 +116,38 @@ pub async fn follow_tags(
         let id = res.id.to_string();
         let tagged = format!("{}:{tag}", c.image.repository());
         let from = c.image.digest().to_string();
-        let to = match view.registry_digest(&tagged).await {
-            Ok(digest) => digest,
+        // One question per tag, however many containers follow it.
+        if !answers.contains_key(&tagged) {
+            let answer = view
+                .registry_digests(&tagged)
+                .await
+                .map_err(|e| crate::runtime::explain(&e));
+            answers.insert(tagged.clone(), answer);
+        }
+        let to = match &answers[&tagged] {
+            // The declared digest among those the tag is known by (a list
+            // and its instance, on Podman): nothing moved.
+            Ok(digests) if digests.contains(&from) => from.clone(),
+            Ok(digests) if digests.len() == 1 => digests[0].clone(),
+            Ok(digests) => {
+                update.left.push(Left {
+                    id,
+                    tag: tagged,
+                    why: "unanswered",
+                    detail: format!(
+                        "the tag's image is known by {} digests ({}): which to pin cannot be told; pin one by hand",
+                        digests.len(),
+                        digests.join(", ")
+                    ),
+                });
+                continue;
+            }
             Err(e) => {
                 update.left.push(Left {
                     id,
                     tag: tagged,
                     why: "unanswered",
-                    detail: crate::runtime::explain(&e),
+                    detail: e.clone(),
                 });
                 continue;
             }
@@ -256,6 +281,55 @@ mod tests {
         let fake = FakeRuntime::new();
         let update = follow_tags(&fake, &parse(&doc), &mut doc, &refused, "d").await;
         assert_eq!(update.left[0].why, "unanswered");
+        assert_eq!(update.exit(), Exit::Failed);
+    }
+
+    #[tokio::test]
+    async fn each_tag_is_asked_once_and_a_digest_among_several_is_current() {
+        use crate::runtime::fake::Call;
+        let fake = FakeRuntime::new();
+        let mut doc = raw(true);
+        doc["resources"][1]["update"] = json!("registry");
+        // Known by the declared digest and another (a list and its
+        // instance): nothing moved, for either container.
+        fake.set_repo_digests(
+            "registry.test/app:1.2",
+            &[
+                &format!("registry.test/app@{NEW}"),
+                &format!("registry.test/app@{OLD}"),
+            ],
+        );
+        let update = follow_tags(&fake, &parse(&doc), &mut doc, &BTreeMap::new(), "d").await;
+        assert!(update.moved.is_empty(), "{update:?}");
+        assert_eq!(update.left.len(), 2);
+        assert!(update.left.iter().all(|l| l.why == "current"), "{update:?}");
+        let asked = fake
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::ImagePresent(r) if r == "registry.test/app:1.2"))
+            .count();
+        assert_eq!(asked, 1);
+
+        // Known by two digests, neither declared: which one to pin cannot
+        // be told, and the file is left as it is.
+        let third = "sha256:3333333333333333333333333333333333333333333333333333333333333333";
+        let fake = FakeRuntime::new();
+        fake.set_repo_digests(
+            "registry.test/app:1.2",
+            &[
+                &format!("registry.test/app@{NEW}"),
+                &format!("registry.test/app@{third}"),
+            ],
+        );
+        let before = doc.clone();
+        let update = follow_tags(&fake, &parse(&doc), &mut doc, &BTreeMap::new(), "d").await;
+        assert!(update.moved.is_empty());
+        assert!(
+            update.left.iter().all(|l| l.why == "unanswered"),
+            "{update:?}"
+        );
+        assert!(update.left[0].detail.contains("2 digests"), "{update:?}");
+        assert_eq!(doc, before);
         assert_eq!(update.exit(), Exit::Failed);
     }
 }

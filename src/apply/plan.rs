@@ -275,21 +275,33 @@ impl ServiceWork {
             )
     }
 
-    /// Its `rollback-after` when it is gated on a declared check: what
-    /// the plan says. (One gated by its image's own check alone is found
-    /// so only once the new container is inspected: the plan does not
-    /// read images.)
-    pub(crate) fn declared_gate(&self) -> Option<Duration> {
-        self.rollback_after
-            .filter(|_| self.gated() && self.health_declared)
+    /// Its `rollback-after` when carrying it out is gated: on its declared
+    /// check, or on its image's own check if the image declares one (the
+    /// plan does not read images: the new container's inspection says).
+    pub(crate) fn gate(&self) -> Option<Duration> {
+        self.rollback_after.filter(|_| self.gated())
     }
 
-    /// The plan's step that waits for it to be healthy, when it is gated
-    /// on a declared check.
+    /// What its reason says of its gate, when the check is declared:
+    /// `health-gated, rollback-after 90 s`. (One its image's check may
+    /// gate is said by its `wait-healthy` step alone, every recreate of a
+    /// service without a declared check being one.)
+    pub(crate) fn gate_said(&self) -> Option<String> {
+        let after = self.gate()?.as_secs();
+        self.health_declared
+            .then(|| format!("health-gated, rollback-after {after} s"))
+    }
+
+    /// The plan's step that waits for it to be healthy, when it is gated.
     pub(crate) fn gate_step(&self) -> Option<StepLine> {
-        let after = self.declared_gate()?;
+        let after = self.gate()?;
+        let check = if self.health_declared {
+            "its check"
+        } else {
+            "its image's check, if the image declares one"
+        };
         let why = format!(
-            "health-gated: the previous container is put back if this one is not healthy \
+            "health-gated on {check}: the previous container is put back if this one is not healthy \
              within {} s past its start period",
             after.as_secs()
         );

@@ -1037,11 +1037,15 @@ async fn the_report_renders_as_text_and_json() {
     );
     let json = serde_json::to_value(&report).expect("json");
     assert_eq!(json["ok"], true);
-    // Each line with the steps it took and what became of them.
+    // Each line with the steps it took and what became of them: a
+    // service that declares no check may be gated by its image's.
     assert_eq!(
         json["lines"][0],
         json!({"id": "web", "action": "recreated", "reason": "made by an older record format",
-               "steps": [{"act": "replace", "on": "container web", "outcome": "done"}]})
+               "steps": [{"act": "replace", "on": "container web", "outcome": "done"},
+                         {"act": "wait-healthy", "on": "container web", "outcome": "done",
+                          "reason": "health-gated on its image's check, if the image declares one: \
+the previous container is put back if this one is not healthy within 90 s past its start period"}]})
     );
     assert_eq!(
         json["lines"][1],

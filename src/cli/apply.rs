@@ -36,10 +36,7 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
     // Refused before anything is touched: a refused declaration changes nothing.
     let decl = match declaration::parse(&bytes) {
         Ok(d) => d,
-        Err(refusal) => {
-            let answer = Applied::from(Err(InstallRefused::Invalid(refusal)));
-            return print_on_file(&answer.response(), &shown, json);
-        }
+        Err(refusal) => return refused_apply(refusal, &shown, json),
     };
     block_on(async {
         let host = match LocalHost::ready(cli).await {
@@ -72,11 +69,26 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
     })
 }
 
-/// FILE as text, for the daemon's request.
-pub(super) fn read_text(file: &Path) -> Result<String, u8> {
+/// FILE as text, for the daemon's request. One that is not UTF-8 cannot
+/// be sent: it is refused here as `--local` refuses it, the parse's
+/// refusal handed to `refused` to answer (so `--json` prints the same
+/// document either way).
+pub(super) fn read_text(
+    file: &Path,
+    refused: impl FnOnce(declaration::Refusal) -> u8,
+) -> Result<String, u8> {
     let bytes = read_or_refuse(file)?;
-    String::from_utf8(bytes).map_err(|_| {
-        crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
-        EXIT_REFUSED
+    String::from_utf8(bytes).map_err(|e| match declaration::parse(e.as_bytes()) {
+        Err(refusal) => refused(refusal),
+        Ok(_) => {
+            crate::errln!("mesh-host: {} is not UTF-8 text", file.display());
+            EXIT_REFUSED
+        }
     })
+}
+
+/// `apply`'s answer to a FILE refused before anything is touched.
+pub(super) fn refused_apply(refusal: declaration::Refusal, shown: &str, json: bool) -> u8 {
+    let answer = Applied::from(Err(InstallRefused::Invalid(refusal)));
+    print_on_file(&answer.response(), shown, json)
 }

@@ -17,12 +17,16 @@ use super::local::{block_on, LocalHost};
 use super::output::print_on_file;
 use crate::answer::apply::Previewed;
 use crate::answer::Answer;
-use crate::apply::Applier;
+use crate::apply::{Applier, InstallRefused};
 use crate::control::{client, Request};
 
 /// `diff FILE` through the daemon.
 pub fn run_remote(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
-    let declaration = match read_text(file) {
+    let shown = file.display().to_string();
+    let declaration = match read_text(file, |refusal| {
+        let answer = Previewed::from(Err(InstallRefused::Invalid(refusal)));
+        print_on_file(&answer.response(), &shown, json)
+    }) {
         Ok(text) => text,
         Err(code) => return code,
     };
@@ -48,6 +52,11 @@ pub fn run_local(cli: &Cli, file: &Path, allow_empty: bool, json: bool) -> u8 {
         Ok(b) => b,
         Err(code) => return code,
     };
+    // A refused FILE is said without the runtime, as apply --local says it.
+    if let Err(refusal) = crate::declaration::parse(&bytes) {
+        let answer = Previewed::from(Err(InstallRefused::Invalid(refusal)));
+        return print_on_file(&answer.response(), &shown, json);
+    }
     block_on(async {
         let host = match LocalHost::open(cli).await {
             Ok(h) => h,

@@ -77,10 +77,12 @@ pub fn reload(cli: &Cli) -> u8 {
 
 /// `apply FILE`: on a terminal, with the apply's progress from the daemon.
 pub fn apply(cli: &Cli, file: &std::path::Path, allow_empty: bool, json: bool) -> u8 {
-    let declaration = match super::apply::read_text(file) {
-        Ok(text) => text,
-        Err(code) => return code,
-    };
+    let shown = file.display().to_string();
+    let declaration =
+        match super::apply::read_text(file, |r| super::apply::refused_apply(r, &shown, json)) {
+            Ok(text) => text,
+            Err(code) => return code,
+        };
     let style = progress::style(json);
     let request = Request::Apply {
         declaration,

@@ -57,8 +57,8 @@ impl RuntimeView for DockerRuntime {
         images::repo_digests(self, reference).await
     }
 
-    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError> {
-        images::registry_digest(self, reference).await
+    async fn registry_digests(&self, reference: &str) -> Result<Vec<String>, RuntimeError> {
+        images::registry_digests(self, reference).await
     }
 
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {

@@ -103,10 +103,13 @@ pub trait RuntimeView: Send + Sync + fmt::Debug {
     /// import` pins tags with them).
     async fn repo_digests(&self, reference: &str) -> Result<Option<Vec<String>>, RuntimeError>;
 
-    /// The digest (`sha256:…`) the registry says `REPO:TAG` points to now,
-    /// asked through the runtime (Docker's distribution inspection, with
-    /// the runtime's registry credentials); nothing is pulled.
-    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError>;
+    /// The digests (`sha256:…`) the registry's `REPO:TAG` is known by now,
+    /// asked through the runtime with its registry credentials. Docker's
+    /// distribution inspection answers one and nothing is pulled; Podman
+    /// 4.3's compatible API has no such inspection, so there the tag is
+    /// pulled (as `podman auto-update` does) and the digests of the image
+    /// it gave are read: the apply that follows finds it present.
+    async fn registry_digests(&self, reference: &str) -> Result<Vec<String>, RuntimeError>;
 
     /// Whether the runtime's own log driver writes a container's output to
     /// the journal with the fields of its [`JournalLog`] (Docker). When it

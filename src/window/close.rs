@@ -79,11 +79,22 @@ impl Closing {
         specs: Specs,
         budget: Duration,
     ) -> Self {
+        Self::within(windows, record, specs, Deadline::closing(budget))
+    }
+
+    /// The same close, within what is left of `deadline` (a close that
+    /// has spent some of its budget already).
+    pub(super) fn within(
+        windows: &Engine,
+        record: &WindowRecord,
+        specs: Specs,
+        deadline: Deadline,
+    ) -> Self {
         Closing {
             windows: windows.clone(),
             record: record.clone(),
             specs,
-            deadline: Deadline::closing(budget),
+            deadline,
         }
     }
 
@@ -331,13 +342,11 @@ impl Closing {
     /// Close `window`, whatever its step did: on a task of its own so that
     /// cancelling the caller cannot cut it short, within the closing budget.
     pub(super) async fn open_window(windows: &Engine, window: &mut OpenWindow) -> CloseReport {
-        window.stop_watcher().await;
-        let closing = Closing::new(
-            windows,
-            &window.record,
-            window.specs.clone(),
-            close_budget(),
-        );
+        // One budget for the whole close: waiting for a stop the watcher
+        // has in flight counts against it.
+        let deadline = Deadline::closing(close_budget());
+        window.stop_watcher(deadline.left()).await;
+        let closing = Closing::within(windows, &window.record, window.specs.clone(), deadline);
         let task = tokio::spawn(closing.run());
         match task.await {
             Ok(report) => report,
@@ -374,14 +383,14 @@ impl Closing {
         window: &mut OpenWindow,
         reason: &str,
     ) -> CloseReport {
-        window.stop_watcher().await;
+        let deadline = Deadline::closing(close_budget());
+        window.stop_watcher(deadline.left()).await;
         let record = &window.record;
         let why = format!(
             "its step container {} could not be confirmed stopped ({reason}); owed until it is",
             record.step_container
         );
         let mut report = CloseReport::default();
-        let deadline = Deadline::closing(close_budget());
         for name in record.held_names() {
             windows
                 .alerts

@@ -1,16 +1,17 @@
 //! An open window, as its opener holds it: its record, the watcher
 //! enforcing its holds, and how each held container is declared.
 
-use tokio::task::JoinHandle;
+use std::time::Duration;
 
 use super::plan::Specs;
 use super::record::WindowRecord;
+use super::watcher::HoldWatcher;
 
 /// An open window: its record and the watcher enforcing its holds.
 #[derive(Debug)]
 pub struct OpenWindow {
     pub(super) record: WindowRecord,
-    pub(super) watcher: Option<JoinHandle<()>>,
+    pub(super) watcher: Option<HoldWatcher>,
     /// See [`super::WindowPlan::hold_specs`]; none for a resumed window.
     pub(super) specs: Specs,
 }
@@ -21,11 +22,18 @@ impl OpenWindow {
         &self.record
     }
 
-    /// Stop enforcing the holds (before the close starts them again).
-    pub(super) async fn stop_watcher(&mut self) {
+    /// Stop enforcing the holds (before the close starts them again),
+    /// waiting at most `bound` for a stop the watcher has in flight to
+    /// land first.
+    pub(super) async fn stop_watcher(&mut self, bound: Duration) {
         if let Some(watcher) = self.watcher.take() {
-            watcher.abort();
-            let _ = watcher.await;
+            if !watcher.quit(bound).await {
+                tracing::warn!(
+                    MESH_STEP = %self.record.step,
+                    "the watch on the held containers did not end within {} s (a stop of one in flight): cut off",
+                    bound.as_secs()
+                );
+            }
         }
     }
 }

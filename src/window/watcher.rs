@@ -1,9 +1,17 @@
 //! While a window is open, a watcher stops again any held container
 //! someone else starts (`hold-violated`): the step never runs beside it.
+//!
+//! The watcher is told to quit before the close starts the held containers
+//! and is waited for: a stop of it in flight is never cut off. Cut off, the
+//! runtime would go on with it (the process was signalled), the close's
+//! start would find the container still running, and the stop would land
+//! after it: the window closed, its service stopped, no alert.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::events::Event;
@@ -14,14 +22,18 @@ use super::engine::Engine;
 use super::fence::Fence;
 use super::record::WindowRecord;
 
-/// The watcher of one open window's holds.
-pub(super) struct HoldWatcher;
+/// The watcher of one open window's holds, on a task of its own.
+#[derive(Debug)]
+pub(super) struct HoldWatcher {
+    task: JoinHandle<()>,
+    quit: Arc<Notify>,
+}
 
 impl HoldWatcher {
     /// Watch the held containers of `record` (a window `windows`'s
     /// process holds) and stop again any that someone starts, on a task of
     /// its own; `None` when nothing is held or the runtime has no events.
-    pub(super) async fn spawn(windows: &Engine, record: &WindowRecord) -> Option<JoinHandle<()>> {
+    pub(super) async fn spawn(windows: &Engine, record: &WindowRecord) -> Option<HoldWatcher> {
         let names: Vec<String> = record.held_names().map(str::to_string).collect();
         if names.is_empty() {
             return None;
@@ -38,9 +50,18 @@ impl HoldWatcher {
                 return None;
             }
         };
-        Some(tokio::spawn(async move {
+        let quit = Arc::new(Notify::new());
+        let told = quit.clone();
+        let task = tokio::spawn(async move {
             loop {
-                match stream.next().await {
+                // Told to quit between events only: an event being acted
+                // on (a stop in flight) is finished first.
+                let next = tokio::select! {
+                    biased;
+                    () = told.notified() => return,
+                    next = stream.next() => next,
+                };
+                match next {
                     Some(Ok(ev))
                         if ev.kind == ContainerEventKind::Start && names.contains(&ev.name) =>
                     {
@@ -90,6 +111,27 @@ impl HoldWatcher {
                     }
                 }
             }
-        }))
+        });
+        Some(HoldWatcher { task, quit })
+    }
+
+    /// Tell it to quit and wait, at most `bound`, for what it is doing
+    /// (a stop in flight) to end. `false`: it did not end within `bound`
+    /// and was cut off.
+    pub(super) async fn quit(mut self, bound: Duration) -> bool {
+        self.quit.notify_one();
+        match tokio::time::timeout(bound, &mut self.task).await {
+            Ok(_) => true,
+            Err(_) => {
+                self.task.abort();
+                false
+            }
+        }
+    }
+
+    /// Cut it off at once (a window dropped unclosed: its adopter closes
+    /// it, and no stop of this process must land after that).
+    pub(super) fn abort(&self) {
+        self.task.abort();
     }
 }

@@ -308,8 +308,7 @@ pub(super) async fn service(
         uses: super::context::uses_of(c),
         act,
     };
-    if let Some(after) = work.declared_gate() {
-        let gate = format!("health-gated, rollback-after {} s", after.as_secs());
+    if let Some(gate) = work.gate_said() {
         reason = Some(match reason {
             Some(r) => format!("{r} ({gate})"),
             None => gate,

@@ -99,8 +99,8 @@ pub(super) async fn replace(
         }
     };
     crate::fault::pause("pause-before-judging", name).await;
-    // The plan lists the wait after the replace when the check is declared.
-    let wait_at = act_at + usize::from(work.declared_gate().is_some());
+    // The plan lists the wait after the replace.
+    let wait_at = act_at + usize::from(work.gate().is_some());
     if let Err(e) = tools.runtime.start(name).await {
         let why = format!("would not start: {e}");
         return roll_back(tools, work, why, wait_at).await;

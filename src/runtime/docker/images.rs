@@ -49,22 +49,60 @@ pub(super) async fn repo_digests(
     }
 }
 
-/// What the registry says `reference` (`REPO:TAG`) points to now
-/// ([`crate::runtime::RuntimeView::registry_digest`]).
-pub(super) async fn registry_digest(
+/// The digests the registry's `reference` (`REPO:TAG`) is known by now
+/// ([`crate::runtime::RuntimeView::registry_digests`]).
+pub(super) async fn registry_digests(
     rt: &DockerRuntime,
     reference: &str,
-) -> Result<String, RuntimeError> {
+) -> Result<Vec<String>, RuntimeError> {
+    if rt.is_podman() {
+        return pulled_digests(rt, reference).await;
+    }
     match rt.docker.inspect_registry_image(reference, None).await {
-        Ok(answer) => answer.descriptor.digest.ok_or_else(|| RuntimeError::Api {
-            context: format!("inspect {reference} in its registry"),
-            reason: "the answer carries no digest".into(),
-        }),
+        Ok(answer) => answer
+            .descriptor
+            .digest
+            .map(|d| vec![d])
+            .ok_or_else(|| RuntimeError::Api {
+                context: format!("inspect {reference} in its registry"),
+                reason: "the answer carries no digest".into(),
+            }),
         Err(err) => Err(rt.error(
             &format!("inspect {reference} in its registry"),
             &format!("image {reference}"),
             err,
         )),
+    }
+}
+
+/// Podman: pull `reference` and read the digests, in its repository, of
+/// the image the tag now names. Podman 4.3 answers its Docker-compatible
+/// distribution inspection with 404, and its remote manifest inspection
+/// carries no digest.
+async fn pulled_digests(rt: &DockerRuntime, reference: &str) -> Result<Vec<String>, RuntimeError> {
+    pull(rt, reference).await?;
+    let repo = repository_of(reference);
+    let found = repo_digests(rt, reference).await?.unwrap_or_default();
+    let digests: Vec<String> = found
+        .iter()
+        .filter_map(|d| d.split_once('@'))
+        .filter(|(r, _)| *r == repo)
+        .map(|(_, digest)| digest.to_string())
+        .collect();
+    if digests.is_empty() {
+        return Err(RuntimeError::Api {
+            context: format!("read the digest of {reference} once pulled"),
+            reason: format!("the image carries no digest in {repo}"),
+        });
+    }
+    Ok(digests)
+}
+
+/// `REPO` of `REPO:TAG` (a registry's port is not a tag: a tag has no `/`).
+fn repository_of(reference: &str) -> &str {
+    match reference.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => reference,
     }
 }
 
@@ -146,5 +184,20 @@ pub(super) fn pull_error(reference: &str, status: Option<u16>, message: String) 
                 reason: message,
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repository_of;
+
+    #[test]
+    fn the_repository_of_a_tagged_reference_keeps_a_registry_port() {
+        assert_eq!(
+            repository_of("127.0.0.1:5000/app:1.2"),
+            "127.0.0.1:5000/app"
+        );
+        assert_eq!(repository_of("127.0.0.1:5000/app"), "127.0.0.1:5000/app");
+        assert_eq!(repository_of("app:latest"), "app");
     }
 }

@@ -321,19 +321,24 @@ impl RuntimeView for FakeRuntime {
         Ok(state.images.contains(reference).then(Vec::new))
     }
 
-    async fn registry_digest(&self, reference: &str) -> Result<String, RuntimeError> {
+    async fn registry_digests(&self, reference: &str) -> Result<Vec<String>, RuntimeError> {
         let state = self.enter(Call::ImagePresent(reference.to_owned()))?;
-        state
+        let digests: Vec<String> = state
             .repo_digests
             .get(reference)
-            .and_then(|d| d.first())
-            .and_then(|d| d.split_once('@'))
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.split_once('@'))
             .map(|(_, digest)| digest.to_string())
-            .ok_or_else(|| RuntimeError::Registry {
+            .collect();
+        if digests.is_empty() {
+            return Err(RuntimeError::Registry {
                 reference: reference.to_owned(),
                 status: 404,
                 reason: "manifest unknown".into(),
-            })
+            });
+        }
+        Ok(digests)
     }
 
     async fn network(&self, name: &str) -> Result<Option<NetworkInfo>, RuntimeError> {
