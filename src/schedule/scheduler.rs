@@ -57,10 +57,12 @@ impl std::fmt::Debug for Watchdog {
 }
 
 impl Watchdog {
-    /// Feed it if its time has come; when the next feed is due.
+    /// Feed it if its time has come (or is a few milliseconds away: the
+    /// loop wakes for it on the wall clock's timer, which may end a hair
+    /// before the monotonic one); when the next feed is due.
     fn feed_if_due(&mut self, next: Instant) -> Instant {
         let now = Instant::now();
-        if now >= next {
+        if now + Duration::from_millis(50) >= next {
             (self.feed)();
             now + self.every
         } else {
@@ -351,11 +353,17 @@ impl Scheduler {
             if let Some(w) = &mut watchdog {
                 feed_at = w.feed_if_due(feed_at);
             }
-            let wake = match (self.table.next_wake(), self.arm_within_horizon(now)) {
-                (Some(due), Some(arm)) => Some(due.min(arm)),
-                (due, arm) => due.or(arm),
-            };
-            let fed = watchdog.is_some();
+            // The watchdog's feed is one more wake of the same timerfd: a
+            // tokio sleep of 15 s is taken in three (its timer wheel wakes
+            // at each level's slot to cascade it), four wakes per feed.
+            let feed = watchdog.as_ref().map(|_| {
+                let left = feed_at.saturating_duration_since(Instant::now());
+                now + chrono::Duration::from_std(left).unwrap_or_default()
+            });
+            let wake = [self.table.next_wake(), self.arm_within_horizon(now), feed]
+                .into_iter()
+                .flatten()
+                .min();
             tokio::select! {
                 cmd = self.inbox.recv() => match cmd {
                     Some(cmd) => changed |= self.command(cmd),
@@ -371,7 +379,6 @@ impl Scheduler {
                         clock.now().to_rfc3339()
                     );
                 },
-                () = tokio::time::sleep_until(feed_at), if fed => {}
                 () = tokio::time::sleep_until(catch_up_at), if owed => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
