@@ -61,13 +61,27 @@ struct Held {
 
 impl Held {
     fn start(prefix: &str, script: &str, extra: impl FnOnce(&str) -> String) -> Held {
+        Held::start_holding(prefix, script, None, extra)
+    }
+
+    /// [`Held::start`] with the service running `svc_script` when given.
+    fn start_holding(
+        prefix: &str,
+        script: &str,
+        svc_script: Option<&str>,
+        extra: impl FnOnce(&str) -> String,
+    ) -> Held {
         let mut w = World::new(prefix);
         let svc = w.name("svc");
         let run = w.name("run");
         let id = w.name("step");
         let img = w.pulled_busybox();
+        let mut service = declare::service("svc", &svc, &img);
+        if let Some(svc_script) = svc_script {
+            service["command"] = json!(["sh", "-c", svc_script]);
+        }
         w.write_declaration(json!([
-            declare::service("svc", &svc, &img),
+            service,
             declare::step(&id, &run, &img, script, &["svc"], 120),
         ]));
         let d = DaemonUnit::install(&w, &extra(&id));
@@ -360,6 +374,37 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
             "the step ran beside svc: {events:?}"
         );
     }
+    assert!(d.active(), "the daemon kept running");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_stop_in_flight_when_a_fire_panics_lands_before_the_adopter_starts_the_service() {
+    // svc takes 8 s to end on SIGTERM: the watcher's stop of it, after
+    // someone starts it mid-window, is in flight when the step ends and
+    // the fire panics, and the adopter closes the window.
+    let slow = "trap 'sleep 8; exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+    let h = Held::start_holding("panicstop", "sleep 3", Some(slow), |id| {
+        format!("Environment=MESH_HOST_FAULT=panic-in-fire:{id}")
+    });
+    let (w, d, svc, run, id) = (&h.w, &h.d, &h.svc, &h.run, &h.id);
+    let fire = d.cli_spawn(&["run", id]);
+    wait_for("the step to run", Duration::from_secs(60), || {
+        w.running(run).then_some(())
+    });
+    w.node.docker_ok(&["start", svc]);
+    let out = fire.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "the fire panicked: {out:?}");
+    // Whatever was in flight has landed by now (8 s after the start);
+    // the service runs. (With the watcher cut off, the stop landed after
+    // the adopter's start and svc stayed stopped.)
+    std::thread::sleep(Duration::from_secs(9));
+    wait_for("svc to run", Duration::from_secs(30), || {
+        w.running(svc).then_some(())
+    });
+    wait_for("the record to go", Duration::from_secs(10), || {
+        records(&w.dir.join("state")).is_empty().then_some(())
+    });
     assert!(d.active(), "the daemon kept running");
 }
 

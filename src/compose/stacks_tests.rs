@@ -217,3 +217,228 @@ async fn loki_s_replicas_and_extended_targets_are_each_a_container() {
     );
     assert_eq!(resource(&d, "backend")["name"], "loki-backend-1");
 }
+
+#[tokio::test]
+async fn jitsi_s_bare_names_come_from_its_env_file_and_prosody_answers_as_xmpp() {
+    let (d, notes) = stack("jitsi").await;
+    let web = resource(&d, "web");
+    assert_eq!(web["env"]["PUBLIC_URL"], "https://meet.example.com");
+    assert_eq!(web["env"]["XMPP_DOMAIN"], "meet.jitsi");
+    // Set nowhere: left out, as compose leaves it out.
+    assert_eq!(web["env"].get("AMPLITUDE_ID"), None, "{web:#}");
+    assert_eq!(web["restart"], "unless-stopped");
+    assert_eq!(
+        resource(&d, "prosody")["networks"][0]["aliases"],
+        json!(["prosody", "xmpp.meet.jitsi"])
+    );
+    assert_eq!(
+        resource(&d, "jvb")["ports"],
+        json!([{"address": "127.0.0.1", "container": 10000, "host": 10000, "protocol": "udp"}])
+    );
+    noted(&notes, "prosody: volumes: \"./jitsi-meet-cfg/prosody/config:/config:Z\": Z: SELinux labels are not changed");
+}
+
+#[tokio::test]
+async fn synapse_s_shell_check_keeps_its_escaped_dollar_and_labels_their_backticks() {
+    let (d, _) = stack("synapse").await;
+    let s = resource(&d, "synapse");
+    assert_eq!(
+        s["health"]["command"],
+        json!([
+            "/bin/sh",
+            "-c",
+            "test -n \"$SYNAPSE_CONFIG_PATH\" || exit 1"
+        ])
+    );
+    assert_eq!(
+        s["labels"]["traefik.http.routers.http-synapse.rule"],
+        "Host(`matrix.example.com`)"
+    );
+    assert_eq!(
+        resource(&d, "db")["env"]["POSTGRES_INITDB_ARGS"],
+        "--encoding=UTF-8 --lc-collate=C --lc-ctype=C"
+    );
+}
+
+#[tokio::test]
+async fn searxng_s_capabilities_tmpfs_and_log_options_are_kept() {
+    let (d, _) = stack("searxng").await;
+    let caddy = resource(&d, "caddy");
+    assert_eq!(caddy["network"], "host");
+    assert_eq!(caddy["name"], "caddy");
+    assert_eq!(caddy["cap-drop"], json!(["ALL"]));
+    assert_eq!(caddy["cap-add"], json!(["NET_BIND_SERVICE"]));
+    let redis = resource(&d, "redis");
+    assert_eq!(
+        redis["tmpfs"],
+        json!([{"target": "/var/lib/valkey", "size": 16777216, "mode": "0700"}])
+    );
+    assert_eq!(redis["command"][3], "valkey-server");
+    for id in ["caddy", "redis", "searxng"] {
+        assert_eq!(
+            resource(&d, id)["logging"],
+            json!({"driver": "json-file", "options": {"max-size": "1m", "max-file": "1"}}),
+            "{id}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn airflow_s_anchors_merge_and_its_init_runs_first_as_root() {
+    let (d, _) = stack("airflow").await;
+    let init = resource(&d, "airflow-init");
+    assert_eq!(init["run-once"], true);
+    assert_eq!(init["user"], "0:0");
+    assert_eq!(init["entrypoint"], json!(["/bin/sh"]));
+    assert!(init["command"][1]
+        .as_str()
+        .unwrap()
+        .contains("chown -R \"50000:0\""));
+    assert_eq!(init["env"]["_AIRFLOW_DB_MIGRATE"], "true");
+    let worker = resource(&d, "airflow-worker");
+    assert_eq!(worker["user"], "50000:0");
+    assert_eq!(worker["env"]["DUMB_INIT_SETSID"], "0");
+    assert_eq!(worker["env"]["AIRFLOW__CORE__EXECUTOR"], "CeleryExecutor");
+    assert_eq!(
+        worker["depends-on"],
+        json!([
+            {"id": "airflow-webserver"},
+            {"id": "postgres", "condition": "healthy"},
+            {"id": "redis", "condition": "healthy"}
+        ])
+    );
+    assert_eq!(
+        resource(&d, "airflow-scheduler")["health"]["command"],
+        json!(["/bin/sh", "-c", "test -n \"${AIRFLOW__CORE__EXECUTOR}\""])
+    );
+}
+
+#[tokio::test]
+async fn photoprism_s_unconfined_security_options_and_grace_period_are_kept() {
+    let (d, notes) = stack("photoprism").await;
+    let p = resource(&d, "photoprism");
+    assert_eq!(
+        p["security-opt"],
+        json!(["seccomp:unconfined", "apparmor:unconfined"])
+    );
+    assert_eq!(p["stop-grace"], 10);
+    assert_eq!(p["working-dir"], "/photoprism");
+    assert_eq!(p["env"]["PHOTOPRISM_ORIGINALS_LIMIT"], "5000");
+    assert_eq!(p["mounts"][0]["source"], "/root/Pictures");
+    noted(&notes, "/root/Pictures does not exist: left to Docker");
+    assert_eq!(
+        resource(&d, "mariadb")["command"][0],
+        "--innodb-buffer-pool-size=512M"
+    );
+}
+
+#[tokio::test]
+async fn kong_s_migrations_run_first_and_its_root_is_read_only() {
+    let (d, notes) = stack("kong").await;
+    assert_eq!(resource(&d, "kong-migrations")["run-once"], true);
+    let kong = resource(&d, "kong");
+    assert_eq!(kong["user"], "1000");
+    assert_eq!(kong["read-only-root"], true);
+    assert_eq!(kong["no-new-privileges"], true);
+    assert_eq!(kong["restart"], "on-failure");
+    assert_eq!(kong["env"]["KONG_PG_HOST"], "db");
+    assert_eq!(kong["env"]["KONG_PREFIX"], "/var/run/kong");
+    assert_eq!(kong["mounts"][0]["source"], "kong_kong_prefix_vol");
+    assert_eq!(
+        kong["mounts"][3]["target"],
+        "/run/secrets/kong_postgres_password"
+    );
+    assert_eq!(kong["mounts"][3]["read-only"], true);
+    assert_eq!(kong["ports"][0]["address"], "0.0.0.0");
+    noted(&notes, "db: tty: means nothing on a node");
+}
+
+#[tokio::test]
+async fn nextcloud_s_secrets_and_shared_volume_are_mounted_where_compose_mounts_them() {
+    let (d, _) = stack("nextcloud").await;
+    let app = resource(&d, "app");
+    let targets: Vec<&str> = app["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets.len(), 6, "{app:#}");
+    assert!(targets.contains(&"/run/secrets/postgres_password"));
+    assert_eq!(
+        resource(&d, "cron")["mounts"][0]["source"],
+        "nextcloud_nextcloud"
+    );
+    assert_eq!(app["mounts"][0]["source"], "nextcloud_nextcloud");
+}
+
+#[tokio::test]
+async fn gitea_s_named_container_and_ssh_port_are_kept() {
+    let (d, _) = stack("gitea").await;
+    let server = resource(&d, "server");
+    assert_eq!(server["name"], "gitea");
+    assert_eq!(server["ports"][1]["host"], 222);
+    assert_eq!(server["ports"][1]["container"], 22);
+    assert_eq!(server["env"]["GITEA__database__HOST"], "db:5432");
+    assert_eq!(server["mounts"][1]["read-only"], true);
+}
+
+#[tokio::test]
+async fn paperless_s_own_environment_wins_over_its_env_file() {
+    let (d, _) = stack("paperless").await;
+    let web = resource(&d, "webserver");
+    assert_eq!(web["env"]["PAPERLESS_DBHOST"], "db");
+    assert!(web["env-files"][0]
+        .as_str()
+        .unwrap()
+        .ends_with("/paperless/docker-compose.env"));
+    assert_eq!(
+        resource(&d, "gotenberg")["command"],
+        json!([
+            "gotenberg",
+            "--chromium-disable-javascript=true",
+            "--chromium-allow-list=file:///tmp/.*"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn home_assistant_runs_privileged_on_the_host_s_network() {
+    let (d, _) = stack("homeassistant").await;
+    let ha = resource(&d, "homeassistant");
+    assert_eq!(ha["network"], "host");
+    assert_eq!(ha["privileged"], true);
+    assert_eq!(ha["name"], "homeassistant");
+    assert_eq!(ha["mounts"][2]["source"], "/run/dbus");
+    assert_eq!(ha["mounts"][2]["read-only"], true);
+}
+
+#[tokio::test]
+async fn netdata_s_capabilities_and_apparmor_are_kept() {
+    let (d, _) = stack("netdata").await;
+    let n = resource(&d, "netdata");
+    assert_eq!(n["cap-add"], json!(["SYS_PTRACE", "SYS_ADMIN"]));
+    assert_eq!(n["security-opt"], json!(["apparmor:unconfined"]));
+    assert_eq!(n["hostname"], "example.com");
+    assert_eq!(n["network"], "host");
+}
+
+#[tokio::test]
+async fn mastodon_s_unlimited_memlock_and_internal_network_are_kept() {
+    let (d, _) = stack("mastodon").await;
+    let es = resource(&d, "es");
+    assert_eq!(
+        es["ulimits"],
+        json!({"memlock": {"soft": -1, "hard": -1}, "nofile": {"soft": 65536, "hard": 65536}})
+    );
+    assert_eq!(
+        es["env"]["ES_JAVA_OPTS"],
+        "-Xms512m -Xmx512m -Des.enforce.bootstrap.checks=true"
+    );
+    assert_eq!(resource(&d, "network-internal_network")["internal"], true);
+    assert_eq!(resource(&d, "db")["shm-size"], 268435456);
+    assert_eq!(
+        resource(&d, "web")["command"],
+        json!(["bundle", "exec", "puma", "-C", "config/puma.rb"])
+    );
+}

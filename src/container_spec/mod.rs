@@ -144,6 +144,7 @@ fn build_with(
     }
     // Declared env wins over env-files, as `docker run --env-file -e` does.
     env.extend(container.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let env = each_name_once(env);
     let mut mounts = Vec::new();
     for m in &container.mounts {
         let source = match &m.source {
@@ -592,6 +593,24 @@ pub fn parse_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// Each name once, where it first appears, with its last value: what the
+/// process sees (of a name given twice the last wins) and what compose
+/// sends (a file's name that `environment` sets again is not sent twice).
+fn each_name_once(env: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut once: Vec<(String, String)> = Vec::with_capacity(env.len());
+    for (name, value) in env {
+        match at.get(&name) {
+            Some(&i) => once[i].1 = value,
+            None => {
+                at.insert(name.clone(), once.len());
+                once.push((name, value));
+            }
+        }
+    }
+    once
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,6 +654,25 @@ mod tests {
             panic!("a container");
         };
         build(decl, res, c)
+    }
+
+    #[test]
+    fn a_name_an_env_file_and_env_both_set_is_sent_once_with_the_declared_value() {
+        let dir = crate::test_dirs::test_dir();
+        let file = dir.path().join("app.env");
+        std::fs::write(&file, "HOST=file\nPORT=1\nHOST=file-again\n").expect("write");
+        let mut c = container(json!([]), json!([file.display().to_string()]));
+        c["env"] = json!({"HOST": "declared", "MODE": "x"});
+        let b = built(&parsed(json!([c]))).expect("built");
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            b.spec.env,
+            vec![
+                pair("HOST", "declared"),
+                pair("PORT", "1"),
+                pair("MODE", "x")
+            ]
+        );
     }
 
     #[test]

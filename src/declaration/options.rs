@@ -130,7 +130,7 @@ pub struct ContainerOptions {
     /// tmpfs mounts, by target.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tmpfs: Vec<Tmpfs>,
-    /// Resource limits by name (`nofile`, `nproc`, ...).
+    /// Resource limits by name (`nofile`, `nproc`, ...); -1 is no limit.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub ulimits: BTreeMap<String, Ulimit>,
     /// Namespaced kernel parameters.
@@ -234,11 +234,26 @@ impl Serialize for HostAddress {
     }
 }
 
-/// A resource limit's soft and hard values.
+/// A resource limit's value that is no limit (`RLIM_INFINITY`), declared
+/// as `-1` as Docker and compose write it.
+pub const UNLIMITED: u64 = u64::MAX;
+
+/// A resource limit's soft and hard values ([`UNLIMITED`]: none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Ulimit {
+    #[serde(serialize_with = "rlimit")]
     pub soft: u64,
+    #[serde(serialize_with = "rlimit")]
     pub hard: u64,
+}
+
+/// A limit as declared: [`UNLIMITED`] as `-1`.
+fn rlimit<S: Serializer>(n: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    if *n == UNLIMITED {
+        serializer.serialize_i64(-1)
+    } else {
+        serializer.serialize_u64(*n)
+    }
 }
 
 /// A host device at `path`, seen at `target` in the container, with

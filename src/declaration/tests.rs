@@ -2124,7 +2124,7 @@ fn a_privileged_container_is_warned_of_and_still_accepted() {
 fn tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_read() {
     let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
         "tmpfs": [{"target": "/run", "size": 65536, "mode": "1777"}, {"target": "/tmp"}],
-        "ulimits": {"nofile": {"soft": 1024, "hard": 4096}},
+        "ulimits": {"nofile": {"soft": 1024, "hard": 4096}, "memlock": {"soft": -1, "hard": -1}},
         "sysctls": {"net.core.somaxconn": "1024", "kernel.shmmax": "68719476736"},
         "extra-hosts": {"db.internal": "10.0.0.5", "v6": "2001:db8::5"},
         "devices": [{"path": "/dev/fuse"}, {"path": "/dev/sda", "target": "/dev/xvda", "permissions": "r"}]});
@@ -2133,6 +2133,7 @@ fn tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_read() {
     assert_eq!(o.tmpfs.len(), 2);
     assert_eq!(o.tmpfs[1].size, None);
     assert_eq!(o.ulimits["nofile"].hard, 4096);
+    assert_eq!(o.ulimits["memlock"].soft, u64::MAX, "-1: no limit");
     assert_eq!(o.sysctls.len(), 2);
     assert_eq!(o.extra_hosts["v6"].to_string(), "2001:db8::5");
     assert_eq!(
@@ -2142,6 +2143,10 @@ fn tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_read() {
     assert_eq!(o.devices[0].permissions, "rwm");
     assert_eq!(o.devices[1].permissions, "r");
     let canonical = serde_json::to_value(&d).unwrap();
+    assert_eq!(
+        canonical["resources"][0]["ulimits"]["memlock"],
+        json!({"soft": -1, "hard": -1})
+    );
     assert_eq!(accept(canonical["resources"].clone()), d);
 }
 
@@ -2149,7 +2154,7 @@ fn tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_read() {
 fn bad_tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_each_named() {
     let web = json!({"id": "web", "type": "container", "name": "web", "image": image(),
         "tmpfs": [{"target": "run"}, {"target": "/x", "mode": "999"}, {"target": "/x"}, {"target": "/y", "sizee": 1}],
-        "ulimits": {"nofiles": {"soft": 1, "hard": 2}, "nproc": {"soft": 5, "hard": 2}, "stack": {"soft": 1}},
+        "ulimits": {"nofiles": {"soft": 1, "hard": 2}, "nproc": {"soft": 5, "hard": 2}, "stack": {"soft": 1}, "core": {"soft": -2, "hard": -1}},
         "sysctls": {"kernel.panic": "1"},
         "extra-hosts": {"db": "not-an-ip"},
         "devices": [{"path": "dev/fuse"}, {"path": "/dev/fuse", "permissions": "rwx"}]});
@@ -2161,6 +2166,10 @@ fn bad_tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_each_named() {
     at("ulimits.nofiles", "not a resource limit");
     at("ulimits.nproc", "soft 5 is above hard 2");
     at("ulimits.stack.hard", "missing");
+    at(
+        "ulimits.core.soft",
+        "-2 is not a whole number, at least 0, or -1",
+    );
     at(
         "sysctls[\"kernel.panic\"]",
         "not a kernel parameter of the container's own namespaces",
@@ -2175,7 +2184,7 @@ fn bad_tmpfs_ulimits_sysctls_extra_hosts_and_devices_are_each_named() {
             .is_some_and(|f| f.starts_with("tmpfs[3]"))),
         "an unknown key of a tmpfs is refused: {problems:#?}"
     );
-    assert_eq!(problems.len(), 11, "{problems:#?}");
+    assert_eq!(problems.len(), 12, "{problems:#?}");
 }
 
 /// A resource is the same whatever the order of its keys: with `type`

@@ -1,7 +1,7 @@
 //! [`ContainerRuntime`] over the Docker Engine API (bollard): the trait's
 //! face, each of its parts in a file of its own: the connection
-//! (`client`), containers, images, events, and health checks in Docker's
-//! terms.
+//! (`client`), containers, what an inspection of one says (`inspection`),
+//! images, events, and health checks in Docker's terms.
 
 use super::{
     CgroupDriver, ContainerId, ContainerInfo, ContainerRuntime, ContainerSpec, ContainerSummary,
@@ -15,6 +15,7 @@ mod events;
 mod health;
 mod image_defaults;
 mod images;
+mod inspection;
 mod network_none;
 mod networking;
 mod output;
@@ -139,9 +140,10 @@ impl ContainerRuntime for DockerRuntime {
 #[cfg(test)]
 mod tests {
     use super::client::{pin_version, pinned_version};
-    use super::containers::{create_body, is_podman_stopped, log_config, volumes};
+    use super::containers::{create_body, is_podman_stopped, log_config};
     use super::health::{health_config, health_decides_within};
     use super::images::pull_error;
+    use super::inspection::volumes;
     use super::*;
     use crate::runtime::PortSpec;
     use crate::runtime::{HealthSpec, JournalLog, MountSpec, RestartPolicy, LABEL_MANAGED};

@@ -110,6 +110,9 @@ impl Closing {
         let record = &record;
         let records = &windows.records;
         let deadline = &deadline;
+        // A watcher of this window left by a fire that panicked may be
+        // finishing a stop: it lands before anything starts.
+        windows.quitting.wait_for(&record.step, deadline).await;
         let starter = HeldStart::new(&*windows.runtime, &windows.alerts, record, deadline);
         let mut report = CloseReport::default();
         // Holds are counted across the records of a boot: each container is

@@ -17,6 +17,7 @@ use super::plan::Specs;
 use super::record::Moment;
 use super::records::Records;
 use super::restore::Restorer;
+use super::watch_task::Quitting;
 
 /// The shared parts of one process's window engine. Cheap to clone: clones
 /// share what they know (the armed declaration's holds, the lease renewer).
@@ -36,6 +37,8 @@ pub(super) struct Engine {
     /// The spec of every container the armed declaration's steps hold, by
     /// name ([`crate::window::Windows::know_held_specs`]).
     pub(super) known_specs: Arc<RwLock<Specs>>,
+    /// The watchers of windows dropped unclosed, finishing what they do.
+    pub(super) quitting: Quitting,
 }
 
 impl Engine {
@@ -64,6 +67,7 @@ impl Engine {
             alerts,
             stopping: None,
             known_specs: Arc::default(),
+            quitting: Quitting::default(),
         }
     }
 

@@ -5,15 +5,17 @@ use std::time::Duration;
 
 use super::plan::Specs;
 use super::record::WindowRecord;
-use super::watcher::HoldWatcher;
+use super::watch_task::{Quitting, WatchTask};
 
 /// An open window: its record and the watcher enforcing its holds.
 #[derive(Debug)]
 pub struct OpenWindow {
     pub(super) record: WindowRecord,
-    pub(super) watcher: Option<HoldWatcher>,
+    pub(super) watcher: Option<WatchTask>,
     /// See [`super::WindowPlan::hold_specs`]; none for a resumed window.
     pub(super) specs: Specs,
+    /// Where its watcher goes when it is dropped unclosed.
+    pub(super) quitting: Quitting,
 }
 
 impl OpenWindow {
@@ -41,11 +43,13 @@ impl OpenWindow {
 /// A window dropped without being closed — its fire panicked — stops
 /// enforcing its holds: whoever closes it next (the adopter) starts the
 /// held containers, which its watcher would otherwise stop again as a
-/// violation.
+/// violation. A stop the watcher has in flight is let finish, and that
+/// close waits for it first: cut off, Docker would go on with it and it
+/// could land after the close's start.
 impl Drop for OpenWindow {
     fn drop(&mut self) {
         if let Some(watcher) = self.watcher.take() {
-            watcher.abort();
+            watcher.leave(&self.record.step, &self.quitting);
         }
     }
 }

@@ -51,7 +51,7 @@
 //! | `fence.rs` | may an owner still act on its window |
 //! | `budget.rs` | the closing budget |
 //! | `plan.rs`, `handle.rs` | what a window will hold, and an open window as its opener holds it |
-//! | `open.rs`, `stops.rs`, `watcher.rs` | opening: the record, the stops, the watch on the holds |
+//! | `open.rs`, `stops.rs`, `watcher.rs`, `watch_task.rs` | opening: the record, the stops, the watch on the holds (and its task, waited for before a close starts anything) |
 //! | `shared.rs` | counted holds shared between windows |
 //! | `close.rs`, `start.rs` | closing: the starts again, each confirmed |
 //! | `restore.rs` | undoing a late stop of an owner that lost its window |
@@ -87,6 +87,7 @@ mod takeover;
 #[cfg(test)]
 mod takeover_tests;
 mod unreadable;
+mod watch_task;
 mod watcher;
 mod windows;
 

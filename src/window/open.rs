@@ -192,6 +192,7 @@ impl<'a> Opening<'a> {
             record,
             watcher,
             specs: plan.hold_specs.clone(),
+            quitting: windows.quitting.clone(),
         };
         match Stops::new(windows, &mut window).stop(held, &shared).await {
             Ok(()) => Ok(window),

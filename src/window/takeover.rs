@@ -290,6 +290,7 @@ impl Takeover {
                     record: record.clone(),
                     watcher: None,
                     specs: Default::default(),
+                    quitting: w.quitting.clone(),
                 };
                 let report = Closing::unconfirmed(w, &mut window, &spent.to_string()).await;
                 return Resumed::Closed {
@@ -306,6 +307,7 @@ impl Takeover {
                             record: record.clone(),
                             watcher: None,
                             specs: Default::default(),
+                            quitting: w.quitting.clone(),
                         };
                         let report = Closing::unconfirmed(w, &mut window, &reason).await;
                         return Resumed::Closed {

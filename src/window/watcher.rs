@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
 use crate::events::Event;
 use crate::mesh_event;
@@ -21,19 +20,16 @@ use crate::runtime::ContainerEventKind;
 use super::engine::Engine;
 use super::fence::Fence;
 use super::record::WindowRecord;
+use super::watch_task::WatchTask;
 
-/// The watcher of one open window's holds, on a task of its own.
-#[derive(Debug)]
-pub(super) struct HoldWatcher {
-    task: JoinHandle<()>,
-    quit: Arc<Notify>,
-}
+/// The watcher of one open window's holds.
+pub(super) struct HoldWatcher;
 
 impl HoldWatcher {
     /// Watch the held containers of `record` (a window `windows`'s
     /// process holds) and stop again any that someone starts, on a task of
     /// its own; `None` when nothing is held or the runtime has no events.
-    pub(super) async fn spawn(windows: &Engine, record: &WindowRecord) -> Option<HoldWatcher> {
+    pub(super) async fn spawn(windows: &Engine, record: &WindowRecord) -> Option<WatchTask> {
         let names: Vec<String> = record.held_names().map(str::to_string).collect();
         if names.is_empty() {
             return None;
@@ -112,26 +108,6 @@ impl HoldWatcher {
                 }
             }
         });
-        Some(HoldWatcher { task, quit })
-    }
-
-    /// Tell it to quit and wait, at most `bound`, for what it is doing
-    /// (a stop in flight) to end. `false`: it did not end within `bound`
-    /// and was cut off.
-    pub(super) async fn quit(mut self, bound: Duration) -> bool {
-        self.quit.notify_one();
-        match tokio::time::timeout(bound, &mut self.task).await {
-            Ok(_) => true,
-            Err(_) => {
-                self.task.abort();
-                false
-            }
-        }
-    }
-
-    /// Cut it off at once (a window dropped unclosed: its adopter closes
-    /// it, and no stop of this process must land after that).
-    pub(super) fn abort(&self) {
-        self.task.abort();
+        Some(WatchTask::new(task, quit))
     }
 }

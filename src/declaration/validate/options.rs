@@ -14,6 +14,7 @@ use crate::declaration::hints::Fields;
 use crate::declaration::networking::Restart;
 use crate::declaration::options::{
     sysctl_namespaced, ContainerOptions, Device, HostAddress, Tmpfs, Ulimit, CAPABILITIES, ULIMITS,
+    UNLIMITED,
 };
 use crate::declaration::raw::{kind_of, Field, List, RawDevice, RawOptions, RawTmpfs, RawUlimit};
 
@@ -278,10 +279,15 @@ fn read_ulimits(
         let mut number = |field: &str, v: Field<Value>| {
             let f = format!("{path}.{field}");
             let v = require(s, &f, v)?;
-            match v.as_u64() {
-                Some(n) => Some(n),
-                None => {
-                    s.at(&f, format!("{v} is not a whole number, at least 0"));
+            match (v.as_u64(), v.as_i64()) {
+                (Some(n), _) => Some(n),
+                // Unlimited, as Docker and compose write it.
+                (None, Some(-1)) => Some(UNLIMITED),
+                _ => {
+                    s.at(
+                        &f,
+                        format!("{v} is not a whole number, at least 0, or -1 (unlimited)"),
+                    );
                     None
                 }
             }

@@ -3,7 +3,7 @@
 //! inspect and list; and the answers of Podman's compatible API that must
 //! be asked for again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bollard::errors::Error as BollardError;
@@ -20,10 +20,11 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::client::{DockerRuntime, LONG_TIMEOUT};
-use super::health::{health_config, health_decides_within, health_start_period};
+use super::health::health_config;
+use super::inspection::{container_info, to_btree};
 use crate::runtime::{
     ContainerId, ContainerInfo, ContainerSpec, ContainerSummary, JournalLog, RestartPolicy,
-    RuntimeError, VolumeMount, LABEL_MANAGED, MANAGED_VALUE,
+    RuntimeError, LABEL_MANAGED, MANAGED_VALUE,
 };
 
 /// Added to a container's own stop grace for the stop request's timeout.
@@ -502,80 +503,15 @@ fn is_running(info: &ContainerInspectResponse) -> bool {
     info.state.as_ref().and_then(|s| s.running).unwrap_or(false)
 }
 
-fn to_btree(labels: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
-    labels.unwrap_or_default().into_iter().collect()
-}
-
-fn container_info(raw: ContainerInspectResponse) -> ContainerInfo {
-    let state = raw.state.unwrap_or_default();
-    let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
-    let config = raw.config.unwrap_or_default();
-    let exited = matches!(
-        status,
-        ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD
-    );
-    // Docker reports the zero time for a run that never started or ended.
-    let real_time = |t: Option<String>| t.filter(|t| !t.starts_with("0001-01-01"));
-    let decides_within = health_decides_within(config.healthcheck.as_ref());
-    let start_period = health_start_period(config.healthcheck.as_ref());
-    let volumes = volumes(raw.mounts.unwrap_or_default());
-    ContainerInfo {
-        id: raw.id.unwrap_or_default(),
-        name: raw
-            .name
-            .unwrap_or_default()
-            .trim_start_matches('/')
-            .to_owned(),
-        image: config.image.or(raw.image).unwrap_or_default(),
-        running: state.running.unwrap_or(false),
-        status: status.to_string(),
-        exit_code: if exited { state.exit_code } else { None },
-        started_at: real_time(state.started_at),
-        finished_at: real_time(state.finished_at),
-        labels: to_btree(config.labels),
-        pid: state
-            .pid
-            .filter(|pid| *pid > 0)
-            .and_then(|pid| u32::try_from(pid).ok()),
-        oom_killed: state.oom_killed.unwrap_or(false),
-        health: state.health.and_then(|h| {
-            let status = h.status?.to_string();
-            // "none" (no check) and "" are no health check at all.
-            if status.is_empty() || status == "none" {
-                return None;
-            }
-            let last_output = h
-                .log
-                .and_then(|log| log.into_iter().last())
-                .and_then(|r| r.output)
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            Some(crate::runtime::Health {
-                status,
-                last_output,
-                decides_within,
-                start_period,
-            })
-        }),
-        volumes,
+/// A resource limit as Docker takes it: `u64::MAX` (`RLIM_INFINITY`, a
+/// declared `-1`) is Docker's `-1`, no limit; other values past i64 are
+/// capped.
+fn rlimit(n: u64) -> i64 {
+    if n == u64::MAX {
+        -1
+    } else {
+        i64::try_from(n).unwrap_or(i64::MAX)
     }
-}
-
-/// The volumes among an inspection's `Mounts` (Docker's and Podman's
-/// answers alike: `Type` `volume`, the volume's `Name`, `Destination`).
-pub(super) fn volumes(mounts: Vec<bollard::models::MountPoint>) -> Vec<VolumeMount> {
-    mounts
-        .into_iter()
-        .filter(|m| m.typ.as_deref() == Some("volume"))
-        .filter_map(|m| {
-            Some(VolumeMount {
-                name: m.name.filter(|n| !n.is_empty())?,
-                target: m.destination.filter(|d| !d.is_empty())?,
-                read_only: m.rw == Some(false),
-            })
-        })
-        .collect()
 }
 
 pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
@@ -666,8 +602,8 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
                 .iter()
                 .map(|(name, soft, hard)| ResourcesUlimits {
                     name: Some(name.clone()),
-                    soft: signed(Some(*soft)),
-                    hard: signed(Some(*hard)),
+                    soft: Some(rlimit(*soft)),
+                    hard: Some(rlimit(*hard)),
                 })
                 .collect()
         }),
