@@ -41,6 +41,14 @@
 #   BENCH_IDLE_RUNS        idle windows (default 3)
 #   BENCH_IDLE_SECONDS     length of an idle window (default 30)
 #   BENCH_FIRES            fires measured each way, one a minute (default 3)
+#   BENCH_CURVE            step counts applied next, in turn, beside the same N
+#                          services (e.g. "500 5000 20000"): the growth curve,
+#                          each size's no-op apply, diff, status and memory
+#                          measured in the same run (default: none)
+#   BENCH_CURVE_RUNS       no-op, diff and status rounds at each size (default 5)
+#
+# BENCH_CREATE_RUNS=0 applies the declaration untimed and leaves Docker's
+# floor out (a smaller, quicker run while iterating).
 #
 # It never boots or powers off the node; its units and containers are named
 # `mhscale-PID-…` and are all stopped and removed at the end, whatever
@@ -61,6 +69,7 @@ inside() {
 	local create_runs=${BENCH_CREATE_RUNS:-1} noop_runs=${BENCH_NOOP_RUNS:-10}
 	local idle_runs=${BENCH_IDLE_RUNS:-3} idle_secs=${BENCH_IDLE_SECONDS:-30}
 	local fires=${BENCH_FIRES:-3}
+	local curve=${BENCH_CURVE:-} curve_runs=${BENCH_CURVE_RUNS:-5}
 	units=() events_pid=""
 	trap inside_cleanup EXIT
 	docker pull -q "$img" >/dev/null
@@ -112,6 +121,11 @@ inside() {
 		expect_count "$out" created "$n"
 		expect_running "$prefix-s" "$n"
 	done
+	if ((create_runs == 0)); then
+		remove_prefix "$prefix-s"
+		mesh after apply "$dir/big.json" >/dev/null
+		expect_running "$prefix-s" "$n"
+	fi
 	# The before side applies it too (its containers are there: unchanged).
 	[[ -z $before ]] || mesh before apply "$dir/big.json" >/dev/null
 
@@ -148,6 +162,50 @@ inside() {
 			t[plan_$s]+="$(elapsed_us "$t0") "
 		done
 	done
+
+	# 3b. The growth curve: each size of BENCH_CURVE applied in turn beside
+	# the same N services (only steps change: nothing is created), then its
+	# no-op apply, diff and status rounds and each daemon's memory.
+	local curve_rows=() size
+	for size in $curve; do
+		write_declaration "$dir/curve.json" "$n" "$size" ""
+		for s in "${sides[@]}"; do mesh "$s" apply "$dir/curve.json" >/dev/null; done
+		local -A c=()
+		for ((i = 0; i < curve_runs; i++)); do
+			for s in "${sides[@]}"; do
+				t0=$EPOCHREALTIME
+				out=$(mesh "$s" apply "$dir/curve.json")
+				c[noop_$s]+="$(elapsed_us "$t0") "
+				expect_count "$out" unchanged "$((n + size))"
+			done
+			t0=$EPOCHREALTIME
+			docker ps -a >/dev/null
+			c[ps]+="$(elapsed_us "$t0") "
+			for s in "${sides[@]}"; do
+				if ((has_diff)) && "${side_bin[$s]}" diff --help >/dev/null 2>&1; then
+					t0=$EPOCHREALTIME
+					mesh_rc "$s" 0 diff "$dir/curve.json" >/dev/null
+					c[diff_$s]+="$(elapsed_us "$t0") "
+				fi
+				t0=$EPOCHREALTIME
+				mesh_rc "$s" 0,3 status >/dev/null
+				c[status_$s]+="$(elapsed_us "$t0") "
+			done
+		done
+		# shellcheck disable=SC2086
+		local row="| $size | $(stats_ms ${c[noop_after]}) | $(stats_ms ${c[diff_after]:-}) | $(stats_ms ${c[status_after]}) | $(($(rss_kib "${side_pid[after]}") / 1024)) MiB |"
+		if [[ -n $before ]]; then
+			# shellcheck disable=SC2086
+			row+=" $(stats_ms ${c[noop_before]}) | $(stats_ms ${c[diff_before]:-}) | $(stats_ms ${c[status_before]}) | $(($(rss_kib "${side_pid[before]}") / 1024)) MiB |"
+		fi
+		# shellcheck disable=SC2086
+		row+=" $(stats_ms ${c[ps]}) | $(ratio_med "${c[noop_after]}" "${c[ps]}") |"
+		curve_rows+=("$row")
+	done
+	if [[ -n $curve ]]; then
+		# Back to the declaration of M steps for what follows.
+		for s in "${sides[@]}"; do mesh "$s" apply "$dir/big.json" >/dev/null; done
+	fi
 
 	# 4. Idle wake-ups, every daemon and dockerd over the same windows.
 	local docker_pid
@@ -219,6 +277,23 @@ inside() {
 	fi
 	echo
 	echo "Times in ms, median (fastest–slowest run); a ratio is of the medians. State directory after the no-op applies: $(du -sk "$dir/state-after" | cut -f1) KiB."
+	if ((${#curve_rows[@]} > 0)); then
+		echo
+		echo "### The growth curve: $n services and each number of steps in turn, $curve_runs rounds each"
+		echo
+		if [[ -n $before ]]; then
+			echo "| steps | no-op apply | diff | status | VmRSS | before: no-op apply | before: diff | before: status | before: VmRSS | \`docker ps -a\` | no-op / ps |"
+			echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		else
+			echo "| steps | no-op apply | diff | status | VmRSS | \`docker ps -a\` | no-op / ps |"
+			echo "|---|---|---|---|---|---|---|"
+		fi
+		printf '%s\n' "${curve_rows[@]}"
+	fi
+}
+
+rss_kib() {
+	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
 }
 
 # One table row; the before cell only when a before build is measured.
@@ -404,8 +479,11 @@ expect_running() {
 }
 
 expect_count() {
-	local got
+	local got summed
 	got=$(grep -cE "^[^ ]+ +$2(:|$| )" <<<"$1" || true)
+	# A report of counts only: `apply ok: N unchanged`.
+	summed=$(grep -oE "^apply ok: (.*, )?[0-9]+ $2" <<<"$1" | grep -oE "[0-9]+ $2\$" | cut -d' ' -f1 || true)
+	((${summed:-0} > got)) && got=$summed
 	((got >= $3)) || die "expected $3 '$2' in the report, found $got:
 $(head -n 20 <<<"$1")"
 }
@@ -541,7 +619,7 @@ echo
 "$node" exec env BENCH_SERVICES="${BENCH_SERVICES:-1000}" BENCH_STEPS="${BENCH_STEPS:-500}" \
 	BENCH_CREATE_RUNS="${BENCH_CREATE_RUNS:-1}" BENCH_NOOP_RUNS="${BENCH_NOOP_RUNS:-10}" \
 	BENCH_IDLE_RUNS="${BENCH_IDLE_RUNS:-3}" BENCH_IDLE_SECONDS="${BENCH_IDLE_SECONDS:-30}" \
-	BENCH_FIRES="${BENCH_FIRES:-3}" \
+	BENCH_FIRES="${BENCH_FIRES:-3}" BENCH_CURVE="${BENCH_CURVE:-}" BENCH_CURVE_RUNS="${BENCH_CURVE_RUNS:-5}" \
 	bash "$dir/scale-node.sh" --inside "$dir" "$dir/mesh-host" "$img" "$prefix" "${before_arg[@]}"
 echo
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -155,6 +155,24 @@ pub fn making_grace(grace: Duration) -> Duration {
     grace
 }
 
+/// How far ahead a step's fire is armed (`schedule::ready::HORIZON`):
+/// `horizon`, or what `MESH_HOST_ARM_HORIZON_SECS` says (debug builds
+/// only), so that a node test sees a step come within it in seconds.
+#[cfg(debug_assertions)]
+pub fn arm_horizon(horizon: Duration) -> Duration {
+    std::env::var("MESH_HOST_ARM_HORIZON_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(horizon, Duration::from_secs)
+}
+
+/// Release builds: always `horizon`.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn arm_horizon(horizon: Duration) -> Duration {
+    horizon
+}
+
 /// The closing budget a close spends: `budget`, or what
 /// `MESH_HOST_CLOSE_BUDGET_SECS` says (debug builds only).
 #[cfg(debug_assertions)]

@@ -723,3 +723,73 @@ fn a_wall_clock_set_wakes_the_sleeping_scheduler_at_once() {
         "a set fires nothing that is not due"
     );
 }
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_step_due_beyond_the_arming_horizon_is_armed_at_its_edge_and_fires_on_its_second() {
+    use chrono::{DateTime, Timelike, Utc};
+    let mut w = World::new("horizon");
+    let run = w.name("run");
+    let img = w.busybox();
+    let mut every_minute = declare::step("edge", &run, &img, "true", &[], 300);
+    every_minute["schedule"] = json!("* * * * *");
+    every_minute
+        .as_object_mut()
+        .expect("object")
+        .remove("while-stopped");
+    w.write_declaration(json!([every_minute]));
+    // Fires further than 30 s are not armed (debug builds read the horizon
+    // from the environment; it is an hour).
+    let d = DaemonUnit::install_with_args(
+        &w,
+        "Environment=MESH_HOST_ARM_HORIZON_SECS=30",
+        "--metrics-file=",
+    );
+    // Started when the next minute is more than the horizon away.
+    wait_for("the start of a minute", Duration::from_secs(70), || {
+        (2..=18).contains(&Utc::now().second()).then_some(())
+    });
+    d.start();
+    let status: Value = serde_json::from_slice(&d.cli(&["status", "--json"]).stdout)
+        .unwrap_or_else(|e| panic!("status --json: {e}"));
+    let ready = &status["steps"][0]["ready"];
+    assert_eq!(ready["state"], "waiting", "{status}");
+    let due: DateTime<Utc> = ready["fire"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no fire in {ready}"));
+    assert!(
+        (due - Utc::now()).num_seconds() > 30,
+        "beyond the horizon: {due}"
+    );
+    assert!(
+        w.node.docker(&["inspect", &run]).status.code() != Some(0),
+        "nothing made yet"
+    );
+    // Armed when it came within: made ready at its lead, started on its
+    // second.
+    wait_for("the fire", Duration::from_secs(90), || {
+        let status: Value =
+            serde_json::from_slice(&d.cli(&["status", "--json"]).stdout).unwrap_or_default();
+        (status["steps"][0]["last-outcome"] == "succeeded").then_some(())
+    });
+    let times = w
+        .node
+        .docker_ok(&["inspect", "-f", "{{.Created}} {{.State.StartedAt}}", &run]);
+    let mut parsed = times.split_whitespace().map(|t| {
+        t.parse::<DateTime<Utc>>()
+            .unwrap_or_else(|e| panic!("{t}: {e}"))
+    });
+    let (created, started) = (
+        parsed.next().expect("created"),
+        parsed.next().expect("started"),
+    );
+    assert!(
+        created < due && due - created <= chrono::Duration::seconds(15),
+        "made ready within the lead before {due}: {created}"
+    );
+    assert!(
+        started >= due && started - due < chrono::Duration::seconds(3),
+        "started on its second {due}: {started}"
+    );
+}

@@ -402,6 +402,7 @@ impl Ledger {
             started_at,
             finished_at,
             lines: self.lines,
+            unchanged_unlisted: 0,
             windows,
             complete: self.halted.is_none(),
             halted: self.halted,

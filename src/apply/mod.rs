@@ -70,6 +70,7 @@ use crate::store::Store;
 use crate::window::Windows;
 
 pub mod content_diff;
+pub mod converged;
 pub mod decide;
 mod depends;
 pub mod empty;
@@ -88,6 +89,7 @@ pub mod state;
 mod tests;
 pub mod units;
 
+pub use converged::Converged;
 pub use empty::EmptyRefused;
 pub use execute::APPLY_WIDTH;
 pub use pull::PullPolicy;
@@ -234,6 +236,76 @@ impl Applier {
             }
             Err(report) => report,
         }
+    }
+
+    /// `apply FILE` of the request `converged` was left by, answered
+    /// without validating or deciding anything when the machine is as that
+    /// apply left it ([`converged`]): every resource `unchanged`, the time
+    /// of the apply recorded; their lines built only when `every_line`
+    /// (else counted: thousands of `unchanged` say nothing new).
+    /// `Err`: why it must be decided in full.
+    pub async fn apply_converged(
+        &self,
+        converged: &Converged,
+        every_line: bool,
+    ) -> Result<ApplyReport, String> {
+        self.check_converged(converged, Then::CarryOut, every_line)
+            .await
+    }
+
+    /// `diff FILE` of the request `converged` was left by: as
+    /// [`Applier::apply_converged`], nothing recorded.
+    pub async fn preview_converged(&self, converged: &Converged) -> Result<ApplyReport, String> {
+        self.check_converged(converged, Then::Show, true).await
+    }
+
+    async fn check_converged(
+        &self,
+        converged: &Converged,
+        then: Then,
+        every_line: bool,
+    ) -> Result<ApplyReport, String> {
+        let started_at = Utc::now();
+        let _lock = self.lock(started_at).await.map_err(|r| r.summary())?;
+        let listing = self.start_listing();
+        converged::check(converged, &self.windows, &*self.runtime, listing).await?;
+        let (lines, unchanged_unlisted) = match every_line {
+            true => (converged.lines(), 0),
+            false => (Vec::new(), converged.resources()),
+        };
+        let finished_at = Utc::now();
+        let error = match then {
+            Then::Show => None,
+            Then::CarryOut => self
+                .store
+                .save(
+                    crate::store::LAST_APPLY,
+                    &LastApply {
+                        applied_at: finished_at,
+                    },
+                )
+                .err()
+                .map(|e| format!("cannot record when the apply ended: {e}")),
+        };
+        let report = ApplyReport {
+            ok: error.is_none(),
+            changed: false,
+            started_at,
+            finished_at,
+            lines,
+            unchanged_unlisted,
+            windows: Vec::new(),
+            halted: None,
+            error,
+            warnings: Vec::new(),
+            tidy: Vec::new(),
+            steps: Vec::new(),
+            complete: true,
+        };
+        if then == Then::CarryOut {
+            log_finished(&report);
+        }
+        Ok(report)
     }
 
     /// `diff FILE` from its bytes: FILE validated and judged as

@@ -186,6 +186,7 @@ impl Plan {
             started_at,
             finished_at: chrono::Utc::now(),
             lines,
+            unchanged_unlisted: 0,
             windows,
             halted: None,
             error: None,

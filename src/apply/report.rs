@@ -300,6 +300,11 @@ pub struct ApplyReport {
     pub finished_at: DateTime<Utc>,
     /// One line per resource, in declaration order, then the removals.
     pub lines: Vec<ReportLine>,
+    /// Resources `unchanged` counted and given no line: an apply that found
+    /// the node as the same request left it, unless every line was asked
+    /// for (`--verbose`, `--json`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unchanged_unlisted: usize,
     /// The windows open when the apply ran.
     pub windows: Vec<WindowLine>,
     /// The run-once step the apply stopped at, if it halted.
@@ -337,6 +342,7 @@ impl ApplyReport {
             started_at,
             finished_at: Utc::now(),
             lines: Vec::new(),
+            unchanged_unlisted: 0,
             windows: Vec::new(),
             halted: None,
             error: Some(error),
@@ -357,6 +363,9 @@ impl ApplyReport {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         for line in &self.lines {
             *counts.entry(line.action.as_str()).or_default() += 1;
+        }
+        if self.unchanged_unlisted > 0 {
+            *counts.entry(Action::Unchanged.as_str()).or_default() += self.unchanged_unlisted;
         }
         let counted = counts
             .iter()
@@ -485,4 +494,8 @@ impl fmt::Display for ApplyReport {
         }
         write!(f, "apply {}", self.summary())
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -65,7 +65,8 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR", default_value = crate::apply::units::UNIT_DIR, hide = true, env = "MESH_HOST_UNIT_DIR")]
     pub unit_dir: PathBuf,
 
-    /// More detail in the log.
+    /// More detail in the log; `apply` lists every resource even when
+    /// the node is found as the same request left it.
     #[arg(long, short, global = true, env = "MESH_HOST_VERBOSE")]
     pub verbose: bool,
 

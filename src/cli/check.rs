@@ -167,6 +167,7 @@ mod tests {
             declaration: largest,
             allow_empty: true,
             progress: true,
+            every_line: true,
         };
         let sent = serde_json::to_vec(&request).expect("encodes");
         assert!(sent.len() <= crate::control::MAX_REQUEST, "{}", sent.len());

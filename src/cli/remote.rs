@@ -88,6 +88,7 @@ pub fn apply(cli: &Cli, file: &std::path::Path, allow_empty: bool, json: bool) -
         declaration,
         allow_empty,
         progress: style.is_some(),
+        every_line: json || cli.verbose,
     };
     block_on(async {
         let (reporter, rx) = Reporter::channel();

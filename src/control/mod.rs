@@ -59,6 +59,11 @@ pub enum Request {
         /// Stream progress frames before the answer (sent only when set).
         #[serde(default, skip_serializing_if = "is_false")]
         progress: bool,
+        /// Every resource's line, also when the node is found as the same
+        /// request left it (then otherwise counted only). Sent only when
+        /// set.
+        #[serde(default, skip_serializing_if = "is_false")]
+        every_line: bool,
     },
     /// What applying this declaration would do, doing none of it.
     Diff {
@@ -131,6 +136,10 @@ impl Request {
         matches!(
             self,
             Request::Apply { progress: true, .. }
+                | Request::Apply {
+                    every_line: true,
+                    ..
+                }
                 | Request::Run { progress: true, .. }
                 | Request::Status { brief: true }
         )
@@ -141,7 +150,15 @@ impl Request {
     pub fn without_extras(&self) -> Request {
         let mut plain = self.clone();
         match &mut plain {
-            Request::Apply { progress, .. } | Request::Run { progress, .. } => *progress = false,
+            Request::Apply {
+                progress,
+                every_line,
+                ..
+            } => {
+                *progress = false;
+                *every_line = false;
+            }
+            Request::Run { progress, .. } => *progress = false,
             Request::Status { brief } => *brief = false,
             _ => {}
         }

@@ -189,6 +189,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         scheduler: handle,
         applying: Mutex::new(()),
         declaration: Mutex::new(None),
+        converged: std::sync::Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
         empty_refused: std::sync::Mutex::new(None),
         applied: tokio::sync::Notify::new(),
@@ -335,6 +336,7 @@ impl Daemon {
     /// (`declaration-empty-refused`).
     async fn apply_file(&self, why: Trigger) -> Option<ApplyReport> {
         let _serial = self.applying.lock().await;
+        self.remember_converged(None);
         match self
             .applier
             .apply_node_declaration(&self.cfg.declaration, matches!(why, Trigger::Reconcile))
@@ -402,17 +404,66 @@ impl Daemon {
         &self,
         bytes: &[u8],
         allow_empty: bool,
+        every_line: bool,
         progress: Reporter,
     ) -> Result<ApplyReport, crate::apply::InstallRefused> {
         let _serial = self.applying.lock().await;
+        if let Some(converged) = self.converged_to(bytes) {
+            match self.applier.apply_converged(&converged, every_line).await {
+                Ok(report) => {
+                    self.after_converged(&report).await;
+                    return Ok(report);
+                }
+                Err(why) => tracing::info!("apply: decided in full ({why})"),
+            }
+        }
+        self.remember_converged(None);
         let (decl, mut report) = self
             .applier
             .clone()
             .with_progress(progress)
             .parse_install_and_apply(bytes, &self.cfg.declaration, allow_empty)
             .await?;
+        let converged = crate::apply::Converged::record(
+            &self.store,
+            &decl,
+            &report,
+            bytes,
+            &self.cfg.declaration,
+        );
         self.after_apply(decl, &mut report).await;
+        match converged {
+            Ok(converged) => self.remember_converged(Some(converged)),
+            Err(why) => tracing::debug!("apply: not remembered as converged ({why})"),
+        }
         Ok(report)
+    }
+
+    /// What the last `apply FILE` converged to, if `bytes` is its request.
+    fn converged_to(&self, bytes: &[u8]) -> Option<Arc<crate::apply::Converged>> {
+        let converged = self.converged.lock().unwrap_or_else(|e| e.into_inner());
+        converged.clone().filter(|c| c.is_request(bytes))
+    }
+
+    fn remember_converged(&self, converged: Option<crate::apply::Converged>) {
+        let was = std::mem::replace(
+            &mut *self.converged.lock().unwrap_or_else(|e| e.into_inner()),
+            converged.map(Arc::new),
+        );
+        crate::task::drop_later(was);
+    }
+
+    /// After an apply that found the node as the last one left it: the
+    /// schedules stay armed (suspensions read again, containers not made
+    /// ready tried again, as a sync of the same steps does).
+    async fn after_converged(&self, report: &ApplyReport) {
+        if let Some(armed) = self.scheduler.refresh().await {
+            tracing::info!(
+                "apply: the node is as the same request left it; {armed} schedule(s) kept"
+            );
+        }
+        self.metrics.applied(report.finished_at, report.ok, None);
+        self.set_last(report.ok, report.summary());
     }
 
     /// Schedules follow only an apply that went through the whole
@@ -513,9 +564,10 @@ impl Daemon {
                 declaration,
                 allow_empty,
                 progress: _,
+                every_line,
             } => {
                 let applied = self
-                    .install_and_apply(declaration.as_bytes(), allow_empty, progress)
+                    .install_and_apply(declaration.as_bytes(), allow_empty, every_line, progress)
                     .await;
                 if let Err(crate::apply::InstallRefused::Empty(refused)) = &applied {
                     tracing::warn!("apply refused: {refused}");
@@ -525,12 +577,18 @@ impl Daemon {
             Request::Diff {
                 declaration,
                 allow_empty,
-            } => answer::apply::Previewed::from(
-                self.applier
-                    .parse_and_preview(declaration.as_bytes(), allow_empty)
-                    .await,
-            )
-            .response(),
+            } => {
+                let bytes = declaration.as_bytes();
+                if let Some(converged) = self.converged_to(bytes) {
+                    if let Ok(report) = self.applier.preview_converged(&converged).await {
+                        return answer::apply::Previewed::from(Ok(report)).response();
+                    }
+                }
+                answer::apply::Previewed::from(
+                    self.applier.parse_and_preview(bytes, allow_empty).await,
+                )
+                .response()
+            }
             Request::Run { step, force, .. } => self
                 .scheduler
                 .run_now(&step, force, progress)

@@ -61,6 +61,10 @@ pub(super) struct Daemon {
     /// serialises it against applies of other processes).
     pub(super) applying: Mutex<()>,
     pub(super) declaration: Mutex<Option<Declaration>>,
+    /// What the last `apply FILE` converged the node to, while it is the
+    /// last apply (`apply::converged`): the next apply of the same bytes
+    /// is checked against the machine, not decided from the start.
+    pub(super) converged: std::sync::Mutex<Option<Arc<crate::apply::Converged>>>,
     pub(super) last_apply: std::sync::Mutex<Option<LastApply>>,
     /// The empty declaration file refused, until a declaration is applied.
     pub(super) empty_refused: std::sync::Mutex<Option<crate::answer::status::EmptyRefusal>>,

@@ -57,6 +57,13 @@ pub const LABEL_READY: &str = "mesh-host.ready-for";
 /// creates to be done before their due second.
 pub const LEAD: Duration = Duration::from_secs(10);
 
+/// How far ahead a step's next fire is armed: a fire due later has no
+/// task waiting for it, only its state (`waiting`) and its place in the
+/// scheduler's list of next fires, and is armed when it comes within (a
+/// node of thousands of daily steps would otherwise hold a sleeping task
+/// per step all day).
+pub const HORIZON: Duration = Duration::from_secs(3600);
+
 /// How long before its due time a fire's transient unit is made, so that
 /// the due second costs the container's start alone.
 pub const UNIT_LEAD: Duration = Duration::from_secs(2);
@@ -213,8 +220,16 @@ impl Readier {
 
     /// Make the container of the fire of `def` due at `due` ready, from
     /// [`LEAD`] before it (at once if that is past). Armed again for the
-    /// same fire and declaration, nothing changes.
-    pub fn arm(&self, def: &Arc<StepDef>, due: DateTime<Utc>, now: DateTime<Utc>) {
+    /// same fire and declaration, nothing changes. A fire due further
+    /// than `horizon` ([`HORIZON`]) is only said `waiting`, no task armed:
+    /// `false`, and the caller arms it again once it is within.
+    pub fn arm(
+        &self,
+        def: &Arc<StepDef>,
+        due: DateTime<Utc>,
+        now: DateTime<Utc>,
+        horizon: Duration,
+    ) -> bool {
         let identity = def
             .spec
             .labels
@@ -225,8 +240,9 @@ impl Readier {
         let mut slots = self.slots();
         let slot = slots.entry(def.id.clone()).or_default();
         let failed = matches!(slot.state, Some(ReadyState::NotReady { .. }));
-        if slot.armed.as_ref() == Some(&armed) && !failed {
-            return;
+        let beyond = (due - now).to_std().is_ok_and(|ahead| ahead > horizon);
+        if slot.armed.as_ref() == Some(&armed) && !failed && (slot.task.is_some() || beyond) {
+            return slot.task.is_some();
         }
         if let Some((_, _, old)) = &slot.armed {
             if *old != def.spec.name {
@@ -242,6 +258,10 @@ impl Readier {
         slot.armed = Some(armed);
         if slot.ahead.as_ref().is_some_and(|a| a.due != due) {
             slot.ahead = None;
+        }
+        if beyond {
+            slot.task = None;
+            return false;
         }
         let unit_wait = (due - chrono::Duration::from_std(UNIT_LEAD).unwrap_or_default() - now)
             .to_std()
@@ -282,6 +302,7 @@ impl Readier {
             }
         });
         slot.task = Some(AbortOnDrop::new(&task));
+        true
     }
 
     /// The step is no longer declared: its ready container goes.

@@ -413,3 +413,48 @@ async fn a_ready_container_removed_after_it_was_looked_at_is_made_again_at_its_f
         "{status:?}"
     );
 }
+
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fire_beyond_the_horizon_waits_with_no_task_and_is_armed_at_its_edge_in_time() {
+    let fake = FakeRuntime::new();
+    fake.exit_with("edge-run", 0, Duration::from_secs(1));
+    // 03:00 is the horizon (an hour) and a second away; 04:00 two.
+    let r = rig("2026-06-01T01:59:59Z", fake.clone());
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let before = alive_tasks();
+    let mut steps = vec![step("edge", "0 3 * * *", "a")];
+    steps.extend((0..50).map(|i| step(&format!("far{i}"), "0 4 * * *", "a")));
+    r.handle.sync(steps).await.expect("sync");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(alive_tasks(), before, "no task waits for a fire beyond");
+    assert_eq!(
+        ready_state(&r, "edge").await,
+        Some(ReadyState::Waiting {
+            at: at("2026-06-01T02:59:50Z"),
+            fire: at("2026-06-01T03:00:00Z")
+        }),
+        "said waiting all the same"
+    );
+    // At the edge (02:00:00) the one due at 03:00 is armed, the others not.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(alive_tasks(), before + 1);
+    // It is made ready at its lead and fires on its second.
+    tokio::time::sleep(Duration::from_secs(59 * 60 + 58)).await;
+    assert_eq!(fake.mutations(), vec![Call::Create("edge-run".into())]);
+    assert_eq!(count(&fake, &Call::Start("edge-run".into())), 0);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        count(&fake, &Call::Start("edge-run".into())),
+        1,
+        "fired at 03:00"
+    );
+    // Past 03:00 the fifty due at 04:00 come within, each armed.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(alive_tasks() >= before + 50, "{} {before}", alive_tasks());
+}

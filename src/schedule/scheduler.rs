@@ -57,10 +57,12 @@ impl std::fmt::Debug for Watchdog {
 }
 
 impl Watchdog {
-    /// Feed it if its time has come; when the next feed is due.
+    /// Feed it if its time has come (or is a few milliseconds away: the
+    /// loop wakes for it on the wall clock's timer, which may end a hair
+    /// before the monotonic one); when the next feed is due.
     fn feed_if_due(&mut self, next: Instant) -> Instant {
         let now = Instant::now();
-        if now >= next {
+        if now + Duration::from_millis(50) >= next {
             (self.feed)();
             now + self.every
         } else {
@@ -139,6 +141,13 @@ pub enum Command {
         /// Since when it was suspended (`None`: it was not), or why not.
         reply: oneshot::Sender<Result<Option<DateTime<Utc>>, String>>,
     },
+    /// Keep the steps armed (an apply found the node as the declaration
+    /// they were armed from left it): suspensions read again, containers
+    /// not made ready tried again, as a sync of the same steps does.
+    Refresh {
+        /// How many steps are armed.
+        reply: oneshot::Sender<usize>,
+    },
     /// Report every step's state.
     Status {
         /// The answer.
@@ -158,6 +167,14 @@ impl SchedulerHandle {
     pub async fn sync(&self, steps: Vec<ScheduledStep>) -> Option<SyncReport> {
         let (reply, rx) = oneshot::channel();
         self.inbox.send(Command::Sync { steps, reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Keep the steps armed as they are ([`Command::Refresh`]); how many
+    /// there are.
+    pub async fn refresh(&self) -> Option<usize> {
+        let (reply, rx) = oneshot::channel();
+        self.inbox.send(Command::Refresh { reply }).await.ok()?;
         rx.await.ok()
     }
 
@@ -232,6 +249,10 @@ impl SchedulerHandle {
 pub struct Scheduler {
     table: JobTable,
     steps: BTreeMap<String, ScheduledStep>,
+    /// Steps whose next fire is beyond the horizon, by that fire: armed
+    /// when it comes within ([`crate::schedule::ready::HORIZON`]).
+    beyond: std::collections::BTreeSet<(DateTime<Utc>, String)>,
+    horizon: std::time::Duration,
     history: BTreeMap<String, StepHistory>,
     /// Steps an operator suspended (the state directory's, kept in step).
     suspended: Suspended,
@@ -277,6 +298,8 @@ impl Scheduler {
         let scheduler = Scheduler {
             table: JobTable::new(),
             steps: BTreeMap::new(),
+            beyond: Default::default(),
+            horizon: crate::fault::arm_horizon(crate::schedule::ready::HORIZON),
             history,
             suspended,
             firer,
@@ -330,8 +353,17 @@ impl Scheduler {
             if let Some(w) = &mut watchdog {
                 feed_at = w.feed_if_due(feed_at);
             }
-            let wake = self.table.next_wake();
-            let fed = watchdog.is_some();
+            // The watchdog's feed is one more wake of the same timerfd: a
+            // tokio sleep of 15 s is taken in three (its timer wheel wakes
+            // at each level's slot to cascade it), four wakes per feed.
+            let feed = watchdog.as_ref().map(|_| {
+                let left = feed_at.saturating_duration_since(Instant::now());
+                now + chrono::Duration::from_std(left).unwrap_or_default()
+            });
+            let wake = [self.table.next_wake(), self.arm_within_horizon(now), feed]
+                .into_iter()
+                .flatten()
+                .min();
             tokio::select! {
                 cmd = self.inbox.recv() => match cmd {
                     Some(cmd) => changed |= self.command(cmd),
@@ -347,7 +379,6 @@ impl Scheduler {
                         clock.now().to_rfc3339()
                     );
                 },
-                () = tokio::time::sleep_until(feed_at), if fed => {}
                 () = tokio::time::sleep_until(catch_up_at), if owed => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
@@ -523,7 +554,7 @@ impl Scheduler {
 
     /// Make the container of `step`'s next fire ready ahead of it, unless a
     /// run of it is in flight (its end arms the next).
-    fn make_ready(&self, step: &str) {
+    fn make_ready(&mut self, step: &str) {
         let Some(s) = self.steps.get(step) else {
             return;
         };
@@ -533,8 +564,27 @@ impl Scheduler {
             return;
         }
         if let Some(due) = self.table.next_due(step) {
-            self.firer.readier().arm(&s.def, due, self.clock.now());
+            let now = self.clock.now();
+            if !self.firer.readier().arm(&s.def, due, now, self.horizon) {
+                self.beyond.insert((due, step.to_string()));
+            }
         }
+    }
+
+    /// Arm the steps whose next fire came within the horizon; when the
+    /// next of the others comes within it.
+    fn arm_within_horizon(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let horizon = chrono::Duration::from_std(self.horizon).unwrap_or_default();
+        while let Some((due, step)) = self.beyond.first().cloned() {
+            if due - horizon > now {
+                return Some(due - horizon);
+            }
+            self.beyond.pop_first();
+            // Its next fire now, whichever it is (a stale entry re-arms
+            // nothing).
+            self.make_ready(&step);
+        }
+        None
     }
 
     fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool, progress: Reporter) {
@@ -559,6 +609,10 @@ impl Scheduler {
                 let (report, changed) = self.sync(steps);
                 let _ = reply.send(report);
                 changed
+            }
+            Command::Refresh { reply } => {
+                let _ = reply.send(self.refresh());
+                false
             }
             Command::RunNow {
                 step,

@@ -97,6 +97,14 @@ impl Scheduler {
         report
     }
 
+    /// The steps armed kept, after an apply that found the node as they
+    /// were armed from: what a sync of the same steps reads again.
+    pub(super) fn refresh(&mut self) -> usize {
+        self.reload_suspensions();
+        self.make_all_ready();
+        self.steps.len()
+    }
+
     /// What the apply kept of the suspensions (it drops steps no longer
     /// declared), of declared steps only.
     fn reload_suspensions(&mut self) {
