@@ -8,7 +8,7 @@
 //! the state documents. The state directory stays the record for a restart;
 //! this is only what lets the next apply of the same bytes be checked
 //! against the machine rather than decided from the start. That check
-//! ([`check`]) asks the runtime for its one listing, matches each service
+//! (`check`) asks the runtime for its one listing, matches each service
 //! by name, and stats the files: anything not exactly as left (a container
 //! removed, stopped or of another identity, a file read by a container
 //! written since, a state document written by another process, an open
