@@ -18,6 +18,11 @@
 //! runs; a dependency that failed leaves it not run, which halts the
 //! apply as a failing run does.
 //!
+//! A network peer (`network: "container:NAME"`) is an implicit
+//! `depends-on` with condition started ([`after`]): declared before its
+//! follower, waited for in the batch, and a peer that failed leaves the
+//! follower not made or started (`network peer vpn: vpn failed, ...`).
+//!
 //! `condition: healthy` is waited for by the executor (`execute/health.rs`).
 
 use std::collections::BTreeSet;
@@ -27,15 +32,66 @@ use super::report::{Action, ReportLine};
 use crate::declaration::depends::Condition;
 use crate::declaration::{Container, Declaration};
 
+/// One container another is made or started after: a `depends-on`
+/// entry, or its network peer (`network: "container:NAME"`, an implicit
+/// `depends-on` with condition started), by resource id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct After {
+    /// The resource id of what it waits for.
+    pub(crate) id: String,
+    /// Whether it is the network peer.
+    pub(crate) peer: bool,
+}
+
+impl After {
+    /// How the line names it: `depends-on db`, `network peer vpn`.
+    fn named(&self) -> String {
+        let how = if self.peer {
+            "network peer"
+        } else {
+            "depends-on"
+        };
+        format!("{how} {}", self.id)
+    }
+}
+
+/// What `c` is made or started after, in order: its `depends-on`, then
+/// its network peer.
+pub(crate) fn after(decl: &Declaration, c: &Container) -> Vec<After> {
+    let mut out: Vec<After> = c
+        .depends_on
+        .iter()
+        .map(|d| After {
+            id: d.id.to_string(),
+            peer: false,
+        })
+        .collect();
+    if let Some((peer, _)) = decl.peer_of(c) {
+        out.push(After {
+            id: peer.id.to_string(),
+            peer: true,
+        });
+    }
+    out
+}
+
 /// Why a service is not started: `dep` failed.
-pub(crate) fn not_started(dep: &str) -> String {
-    format!("depends-on {dep}: {dep} failed, so this was not started")
+pub(crate) fn not_started(dep: &After) -> String {
+    format!(
+        "{}: {} failed, so this was not started",
+        dep.named(),
+        dep.id
+    )
 }
 
 /// Why a run-once step is not run: `dep` failed (the apply halts there,
 /// as compose stops at a dependency that did not come up).
-pub(crate) fn not_run(dep: &str) -> String {
-    format!("depends-on {dep}: {dep} failed, so this step was not run")
+pub(crate) fn not_run(dep: &After) -> String {
+    format!(
+        "{}: {} failed, so this step was not run",
+        dep.named(),
+        dep.id
+    )
 }
 
 /// Whether `decision` would make or start its container: a service's
@@ -48,24 +104,29 @@ fn starts(decision: &Decision) -> bool {
     }
 }
 
-/// The dependency of `c` among `failed`, when `decision` (of `c`) would
-/// make or start it.
-pub(crate) fn failed_dependency<'f>(
-    failed: &'f BTreeSet<String>,
+/// What `c` is made or started after among `failed`, when `decision`
+/// (of `c`) would make or start it.
+pub(crate) fn failed_dependency(
+    failed: &BTreeSet<String>,
+    decl: &Declaration,
     c: &Container,
     decision: &Decision,
-) -> Option<&'f str> {
+) -> Option<After> {
     if !starts(decision) {
         return None;
     }
-    failed_of(failed, c)
+    failed_of(failed, decl, c)
 }
 
-/// The first dependency of `c` among `failed`.
-pub(crate) fn failed_of<'f>(failed: &'f BTreeSet<String>, c: &Container) -> Option<&'f str> {
-    c.depends_on
-        .iter()
-        .find_map(|d| failed.get(d.id.as_str()).map(String::as_str))
+/// The first of what `c` is made or started after among `failed`.
+pub(crate) fn failed_of(
+    failed: &BTreeSet<String>,
+    decl: &Declaration,
+    c: &Container,
+) -> Option<After> {
+    after(decl, c)
+        .into_iter()
+        .find(|dep| failed.contains(&dep.id))
 }
 
 /// `decision` for `c`, or its failure when a dependency decided before it
@@ -73,14 +134,15 @@ pub(crate) fn failed_of<'f>(failed: &'f BTreeSet<String>, c: &Container) -> Opti
 /// run, and, a step failing, the apply halts there.
 pub(crate) fn after_failed(
     failed: &BTreeSet<String>,
+    decl: &Declaration,
     c: &Container,
     decision: Decision,
 ) -> Decision {
-    match failed_dependency(failed, c, &decision) {
+    match failed_dependency(failed, decl, c, &decision) {
         Some(dep) => {
             let (why, work) = match decision.kind {
-                Kind::RunOnce => (not_run(dep), Work::Halt),
-                _ => (not_started(dep), Work::Nothing),
+                Kind::RunOnce => (not_run(&dep), Work::Halt),
+                _ => (not_started(&dep), Work::Nothing),
             };
             let line = ReportLine::new(decision.line.id.clone(), Action::Failed, Some(why));
             Decision::new(decision.slot, decision.kind, line, work)
@@ -108,7 +170,7 @@ pub(crate) type Started = tokio::sync::watch::Receiver<Option<bool>>;
 
 /// Wait for each dependency in the batch (`waits`) to be done; the first
 /// that failed, if one did.
-pub(crate) async fn gate(waits: Vec<(String, Started)>) -> Option<String> {
+pub(crate) async fn gate(waits: Vec<(After, Started)>) -> Option<After> {
     for (dep, mut started) in waits {
         let ok = match started.wait_for(Option::is_some).await {
             Ok(done) => done.unwrap_or(false),

@@ -1552,6 +1552,8 @@ mod plan_tests;
 
 #[path = "depends_tests.rs"]
 mod depends_tests;
+#[path = "peer_tests.rs"]
+mod peer_tests;
 
 #[path = "rollout_tests.rs"]
 mod rollout_tests;

@@ -1,12 +1,14 @@
-//! How a service meets the network: `network_mode`, or the networks it
-//! joins (ordered as compose orders them: by `priority`, highest first,
+//! How a service meets the network: `network_mode` (`service:X`, and
+//! `container:NAME` naming a container of the project, become the
+//! declaration's `container:` and the peer's container name), or the
+//! networks it joins (ordered as compose orders them: by `priority`, highest first,
 //! then by name, the first one the network the container is created on),
 //! each with the service's name as an alias; and the ports it publishes,
 //! counted against [`MAX_PORTS`] for the whole project.
 
 use serde_json::{Map, Value};
 
-use super::context::Service;
+use super::context::{Peers, Service};
 use super::values::{list, some, strings, text};
 use super::{cast, ports};
 use crate::declaration::raw::{Field, RawContainer, RawNetworkJoin};
@@ -24,9 +26,14 @@ pub(super) fn read(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContain
     if let Some(mode) = svc.get("network_mode").map(text) {
         match mode.as_str() {
             "host" | "none" | "bridge" => c.network = some(mode),
+            other if other.starts_with("service:") || other.starts_with("container:") => {
+                if let Some(peer) = peer(s, svc, other) {
+                    c.network = some(format!("container:{peer}"));
+                }
+            }
             other => s.refuse(
                 "network_mode",
-                format!("{other:?}: not supported: mesh-host joins host, none, bridge or networks; put both services on one network"),
+                format!("{other:?}: not supported: mesh-host joins host, none, bridge, service:NAME, container:NAME or networks"),
             ),
         }
     } else {
@@ -62,6 +69,62 @@ pub(super) fn read(s: &mut Service, svc: &Map<String, Value>, c: &mut RawContain
         }
         if *s.ports <= MAX_PORTS {
             c.ports = list(published);
+        }
+    }
+}
+
+/// The service whose network `svc` shares (`network_mode: service:X`,
+/// or `container:NAME` naming a container of the project), as written:
+/// it may be no service of the project.
+pub(super) fn peer_service(svc: &Map<String, Value>, peers: &Peers) -> Option<String> {
+    let mode = svc.get("network_mode").map(text)?;
+    if let Some(service) = mode.strip_prefix("service:") {
+        return Some(service.to_owned());
+    }
+    peers
+        .by_container
+        .get(mode.strip_prefix("container:")?)
+        .cloned()
+}
+
+/// The container name of the peer `mode` names, as compose names it:
+/// the service's one container (`PROJECT-X-1` or its `container_name`),
+/// or a container of the project; anything else refused, naming the fix.
+fn peer(s: &mut Service, svc: &Map<String, Value>, mode: &str) -> Option<String> {
+    let Some(service) = peer_service(svc, s.peers) else {
+        s.refuse(
+            "network_mode",
+            format!("{mode:?}: no container of this project has that name: mesh-host shares the network of a container it declares; name one of this project's services (service:NAME), or import the project that runs it together with this one"),
+        );
+        return None;
+    };
+    if service == s.name {
+        s.refuse(
+            "network_mode",
+            format!("{mode:?} is this service itself: name the service whose network it shares"),
+        );
+        return None;
+    }
+    let Some(names) = s.peers.read.get(&service) else {
+        // Not read before this one: not a service (a cycle is refused
+        // where the services are ordered).
+        if !s.peers.services.contains(&service) {
+            s.refuse(
+                "network_mode",
+                format!("{mode:?}: {service:?} is not a service of this project (or its profile is not enabled)"),
+            );
+        }
+        return None;
+    };
+    match names.as_slice() {
+        [one] => Some(one.clone()),
+        [] => None,
+        many => {
+            s.refuse(
+                "network_mode",
+                format!("{mode:?}: {service} runs {} replicas, so which one's network this shares is ambiguous: give {service} one replica", many.len()),
+            );
+            None
         }
     }
 }

@@ -4,7 +4,7 @@
 //! (process, mounts, networks, limits, health) is read by a function of
 //! its own file given this context.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -24,6 +24,22 @@ pub struct Service<'a> {
     pub completed: &'a BTreeSet<String>,
     /// Ports published so far by the project.
     pub ports: &'a mut usize,
+    /// The project's containers, for `network_mode`.
+    pub peers: &'a Peers,
+}
+
+/// The project's containers as `network_mode` names them: by service
+/// (`service:X`) or by container name (`container:NAME`).
+#[derive(Debug, Default)]
+pub struct Peers {
+    /// The services of the project (enabled by its profiles).
+    pub services: BTreeSet<String>,
+    /// The service each container name of the project is first given
+    /// to: a `container_name`, or compose's `PROJECT-SERVICE-1`.
+    pub by_container: BTreeMap<String, String>,
+    /// The container names of each service read so far (one, or one a
+    /// replica).
+    pub read: BTreeMap<String, Vec<String>>,
 }
 
 impl std::fmt::Debug for Service<'_> {

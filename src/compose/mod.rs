@@ -268,7 +268,29 @@ pub async fn import(
     );
     let top = top::read(&project, &mut p);
     let deps = depends_on(&services, &mut p);
-    let order = ordered(&deps, &mut p);
+    let mut peers = context::Peers::default();
+    for (name, svc) in &services {
+        let first = svc
+            .get("container_name")
+            .map(values::text)
+            .unwrap_or_else(|| format!("{}-{name}-1", project.name));
+        peers
+            .by_container
+            .entry(first)
+            .or_insert_with(|| name.clone());
+        peers.services.insert(name.clone());
+    }
+    // A network peer comes before its followers, as compose orders it
+    // (an implicit depends_on): the declaration names it first.
+    let mut ordering = deps.clone();
+    for (name, svc) in &services {
+        if let Some(peer) = attach::peer_service(svc, &peers).filter(|p| services.contains_key(p)) {
+            if let Some(mine) = ordering.get_mut(name).filter(|_| peer != *name) {
+                mine.push((peer, Condition::Started));
+            }
+        }
+    }
+    let order = ordered(&ordering, &mut p);
     let completed: BTreeSet<String> = deps
         .values()
         .flatten()
@@ -293,6 +315,7 @@ pub async fn import(
             dirs: &mut dirs,
             completed: &completed,
             ports: &mut published,
+            peers: &peers,
         };
         let mut c = service::container(&mut ctx, svc);
         let n = replicas::count(&mut ctx, svc);
@@ -318,6 +341,15 @@ pub async fn import(
             restart_defaulted.push(name.clone());
         }
         let all = replicas::expand(&mut ctx, svc, c, n, &mut extra);
+        peers.read.insert(
+            name.clone(),
+            all.iter()
+                .filter_map(|c| match &c.name {
+                    Field::Present(n) => Some(n.clone()),
+                    _ => None,
+                })
+                .collect(),
+        );
         ids.insert(
             name,
             all.iter()

@@ -136,3 +136,124 @@ async fn platform_is_imported_and_one_a_node_cannot_run_is_refused_by_name() {
         refused(&p, words);
     }
 }
+
+/// The ids of the containers in the order the declaration names them.
+fn order(d: &Value) -> Vec<String> {
+    d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "container")
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn network_mode_service_and_container_name_the_peers_container_declared_first() {
+    // Names that sort before their peer: the peer still comes first.
+    let d = run("services:
+  app:
+    image: reg.test/busybox:stable
+    network_mode: service:vpn
+  admin:
+    image: reg.test/busybox:stable
+    network_mode: container:tunnel
+  vpn:
+    image: reg.test/busybox:stable
+    container_name: tunnel
+")
+    .await
+    .unwrap();
+    assert_eq!(resource(&d, "app")["network"], "container:tunnel");
+    assert_eq!(resource(&d, "admin")["network"], "container:tunnel");
+    let ids = order(&d);
+    assert_eq!(ids.last().map(String::as_str), Some("app"), "{ids:?}");
+    assert_eq!(ids.first().map(String::as_str), Some("vpn"), "{ids:?}");
+    // No depends-on written: the peer is an implicit one.
+    assert!(resource(&d, "app").get("depends-on").is_none(), "{d:#}");
+
+    let d = run("services:
+  app:
+    image: reg.test/busybox:stable
+    network_mode: service:vpn
+  vpn:
+    image: reg.test/busybox:stable
+")
+    .await
+    .unwrap();
+    assert_eq!(resource(&d, "app")["network"], "container:p-vpn-1");
+    assert_eq!(order(&d), ["vpn", "app"]);
+}
+
+#[tokio::test]
+async fn a_peer_the_project_does_not_run_or_cannot_name_is_refused_naming_the_fix() {
+    let p = run("services:
+  a:
+    image: reg.test/busybox:stable
+    network_mode: service:nowhere
+  b:
+    image: reg.test/busybox:stable
+    network_mode: container:elsewhere
+  c:
+    image: reg.test/busybox:stable
+    network_mode: service:c
+  d:
+    image: reg.test/busybox:stable
+    network_mode: service:many
+  many:
+    image: reg.test/busybox:stable
+    deploy: {replicas: 2}
+  e:
+    image: reg.test/busybox:stable
+    network_mode: service:many
+    ports: ['8080:80']
+")
+    .await
+    .unwrap_err();
+    refused(
+        &p,
+        "a: network_mode: \"service:nowhere\": \"nowhere\" is not a service of this project",
+    );
+    refused(
+        &p,
+        "b: network_mode: \"container:elsewhere\": no container of this project has that name",
+    );
+    refused(&p, "c: network_mode: \"service:c\" is this service itself");
+    refused(
+        &p,
+        "d: network_mode: \"service:many\": many runs 2 replicas, so which one's network this shares is ambiguous: give many one replica",
+    );
+}
+
+#[tokio::test]
+async fn a_cycle_through_network_mode_is_refused() {
+    let p = run("services:
+  a:
+    image: reg.test/busybox:stable
+    network_mode: service:b
+  b:
+    image: reg.test/busybox:stable
+    depends_on: [a]
+")
+    .await
+    .unwrap_err();
+    refused(&p, "a cycle among a, b");
+}
+
+#[tokio::test]
+async fn ports_beside_a_shared_network_are_refused_by_the_check_of_the_declaration_made() {
+    let p = run("services:
+  vpn:
+    image: reg.test/busybox:stable
+  app:
+    image: reg.test/busybox:stable
+    network_mode: service:vpn
+    ports: ['8080:80']
+")
+    .await
+    .unwrap_err();
+    refused(
+        &p,
+        "app: ports: ports cannot be set with network \"container:p-vpn-1\"",
+    );
+}

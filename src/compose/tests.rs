@@ -245,7 +245,7 @@ async fn bad_input_is_refused_with_every_problem_listed() {
 
     let p = refused(&[(
         "compose.yaml",
-        "services:\n  web:\n    build: .\n  db:\n    environment: [A=1]\n  cache:\n    image: \"${IMG:?give IMG}\"\n    links: [db]\n    network_mode: service:db\n    platform: linux/arm64\n    deploy: {replicas: 3, mode: everywhere}\n    magic: true\n    volumes: [data]\n  proxy:\n    image: \"x:${TAG\"\n    command: \"${CMD?give CMD}\"\n",
+        "services:\n  web:\n    build: .\n  db:\n    environment: [A=1]\n  cache:\n    image: \"${IMG:?give IMG}\"\n    links: [db]\n    network_mode: service:nowhere\n    platform: linux/arm64\n    deploy: {replicas: 3, mode: everywhere}\n    magic: true\n    volumes: [data]\n  proxy:\n    image: \"x:${TAG\"\n    command: \"${CMD?give CMD}\"\n",
     )])
     .await;
     has(&p, "web: build: not supported: mesh-host runs published images; build and push it, then import again");
@@ -254,7 +254,10 @@ async fn bad_input_is_refused_with_every_problem_listed() {
     has(&p, "required variable CMD is unset: give CMD");
     has(&p, "is left open");
     has(&p, "cache: links: not supported");
-    has(&p, "cache: network_mode: \"service:db\"");
+    has(
+        &p,
+        "cache: network_mode: \"service:nowhere\": \"nowhere\" is not a service of this project",
+    );
     has(&p, "cache: deploy.mode: \"everywhere\": replicated");
     has(
         &p,

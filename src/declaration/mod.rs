@@ -50,6 +50,8 @@ mod devices_tests;
 #[cfg(test)]
 mod networking_tests;
 #[cfg(test)]
+mod peer_tests;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod security_tests;

@@ -107,6 +107,13 @@ impl Declaration {
         })
     }
 
+    /// The network peer of `c` (`network: "container:NAME"`): the
+    /// container named NAME, with its resource.
+    pub fn peer_of(&self, c: &Container) -> Option<(&Resource, &Container)> {
+        let peer = c.network.as_ref()?.peer()?;
+        self.containers().find(|(_, other)| other.name == *peer)
+    }
+
     /// The scheduled step with this id.
     pub fn step(&self, id: &str) -> Option<Step<'_>> {
         self.steps().find(|s| s.resource.id.as_str() == id)
@@ -530,15 +537,32 @@ pub enum Network {
     None,
     /// A network that exists in the runtime.
     Named(NetworkName),
+    /// The network namespace of another service container of the
+    /// declaration, its peer (`container:NAME`): a sidecar such as a VPN
+    /// whose followers share its addresses, ports and `127.0.0.1`. The
+    /// peer is made and started before its follower, and a recreate of
+    /// the peer recreates the follower after it.
+    Container(ContainerName),
+}
+
+impl Network {
+    /// The peer whose network namespace it shares, for `container:NAME`.
+    pub fn peer(&self) -> Option<&ContainerName> {
+        match self {
+            Network::Container(name) => Some(name),
+            _ => None,
+        }
+    }
 }
 
 impl Serialize for Network {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(match self {
-            Network::Host => "host",
-            Network::None => "none",
-            Network::Named(name) => name,
-        })
+        match self {
+            Network::Host => serializer.serialize_str("host"),
+            Network::None => serializer.serialize_str("none"),
+            Network::Named(name) => serializer.serialize_str(name),
+            Network::Container(peer) => serializer.serialize_str(&format!("container:{peer}")),
+        }
     }
 }
 

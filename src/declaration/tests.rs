@@ -1032,7 +1032,7 @@ fn volume_and_network_names_are_checked() {
             ])
         ),
         with(service("b", "bb"), "network", json!("my net")),
-        with(service("c", "cc"), "network", json!("container:db")),
+        with(service("c", "cc"), "network", json!("vpn:db")),
     ]));
     assert_problem(
         &problems,

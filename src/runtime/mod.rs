@@ -592,6 +592,21 @@ pub struct ContainerSummary {
     pub labels: BTreeMap<String, String>,
     /// When it was created, in Unix seconds.
     pub created: i64,
+    /// Its network mode as the runtime keeps it (`HostConfig.NetworkMode`):
+    /// `container:<id>` for one sharing another's namespace, the id of
+    /// that container as it was when this one was created.
+    pub network_mode: Option<String>,
+}
+
+impl ContainerSummary {
+    /// The container whose network namespace it shares, as the runtime
+    /// recorded it at create (an id; a name on a runtime that keeps one).
+    pub fn network_peer(&self) -> Option<&str> {
+        self.network_mode
+            .as_deref()?
+            .strip_prefix("container:")
+            .filter(|peer| !peer.is_empty())
+    }
 }
 
 /// How the runtime places containers in cgroups.

@@ -54,6 +54,30 @@ fn what_changed(d: &Context<'_>, name: &str, built: &BuiltContainer) -> String {
     }
 }
 
+/// Why a container sharing its network peer's namespace (`network:
+/// "container:NAME"`) must be made anew though its identity is the
+/// declared one: the runtime joined it to the peer's namespace by the
+/// peer's id, so a peer made anew (in this apply, or since the follower
+/// was made, by anyone) left it in a namespace that is gone.
+fn peer_moved(
+    d: &Context<'_>,
+    c: &Container,
+    current: &ContainerSummary,
+    listing: &std::collections::BTreeMap<String, ContainerSummary>,
+) -> Option<String> {
+    let peer = c.network.as_ref()?.peer()?.as_str();
+    if d.replacing.contains(peer) {
+        return Some(format!("its network peer {peer} is recreated (before it)"));
+    }
+    // The runtime keeps the peer's id (Docker, Podman); a runtime that
+    // says nothing, or keeps the name, is taken at its word.
+    let joined = current.network_peer()?;
+    let now = listing.get(peer)?;
+    (joined != now.id && joined != now.name).then(|| {
+        format!("its network peer {peer} was recreated (this one still shares the namespace of the one it replaced)")
+    })
+}
+
 /// A service's line, as decided, for `act`.
 fn words(act: &ServiceAct) -> (Action, Option<String>) {
     match act {
@@ -256,7 +280,7 @@ pub(super) async fn service(
             } else if label(current, LABEL_IDENTITY) != Some(built.identity.as_str()) {
                 Some(what_changed(d, name, &built))
             } else {
-                None
+                peer_moved(d, c, current, listing)
             };
             match reason {
                 Some(_) if refused.is_some() => {

@@ -97,11 +97,11 @@ async fn declared_from(cx: &mut Context<'_>, start: usize, plan: &mut Plan) {
                 let mut decision = match &c.role {
                     Role::Service => {
                         let decision = services::service(cx, slot, res, c).await;
-                        super::super::depends::after_failed(&cx.failed, c, decision)
+                        super::super::depends::after_failed(&cx.failed, decl, c, decision)
                     }
                     Role::RunOnce => {
                         let decision = steps::run_once(cx, slot, res, c).await;
-                        super::super::depends::after_failed(&cx.failed, c, decision)
+                        super::super::depends::after_failed(&cx.failed, decl, c, decision)
                     }
                     Role::Scheduled(_) => steps::scheduled(cx, slot, res, c).await,
                 };

@@ -174,8 +174,10 @@ impl<'a> Executor<'a> {
                     // What it waits on is converged first.
                     self.converge_batch(&mut batch).await;
                     let failed_dep = container_of(self.decl, &decision.slot)
-                        .and_then(|c| depends::failed_dependency(&self.failed, c, &decision))
-                        .map(depends::not_started);
+                        .and_then(|c| {
+                            depends::failed_dependency(&self.failed, self.decl, c, &decision)
+                        })
+                        .map(|dep| depends::not_started(&dep));
                     if let Some(why) = failed_dep {
                         self.commit(decision, Outcome::failed(why));
                         continue;
@@ -295,8 +297,8 @@ impl<'a> Executor<'a> {
                 // What it depends on was converged before it: one that
                 // failed leaves it not run; a healthy one is waited for.
                 let failed_dep = container_of(self.decl, &decision.slot)
-                    .and_then(|c| depends::failed_of(&self.failed, c))
-                    .map(depends::not_run);
+                    .and_then(|c| depends::failed_of(&self.failed, self.decl, c))
+                    .map(|dep| depends::not_run(&dep));
                 if let Some(why) = failed_dep {
                     return Outcome::failed(why);
                 }
@@ -420,14 +422,13 @@ impl<'a> Executor<'a> {
                 let container = container_of(self.decl, &decision.slot);
                 // A dependency that failed in an earlier batch.
                 let failed_before = container
-                    .and_then(|c| depends::failed_dependency(&self.failed, c, decision))
-                    .map(str::to_string);
-                let waits: Vec<(String, depends::Started)> = container
+                    .and_then(|c| depends::failed_dependency(&self.failed, self.decl, c, decision));
+                let waits: Vec<(depends::After, depends::Started)> = container
                     .map(|c| {
-                        c.depends_on
-                            .iter()
-                            .filter_map(|d| at.get(d.id.as_str()))
-                            .map(|&j| (decisions[j].line.id.clone(), done[j].subscribe()))
+                        depends::after(self.decl, c)
+                            .into_iter()
+                            .filter_map(|dep| at.get(dep.id.as_str()).map(|&j| (dep, j)))
+                            .map(|(dep, j)| (dep, done[j].subscribe()))
                             .collect()
                     })
                     .unwrap_or_default();

@@ -97,11 +97,7 @@ pub(super) fn read_container(
         }
     }
 
-    let network = take(s, "network", c.network).and_then(|n| match n.as_str() {
-        "host" => Some(Network::Host),
-        "none" => Some(Network::None),
-        _ => check(s, "network", NetworkName::try_from(n)).map(Network::Named),
-    });
+    let network = take(s, "network", c.network).and_then(|n| read_network(s, n));
 
     let dns: Vec<IpAddr> = take_list(s, "dns", c.dns)
         .into_iter()
@@ -135,6 +131,11 @@ pub(super) fn read_container(
             "dns cannot be set with network \"host\": the container shares the host's resolver",
         );
     }
+    if let Some(peer) = network.as_ref().and_then(Network::peer) {
+        if !dns.is_empty() {
+            s.at("dns", shared_by(peer, "dns", "its resolvers"));
+        }
+    }
 
     let has_user = !c.user.is_absent();
     let user =
@@ -143,6 +144,17 @@ pub(super) fn read_container(
     let health = health::read_health(s, c.health);
     let anonymous = std::mem::take(&mut c.options.anonymous_volumes);
     let mut options = options::read_options(s, c.options);
+    if let Some(peer) = network.as_ref().and_then(Network::peer) {
+        if options.hostname.is_some() {
+            s.at("hostname", shared_by(peer, "hostname", "its host name"));
+        }
+        if !options.extra_hosts.is_empty() {
+            s.at(
+                "extra-hosts",
+                shared_by(peer, "extra-hosts", "its /etc/hosts"),
+            );
+        }
+    }
     options.anonymous_volumes =
         options::read_anonymous_volumes(s, anonymous, &options.tmpfs, &targets);
 
@@ -263,6 +275,7 @@ pub(super) fn read_container(
     entry.spans.ports = ports;
     entry.spans.joins = networks;
     entry.spans.depends_on = depends_on;
+    entry.spans.peer = network.as_ref().and_then(Network::peer).cloned();
     entry.spans.health_disabled = matches!(health, Some(Health::Disabled));
 
     let role = match cron {
@@ -305,6 +318,43 @@ pub(super) fn read_container(
         update,
         options,
     })
+}
+
+/// `network`: `host`, `none`, `container:NAME` (another container's
+/// namespace) or a network name.
+fn read_network(s: &mut Sink, n: String) -> Option<Network> {
+    match n.as_str() {
+        "host" => return Some(Network::Host),
+        "none" => return Some(Network::None),
+        _ => {}
+    }
+    if let Some(peer) = n.strip_prefix("container:") {
+        return check(
+            s,
+            "network",
+            ContainerName::try_from(peer.to_owned()).map_err(|e| {
+                format!(
+                    "{n:?}: container:NAME names a container of this declaration by its name: {e}"
+                )
+            }),
+        )
+        .map(Network::Container);
+    }
+    if let Some(service) = n.strip_prefix("service:") {
+        s.at(
+            "network",
+            format!("{n:?}: service:NAME is compose's; a declaration names the peer container by its name: \"container:NAME\" (mesh-host import writes it, {service:?} as PROJECT-{service}-1)"),
+        );
+        return None;
+    }
+    check(s, "network", NetworkName::try_from(n)).map(Network::Named)
+}
+
+/// The refusal of `field` beside `network: "container:PEER"`: the
+/// container shares `what` of its peer, and Docker refuses the pair at
+/// create ("conflicting options").
+fn shared_by(peer: &ContainerName, field: &str, what: &str) -> String {
+    format!("{field} cannot be set with network \"container:{peer}\": the container shares {peer}'s network namespace and with it {what}; set it on {peer} instead")
 }
 
 fn read_mount(s: &mut Sink, path: &str, raw: RawMount) -> Option<Mount> {
@@ -358,6 +408,10 @@ fn read_ports(s: &mut Sink, raw: List<RawPort>, network: Option<&Network>) -> Ve
             Some(Network::None) => s.at(
                 "ports",
                 "ports cannot be published with network \"none\": the container has no network to reach them through",
+            ),
+            Some(Network::Container(peer)) => s.at(
+                "ports",
+                shared_by(peer, "ports", "its published ports"),
             ),
             _ => {}
         }

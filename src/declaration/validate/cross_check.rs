@@ -55,6 +55,7 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
     published_ports(found, entries);
     super::networking::cross_check(found, entries);
     super::depends::cross_check(found, entries);
+    super::depends::cross_check_peers(found, entries);
 
     identities::cross_check(found, entries, &by_id);
 

@@ -1,6 +1,8 @@
 //! Validation of a service's `depends-on`: each entry a container declared
 //! before it (declaration order is the apply's, so no cycle can be
-//! written), a `healthy` one a service with a health check.
+//! written), a `healthy` one a service with a health check. A network
+//! peer (`network: "container:NAME"`) is an implicit `depends-on` and
+//! is checked the same way.
 
 use std::collections::HashMap;
 
@@ -9,7 +11,7 @@ use super::fields::{check, refuse_unknown, require, take, take_list, Found, Sink
 use crate::declaration::depends::{Condition, Dependency};
 use crate::declaration::hints::Fields;
 use crate::declaration::raw::{List, RawDependency};
-use crate::declaration::types::ResourceId;
+use crate::declaration::types::{ContainerName, ResourceId};
 
 /// Pass one: the entries as written.
 pub(super) fn read_depends_on(s: &mut Sink, raw: List<RawDependency>) -> Vec<(String, Dependency)> {
@@ -116,5 +118,58 @@ pub(super) fn cross_check(found: &mut Found, entries: &[Entry]) {
                 }
             }
         }
+    }
+}
+
+/// Pass two: each container's network peer (`network: "container:NAME"`)
+/// is another service container declared before it (made and started
+/// before it, as a `depends-on` would) that joins no peer itself.
+pub(super) fn cross_check_peers(found: &mut Found, entries: &[Entry]) {
+    // The first container with each name, as the names' own check keeps it.
+    let mut by_name: HashMap<&ContainerName, usize> = HashMap::new();
+    for (index, entry) in entries.iter().enumerate() {
+        if let Kind::Container {
+            name: Some(name), ..
+        } = &entry.kind
+        {
+            by_name.entry(name).or_insert(index);
+        }
+    }
+    for (index, entry) in entries.iter().enumerate() {
+        let Some(peer) = &entry.spans.peer else {
+            continue;
+        };
+        let mode = format!("\"container:{peer}\"");
+        let problem = match by_name.get(peer).map(|&at| (at, &entries[at])) {
+            None => format!(
+                "{mode}: no container named {:?} in this declaration: name the `name` of a service container declared before this one",
+                peer.as_str()
+            ),
+            Some((at, _)) if at == index => format!(
+                "{mode} is this container itself: name the service container whose network it shares"
+            ),
+            Some((at, named)) => match &named.kind {
+                Kind::Container {
+                    role: role @ (RoleKind::RunOnce | RoleKind::Scheduled),
+                    ..
+                } => format!(
+                    "{mode}: {peer} ({}) is a {} step, whose container comes and goes: a network peer is a service container",
+                    named.label,
+                    if *role == RoleKind::RunOnce { "run-once" } else { "scheduled" }
+                ),
+                _ if at > index => format!(
+                    "{mode}: {peer} ({}) is declared after this container: declare it first (declaration order is the order of apply, and the peer is started before the containers sharing its network)",
+                    named.label
+                ),
+                _ => match &named.spans.peer {
+                    Some(next) => format!(
+                        "{mode}: {peer} ({}) shares the network of {next} itself: name \"container:{next}\" here (a namespace is shared with its owner, not through another follower)",
+                        named.label
+                    ),
+                    None => continue,
+                },
+            },
+        };
+        entry.sink(found).at("network", problem);
     }
 }

@@ -93,6 +93,8 @@ pub(super) struct Spans {
     pub(super) joins: Vec<(String, NetworkJoin)>,
     /// A container's dependencies that read well.
     pub(super) depends_on: Vec<(String, Dependency)>,
+    /// A container's network peer (`network: "container:NAME"`).
+    pub(super) peer: Option<ContainerName>,
     /// A container whose health check is `"none"`.
     pub(super) health_disabled: bool,
     /// A network's subnet: `None` when it did not read, `Some(None)` when

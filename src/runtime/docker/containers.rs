@@ -474,6 +474,7 @@ pub(super) async fn list_managed(
             ),
             labels: to_btree(c.labels),
             created: c.created.unwrap_or_default(),
+            network_mode: c.host_config.and_then(|h| h.network_mode),
         })
         .collect())
 }

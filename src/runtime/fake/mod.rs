@@ -260,6 +260,7 @@ impl RuntimeView for FakeRuntime {
                 running: c.status == Status::Running,
                 labels: c.spec.labels.clone(),
                 created: c.created,
+                network_mode: c.spec.network.clone(),
             })
             .collect())
     }
@@ -373,6 +374,18 @@ impl ContainerRuntime for FakeRuntime {
         let mut spec = spec.clone();
         spec.labels
             .insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
+        // As Docker: a peer named in `container:NAME` must exist, and
+        // the follower keeps the peer's id, not its name.
+        if let Some(peer) = spec
+            .network
+            .as_deref()
+            .and_then(|n| n.strip_prefix("container:"))
+        {
+            let id = state.id_of(peer).ok_or_else(|| RuntimeError::NotFound {
+                what: format!("container {peer} (the network peer of {})", spec.name),
+            })?;
+            spec.network = Some(format!("container:{id}"));
+        }
         Ok(ContainerId(state.insert(spec)))
     }
 
@@ -400,6 +413,7 @@ impl ContainerRuntime for FakeRuntime {
                     reason: "scripted start failure".into(),
                 });
             }
+            state.peer_running(name)?;
             state.begin_run(name)
         };
         if let Some(run) = run {

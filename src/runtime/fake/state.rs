@@ -176,6 +176,44 @@ impl State {
         id
     }
 
+    /// The id of the container with this name or id.
+    pub(super) fn id_of(&self, name_or_id: &str) -> Option<String> {
+        match self.containers.get(name_or_id) {
+            Some(c) => Some(c.id.clone()),
+            None => self
+                .containers
+                .values()
+                .find(|c| c.id == name_or_id)
+                .map(|c| c.id.clone()),
+        }
+    }
+
+    /// Docker's rule at start: a container sharing another's network
+    /// namespace (`container:<id>`) starts only while that one runs.
+    pub(super) fn peer_running(&self, name: &str) -> Result<(), RuntimeError> {
+        let Some(peer) = self
+            .containers
+            .get(name)
+            .and_then(|c| c.spec.network.as_deref())
+            .and_then(|n| n.strip_prefix("container:"))
+        else {
+            return Ok(());
+        };
+        match self.containers.values().find(|c| c.id == peer) {
+            Some(c) if c.status == Status::Running => Ok(()),
+            Some(_) => Err(RuntimeError::Api {
+                context: format!("start container {name}"),
+                reason: format!("cannot join network of a non running container: {peer}"),
+            }),
+            None => Err(RuntimeError::Api {
+                context: format!("start container {name}"),
+                reason: format!(
+                    "joining network namespace of container: No such container: {peer}"
+                ),
+            }),
+        }
+    }
+
     /// Docker's rename: the container keeps everything but its name.
     pub(super) fn rename(&mut self, name: &str, to: &str) -> Result<(), RuntimeError> {
         if self.containers.contains_key(to) {
