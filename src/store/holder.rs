@@ -97,11 +97,13 @@ mod tests {
             .expect("flock(1) from util-linux");
         let pid = child.id();
         let file = File::open(&path).expect("open");
-        // flock(1) takes it and keeps it while its command runs.
+        // flock(1) takes it and keeps it while its command runs, asleep in
+        // its wait for it (running for a moment first, longer on a loaded
+        // machine).
         let deadline = Instant::now() + Duration::from_secs(10);
         let said = loop {
             let said = describe(&file);
-            if said.contains("pid ") || Instant::now() > deadline {
+            if said.contains(", state S") || Instant::now() > deadline {
                 break said;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -115,7 +117,10 @@ mod tests {
             rustix::process::Signal::STOP,
         )
         .expect("SIGSTOP");
-        std::thread::sleep(Duration::from_millis(100));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !describe(&file).contains(", state T") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let waited = Instant::now();
         let err =
             super::super::lock::lock_within(&path, Duration::from_millis(300)).expect_err("held");
