@@ -86,11 +86,18 @@ impl Seen {
     fn changed_before(&self, before: SystemTime) -> bool {
         match self {
             Seen::Absent => true,
+            // To the nanosecond: a filesystem that keeps whole seconds
+            // shows a change at most a second early, so a ctime a second
+            // before the apply began is still one made before it began,
+            // and a change after the apply read the file shows another
+            // ctime.
             Seen::Present { ctime, .. } => {
-                let secs = before
+                let before = before
                     .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() as i64);
-                ctime.0 < secs
+                    .map_or((0, 0), |d| {
+                        (d.as_secs() as i64, i64::from(d.subsec_nanos()))
+                    });
+                *ctime < before
             }
         }
     }
@@ -351,6 +358,24 @@ mod tests {
         assert!(!seen.changed_before(SystemTime::now() - SETTLED));
         assert!(seen.changed_before(SystemTime::now() + 2 * SETTLED));
         assert!(Seen::Absent.changed_before(SystemTime::now()));
+    }
+
+    #[test]
+    fn settled_is_judged_to_the_nanosecond_not_the_second() {
+        let at = |secs, nanos| Seen::Present {
+            dev: 1,
+            ino: 1,
+            mode: 0o100644,
+            size: 4,
+            mtime: (secs, nanos),
+            ctime: (secs, nanos),
+        };
+        let epoch = |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+        // Changed at 100.1 s: settled for an apply that began at 101.5 s
+        // (100.5 s less a second), which whole seconds would not see.
+        assert!(at(100, 100_000_000).changed_before(epoch(100_500)));
+        assert!(!at(100, 600_000_000).changed_before(epoch(100_500)));
+        assert!(!at(100, 500_000_000).changed_before(epoch(100_500)));
     }
 
     #[test]
