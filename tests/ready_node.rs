@@ -227,6 +227,9 @@ fn a_ready_container_removed_by_hand_after_it_was_looked_at_is_made_again_and_ru
     let due = next_fire(&d);
     let unit = unit_of(CgroupDriver::Cgroupfs, &id, due);
     let (ready_id, _, _) = ready_container(&w, &run, "");
+    // The event stream is up before the unit is made: starting it takes a
+    // few of the lead's 2 s on a loaded machine.
+    let log = EventLog::start(&w, &[&run]);
     // Its unit made, 2 s ahead, the container is looked at right after;
     // then, before its due second, it is removed by hand.
     wait_for(
@@ -238,7 +241,6 @@ fn a_ready_container_removed_by_hand_after_it_was_looked_at_is_made_again_and_ru
         },
     );
     std::thread::sleep(Duration::from_millis(500));
-    let log = EventLog::start(&w, &[&run]);
     w.node.sh_ok(&format!("docker rm {}", quote(&run)));
     assert!(Utc::now() < due, "the test ran late: the fire came first");
 
