@@ -41,13 +41,15 @@
 //!   the new one, or created it and not yet removed the old one, for a
 //!   minute: a node test kills the process there.
 //!
-//! - `pause-after-recording`, `pause-before-judging` and
-//!   `pause-before-putting-back` (pauses), on a container's name: a
-//!   replacement gated on health recorded and the old container not yet
-//!   stopped, or the new container made and not yet started, or a roll
-//!   back with the new one removed and the old one not yet renamed back
-//!   (src/apply/execute/rollout.rs), for a minute: a node test kills the
-//!   process there (tests/rollout_faults_node.rs).
+//! - `pause-after-recording`, `pause-before-judging`,
+//!   `pause-before-removing-refused` and `pause-before-putting-back`
+//!   (pauses), on a container's name: a replacement gated on health
+//!   recorded and the old container not yet stopped, or the new container
+//!   made and not yet started, or a roll back with its refusal recorded
+//!   and the new one not yet removed, or with the new one removed and the
+//!   old one not yet renamed back (src/apply/execute/rollout.rs,
+//!   src/runtime/replace.rs), for a minute: a node test kills the process
+//!   there, or cuts the node's power (tests/rollout_faults_node.rs).
 //!
 //! - `pause-before-reloading:sighup` (a pause): the daemon's main loop,
 //!   given SIGHUP, before it says `RELOADING=1`, for a minute: a daemon

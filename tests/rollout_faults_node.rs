@@ -5,10 +5,17 @@
 //! before the kill), then killed with SIGKILL and started again by systemd
 //! (`Restart=on-failure`). Whatever the stage — the replacement recorded,
 //! the old container set aside, the new one made, judged, or a roll back
-//! putting the old one back — once the restarted daemon is ready exactly
+//! about to remove the new one or putting the old one back — once the restarted daemon is ready exactly
 //! one of the two containers runs, nothing is left set aside, and the data
 //! in its volume is kept. Each check reads the runtime (`docker inspect`,
 //! `docker exec`), not a report.
+//!
+//! The same stages with the node's power cut instead (`outage_power_cut_*`,
+//! run on the outage node: `tests/node/node power-cut` kills every process
+//! of the node at once and boots it again on the same disk): the runtime
+//! starts at boot what its restart policy says, then the daemon's unit
+//! starts as an enabled one does, and the same one container runs with
+//! its data.
 
 mod support;
 
@@ -132,6 +139,52 @@ impl Serving {
         self.d.wait_active_state("active", Duration::from_secs(120));
     }
 
+    /// Apply `next` through the daemon, stopped at pause point `fault` on
+    /// `web` (or, with none, once `ready` says so); cut the node's power,
+    /// boot it again, do `meanwhile` (the runtime has started what its
+    /// restart policy says by then), and start the daemon as at boot:
+    /// returns once its first apply has ended.
+    fn cut_at(
+        &self,
+        fault: Option<&str>,
+        next: Value,
+        ready: impl Fn() -> bool,
+        meanwhile: impl FnOnce(),
+    ) {
+        let w = &self.w;
+        if let Some(fault) = fault {
+            std::fs::write(
+                w.path("fault.env"),
+                format!("MESH_HOST_FAULT={fault}:{}\n", self.web),
+            )
+            .expect("fault.env");
+            self.d.restart();
+        }
+        let decl = w.declaration("next.json", json!([next]));
+        let mut client = self.d.cli_spawn(&["apply", &decl]);
+        match fault {
+            Some(fault) => {
+                let pausing = format!("pausing at {fault} in {}", self.web);
+                wait_for(
+                    "the daemon to stop at its pause point",
+                    Duration::from_secs(60),
+                    || w.journal(&[]).contains(&pausing).then_some(()),
+                );
+            }
+            None => wait_for(
+                "the daemon to reach the stage",
+                Duration::from_secs(60),
+                || ready().then_some(()),
+            ),
+        }
+        let _ = std::fs::remove_file(w.path("fault.env"));
+        w.node.power_cut();
+        let _ = client.kill();
+        let _ = client.wait();
+        meanwhile();
+        self.d.start_after_boot();
+    }
+
     /// Exactly one container of `web` runs, nothing is set aside, it is
     /// definition `env` and its volume has the data.
     fn one_runs(&self, env: &str) {
@@ -222,6 +275,20 @@ fn rollout_killed_while_the_old_one_is_put_back() {
     s.one_runs("1");
 }
 
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn rollout_killed_in_a_roll_back_before_the_new_one_is_removed() {
+    let s = serving("rf-refused");
+    let failing = service(&s.web, &s.image, "2", &["false"], 1, 10);
+    s.kill_at(
+        Some("pause-before-removing-refused"),
+        failing,
+        || true,
+        || {},
+    );
+    s.one_runs("1");
+}
+
 /// The replacement by definition 2 (never healthy, judged for 8 s) of a
 /// `web` applied with `--local`, SIGKILLed while it judges the new
 /// container: the old one set aside, the new one running, the record.
@@ -295,4 +362,92 @@ fn rollout_declaration_changed_mid_way_is_settled_before_replacing() {
         .contains("MESH_TEST=3"));
     let mark = w.node.docker_ok(&["exec", &web, "cat", "/data/mark"]);
     assert_eq!(mark.trim(), "kept");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_power_cut_once_the_replacement_is_recorded() {
+    let s = serving("pc-recorded");
+    s.cut_at(
+        Some("pause-after-recording"),
+        s.healthy("2"),
+        || true,
+        || {},
+    );
+    s.one_runs("2");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_power_cut_once_the_old_one_is_set_aside() {
+    let s = serving("pc-aside");
+    s.cut_at(
+        Some("pause-before-replacing"),
+        s.healthy("2"),
+        || true,
+        || {},
+    );
+    s.one_runs("2");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_power_cut_once_the_new_one_is_made_not_started() {
+    let s = serving("pc-made");
+    s.cut_at(Some("pause-before-judging"), s.healthy("2"), || true, || {});
+    s.one_runs("2");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_power_cut_while_the_new_one_is_judged() {
+    let s = serving("pc-judged");
+    let web = s.web.clone();
+    let waiting = service(&web, &s.image, "2", &["test", "-e", "/tmp/ok"], 100, 90);
+    let replaced = mesh_host::runtime::replaced_name(&web);
+    let judged = || {
+        s.w.exists(&replaced)
+            && s.w.running(&web)
+            && s.w
+                .inspect(&web, "{{json .Config.Env}}")
+                .contains("MESH_TEST=2")
+    };
+    // At boot the runtime starts the new one (its restart policy), never
+    // the old one set aside (stopped by mesh-host); it proves itself
+    // before the daemon judges it again.
+    let proves = || {
+        wait_for(
+            "the runtime to start the new web at boot",
+            Duration::from_secs(60),
+            || s.w.running(&web).then_some(()),
+        );
+        assert!(!s.w.running(&replaced), "the old web was started at boot");
+        s.w.node
+            .docker_ok(&["exec", &web, "sh", "-c", "touch /tmp/ok"]);
+    };
+    s.cut_at(None, waiting, judged, proves);
+    s.one_runs("2");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_power_cut_in_a_roll_back_before_the_new_one_is_removed() {
+    let s = serving("pc-refused");
+    let failing = service(&s.web, &s.image, "2", &["false"], 1, 10);
+    s.cut_at(
+        Some("pause-before-removing-refused"),
+        failing,
+        || true,
+        || {},
+    );
+    s.one_runs("1");
+}
+
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn outage_power_cut_while_the_old_one_is_put_back() {
+    let s = serving("pc-putback");
+    let failing = service(&s.web, &s.image, "2", &["false"], 1, 10);
+    s.cut_at(Some("pause-before-putting-back"), failing, || true, || {});
+    s.one_runs("1");
 }

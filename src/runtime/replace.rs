@@ -238,6 +238,7 @@ pub async fn remove_replaced(rt: &dyn ContainerRuntime, name: &str) {
 /// finish from (the refusal recorded before this says which way).
 pub async fn put_back(rt: &dyn ContainerRuntime, name: &str) -> Result<(), String> {
     let aside = replaced_name(name);
+    crate::fault::pause("pause-before-removing-refused", name).await;
     rt.remove(name)
         .await
         .map_err(|e| format!("cannot remove {name}: {e}"))?;

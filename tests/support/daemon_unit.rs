@@ -23,6 +23,7 @@ pub struct DaemonUnit {
     socket: String,
     state: String,
     declaration: String,
+    text: String,
 }
 
 impl DaemonUnit {
@@ -93,13 +94,7 @@ impl DaemonUnit {
                 }
             })
             .collect();
-        let path = PathBuf::from(format!(
-            "/proc/{}/root/run/systemd/system/{unit}",
-            node.pid()
-        ));
-        std::fs::write(&path, text.join("\n") + "\n").expect("write unit");
-        node.sh_ok("systemctl daemon-reload");
-        DaemonUnit {
+        let d = DaemonUnit {
             node,
             unit,
             prefix: w.prefix.clone(),
@@ -107,7 +102,29 @@ impl DaemonUnit {
             socket,
             state,
             declaration,
-        }
+            text: text.join("\n") + "\n",
+        };
+        d.write_unit();
+        d
+    }
+
+    /// The unit file in the node's /run, and systemd told.
+    fn write_unit(&self) {
+        let path = PathBuf::from(format!(
+            "/proc/{}/root/run/systemd/system/{}",
+            self.node.pid(),
+            self.unit
+        ));
+        std::fs::write(&path, &self.text).expect("write unit");
+        self.node.sh_ok("systemctl daemon-reload");
+    }
+
+    /// After [`Node::power_cut`]: the unit written again (its file lived in
+    /// the old boot's /run) and started, as a unit enabled at boot is;
+    /// returns once the daemon is READY (its first apply done).
+    pub fn start_after_boot(&self) {
+        self.write_unit();
+        self.start();
     }
 
     /// `systemctl start`: returns once READY=1 was sent (Type=notify).

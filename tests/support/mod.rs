@@ -60,6 +60,11 @@ impl fmt::Display for CgroupDriver {
     }
 }
 
+/// `pid` is a running systemd (a node's PID 1).
+fn is_systemd(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim() == "systemd")
+}
+
 /// A running sandbox node, as described by its env file.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -108,10 +113,8 @@ impl Node {
                 env_file.display()
             )
         });
-        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        assert_eq!(
-            comm.trim(),
-            "systemd",
+        assert!(
+            is_systemd(pid),
             "the node of {} (systemd, PID {pid}) is not running: boot it again with \
              tests/node/node up",
             env_file.display()
@@ -123,9 +126,50 @@ impl Node {
         }
     }
 
-    /// PID of the node's systemd as this machine sees it.
+    /// PID of the node's systemd as this machine sees it: after a
+    /// [`Node::power_cut`], the new one, as the env file names it (every
+    /// clone of this node follows the boot).
     pub fn pid(&self) -> u32 {
-        self.pid
+        if is_systemd(self.pid) {
+            return self.pid;
+        }
+        fs::read_to_string(&self.env_file)
+            .ok()
+            .and_then(|text| parse_env_file(&text).ok())
+            .and_then(|vars| vars.get("MESH_NODE_PID")?.parse().ok())
+            .filter(|pid| is_systemd(*pid))
+            .unwrap_or(self.pid)
+    }
+
+    /// Cut the node's power and boot it again on the same disk
+    /// (`tests/node/node power-cut`): every process of it dies at once,
+    /// Docker's data and the machine's files stay, `/run` and `/tmp` are
+    /// new. Returns once the node runs again with Docker and its registry
+    /// answering.
+    ///
+    /// # Panics
+    ///
+    /// When the node could not be cut or did not come back.
+    pub fn power_cut(&self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/node");
+        let port = self
+            .registry()
+            .rsplit_once(':')
+            .map(|(_, port)| port.to_string())
+            .unwrap_or_default();
+        let out = Command::new(script)
+            .arg("power-cut")
+            .env("MESH_NODE_STATE", self.state_dir())
+            .env("MESH_NODE_REGISTRY_PORT", port)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tests/node/node power-cut");
+        assert!(
+            out.status.success(),
+            "tests/node/node power-cut failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// A value of the node env file.
@@ -221,7 +265,7 @@ impl Node {
     pub fn command<S: AsRef<str>>(&self, program: &str, args: &[S]) -> Command {
         let mut cmd = Command::new("nsenter");
         cmd.arg("-t")
-            .arg(self.pid.to_string())
+            .arg(self.pid().to_string())
             .args(["-p", "-m", "-u", "--wd=/", "--", "env", "-i"])
             .arg(format!("PATH={}", self.var("MESH_NODE_PATH")))
             .args(["HOME=/root", "LANG=C.UTF-8"]);
