@@ -431,12 +431,10 @@ fn outage_power_cut_while_the_new_one_is_judged() {
              sleep 0.2; i=$((i+1)); done; exit 1",
             quote(&web)
         );
-        // Not waited for: it ends once the touch is done.
-        let _ =
-            s.w.node
-                .command("sh", &["-c", &touch])
-                .spawn()
-                .expect("touch");
+        // Waited for beside the daemon's start: it ends once the touch is
+        // done.
+        let mut toucher = s.w.node.command("sh", &["-c", &touch]);
+        std::thread::spawn(move || toucher.status());
     };
     s.cut_at(None, waiting, judged, proves);
     s.one_runs("2");
