@@ -295,6 +295,13 @@ async fn airflow_s_anchors_merge_and_its_init_runs_first_as_root() {
         .unwrap()
         .contains("chown -R \"50000:0\""));
     assert_eq!(init["env"]["_AIRFLOW_DB_MIGRATE"], "true");
+    assert_eq!(
+        init["depends-on"],
+        json!([
+            {"id": "postgres", "condition": "healthy"},
+            {"id": "redis", "condition": "healthy"}
+        ])
+    );
     let worker = resource(&d, "airflow-worker");
     assert_eq!(worker["user"], "50000:0");
     assert_eq!(worker["env"]["DUMB_INIT_SETSID"], "0");
@@ -336,6 +343,10 @@ async fn photoprism_s_unconfined_security_options_and_grace_period_are_kept() {
 async fn kong_s_migrations_run_first_and_its_root_is_read_only() {
     let (d, notes) = stack("kong").await;
     assert_eq!(resource(&d, "kong-migrations")["run-once"], true);
+    assert_eq!(
+        resource(&d, "kong-migrations")["depends-on"],
+        json!([{"id": "db", "condition": "healthy"}])
+    );
     let kong = resource(&d, "kong");
     assert_eq!(kong["user"], "1000");
     assert_eq!(kong["read-only-root"], true);
