@@ -309,7 +309,7 @@ fn the_status_example_is_as_the_code_prints_it_on_both_pages() {
         declaration: "/etc/mesh-host/declaration.json".into(),
         state_dir: "/var/lib/mesh-host".into(),
         daemon_listening: false,
-        last_apply: Some(recorded_apply(&applied)),
+        last_apply: Some(recorded_apply(&applied, false)),
         empty_declaration_refused: None,
         open_windows: Vec::new(),
         health: serde_json::json!([]),

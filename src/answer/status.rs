@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::acl::watch::FolderWatch;
-use crate::apply::{AppliedState, Halt, ReportLine};
+use crate::apply::{Action, AppliedState, Halt, ReportLine};
 use crate::attention::Attention;
 use crate::schedule::ready::ReadyState;
 use crate::schedule::scheduler::StepStatus;
@@ -154,6 +154,18 @@ pub fn listed(steps: Vec<StepStatus>, brief: bool) -> (Vec<StepStatus>, usize) {
     (picked, scheduled)
 }
 
+/// The last apply's `lines` an answer carries: every one, or with `brief`
+/// only those the text prints (what changed; the summary counts the
+/// rest), so that a brief `status` costs what changed, not what is
+/// declared.
+pub fn lines_listed(lines: &[ReportLine], brief: bool) -> Vec<ReportLine> {
+    lines
+        .iter()
+        .filter(|l| !brief || l.action != Action::Unchanged)
+        .cloned()
+        .collect()
+}
+
 /// What a status keeps of `applied.json` (every line, not the declaration,
 /// files, units and containers: megabytes at thousands of resources).
 pub fn of_applied(applied: AppliedState) -> AppliedState {
@@ -166,8 +178,9 @@ pub fn of_applied(applied: AppliedState) -> AppliedState {
     }
 }
 
-/// The last apply as `applied.json` records it.
-pub fn recorded_apply(applied: &AppliedState) -> LastApply {
+/// The last apply as `applied.json` records it, its lines as
+/// [`lines_listed`] gives them.
+pub fn recorded_apply(applied: &AppliedState, brief: bool) -> LastApply {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for line in &applied.lines {
         *counts.entry(line.action.as_str()).or_default() += 1;
@@ -194,6 +207,6 @@ pub fn recorded_apply(applied: &AppliedState) -> LastApply {
         ok: applied.ok,
         summary,
         halted: applied.halted.clone(),
-        lines: applied.lines.clone(),
+        lines: lines_listed(&applied.lines, brief),
     }
 }

@@ -100,7 +100,7 @@ fn gather(paths: LocalPaths<'_>, brief: bool) -> Result<Status, String> {
         declaration: paths.declaration.display().to_string(),
         state_dir: store.root().display().to_string(),
         daemon_listening: std::os::unix::net::UnixStream::connect(paths.control_socket).is_ok(),
-        last_apply: applied.as_ref().map(recorded_apply),
+        last_apply: applied.as_ref().map(|a| recorded_apply(a, brief)),
         empty_declaration_refused: empty,
         open_windows,
         health,

@@ -77,8 +77,10 @@ pub enum Request {
     /// Report status.
     Status {
         /// List only the steps [`crate::step_listing`] picks when there
-        /// are many (the client prints text and was not given `--steps`).
-        /// Sent only when set.
+        /// are many (the client prints text and was not given `--steps`),
+        /// and of the last apply's lines those the text prints (what
+        /// changed): the answer's `json` holds what its `text` says, not
+        /// every step and resource. Sent only when set.
         #[serde(default, skip_serializing_if = "is_false")]
         brief: bool,
     },

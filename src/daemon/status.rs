@@ -13,10 +13,16 @@ use crate::schedule::scheduler::StepStatus;
 
 impl Daemon {
     /// The `status` answer; `brief`: of many steps, only those
-    /// [`crate::step_listing`] picks.
+    /// [`crate::step_listing`] picks, built by the scheduler for those
+    /// alone.
     pub(super) async fn status(&self, brief: bool) -> Result<Status, Failure> {
-        let steps = self.scheduler.status().await.unwrap_or_default();
-        let (steps, steps_scheduled) = status::listed(steps, brief);
+        let (steps, steps_scheduled) = if brief {
+            let listed = self.scheduler.listed().await.unwrap_or_default();
+            (listed.steps, listed.scheduled)
+        } else {
+            let steps = self.scheduler.status().await.unwrap_or_default();
+            status::listed(steps, false)
+        };
         // Unreadable window records are an answer of their own, never "no
         // window open".
         let open_windows = self
@@ -59,18 +65,21 @@ impl Daemon {
                 ));
             }
         }
-        // This daemon's last apply (a refused declaration file too), with
-        // the lines of the last one recorded; before its first, the
-        // record's.
-        let last_apply = match (last, recorded.as_ref().as_ref().map(status::recorded_apply)) {
-            (Some(l), recorded) => Some(LastApply {
+        // This daemon's last apply (a refused declaration file too), held
+        // in memory, with the lines of the last one recorded (brief: those
+        // that changed); before its first, the record's.
+        let recorded = recorded.as_ref().as_ref();
+        let last_apply = match last {
+            Some(l) => Some(LastApply {
                 at: l.at,
                 ok: l.ok,
                 summary: l.summary,
-                halted: recorded.as_ref().and_then(|r| r.halted.clone()),
-                lines: recorded.map(|r| r.lines).unwrap_or_default(),
+                halted: recorded.and_then(|r| r.halted.clone()),
+                lines: recorded
+                    .map(|r| status::lines_listed(&r.lines, brief))
+                    .unwrap_or_default(),
             }),
-            (None, recorded) => recorded,
+            None => recorded.map(|r| status::recorded_apply(r, brief)),
         };
         Ok(Status {
             declaration: self.cfg.declaration.display().to_string(),

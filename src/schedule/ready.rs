@@ -391,6 +391,15 @@ impl Readier {
         self.slots().get(step).and_then(|s| s.state.clone())
     }
 
+    /// The steps whose container could not be made ready, in one look.
+    pub fn not_ready(&self) -> std::collections::BTreeSet<String> {
+        self.slots()
+            .iter()
+            .filter(|(_, s)| matches!(s.state, Some(ReadyState::NotReady { .. })))
+            .map(|(step, _)| step.clone())
+            .collect()
+    }
+
     /// Make the container of `def`'s fire due at `due` ready now.
     async fn prepare(&self, def: &StepDef, due: DateTime<Utc>) -> ReadyState {
         let not_ready = |reason: String| ReadyState::NotReady { reason };

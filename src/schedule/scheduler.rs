@@ -36,8 +36,11 @@ use crate::store::Store;
 pub use crate::schedule::history::StepHistory;
 use crate::schedule::history::{load_history, HISTORY_DOC};
 
+mod listing;
 mod owed;
 mod sync;
+
+pub use listing::Listed;
 
 /// The watchdog as the scheduler's loop feeds it: `feed` is called every
 /// `every` (and once at start), from the loop itself.
@@ -153,6 +156,11 @@ pub enum Command {
         /// The answer.
         reply: oneshot::Sender<Vec<StepStatus>>,
     },
+    /// Report the state of the steps a brief `status` lists.
+    Listed {
+        /// The answer.
+        reply: oneshot::Sender<Listed>,
+    },
 }
 
 /// A handle to send the scheduler commands.
@@ -238,14 +246,21 @@ impl SchedulerHandle {
         self.inbox.send(Command::Status { reply }).await.ok()?;
         rx.await.ok()
     }
+
+    /// The state of the steps a brief `status` lists
+    /// ([`crate::step_listing`]), built for those alone.
+    pub async fn listed(&self) -> Option<Listed> {
+        self.ask(|reply| Command::Listed { reply }).await.ok()
+    }
 }
 
 /// The scheduler task's state.
 ///
 /// Impl spread: the one task owns the whole table, so its loop is here and
-/// two of its jobs that read as concepts of their own have files beside it,
-/// `scheduler/owed.rs` (catch-ups a window was in the way of) and
-/// `scheduler/sync.rs` (the steps replaced after an apply).
+/// three of its jobs that read as concepts of their own have files beside
+/// it, `scheduler/owed.rs` (catch-ups a window was in the way of),
+/// `scheduler/sync.rs` (the steps replaced after an apply) and
+/// `scheduler/listing.rs` (the steps' state as `status` reads it).
 pub struct Scheduler {
     table: JobTable,
     steps: BTreeMap<String, ScheduledStep>,
@@ -655,6 +670,10 @@ impl Scheduler {
                 let _ = reply.send(self.status());
                 false
             }
+            Command::Listed { reply } => {
+                let _ = reply.send(self.listed());
+                false
+            }
         }
     }
 
@@ -772,23 +791,5 @@ impl Scheduler {
         if let Err(e) = self.store.save(HISTORY_DOC, &self.history) {
             tracing::error!("cannot save step history: {e}");
         }
-    }
-
-    fn status(&self) -> Vec<StepStatus> {
-        self.steps
-            .values()
-            .map(|s| StepStatus {
-                step: s.def.id.clone(),
-                schedule: s.timing.cron.expr().to_string(),
-                zone: s.timing.zone.name().to_string(),
-                next_fire: self.table.next_due(&s.def.id),
-                delay_ms: (!s.timing.delay.is_zero())
-                    .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
-                running: self.table.in_flight(&s.def.id),
-                ready: self.firer.readier().state(&s.def.id),
-                suspended_since: self.suspended.since(&s.def.id),
-                history: self.history.get(&s.def.id).cloned().unwrap_or_default(),
-            })
-            .collect()
     }
 }
