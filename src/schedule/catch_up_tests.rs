@@ -409,3 +409,53 @@ async fn a_catch_up_skipped_for_a_window_still_closing_runs_once_it_has_closed()
     assert_eq!(starts(&r.fake), 1, "never more than once");
     r.stop().await;
 }
+
+/// Step `id` due daily at 03:`minute`.
+fn daily(id: &str, minute: u32) -> ScheduledStep {
+    let mut step = daily_gc(false);
+    let mut def = (*step.def).clone();
+    def.id = id.into();
+    def.spec.name = format!("{id}-run");
+    step.def = def.into();
+    step.timing.id = id.into();
+    step.timing.cron =
+        crate::cron::CronSchedule::parse(&format!("{minute} 3 * * *")).expect("cron");
+    step
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_brief_listing_picks_what_the_whole_status_would_and_builds_those_alone() {
+    // 30 steps, s0 due last and s29 first; s3's last run failed, s7 is
+    // suspended: the ten due first and those two.
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        let history = BTreeMap::from([(
+            "s3".to_string(),
+            StepHistory {
+                last_run: Some(at("2026-01-04T03:30:00Z")),
+                last_outcome: Some("exited 1".into()),
+                ..StepHistory::default()
+            },
+        )]);
+        s.save(STEP_HISTORY, &history).expect("history");
+        crate::schedule::suspend::suspend(s, "s7", at("2026-01-01T04:00:00Z")).expect("suspend");
+    });
+    let steps = (0..30).map(|i| daily(&format!("s{i}"), 59 - i)).collect();
+    r.handle.sync(steps).await.expect("sync");
+    let listed = r.handle.listed().await.expect("listed");
+    let every = r.handle.status().await.expect("status");
+    assert_eq!(every.len(), 30);
+    let (want, scheduled) = crate::answer::status::listed(every, true);
+    assert_eq!(listed.scheduled, scheduled);
+    assert_eq!(listed.steps, want);
+    let mut ids: Vec<&str> = listed.steps.iter().map(|s| s.step.as_str()).collect();
+    ids.sort();
+    let mut expected: Vec<String> = (20..30).map(|i| format!("s{i}")).collect();
+    expected.extend(["s3".to_string(), "s7".to_string()]);
+    expected.sort();
+    assert_eq!(ids, expected);
+    assert!(listed
+        .steps
+        .iter()
+        .any(|s| s.step == "s7" && s.suspended_since.is_some()));
+    r.stop().await;
+}

@@ -248,6 +248,14 @@ impl JobTable {
         self.jobs.values().filter_map(|j| j.next_due).min()
     }
 
+    /// Each job's step, next due time and whether it is in flight, in
+    /// the steps' order: one walk, no look-up per step.
+    pub fn each(&self) -> impl Iterator<Item = (&String, Option<DateTime<Utc>>, bool)> {
+        self.jobs
+            .iter()
+            .map(|(id, j)| (id, j.next_due, j.in_flight))
+    }
+
     /// The next due time of one step.
     pub fn next_due(&self, step: &str) -> Option<DateTime<Utc>> {
         self.jobs.get(step).and_then(|j| j.next_due)

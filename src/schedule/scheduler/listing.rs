@@ -24,27 +24,43 @@ impl Scheduler {
         self.steps.values().map(|s| self.status_of(s)).collect()
     }
 
-    /// The steps [`step_listing::pick`] lists, by facts that build nothing
-    /// per step; their whole state built for those alone.
+    /// The steps [`step_listing::pick`] lists, by facts read in one walk
+    /// of the scheduler's tables (each kept in the steps' order, so no
+    /// look-up per step); their whole state built for those alone.
     pub(super) fn listed(&self) -> Listed {
         let not_ready = self.firer.readier().not_ready();
-        let steps: Vec<&ScheduledStep> = self.steps.values().collect();
-        let picked = step_listing::pick(&steps, |s| {
-            let id = s.def.id.as_str();
-            StepFacts {
-                next_fire: self.table.next_due(id),
-                to_be_seen: self.table.in_flight(id)
-                    || self.suspended.since(id).is_some()
+        let mut jobs = self
+            .table
+            .each()
+            .map(|(id, due, run)| (id, (due, run)))
+            .peekable();
+        let mut history = self.history.iter().peekable();
+        let mut suspended = self.suspended.steps.iter().peekable();
+        let facts: Vec<(&ScheduledStep, StepFacts)> = self
+            .steps
+            .values()
+            .map(|s| {
+                let id = &s.def.id;
+                let (next_fire, running) = at(&mut jobs, id).unwrap_or((None, false));
+                let failed_last = at(&mut history, id)
+                    .is_some_and(|h| StepFacts::failed_last(h.last_run, h.last_success));
+                let to_be_seen = running
+                    || at(&mut suspended, id).is_some()
                     || not_ready.contains(id)
-                    || self
-                        .history
-                        .get(id)
-                        .is_some_and(|h| StepFacts::failed_last(h.last_run, h.last_success)),
-            }
-        });
+                    || failed_last;
+                (
+                    s,
+                    StepFacts {
+                        next_fire,
+                        to_be_seen,
+                    },
+                )
+            })
+            .collect();
+        let picked = step_listing::pick(&facts, |(_, f)| *f);
         Listed {
-            steps: picked.into_iter().map(|s| self.status_of(s)).collect(),
-            scheduled: steps.len(),
+            steps: picked.into_iter().map(|(s, _)| self.status_of(s)).collect(),
+            scheduled: facts.len(),
         }
     }
 
@@ -64,4 +80,15 @@ impl Scheduler {
             history: self.history.get(id).cloned().unwrap_or_default(),
         }
     }
+}
+
+/// The value of `id` in `entries`, a map's walk in key order that earlier
+/// calls have moved along with smaller ids: what lies before `id` is
+/// passed over.
+fn at<'a, V>(
+    entries: &mut std::iter::Peekable<impl Iterator<Item = (&'a String, V)>>,
+    id: &str,
+) -> Option<V> {
+    while entries.next_if(|(k, _)| k.as_str() < id).is_some() {}
+    entries.next_if(|(k, _)| k.as_str() == id).map(|(_, v)| v)
 }
