@@ -20,6 +20,7 @@
 
 mod support;
 
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -82,16 +83,10 @@ fn serving(tag: &str) -> Serving {
 
 impl Serving {
     /// Apply `next` through the daemon, stopped at pause point `fault` on
-    /// `web`, or, with no fault, once `ready` says so; then SIGKILL the
-    /// daemon, wait for systemd to have started it again, do `meanwhile`,
-    /// and wait for its first apply to have ended (it is ready then).
-    fn kill_at(
-        &self,
-        fault: Option<&str>,
-        next: Value,
-        ready: impl Fn() -> bool,
-        meanwhile: impl FnOnce(),
-    ) {
+    /// `web`, or, with no fault, once `ready` says so: returns the apply's
+    /// client, the daemon held there. The fault file is removed, so the
+    /// next daemon runs without it.
+    fn reach(&self, fault: Option<&str>, next: Value, ready: impl Fn() -> bool) -> Child {
         let w = &self.w;
         if let Some(fault) = fault {
             std::fs::write(
@@ -103,8 +98,7 @@ impl Serving {
             self.d.restart();
         }
         let decl = w.declaration("next.json", json!([next]));
-        let mut client = self.d.cli_spawn(&["apply", &decl]);
-        let pid = self.d.main_pid();
+        let client = self.d.cli_spawn(&["apply", &decl]);
         match fault {
             Some(fault) => {
                 let pausing = format!("pausing at {fault} in {}", self.web);
@@ -120,8 +114,22 @@ impl Serving {
                 || ready().then_some(()),
             ),
         }
-        // The next daemon runs without the fault.
         let _ = std::fs::remove_file(w.path("fault.env"));
+        client
+    }
+
+    /// [`Serving::reach`] the stage, then SIGKILL the daemon, wait for
+    /// systemd to have started it again, do `meanwhile`, and wait for its
+    /// first apply to have ended (it is ready then).
+    fn kill_at(
+        &self,
+        fault: Option<&str>,
+        next: Value,
+        ready: impl Fn() -> bool,
+        meanwhile: impl FnOnce(),
+    ) {
+        let mut client = self.reach(fault, next, ready);
+        let pid = self.d.main_pid();
         self.w.node.sh_ok(&format!(
             "systemctl kill -s KILL --kill-who=main {}",
             quote(&self.d.unit)
@@ -140,11 +148,10 @@ impl Serving {
         self.d.wait_active_state("active", Duration::from_secs(120));
     }
 
-    /// Apply `next` through the daemon, stopped at pause point `fault` on
-    /// `web` (or, with none, once `ready` says so); cut the node's power,
-    /// boot it again, do `meanwhile` (the runtime has started what its
-    /// restart policy says by then), and start the daemon as at boot:
-    /// returns once its first apply has ended.
+    /// [`Serving::reach`] the stage, then cut the node's power, boot it
+    /// again, do `meanwhile` (the runtime has started what its restart
+    /// policy says by then), and start the daemon as at boot: returns
+    /// once its first apply has ended.
     fn cut_at(
         &self,
         fault: Option<&str>,
@@ -152,34 +159,8 @@ impl Serving {
         ready: impl Fn() -> bool,
         meanwhile: impl FnOnce(),
     ) {
-        let w = &self.w;
-        if let Some(fault) = fault {
-            std::fs::write(
-                w.path("fault.env"),
-                format!("MESH_HOST_FAULT={fault}:{}\n", self.web),
-            )
-            .expect("fault.env");
-            self.d.restart();
-        }
-        let decl = w.declaration("next.json", json!([next]));
-        let mut client = self.d.cli_spawn(&["apply", &decl]);
-        match fault {
-            Some(fault) => {
-                let pausing = format!("pausing at {fault} in {}", self.web);
-                wait_for(
-                    "the daemon to stop at its pause point",
-                    Duration::from_secs(60),
-                    || w.journal(&[]).contains(&pausing).then_some(()),
-                );
-            }
-            None => wait_for(
-                "the daemon to reach the stage",
-                Duration::from_secs(60),
-                || ready().then_some(()),
-            ),
-        }
-        let _ = std::fs::remove_file(w.path("fault.env"));
-        w.node.power_cut();
+        let mut client = self.reach(fault, next, ready);
+        self.w.node.power_cut();
         let _ = client.kill();
         let _ = client.wait();
         meanwhile();
