@@ -255,3 +255,47 @@ fn network_mode_service_is_shared_as_compose_shares_it() {
     assert_eq!(ours, Some(theirs.clone()), "mesh-host's against compose's");
     assert_eq!(theirs, json!({"shares": true, "reached": "peer-1"}));
 }
+
+/// Through the daemon, the same request again is answered from what the
+/// last apply left (docs/apply.md): a peer made anew by hand with its own
+/// labels still sends the follower to be made anew, not `unchanged`.
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_peer_made_anew_by_hand_is_followed_by_the_same_request_again() {
+    let mut w = World::new("network-peer-kept");
+    let image = w.busybox();
+    let vpn = w.name("vpn");
+    let app = w.name("app");
+    let declared = json!([peer(&vpn, &image, "1"), follower(&app, &image, &vpn)]);
+    let d = support::daemon_unit::DaemonUnit::started_with_args(
+        &w,
+        "--metrics-file=",
+        declared.clone(),
+    );
+    let file = w.declaration("file.json", declared);
+    let apply = || {
+        let out = d.cli(&["apply", "--verbose", &file]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        said
+    };
+    apply();
+    assert!(apply().contains("app unchanged"));
+    assert_eq!(reached(&w, &app), "peer-1");
+    let labels = w.inspect(
+        &vpn,
+        "{{range $k, $v := .Config.Labels}}--label {{$k}}={{$v}} {{end}}",
+    );
+    w.node.docker_ok(&["rm", "-f", &vpn]);
+    w.node.sh_ok(&format!(
+        "docker run -d --name {vpn} --network none -e GEN=1 {labels} {image} sh -c '{LISTENER}' >/dev/null"
+    ));
+    let said = apply();
+    assert!(
+        said.contains(&format!(
+            "app recreated: its network peer {vpn} was recreated"
+        )),
+        "{said}"
+    );
+    assert_eq!(reached(&w, &app), "peer-1");
+}

@@ -109,6 +109,10 @@ struct Service {
     name: String,
     id: String,
     identity: String,
+    /// The container whose network namespace it shares (`network:
+    /// "container:NAME"`): one made anew since leaves it in a namespace
+    /// that is gone, which only the runtime's ids tell.
+    peer: Option<String>,
 }
 
 /// What the last apply of a request converged the node to (see the module
@@ -176,6 +180,11 @@ impl Converged {
                         name: name.clone(),
                         id: res.id.to_string(),
                         identity: recorded.identity.clone(),
+                        peer: c
+                            .network
+                            .as_ref()
+                            .and_then(|n| n.peer())
+                            .map(|p| p.as_str().to_string()),
                     });
                 }
                 Role::Scheduled(_) => {
@@ -334,6 +343,14 @@ fn check_listing(converged: &Converged, listed: &[ContainerSummary]) -> Result<(
         {
             return Err(format!("{} is not as made", s.name));
         }
+        // As the full decision judges it (decide/services.rs): a runtime
+        // that records no peer is taken at its word.
+        if let (Some(peer), Some(joined)) = (&s.peer, found.network_peer()) {
+            let now = by_name.get(peer.as_str());
+            if !now.is_some_and(|now| joined == now.id || joined == now.name) {
+                return Err(format!("{}'s network peer {peer} was made anew", s.name));
+            }
+        }
     }
     for c in listed {
         let leftover = c.labels.contains_key(LABEL_MADE_AS)
@@ -358,6 +375,53 @@ mod tests {
         assert!(!seen.changed_before(SystemTime::now() - SETTLED));
         assert!(seen.changed_before(SystemTime::now() + 2 * SETTLED));
         assert!(Seen::Absent.changed_before(SystemTime::now()));
+    }
+
+    #[test]
+    fn a_follower_whose_peer_was_made_anew_is_decided_in_full() {
+        let service = |name: &str, peer: Option<&str>| Service {
+            name: name.into(),
+            id: name.into(),
+            identity: format!("i-{name}"),
+            peer: peer.map(str::to_string),
+        };
+        let converged = Converged {
+            request: [0; 32],
+            ids: vec!["vpn".into(), "app".into()],
+            services: vec![service("vpn", None), service("app", Some("vpn"))],
+            declared: ["vpn".to_string(), "app".to_string()].into(),
+            step_images: BTreeSet::new(),
+            files: BTreeMap::new(),
+            machine_id: String::new(),
+            local_zone: chrono_tz::UTC,
+        };
+        let listed = |vpn_id: &str, app_joined: &str| {
+            ["vpn", "app"]
+                .iter()
+                .map(|name| ContainerSummary {
+                    id: if *name == "vpn" {
+                        vpn_id.into()
+                    } else {
+                        "a1".into()
+                    },
+                    name: (*name).into(),
+                    running: true,
+                    labels: BTreeMap::from([
+                        (LABEL_IDENTITY.to_string(), format!("i-{name}")),
+                        (LABEL_RECORD.to_string(), RECORD_FORMAT.to_string()),
+                        (LABEL_RESOURCE.to_string(), (*name).to_string()),
+                    ]),
+                    created: 0,
+                    network_mode: (*name == "app").then(|| format!("container:{app_joined}")),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(check_listing(&converged, &listed("v1", "v1")), Ok(()));
+        let err = check_listing(&converged, &listed("v2", "v1")).expect_err("peer moved");
+        assert!(
+            err.contains("app's network peer vpn was made anew"),
+            "{err}"
+        );
     }
 
     #[test]
