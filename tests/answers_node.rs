@@ -187,6 +187,7 @@ fn a_shape_is_keys_and_types_and_a_null_or_an_empty_array_is_no_difference() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn every_answer_is_one_document_from_the_daemon_and_from_local() {
+    let gc_id = support::unique_step_id("gc");
     let mut w = World::new("answers");
     let web = w.name("web");
     let gc = w.name("gc");
@@ -194,7 +195,7 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     let resources = json!([
         declare::service("web", &web, &img),
         declare::step(
-            "gc",
+            &gc_id,
             &gc,
             &img,
             "echo collected; echo warned >&2",
@@ -212,13 +213,13 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
         w.mesh(&all)
     };
     let alone = [
-        local(&["run", "gc"]),
+        local(&["run", &gc_id]),
         local(&["status"]),
-        local(&["suspend", "gc"]),
+        local(&["suspend", &gc_id]),
         local(&["status"]),
-        local(&["run", "gc"]),
-        local(&["resume", "gc"]),
-        local(&["resume", "gc"]),
+        local(&["run", &gc_id]),
+        local(&["resume", &gc_id]),
+        local(&["resume", &gc_id]),
         local(&["suspend", "nope"]),
     ];
     // `logs` reads the journal in this process, daemon or not: each line
@@ -229,7 +230,7 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
         "both lines of the run in logs",
         Duration::from_secs(30),
         || {
-            let out = w.mesh(&["logs", "gc", "--json"]);
+            let out = w.mesh(&["logs", &gc_id, "--json"]);
             let said = String::from_utf8_lossy(&out.stdout);
             (said.contains("\"collected\"") && said.contains("\"warned\"")).then_some(out)
         },
@@ -237,10 +238,9 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     assert_eq!(logs.status.code(), Some(0), "{}", text(&logs));
     validate("logs", "logs-line", &logs, true);
     // `history` reads the fires' end events from the journal, in this
-    // process too: this world's run (it held this world's web; other
-    // tests on the node fire steps named gc too), once the journal has it.
+    // process too: this world's run, once the journal has it.
     let history = support::wait_for("this run in history", Duration::from_secs(30), || {
-        let out = w.mesh(&["history", "gc", "--json"]);
+        let out = w.mesh(&["history", &gc_id, "--json"]);
         let fires: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         fires
             .as_array()
@@ -253,7 +253,7 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     assert!(
         fires
             .as_array()
-            .is_some_and(|f| f.iter().all(|f| f["step"] == "gc")),
+            .is_some_and(|f| f.iter().all(|f| f["step"] == json!(gc_id))),
         "{fires:#}"
     );
     let lines: Vec<Value> = String::from_utf8_lossy(&logs.stdout)
@@ -280,18 +280,18 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
         all.push("--json");
         d.cli(&all)
     };
-    let run = daemon(&["run", "gc"]);
+    let run = daemon(&["run", &gc_id]);
     let status = (daemon(&["status"]), local(&["status"]));
-    let suspend = daemon(&["suspend", "gc"]);
+    let suspend = daemon(&["suspend", &gc_id]);
     let suspended = (daemon(&["status"]), local(&["status"]));
     let daemons = [
         run,
         status.0,
         suspend,
         suspended.0,
-        daemon(&["run", "gc"]),
-        daemon(&["resume", "gc"]),
-        daemon(&["resume", "gc"]),
+        daemon(&["run", &gc_id]),
+        daemon(&["resume", &gc_id]),
+        daemon(&["resume", &gc_id]),
         daemon(&["suspend", "nope"]),
     ];
     let locals = [
@@ -330,7 +330,7 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     let status = json_of("status", &daemons[1]);
     let local_status = json_of("status", locals[1]);
     assert_eq!(status["last-apply"]["ok"], true, "{status:#}");
-    assert_eq!(status["steps"][0]["step"], "gc", "{status:#}");
+    assert_eq!(status["steps"][0]["step"], json!(gc_id), "{status:#}");
     assert_eq!(status["steps-scheduled"], 1, "{status:#}");
     assert_eq!(status["daemon-listening"], true, "{status:#}");
     assert_eq!(local_status["daemon-listening"], true, "{local_status:#}");
@@ -342,7 +342,7 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
             .map(|l| l.iter().map(|l| l["id"].clone()).collect())
             .unwrap_or_default()
     };
-    assert_eq!(ids(&local_status), vec![json!("web"), json!("gc")]);
+    assert_eq!(ids(&local_status), vec![json!("web"), json!(&gc_id)]);
     assert_eq!(ids(&status), ids(&local_status), "each resource's line");
     for (what, out) in [("--local", locals[3]), ("daemon", &daemons[3])] {
         let s = json_of(what, out);
@@ -360,7 +360,7 @@ fn every_answer_is_one_document_from_the_daemon_and_from_local() {
     for (what, out) in [("--local", locals[6]), ("daemon", &daemons[6])] {
         assert_eq!(
             json_of(what, out),
-            json!({"step": "gc", "suspended": false, "was-suspended-since": null}),
+            json!({"step": gc_id, "suspended": false, "was-suspended-since": null}),
             "{what}"
         );
     }

@@ -382,6 +382,7 @@ fn a_symlink_planted_at_a_file_path_is_not_followed() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_after() {
+    let hold_id = support::unique_step_id("hold");
     let mut w = World::new("apply-race");
     let reg = w.name("registry");
     let hold = w.name("hold");
@@ -404,7 +405,7 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
             {"id": "registry", "type": "container", "module": "registry", "name": reg,
              "image": registry_image, "command": ["serve", "/etc/docker/registry/config.yml"],
              "network": "host", "mounts": mounts, "env": env},
-            {"id": "hold", "type": "container", "module": "registry", "name": hold,
+            {"id": hold_id, "type": "container", "module": "registry", "name": hold,
              "image": busybox, "network": "none", "schedule": "0 3 * * *",
              "command": ["sh", "-c", "sleep 8; echo done > /var/lib/registry/step-marker"],
              "mounts": [{"source": storage, "target": "/var/lib/registry"}],
@@ -418,7 +419,7 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
     let reg_id = w.inspect(&reg, "{{.Id}}");
 
     // The window of `hold` opens (the registry stopped) and its step runs.
-    let child: Child = w.mesh_spawn(&["run", "hold", "--local"], Some(&d1));
+    let child: Child = w.mesh_spawn(&["run", &hold_id, "--local"], Some(&d1));
     wait_for(
         "the step to run with the registry held",
         Duration::from_secs(30),
@@ -445,12 +446,14 @@ fn an_apply_during_a_window_leaves_the_held_registry_alone_and_converges_it_afte
         .map(str::to_string)
         .unwrap_or_default();
     assert!(
-        held.starts_with("registry held-still: held by the window of hold"),
+        held.starts_with(&format!(
+            "registry held-still: held by the window of {hold_id}"
+        )),
         "{}",
         stdout(&out)
     );
     assert!(
-        stdout(&out).contains("window hold open since"),
+        stdout(&out).contains(&format!("window {hold_id} open since")),
         "{}",
         stdout(&out)
     );
@@ -711,6 +714,7 @@ fn a_file_the_container_writes_is_no_configuration_and_a_fifo_or_link_fails_fast
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn apply_local_installs_the_node_declaration_that_run_and_plan_then_use() {
+    let gc_id = support::unique_step_id("gc");
     let mut w = World::new("apply-installs");
     let web = w.name("web");
     let gc = w.name("gc");
@@ -720,7 +724,7 @@ fn apply_local_installs_the_node_declaration_that_run_and_plan_then_use() {
         "elsewhere.json",
         json!([
             service(&w, "web", &web),
-            {"id": "gc", "type": "container", "name": gc, "image": w.busybox(),
+            {"id": gc_id, "type": "container", "name": gc, "image": w.busybox(),
              "command": ["true"], "network": "none", "schedule": "0 3 * * *",
              "while-stopped": ["web"], "timeout": 60}
         ]),
@@ -740,9 +744,9 @@ fn apply_local_installs_the_node_declaration_that_run_and_plan_then_use() {
         0o600
     );
     // run and plan find the step FILE declared, in the node's declaration.
-    let out = w.mesh(&["plan", "gc", "--local"]);
+    let out = w.mesh(&["plan", &gc_id, "--local"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let out = w.run_local("gc");
+    let out = w.run_local(&gc_id);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.running(&web), "its window closed");
     let out = w.mesh(&["status", "--local"]);

@@ -20,13 +20,14 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     let svc = w.name("svc");
     let svc2 = w.name("svc2");
     let gc = w.name("gc");
+    let gc_id = support::unique_step_id("gc");
     let img = w.busybox();
     let d = DaemonUnit::started_with_args(
         &w,
         "--metrics-file=",
         json!([
             declare::service("svc", &svc, &img),
-            declare::step("gc", &gc, &img, "true", &["svc"], 300)
+            declare::step(&gc_id, &gc, &img, "true", &["svc"], 300)
         ]),
     );
     assert_eq!(d.prop("ActiveState"), "active");
@@ -37,19 +38,26 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         status.contains("last apply") && status.contains(" ok"),
         "{status}"
     );
-    assert!(status.contains("1 schedule(s), next gc at"), "{status}");
+    assert!(
+        status.contains(&format!("1 schedule(s), next {gc_id} at")),
+        "{status}"
+    );
     assert!(status.contains("no window open"), "{status}");
 
     // status over the socket.
     let out = d.cli(&["status"]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out).contains("step gc (0 3 * * *"), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("step {gc_id} (0 3 * * *")),
+        "{}",
+        text(&out)
+    );
 
     // systemctl reload applies a changed declaration.
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
         declare::service("svc2", &svc2, &img),
-        declare::step("gc", &gc, &img, "true", &["svc"], 300)
+        declare::step(&gc_id, &gc, &img, "true", &["svc"], 300)
     ]));
     d.reload_and_wait();
     wait_for("svc2 to run after reload", Duration::from_secs(30), || {
@@ -58,15 +66,15 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
     assert_eq!(d.prop("ActiveState"), "active");
 
     // run through the daemon: the same path as a scheduled fire.
-    let out = d.cli(&["run", "gc"]);
+    let out = d.cli(&["run", &gc_id]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     // A scope of the fire (cgroupfs driver) or the step's slice (systemd driver).
     let unit = match d.node.cgroup_driver() {
-        support::CgroupDriver::Cgroupfs => "unit: mesh-host-step-gc-",
-        support::CgroupDriver::Systemd => "unit: mesh-host-step\\x2dgc.slice",
+        support::CgroupDriver::Cgroupfs => format!("unit: mesh-host-step-{gc_id}-"),
+        support::CgroupDriver::Systemd => format!("unit: mesh-host-step\\x2d{gc_id}.slice"),
     };
     assert!(
-        text(&out).contains(unit),
+        text(&out).contains(&unit),
         "ran in a transient unit: {}",
         text(&out)
     );
@@ -80,7 +88,7 @@ fn the_daemon_is_a_notify_service_that_applies_reloads_and_answers_only_root() {
         json!([
             declare::service("svc", &svc, &img),
             declare::service("svc2", &svc2, &img),
-            declare::step("gc", &gc, &img, "true", &["svc"], 300),
+            declare::step(&gc_id, &gc, &img, "true", &["svc"], 300),
             {"id": "once", "type": "unit", "name": once,
              "content": format!("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ran >> /run/{once}.out'\n")}
         ]),

@@ -216,6 +216,7 @@ fn plan_of(report: &Value) -> Vec<(String, String, Vec<String>)> {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
+    let hold_id = support::unique_step_id("hold");
     let mut w = World::new("plan");
     let (web, api, old, steady, held, hold) = (
         w.name("web"),
@@ -258,7 +259,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     };
     // The window of `hold` keeps `held` stopped while the diff and the
     // apply are made.
-    let hold_step = declare::step("hold", &hold, &img, "sleep 40", &["held"], 120);
+    let hold_step = declare::step(&hold_id, &hold, &img, "sleep 40", &["held"], 120);
     let applied = json!([
         network(&first_net),
         env_file("A=1\n"),
@@ -329,7 +330,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     let next = w.declaration("plan-next.json", next_resources(true));
 
     // The window opens: `held` stopped while `hold` runs.
-    let mut run = d.cli_spawn(&["run", "hold"]);
+    let mut run = d.cli_spawn(&["run", &hold_id]);
     wait_for("the window of hold", Duration::from_secs(30), || {
         (w.running(&hold) && !w.running(&held)).then_some(())
     });
@@ -372,7 +373,7 @@ fn the_apply_takes_the_plan_diff_showed_and_docker_and_systemd_see_only_that() {
     );
     assert!(said("full").starts_with("refused holds data"), "{diff}");
     assert!(
-        said("held").starts_with("held-still held by the window of hold"),
+        said("held").starts_with(&format!("held-still held by the window of {hold_id}")),
         "{diff}"
     );
     assert!(

@@ -52,6 +52,7 @@ fn docker_back(node: &Node) {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
+    let gc_id = support::unique_step_id("gc");
     let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
     let mut w = World::new("outage");
     let held: Vec<String> = (1..=3).map(|i| w.name(&format!("svc{i}"))).collect();
@@ -67,7 +68,7 @@ fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
     let marks = w.dir.join("marks");
     std::fs::create_dir_all(&marks).expect("marks dir");
     resources.push(json!({
-        "id": "gc", "type": "container", "module": "m", "name": run, "image": img,
+        "id": gc_id, "type": "container", "module": "m", "name": run, "image": img,
         "command": ["sh", "-c", "echo start >> /marks/starts; trap 'exit 0' TERM; sleep 8 & wait"],
         "network": "none",
         "mounts": [{"source": marks.display().to_string(), "target": "/marks"}],
@@ -79,7 +80,7 @@ fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
     assert!(held.iter().all(|n| w.running(n)), "applied at start");
     let journal_since = w.journal_now();
 
-    let client = d.cli_spawn(&["run", "gc"]);
+    let client = d.cli_spawn(&["run", &gc_id]);
     w.wait_running("the step to run", &run);
     assert!(held.iter().all(|n| !w.running(n)), "held by the window");
     // Docker away for about 20 s mid-window.
@@ -119,9 +120,12 @@ fn outage_of_docker_mid_window_ends_with_the_held_services_running() {
     );
     let closed = d.journal(
         &journal_since,
-        &["MESH_EVENT=window-closed", "MESH_STEP=gc"],
+        &["MESH_EVENT=window-closed", &format!("MESH_STEP={gc_id}")],
     );
-    assert!(closed.contains("window of gc closed"), "{closed}");
+    assert!(
+        closed.contains(&format!("window of {gc_id} closed")),
+        "{closed}"
+    );
     // The step was never started twice.
     let marked = std::fs::read_to_string(marks.join("starts")).unwrap_or_default();
     assert_eq!(marked.lines().count(), 1, "{marked}");
@@ -224,6 +228,7 @@ impl Drop for LiveRestore {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
+    let gc_id = support::unique_step_id("gc");
     let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
     let mut w = World::new("lost");
     let svc = w.name("svc");
@@ -233,11 +238,11 @@ fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
     w.run_service(&svc, &["--restart", "unless-stopped"]);
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
-        {"id": "gc", "type": "container", "module": "m", "name": run, "image": img,
+        {"id": gc_id, "type": "container", "module": "m", "name": run, "image": img,
          "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 120 & wait"], "network": "none",
          "schedule": "0 3 * * *", "while-stopped": ["svc"], "timeout": 600}
     ]));
-    let client = w.spawn_local("gc");
+    let client = w.spawn_local(&gc_id);
     w.wait_running("the step to run", &run);
     // dockerd goes away; with live-restore the step keeps running, and the
     // wait for it is cut: mesh-host has lost track of the run.
@@ -265,7 +270,7 @@ fn outage_that_loses_the_step_stops_it_before_the_held_service_starts() {
         .position(|(n, a)| n == &svc && a == "start")
         .unwrap_or_else(|| panic!("svc was not started: {events:?}"));
     assert!(step_died < svc_started, "step stopped first: {events:?}");
-    assert!(!w.dir.join("state/windows/gc.json").exists());
+    assert!(!w.dir.join(format!("state/windows/{gc_id}.json")).exists());
 }
 
 #[test]
@@ -466,6 +471,7 @@ fn stopped_holder(w: &World, path: &str, secs: u32) -> (String, support::Cleanup
 #[ignore = "needs the sandbox node: run tests/run"]
 fn outage_a_close_of_twelve_held_services_with_both_locks_held_and_docker_paused_ends_within_its_budget(
 ) {
+    let gc_id = support::unique_step_id("gc");
     let _one = OUTAGE.lock().unwrap_or_else(|e| e.into_inner());
     const BUDGET: u64 = 45;
     let mut w = World::new("budget");
@@ -493,7 +499,7 @@ fn outage_a_close_of_twelve_held_services_with_both_locks_held_and_docker_paused
         .collect();
     let holds: Vec<&str> = ids.iter().map(String::as_str).collect();
     resources.push(declare::step(
-        "gc",
+        &gc_id,
         &step,
         &img,
         "sleep 4; echo done",
@@ -505,7 +511,7 @@ fn outage_a_close_of_twelve_held_services_with_both_locks_held_and_docker_paused
     let journal_since = w.journal_now();
     let run = w.mesh_spawn_env(
         &[&format!("MESH_HOST_CLOSE_BUDGET_SECS={BUDGET}")],
-        &["run", "gc", "--local"],
+        &["run", &gc_id, "--local"],
         None,
     );
     wait_for(
@@ -599,7 +605,7 @@ fn outage_a_close_of_twelve_held_services_with_both_locks_held_and_docker_paused
         "Docker answered again within the budget: {said}"
     );
     // What the close waited for is named: the stranger holding the lock.
-    let journal = w.journal(&["--since", &journal_since, "MESH_STEP=gc"]);
+    let journal = w.journal(&["--since", &journal_since, &format!("MESH_STEP={gc_id}")]);
     assert!(
         journal.contains(&format!(
             "windows.lock is held by pid {records_holder} (flock, state T: stopped)"

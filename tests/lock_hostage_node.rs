@@ -40,17 +40,18 @@ fn ended_within(mut child: std::process::Child, timeout: Duration) -> Option<std
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
+    let gc_id = support::unique_step_id("gc");
     let mut w = World::new("hostage");
     let img = w.pulled_busybox();
     let svc = w.started_service("svc");
     let step = w.name("step");
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
-        declare::step("gc", &step, &img, "sleep 5; echo done", &["svc"], 120),
+        declare::step(&gc_id, &step, &img, "sleep 5; echo done", &["svc"], 120),
     ]));
     let lock = w.dir.join("state").join("windows.lock");
     let lock = lock.display().to_string();
-    let local = w.spawn_local("gc");
+    let local = w.spawn_local(&gc_id);
     wait_for("the window to hold svc", Duration::from_secs(60), || {
         (!w.running(&svc)).then_some(())
     });
@@ -84,7 +85,11 @@ fn a_stopped_holder_of_windows_lock_does_not_keep_the_window_open() {
     });
     let still_held = holds_a_lock(&w, &pid);
     let running = w.running(&svc);
-    let said = format!("{}{}", text(&out), w.journal(&["MESH_STEP=gc"]));
+    let said = format!(
+        "{}{}",
+        text(&out),
+        w.journal(&[&format!("MESH_STEP={gc_id}")])
+    );
     released();
     assert!(
         still_held,

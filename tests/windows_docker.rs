@@ -164,17 +164,14 @@ fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
         declare::service("svc", &svc, &img),
         declare::step("slow", &step, &img, SERVICE_CMD, &["svc"], 3),
     ]));
-    let started = std::time::Instant::now();
+    // The step never ends by itself: the run returns only because it was
+    // cut at its timeout.
     let out = w.run_local("slow");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stdout(&out).contains("exceeded its timeout"),
         "{}",
         stdout(&out)
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "the run was cut at its timeout"
     );
     assert_eq!(w.inspect(&step, "{{.State.Running}}"), "false");
     assert!(w.running(&svc));
@@ -183,6 +180,7 @@ fn a_step_over_its_timeout_is_stopped_and_the_service_runs_again() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
+    let hold_id = support::unique_step_id("hold");
     let mut w = World::new("nostart");
     let img = w.pulled_busybox();
     let a = w.started_service("a");
@@ -211,9 +209,9 @@ fn a_held_container_that_will_not_start_is_an_alert_and_the_others_start() {
     w.write_declaration(json!([
         declare::service("a", &a, &img),
         declare::service("b", &b, &img),
-        declare::step("hold", &step, &img, "sleep 4", &["a", "b"], 60),
+        declare::step(&hold_id, &step, &img, "sleep 4", &["a", "b"], 60),
     ]));
-    let child = w.spawn_local("hold");
+    let child = w.spawn_local(&hold_id);
     w.wait_stopped("b to be held", &b);
     w.node.docker_ok(&["network", "rm", &net]);
     let out = child.wait_with_output().expect("mesh-host run");
@@ -361,6 +359,8 @@ fn a_stop_of_a_held_container_in_flight_when_the_window_closes_does_not_leave_it
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
+    let gc_id = support::unique_step_id("gc");
+    let other1_id = support::unique_step_id("other1");
     let mut w = World::new("killed");
     let img = w.pulled_busybox();
     let svc = w.started_service("svc");
@@ -368,21 +368,21 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
     let other = w.name("other");
     w.write_declaration(json!([
         declare::service("svc", &svc, &img),
-        declare::step("gc", &step, &img, "sleep 6; echo done", &["svc"], 120),
-        declare::step("other1", &other, &img, "true", &[], 60),
+        declare::step(&gc_id, &step, &img, "sleep 6; echo done", &["svc"], 120),
+        declare::step(&other1_id, &other, &img, "true", &[], 60),
     ]));
     let since = stamp();
-    let mut child = w.spawn_local("gc");
+    let mut child = w.spawn_local(&gc_id);
     w.wait_running("the step to run", &step);
     // SIGKILL the window's owner: nothing of it gets to close the window.
-    assert!(w.kill_local_run("gc"), "the run was there to kill");
+    assert!(w.kill_local_run(&gc_id), "the run was there to kill");
     let _ = child.wait();
     assert!(
         !w.running(&svc),
         "the window stays shut while its owner is dead"
     );
     // The next mesh-host on this state directory resumes the window first.
-    let out = w.run_local("other1");
+    let out = w.run_local(&other1_id);
     assert_eq!(out.status.code(), Some(0));
     assert!(w.running(&svc));
     assert_eq!(
@@ -396,8 +396,11 @@ fn a_window_owner_killed_mid_step_is_resumed_and_nothing_runs_twice() {
         first(&events, &step, "die") < last(&events, &svc, "start"),
         "{events:?}"
     );
-    let resumed = w.journal(&["MESH_EVENT=window-resumed", "MESH_STEP=gc"]);
-    assert!(resumed.contains("resuming the window of gc"), "{resumed}");
+    let resumed = w.journal(&["MESH_EVENT=window-resumed", &format!("MESH_STEP={gc_id}")]);
+    assert!(
+        resumed.contains(&format!("resuming the window of {gc_id}")),
+        "{resumed}"
+    );
 }
 
 #[test]
@@ -446,7 +449,7 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
             );
             wait_for(
                 "the scope to end with its run",
-                Duration::from_secs(10),
+                Duration::from_secs(60),
                 || (w.node.unit_property(&first_unit, "LoadState") == "not-found").then_some(()),
             );
         }
@@ -518,12 +521,11 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
     );
 
     // Stopping the unit ends the run: the step's PID 1 ignores SIGTERM, so
-    // it is killed once the stop grace (10 s) has passed, long before its
-    // 60 s are up. The run is reported stopped, and the window closes.
-    let stopping = std::time::Instant::now();
+    // it is killed (137, not the 0 of its 60 s run to the end) once the
+    // stop grace (10 s) has passed. The run is reported stopped, and the
+    // window closes.
     w.node.sh_ok(&format!("systemctl stop {}", quote(&unit)));
     let out = child.wait_with_output().expect("mesh-host run");
-    let took = stopping.elapsed();
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
         stdout(&out).contains("stopped: its unit was stopped (systemctl stop), status 137"),
@@ -533,10 +535,6 @@ fn each_fire_runs_in_a_unit_of_the_step_that_holds_it_and_stopping_it_ends_the_r
     assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "137", "killed");
     let failed = w.journal(&["MESH_EVENT=step-failed", &format!("MESH_STEP={id}")]);
     assert!(failed.contains("stopped"), "{failed}");
-    assert!(
-        took < Duration::from_secs(30),
-        "the run ended {took:?} after the stop"
-    );
     assert_eq!(unit_line(&out), unit);
     assert!(w.running(&svc), "the held container runs again");
 }
@@ -564,15 +562,12 @@ fn a_resumed_window_ends_a_step_that_outlives_its_timeout() {
         "owner dead, window shut"
     );
     // The next local command resumes the window, ends the step at its
-    // timeout (counted from when the window opened) and starts svc.
-    let started = std::time::Instant::now();
+    // timeout (counted from when the window opened) and starts svc: the
+    // step killed (137), not waited for to its end (0, ten minutes on).
     let out = w.run_local("other2");
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        started.elapsed() < Duration::from_secs(40),
-        "bounded by the step's timeout and stop grace, not by the step"
-    );
     assert!(!w.running(&step), "the hung step was stopped");
+    assert_eq!(w.inspect(&step, "{{.State.ExitCode}}"), "137");
     assert!(w.running(&svc));
 }
 

@@ -455,6 +455,14 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{}-{n}-{nanos}", std::process::id())
 }
 
+/// A step id of one test alone (`PREFIX_PID_N_NANOS`): every test daemon
+/// on a node shares its systemd, where a fire's unit is named after the
+/// step and the second it fired, so two tests firing a step of the same id
+/// in the same second would ask for one unit name.
+pub fn unique_step_id(prefix: &str) -> String {
+    unique_name(prefix).replace('-', "_")
+}
+
 /// A unique slice unit name without dashes (`PREFIX_PID_N_NANOS.slice`), so
 /// systemd makes it directly under `-.slice`.
 pub fn unique_slice_name(prefix: &str) -> String {
