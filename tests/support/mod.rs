@@ -319,12 +319,18 @@ impl Node {
         ok(self.docker(args), &what)
     }
 
-    /// `journalctl --no-pager ARGS` inside the node: its standard output.
+    /// `journalctl --no-pager ARGS` inside the node: its standard output,
+    /// with every entry logged before the call. journald takes entries
+    /// from its sockets when it gets to them, later still on a loaded
+    /// machine: `journalctl --sync` returns once it has written all it had
+    /// been sent (it handles the request after what its sockets hold).
     ///
     /// # Panics
     ///
     /// When journalctl fails.
     pub fn journal(&self, args: &[&str]) -> String {
+        let sync = "journalctl --sync";
+        ok(run(self.command("journalctl", &["--sync"]), sync), sync);
         let mut all = vec!["--no-pager"];
         all.extend_from_slice(args);
         let what = format!("journalctl {}", all.join(" "));
