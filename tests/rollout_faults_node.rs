@@ -346,6 +346,77 @@ fn rollout_declaration_changed_mid_way_is_settled_before_replacing() {
     assert_eq!(mark.trim(), "kept");
 }
 
+/// The bound of a health-gated recreate counts the new container's own
+/// run: one a kill left made and not started, found long past the bound
+/// its replacement began with, is started and judged with its whole
+/// bound, and kept once healthy — not rolled back for time it never ran
+/// (a slow restart, a node down for the night).
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn rollout_made_not_started_and_left_past_its_bound_is_started_and_kept() {
+    let mut w = World::new("rf-late");
+    let web = w.name("web");
+    let image = w.volume_image("a");
+    let decl = w.declaration(
+        "d1.json",
+        json!([service(&web, &image, "1", &["true"], 1, 30)]),
+    );
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    assert_eq!(out.status.code(), Some(0));
+    w.wait_running("web to run", &web);
+    w.node
+        .docker_ok(&["exec", &web, "sh", "-c", "echo kept > /data/mark"]);
+    let volume = w
+        .inspect(
+            &web,
+            "{{range .Mounts}}{{if eq .Destination \"/data\"}}{{.Name}}{{end}}{{end}}",
+        )
+        .trim()
+        .to_string();
+    let _rm = w.node.on_drop(format!(
+        "docker volume rm -f {} >/dev/null 2>&1; true",
+        quote(&volume)
+    ));
+    // Healthy at its first probe, a second after it starts; 3 s allowed.
+    let next = service(&web, &image, "2", &["true"], 1, 3);
+    let decl = w.declaration("d2.json", json!([next]));
+    let replaced = mesh_host::runtime::replaced_name(&web);
+    let mut killed = w.mesh_spawn_faulted(
+        &format!("pause-before-judging:{web}"),
+        &["apply", &decl, "--local"],
+        Some(&decl),
+    );
+    wait_for(
+        "the new web made, not started",
+        Duration::from_secs(60),
+        || {
+            (w.exists(&replaced)
+                && w.exists(&web)
+                && !w.running(&web)
+                && w.inspect(&web, "{{json .Config.Env}}")
+                    .contains("MESH_TEST=2"))
+            .then_some(())
+        },
+    );
+    let pattern = format!("[a]pply {decl} --local --state-dir {}", w.path("state"));
+    w.node
+        .sh_ok(&format!("pkill -KILL -f -- {}", quote(&pattern)));
+    assert!(!killed.wait().expect("wait").success());
+    // Left past the 3 s its replacement began with.
+    std::thread::sleep(Duration::from_secs(5));
+    let out = w.mesh(&["apply", &decl, "--local"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("web recreated: "), "{text}");
+    assert!(w.running(&web));
+    assert!(!w.exists(&replaced), "{replaced} is left");
+    assert!(w
+        .inspect(&web, "{{json .Config.Env}}")
+        .contains("MESH_TEST=2"));
+    let mark = w.node.docker_ok(&["exec", &web, "cat", "/data/mark"]);
+    assert_eq!(mark.trim(), "kept");
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn outage_power_cut_once_the_replacement_is_recorded() {

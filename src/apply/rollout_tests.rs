@@ -197,6 +197,8 @@ async fn a_kill_while_judging_is_finished_by_the_next_apply() {
         read_only: false,
     });
     r.fake.add_container(new, true);
+    // It has run (and been judged) for most of the minute since.
+    r.fake.date_start("web", 59);
     rollouts::begin(
         &r.store,
         "web",
@@ -359,6 +361,10 @@ async fn interrupted(r: &Rig, n: u8, running: bool, volume: &str) -> String {
         read_only: false,
     });
     r.fake.add_container(new, running);
+    if running {
+        // Judged for most of the minute since the replacement began.
+        r.fake.date_start("web", 59);
+    }
     rollouts::begin(
         &r.store,
         "web",
@@ -511,11 +517,18 @@ async fn a_kill_before_the_new_one_started_starts_and_judges_it() {
     let r = rig();
     assert!(r.apply(json!([checked(1)])).await.ok);
     let volume = data_volume(&r, "web");
-    // Made, not started: a kill right after the create.
+    // Made, not started: a kill right after the create, a minute ago, far
+    // past its 2 s. It never ran, so it has its whole bound now: healthy
+    // a second after its start, it is kept.
     interrupted(&r, 2, false, &volume).await;
-    r.fake.set_health("web", "healthy", "ok", Duration::ZERO);
+    r.fake
+        .set_health("web", "healthy", "ok", Duration::from_secs(1));
     let report = r.apply(json!([checked(2)])).await;
     assert!(report.ok, "{report}");
+    assert!(
+        reason(&report, "web").contains("healthy after 1 s"),
+        "{report}"
+    );
     assert_eq!(actions(&report), pairs(&[("web", "recreated")]));
     assert!(r.fake.is_running("web"));
     assert_eq!(r.fake.spec_of("web").expect("web").image, img(2));

@@ -45,7 +45,8 @@ pub struct Rollout {
     pub id: String,
     /// The identity digest of the new definition.
     pub identity: String,
-    /// When the replacement began (its bound counts from here).
+    /// When the replacement began (the bound counts from the new
+    /// container's start, never before this).
     pub started: DateTime<Utc>,
     /// Its `rollback-after`, in seconds (the check's start period is
     /// added, read from the new container).

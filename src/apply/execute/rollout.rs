@@ -6,7 +6,9 @@
 //! `<name>.replaced`, holding its volumes) and the new one made and
 //! started as in any replace, but the old one is removed only once the
 //! new one is `healthy`. Not healthy within its check's start period plus
-//! `rollback-after` (or `unhealthy` by its check's own verdict, or not
+//! `rollback-after` of its own run (counted from its start, so that time
+//! spent before it ran — the old one's stop, a kill, a power cut — is
+//! never held against it), or `unhealthy` by its check's own verdict, or not
 //! started at all): the refusal of that definition is recorded first,
 //! then the new container is removed and the old one renamed back and
 //! started. A container whose inspection shows no health check (neither
@@ -14,7 +16,8 @@
 //!
 //! A kill at any point leaves the next apply what to finish
 //! (`decide/services.rs`): the rollout record and both containers — the
-//! new one judged again with what is left of its bound; the refusal and
+//! new one judged again with what is left of its bound if it ran all
+//! along, with a whole bound if it is started now; the refusal and
 //! the old one set aside alone — put back.
 
 use std::sync::Arc;
@@ -102,6 +105,7 @@ pub(super) async fn replace(
     crate::fault::pause("pause-before-judging", name).await;
     // The plan lists the wait after the replace.
     let wait_at = act_at + usize::from(work.gate().is_some());
+    let since = Utc::now();
     if let Err(e) = tools.runtime.start(name).await {
         let why = format!("would not start: {e}");
         let refused = refusal(
@@ -112,12 +116,11 @@ pub(super) async fn replace(
         );
         return roll_back(tools, work, refused, wait_at).await;
     }
-    judge_and_finish(tools, work, &rollout, reason, &replaced.kept, wait_at).await
+    judge_and_finish(tools, work, (since, after), reason, &replaced.kept, wait_at).await
 }
 
 /// Finish a replacement a kill interrupted while the new container was
-/// judged (or made and not yet started): judged again with what is left
-/// of its bound.
+/// judged (or made and not yet started): judged again ([`judge_again`]).
 pub(super) async fn resume(tools: &Tools, work: &ServiceWork, rollout: &Rollout) -> Outcome {
     let reason = "an interrupted health-gated recreate is finished".to_string();
     match judge_again(tools, work, rollout).await {
@@ -180,19 +183,42 @@ pub(super) async fn settle(tools: &Tools, work: &ServiceWork, rollout: &Rollout)
     }
 }
 
-/// Judge the new container of an interrupted replacement, started first
-/// if a kill left it made and not started (a start of a running one does
-/// nothing).
+/// Judge the new container of an interrupted replacement. Found running,
+/// it has what is left of its bound, counted from the start the runtime
+/// reports (a kill of the apply leaves it running and judged; a power cut
+/// has it started again at boot by its restart policy, its bound whole
+/// again). Found stopped or only made (a kill before its start, a runtime
+/// that starts nothing at boot), it is started now and given its whole
+/// bound: it never had a chance to prove itself, however long ago the
+/// replacement began.
 async fn judge_again(tools: &Tools, work: &ServiceWork, rollout: &Rollout) -> Verdict {
     let name = work.name.as_str();
     tracing::info!(
         "the health-gated recreate of {name} was interrupted (begun {}): judging it again",
         crate::render::time(rollout.started)
     );
-    if let Err(e) = tools.runtime.start(name).await {
-        return Verdict::NotHealthy(format!("would not start: {e}"));
+    let since = match tools.runtime.inspect(name).await {
+        Ok(Some(info)) if info.running => run_began(info.started_at.as_deref(), rollout),
+        _ => {
+            let now = Utc::now();
+            if let Err(e) = tools.runtime.start(name).await {
+                return Verdict::NotHealthy(format!("would not start: {e}"));
+            }
+            now
+        }
+    };
+    judge(tools, work, since, rollout.rollback_after()).await
+}
+
+/// When a running new container's run began, from which its bound counts:
+/// the start its runtime reports, never before the replacement began (a
+/// clock set back); unknown, now (a whole bound rather than a roll back of
+/// what may be healthy).
+fn run_began(started_at: Option<&str>, rollout: &Rollout) -> DateTime<Utc> {
+    match started_at.and_then(|t| DateTime::parse_from_rfc3339(t).ok()) {
+        Some(t) => t.with_timezone(&Utc).max(rollout.started),
+        None => Utc::now(),
     }
-    judge(tools, work, rollout).await
 }
 
 /// Finish a roll back a kill interrupted after the new container was
@@ -240,12 +266,12 @@ pub(super) async fn put_back_interrupted(
 async fn judge_and_finish(
     tools: &Tools,
     work: &ServiceWork,
-    rollout: &Rollout,
+    (since, after): (DateTime<Utc>, Duration),
     reason: String,
     kept: &[VolumeMount],
     wait_at: usize,
 ) -> Outcome {
-    match judge(tools, work, rollout).await {
+    match judge(tools, work, since, after).await {
         Verdict::NotHealthy(why) => {
             let refused = refusal(
                 work,
@@ -291,21 +317,27 @@ async fn keep_new(
 }
 
 /// Wait for the new container to be healthy, until its check's start
-/// period plus `rollback-after` past the start of the replacement.
-async fn judge(tools: &Tools, work: &ServiceWork, rollout: &Rollout) -> Verdict {
+/// period plus `after` (its `rollback-after`) past `since`, when its run
+/// began.
+async fn judge(
+    tools: &Tools,
+    work: &ServiceWork,
+    since: DateTime<Utc>,
+    after: Duration,
+) -> Verdict {
     let name = work.name.as_str();
     tools.progress.send(Progress::Waiting {
         id: Some(work.id.clone()),
         on: format!(
             "{name} to be healthy (put back if not within {} s past its start period)",
-            rollout.rollback_after
+            after.as_secs()
         ),
     });
     let mut last = String::new();
     let mut first = true;
     loop {
-        let elapsed = elapsed_since(rollout.started);
-        let mut bound = rollout.rollback_after();
+        let elapsed = elapsed_since(since);
+        let mut bound = after;
         match tools.runtime.inspect(name).await {
             Ok(None) => return Verdict::NotHealthy(format!("{name} is gone")),
             Ok(Some(info)) => match info.health {

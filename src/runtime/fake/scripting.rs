@@ -60,6 +60,21 @@ impl FakeRuntime {
         }
     }
 
+    /// Dates the last start of running `name` back by `secs` seconds (as
+    /// its runtime reports it: a run that began before the test).
+    pub fn date_start(&self, name: &str, secs: i64) {
+        if let Some(c) = self.state().containers.get_mut(name) {
+            let dated = c
+                .started_at
+                .as_deref()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t - chrono::Duration::seconds(secs));
+            if let Some(t) = dated {
+                c.started_at = Some(t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
+            }
+        }
+    }
+
     /// Every start of `name` fails (with [`RuntimeError::Api`]) until
     /// [`heal_start`](Self::heal_start).
     pub fn fail_start(&self, name: &str) {
