@@ -27,6 +27,8 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 use mesh_host::cron::CronSchedule;
 use mesh_host::schedule::jobs::{Decision, JobTable, StepTiming};
+use mesh_host::schedule::scheduler::{StepHistory, StepStatus};
+use mesh_host::schedule::stale::StaleWatch;
 use support::{human, Bench, Stats};
 
 /// The schedules of the mixed table, taken in turn.
@@ -229,5 +231,66 @@ fn main() {
             bench.row(&[n.to_string(), cell(added), cell(kept), cell(rearmed)]);
         }
     }
+    bench.table(
+        "The stale watch on a change of the steps' state (`check` + `next_check`), each step with a next fire of its own",
+        &["steps", "one step fired since", "every step fired since"],
+    );
+    for n in [100, 1000, 5000] {
+        let name = format!("stale {n}");
+        if !bench.selected(&name) {
+            continue;
+        }
+        let now = t0();
+        let before = statuses(n, now, 0);
+        let mut primed = StaleWatch::default();
+        primed.check(&before, now);
+        let _ = primed.next_check(&before);
+        let mut one = before.clone();
+        one[n / 2] = statuses(n, now, 1).swap_remove(n / 2);
+        let every = statuses(n, now, 1);
+        let change = |(mut watch, steps): (StaleWatch, Vec<StepStatus>)| {
+            let stale = watch.check(&steps, now + TimeDelta::seconds(1));
+            (stale, watch.next_check(&steps))
+        };
+        let a = bench.run_with_setup(&name, || (primed.clone(), one.clone()), change);
+        let b = bench.run_with_setup(&name, || (primed.clone(), every.clone()), change);
+        if bench.measuring() {
+            bench.row(&[n.to_string(), cell(a), cell(b)]);
+        }
+    }
     bench.finish("cells are median (fastest–slowest sample). Worst ticks, hours and syncs time one call per sample on a fresh input.");
+}
+
+/// `n` steps over the mix as the scheduler reports them, step `i` splayed
+/// by `i` seconds (a next fire of its own), each `fired` fires past `now`,
+/// every one succeeded a minute before `now`.
+fn statuses(n: usize, now: DateTime<Utc>, fired: usize) -> Vec<StepStatus> {
+    (0..n)
+        .map(|i| {
+            let schedule = MIX[i % MIX.len()];
+            let cron = CronSchedule::parse(schedule).expect("a valid expression");
+            let delay = TimeDelta::seconds(i64::try_from(i % 3600).unwrap_or(0));
+            let mut next = cron.next_after(now, Tz::UTC).expect("a next fire").to_utc();
+            for _ in 0..fired {
+                next = cron
+                    .next_after(next, Tz::UTC)
+                    .expect("a next fire")
+                    .to_utc();
+            }
+            StepStatus {
+                step: format!("step-{i:05}"),
+                schedule: schedule.to_string(),
+                zone: "UTC".to_string(),
+                next_fire: Some(next + delay),
+                delay_ms: Some(u64::try_from(delay.num_milliseconds()).unwrap_or(0)),
+                running: false,
+                ready: None,
+                suspended_since: None,
+                history: StepHistory {
+                    last_success: Some(now - TimeDelta::minutes(1)),
+                    ..StepHistory::default()
+                },
+            }
+        })
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! `step-stale`: a step with no successful run in twice its period.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -10,27 +11,52 @@ use crate::mesh_event;
 use crate::schedule::scheduler::StepStatus;
 
 /// Remembers which steps were reported stale, so each is reported once per
-/// stale spell, and when each step was first seen (a step that never ran is
-/// measured from then).
-#[derive(Debug, Default)]
+/// stale spell, when each step was first seen (a step that never ran is
+/// measured from then), and each step's period.
+///
+/// The daemon checks on every change of the steps' state (a fire begun or
+/// ended, an apply): a period is a cron computation, so it is kept with a
+/// stamp of what it was computed from (schedule, zone, next fire, delay)
+/// and computed again only when that changed — for the steps that fired
+/// since, not for every step declared. What the watch keeps of a step no
+/// longer declared is dropped.
+#[derive(Debug, Default, Clone)]
 pub struct StaleWatch {
     first_seen: BTreeMap<String, DateTime<Utc>>,
     reported: BTreeMap<String, Option<DateTime<Utc>>>,
+    periods: HashMap<String, (u64, Option<TimeDelta>)>,
 }
 
 impl StaleWatch {
     /// Check every step; log `step-stale` (warning) for newly stale ones.
     /// Returns the steps reported in this call.
     pub fn check(&mut self, steps: &[StepStatus], now: DateTime<Utc>) -> Vec<String> {
+        self.forget_undeclared(steps);
         let mut out = Vec::new();
         let mut periods = Periods::default();
         for s in steps {
-            let since = *self.first_seen.entry(s.step.clone()).or_insert(now);
+            // Looked up before it is inserted: no id copied per check.
+            let since = match self.first_seen.get(&s.step) {
+                Some(t) => *t,
+                None => {
+                    self.first_seen.insert(s.step.clone(), now);
+                    now
+                }
+            };
             // Suspended on purpose: no success is expected (status says so).
             if s.suspended_since.is_some() {
                 continue;
             }
-            let Some(period) = periods.of(s) else {
+            let stamp = stamp(s);
+            let period = match self.periods.get(&s.step) {
+                Some((kept, period)) if *kept == stamp => *period,
+                _ => {
+                    let period = periods.of(s);
+                    self.periods.insert(s.step.clone(), (stamp, period));
+                    period
+                }
+            };
+            let Some(period) = period else {
                 continue;
             };
             let last_ok = s.history.last_success.unwrap_or(since);
@@ -72,10 +98,41 @@ impl StaleWatch {
                     .history
                     .last_success
                     .or_else(|| self.first_seen.get(&s.step).copied())?;
-                Some(since + periods.of(s)? * 2 + TimeDelta::seconds(1))
+                // Kept by the check before this one; computed if not.
+                let period = match self.periods.get(&s.step) {
+                    Some((kept, period)) if *kept == stamp(s) => *period,
+                    _ => periods.of(s),
+                };
+                Some(since + period? * 2 + TimeDelta::seconds(1))
             })
             .min()
     }
+
+    /// Drop what is kept of steps no longer declared (a declaration that
+    /// churns through step ids must not grow the watch).
+    fn forget_undeclared(&mut self, steps: &[StepStatus]) {
+        if self.first_seen.len() <= steps.len() && self.periods.len() <= steps.len() {
+            return;
+        }
+        let declared: HashSet<&str> = steps.iter().map(|s| s.step.as_str()).collect();
+        self.first_seen.retain(|k, _| declared.contains(k.as_str()));
+        self.reported.retain(|k, _| declared.contains(k.as_str()));
+        self.periods.retain(|k, _| declared.contains(k.as_str()));
+    }
+
+    /// How many steps' periods are kept (for tests).
+    #[cfg(test)]
+    fn kept_periods(&self) -> usize {
+        self.periods.len()
+    }
+}
+
+/// What a step's period was computed from, hashed: its schedule, zone,
+/// next fire and delay.
+fn stamp(s: &StepStatus) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&s.schedule, &s.zone, s.next_fire, s.delay_ms).hash(&mut h);
+    h.finish()
 }
 
 /// What a step's period depends on: schedule, zone, next fire, delay.
@@ -184,6 +241,45 @@ mod tests {
             .check(std::slice::from_ref(&s), at("2026-01-01T02:00:00Z"))
             .is_empty());
         assert_eq!(w.check(&[s], at("2026-01-01T02:11:00Z")), vec!["gc"]);
+    }
+
+    #[test]
+    fn a_kept_period_is_computed_again_once_the_next_fire_moves() {
+        // At 1, 2 and 5 o'clock: from 01:00 the period is an hour, from
+        // 02:00 three hours.
+        let step = |last: &str, next: &str| {
+            let mut s = status(Some(last), next);
+            s.schedule = "0 1,2,5 * * *".into();
+            s
+        };
+        let mut w = StaleWatch::default();
+        let first = step("2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+        assert_eq!(w.check(&[first], at("2026-01-01T02:30:00Z")), vec!["gc"]);
+        // It fired at 01:00 and succeeded: 2.5 h since is within twice three
+        // hours, not past twice the one hour kept before.
+        let moved = step("2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z");
+        assert!(w
+            .check(std::slice::from_ref(&moved), at("2026-01-01T03:30:00Z"))
+            .is_empty());
+        assert_eq!(w.next_check(&[moved]), Some(at("2026-01-01T07:00:01Z")));
+    }
+
+    #[test]
+    fn what_is_kept_of_a_step_no_longer_declared_is_dropped() {
+        let named = |id: &str| {
+            let mut s = status(Some("2026-01-01T00:00:00Z"), "2026-01-01T01:00:00Z");
+            s.step = id.into();
+            s
+        };
+        let mut w = StaleWatch::default();
+        let now = at("2026-01-01T00:30:00Z");
+        assert!(w.check(&[named("a"), named("b")], now).is_empty());
+        assert_eq!(w.kept_periods(), 2);
+        for id in ["c", "d", "e"] {
+            assert!(w.check(&[named(id)], now).is_empty());
+        }
+        assert_eq!(w.kept_periods(), 1);
+        assert_eq!(w.first_seen.len(), 1);
     }
 
     #[test]
