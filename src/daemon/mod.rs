@@ -678,7 +678,6 @@ impl Daemon {
     /// timer otherwise.
     async fn status_loop(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut sent = String::new();
-        let mut stale = crate::schedule::stale::StaleWatch::default();
         let mut steps_changed = self.scheduler.changes();
         // The store's window records (src/store: `windows/` under the root).
         let records_dir = self.cfg.state_dir.join("windows");
@@ -694,17 +693,18 @@ impl Daemon {
             }
         };
         loop {
-            let Some(steps) = self.scheduler.status().await else {
+            // A summary the scheduler reads from its tables, its stale
+            // steps logged: no step's state is copied on a change.
+            let Some(summary) = self.scheduler.summary().await else {
                 return;
             };
-            let line = self.status_line_of(&steps);
+            let line = self.status_line_of(&summary);
             if line != sent {
                 self.notifier.status(&line);
                 sent = line;
             }
             let now = Utc::now();
-            stale.check(&steps, now);
-            let stale_at = stale.next_check(&steps);
+            let stale_at = summary.stale_at;
             let records_changed = async {
                 match &records {
                     Some(w) => {

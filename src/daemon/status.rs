@@ -9,7 +9,7 @@ use super::shared::Daemon;
 use crate::answer::status::{self, EmptyRefusal, LastApply, OpenWindow, Status};
 use crate::answer::Failure;
 use crate::attention::{self, Attention};
-use crate::schedule::scheduler::StepStatus;
+use crate::schedule::scheduler::StepsSummary;
 
 impl Daemon {
     /// The `status` answer; `brief`: of many steps, only those
@@ -142,12 +142,12 @@ impl Daemon {
 
     /// The one-line `STATUS=`: last apply, schedules and next fire, windows.
     pub(super) async fn status_line(&self) -> String {
-        let steps = self.scheduler.status().await.unwrap_or_default();
+        let steps = self.scheduler.summary().await.unwrap_or_default();
         self.status_line_of(&steps)
     }
 
-    /// The `STATUS=` line for these steps' state.
-    pub(super) fn status_line_of(&self, steps: &[StepStatus]) -> String {
+    /// The `STATUS=` line for this summary of the steps.
+    pub(super) fn status_line_of(&self, steps: &StepsSummary) -> String {
         let last = self
             .last_apply
             .lock()
@@ -166,18 +166,13 @@ impl Daemon {
             None => apply,
         };
         // A suspended step's next due time does not run: not "next".
-        let next = steps
-            .iter()
-            .filter(|s| s.suspended_since.is_none())
-            .filter_map(|s| s.next_fire.map(|t| (t, s.step.clone())))
-            .min();
-        let schedules = match next {
+        let schedules = match &steps.next {
             Some((t, step)) => format!(
                 "{} schedule(s), next {step} at {}",
-                steps.len(),
+                steps.scheduled,
                 t.format("%Y-%m-%d %H:%M UTC")
             ),
-            None => format!("{} schedule(s)", steps.len()),
+            None => format!("{} schedule(s)", steps.scheduled),
         };
         let windows = match self.windows.live_records() {
             Ok(w) if w.is_empty() => "no window open".to_string(),
@@ -196,11 +191,9 @@ impl Daemon {
             Err(e) => format!("window records unreadable: {e}"),
         };
         let suspended: Vec<String> = steps
+            .suspended
             .iter()
-            .filter_map(|s| {
-                s.suspended_since
-                    .map(|t| format!("{} since {}", s.step, t.format("%Y-%m-%d %H:%M UTC")))
-            })
+            .map(|(step, t)| format!("{step} since {}", t.format("%Y-%m-%d %H:%M UTC")))
             .collect();
         if suspended.is_empty() {
             format!("{apply}; {schedules}; {windows}")

@@ -459,3 +459,26 @@ async fn the_brief_listing_picks_what_the_whole_status_would_and_builds_those_al
         .any(|s| s.step == "s7" && s.suspended_since.is_some()));
     r.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_summary_says_what_every_step_s_state_says() {
+    let r = rig(at("2026-01-01T03:29:00Z"), |_| {});
+    r.handle.sync(vec![daily_gc(false)]).await.expect("sync");
+    let status = r.handle.status().await.expect("status");
+    let summary = r.handle.summary().await.expect("summary");
+    assert_eq!(summary.scheduled, 1);
+    assert_eq!(
+        summary.next,
+        Some((status[0].next_fire.expect("armed"), "gc".to_string()))
+    );
+    assert!(summary.suspended.is_empty());
+    // Never ran: stale twice its period (a day) after it was first seen.
+    assert_eq!(summary.stale_at, Some(at("2026-01-03T03:29:01Z")));
+    // Suspended: no next fire said, no staleness expected.
+    let since = r.handle.suspend("gc").await.expect("suspended");
+    let summary = r.handle.summary().await.expect("summary");
+    assert_eq!(summary.next, None);
+    assert_eq!(summary.suspended, vec![("gc".to_string(), since)]);
+    assert_eq!(summary.stale_at, None);
+    r.stop().await;
+}

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -40,7 +39,7 @@ mod listing;
 mod owed;
 mod sync;
 
-pub use listing::Listed;
+pub use listing::{Listed, StepStatus, StepsSummary};
 
 /// The watchdog as the scheduler's loop feeds it: `feed` is called every
 /// `every` (and once at start), from the loop itself.
@@ -77,37 +76,6 @@ impl Watchdog {
 /// How often a catch-up owed is looked at again (is the window in its way
 /// closed yet).
 const CATCH_UP_POLL: Duration = Duration::from_secs(2);
-
-/// One step in a status answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct StepStatus {
-    /// The step's id.
-    pub step: String,
-    /// Its cron expression.
-    pub schedule: String,
-    /// Its zone.
-    pub zone: String,
-    /// The next due time.
-    pub next_fire: Option<DateTime<Utc>>,
-    /// How long after its cron time each fire comes (its splay, from
-    /// `randomized-delay`), in milliseconds; `next-fire` includes it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
-    /// Whether a run is in flight.
-    pub running: bool,
-    /// Where the container of its next fire stands (made ahead of it);
-    /// `null` when the daemon has not made it (and always from
-    /// `status --local`: only the daemon makes it).
-    pub ready: Option<crate::schedule::ready::ReadyState>,
-    /// Since when an operator suspended it (`mesh-host suspend`), if so:
-    /// its due times pass unrun.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspended_since: Option<DateTime<Utc>>,
-    /// What the host remembers of it.
-    #[serde(flatten)]
-    pub history: StepHistory,
-}
 
 /// Messages the scheduler answers.
 #[derive(Debug)]
@@ -160,6 +128,11 @@ pub enum Command {
     Listed {
         /// The answer.
         reply: oneshot::Sender<Listed>,
+    },
+    /// Say what `STATUS=` says of the steps, stale ones logged.
+    Summary {
+        /// The answer.
+        reply: oneshot::Sender<StepsSummary>,
     },
 }
 
@@ -252,6 +225,12 @@ impl SchedulerHandle {
     pub async fn listed(&self) -> Option<Listed> {
         self.ask(|reply| Command::Listed { reply }).await.ok()
     }
+
+    /// What `STATUS=` says of the steps, read in the scheduler's tables
+    /// (no step's state copied), steps newly stale logged.
+    pub async fn summary(&self) -> Option<StepsSummary> {
+        self.ask(|reply| Command::Summary { reply }).await.ok()
+    }
 }
 
 /// The scheduler task's state.
@@ -287,6 +266,8 @@ pub struct Scheduler {
     reports: Option<mpsc::UnboundedSender<FireReport>>,
     watchdog: Option<Watchdog>,
     changes: watch::Sender<u64>,
+    /// Which steps were reported stale ([`Command::Summary`]).
+    stale: crate::schedule::stale::StaleWatch,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -328,6 +309,7 @@ impl Scheduler {
             reports: None,
             watchdog,
             changes,
+            stale: Default::default(),
         };
         (
             scheduler,
@@ -672,6 +654,10 @@ impl Scheduler {
             }
             Command::Listed { reply } => {
                 let _ = reply.send(self.listed());
+                false
+            }
+            Command::Summary { reply } => {
+                let _ = reply.send(self.summary());
                 false
             }
         }

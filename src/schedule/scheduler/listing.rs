@@ -3,11 +3,79 @@
 //! brief `status` lists ([`crate::step_listing`]): their facts read in
 //! place for each step, a whole [`StepStatus`] (its history cloned) built
 //! for the few picked. A brief status then costs what it lists, not what is
-//! declared.
+//! declared. `STATUS=` reads a summary ([`StepsSummary`]), made from the
+//! tables in place, with no step's state copied.
 
-use super::{Scheduler, StepStatus};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::{Scheduler, StepHistory};
+use crate::schedule::stale::StepView;
 use crate::schedule::step::ScheduledStep;
 use crate::step_listing::{self, StepFacts};
+
+/// One step in a status answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct StepStatus {
+    /// The step's id.
+    pub step: String,
+    /// Its cron expression.
+    pub schedule: String,
+    /// Its zone.
+    pub zone: String,
+    /// The next due time.
+    pub next_fire: Option<DateTime<Utc>>,
+    /// How long after its cron time each fire comes (its splay, from
+    /// `randomized-delay`), in milliseconds; `next-fire` includes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Whether a run is in flight.
+    pub running: bool,
+    /// Where the container of its next fire stands (made ahead of it);
+    /// `null` when the daemon has not made it (and always from
+    /// `status --local`: only the daemon makes it).
+    pub ready: Option<crate::schedule::ready::ReadyState>,
+    /// Since when an operator suspended it (`mesh-host suspend`), if so:
+    /// its due times pass unrun.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_since: Option<DateTime<Utc>>,
+    /// What the host remembers of it.
+    #[serde(flatten)]
+    pub history: StepHistory,
+}
+
+impl StepStatus {
+    /// What the stale watch reads of it.
+    pub fn view(&self) -> StepView<'_> {
+        StepView {
+            step: &self.step,
+            schedule: &self.schedule,
+            zone: &self.zone,
+            next_fire: self.next_fire,
+            delay_ms: self.delay_ms,
+            suspended: self.suspended_since.is_some(),
+            last_success: self.history.last_success,
+            last_outcome: self.history.last_outcome.as_deref(),
+        }
+    }
+}
+
+/// What `STATUS=` says of the steps: how many, the next due (of those not
+/// suspended), the suspended ones, and when a step turns stale next.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepsSummary {
+    /// How many steps are scheduled.
+    pub scheduled: usize,
+    /// The next due time of a step not suspended, and that step.
+    pub next: Option<(DateTime<Utc>, String)>,
+    /// The suspended steps, in their order, and since when.
+    pub suspended: Vec<(String, DateTime<Utc>)>,
+    /// When a step not yet reported stale would turn stale: the summary
+    /// is worth asking again then (its stale steps are logged as it is
+    /// made).
+    pub stale_at: Option<DateTime<Utc>>,
+}
 
 /// The steps a brief `status` lists, and how many are scheduled.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,6 +129,49 @@ impl Scheduler {
         Listed {
             steps: picked.into_iter().map(|(s, _)| self.status_of(s)).collect(),
             scheduled: facts.len(),
+        }
+    }
+
+    /// What `STATUS=` says of the steps, from the tables in place; the
+    /// stale watch run over them (newly stale steps logged).
+    pub(super) fn summary(&mut self) -> StepsSummary {
+        let now = self.clock.now();
+        let none = StepHistory::default();
+        let views: Vec<StepView<'_>> = self
+            .steps
+            .values()
+            .map(|s| {
+                let id = s.def.id.as_str();
+                let history = self.history.get(id).unwrap_or(&none);
+                StepView {
+                    step: id,
+                    schedule: s.timing.cron.expr(),
+                    zone: s.timing.zone.name(),
+                    next_fire: self.table.next_due(id),
+                    delay_ms: (!s.timing.delay.is_zero())
+                        .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
+                    suspended: self.suspended.since(id).is_some(),
+                    last_success: history.last_success,
+                    last_outcome: history.last_outcome.as_deref(),
+                }
+            })
+            .collect();
+        self.stale.check(&views, now);
+        let next = views
+            .iter()
+            .filter(|v| !v.suspended)
+            .filter_map(|v| v.next_fire.map(|t| (t, v.step)))
+            .min()
+            .map(|(t, step)| (t, step.to_string()));
+        StepsSummary {
+            scheduled: views.len(),
+            next,
+            suspended: self
+                .steps
+                .keys()
+                .filter_map(|id| self.suspended.since(id).map(|t| (id.clone(), t)))
+                .collect(),
+            stale_at: self.stale.next_check(&views),
         }
     }
 
