@@ -146,9 +146,10 @@ fn a_replacement_whose_check_fails_is_rolled_back_and_not_retried() {
         "{}",
         stdout(&out)
     );
-    // Its check says unhealthy after two failures a second apart: well
-    // within the bound of 10 s (plus pulls and the old one's stop).
-    assert!(took < Duration::from_secs(40), "took {took:?}");
+    // Its check says unhealthy after two failures a second apart, within
+    // the bound of 10 s; only a judge that never ends, not a loaded
+    // machine, reaches two minutes.
+    assert!(took < Duration::from_secs(120), "took {took:?}");
     old_one_runs(&w, &web);
     assert_eq!(w.inspect(&web, "{{.Id}}"), id_before, "the same container");
     // journald takes the entry asynchronously.

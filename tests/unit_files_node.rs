@@ -393,7 +393,8 @@ async fn a_job_that_outlasts_the_bound_is_reported_not_awaited() {
     f.write(&id, &u).await;
     let started = std::time::Instant::now();
     let report = f.units.converge(&id, &u, FileChange::Created).await;
-    assert!(started.elapsed() < Duration::from_secs(10));
+    // Not waited for to its end (30 s), however loaded the machine.
+    assert!(started.elapsed() < Duration::from_secs(25));
     assert!(!report.ok, "{report:?}");
     let reason = report.reason.unwrap_or_default();
     assert!(
