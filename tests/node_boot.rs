@@ -415,11 +415,24 @@ fn a_failing_unit_the_machine_enabled_leaves_a_new_node_running() {
         }
     }
     let _down = Down(&state, port, driver);
+    // A unit's private /var/tmp, of the machine or of another node (all
+    // share the machine's /var/tmp): a node's boot must leave it be.
+    let private = std::path::PathBuf::from(format!(
+        "/var/tmp/systemd-private-{}",
+        unique_name("boot-kept")
+    ));
+    std::fs::create_dir_all(private.join("tmp")).expect("a private /var/tmp");
+    let _private = OnMachine(vec![private.clone()]);
     let up = node_harness(&state, port, driver, &["up"]);
     assert!(
         up.status.success(),
         "the node did not come up beside the machine's failing units:\n{}",
         String::from_utf8_lossy(&up.stderr)
+    );
+    assert!(
+        private.join("tmp").is_dir(),
+        "the node's boot removed {}",
+        private.display()
     );
     let booted = Node::from_file(&std::path::Path::new(&state).join("node.env"));
     assert_eq!(

@@ -82,6 +82,11 @@ EOF
 	# and /var/lib/cni/networks at boot, on the machine's filesystem.
 	mkdir -p "$NODE_RUN_DIR/tmpfiles.d"
 	ln -sfn /dev/null "$NODE_RUN_DIR/tmpfiles.d/podman.conf"
+	# systemd's own entries remove every /var/tmp/systemd-private-* at boot
+	# (`R!`): the machine's /var/tmp, shared by the machine's services and
+	# every other node, whose units' private /var/tmp would go from under
+	# them (a unit starting then fails with 226/NAMESPACE).
+	ln -sfn /dev/null "$NODE_RUN_DIR/tmpfiles.d/systemd-tmp.conf"
 
 	local extra=""
 	if [[ $driver == systemd ]]; then
