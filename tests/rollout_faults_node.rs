@@ -58,20 +58,7 @@ fn serving(tag: &str) -> Serving {
     let d = DaemonUnit::install(&w, &extra);
     d.start();
     w.wait_running("web to run", &web);
-    w.node
-        .docker_ok(&["exec", &web, "sh", "-c", "echo kept > /data/mark"]);
-    let volume = w
-        .inspect(
-            &web,
-            "{{range .Mounts}}{{if eq .Destination \"/data\"}}{{.Name}}{{end}}{{end}}",
-        )
-        .trim()
-        .to_string();
-    assert_eq!(volume.len(), 64, "{volume}");
-    let rm = w.node.on_drop(format!(
-        "docker volume rm -f {} >/dev/null 2>&1; true",
-        quote(&volume)
-    ));
+    let rm = mark_data(&w, &web);
     Serving {
         w,
         d,
@@ -275,6 +262,25 @@ fn rollout_killed_in_a_roll_back_before_the_new_one_is_removed() {
 /// `web` applied with `--local`, SIGKILLed while it judges the new
 /// container: the old one set aside, the new one running, the record.
 fn killed_mid_rollout(tag: &str) -> (World, String, String, support::Cleanup) {
+    let (w, web, image, rm) = applied_locally(tag);
+    let never = service(&web, &image, "2", &["false"], 100, 8);
+    let decl = w.declaration("d2.json", json!([never]));
+    let replaced = mesh_host::runtime::replaced_name(&web);
+    let killed = w.mesh_spawn(&["apply", &decl, "--local"], Some(&decl));
+    wait_for("the new web judged", Duration::from_secs(60), || {
+        (w.exists(&replaced)
+            && w.running(&web)
+            && w.inspect(&web, "{{json .Config.Env}}")
+                .contains("MESH_TEST=2"))
+        .then_some(())
+    });
+    kill_local_apply(&w, &decl, killed);
+    (w, web, image, rm)
+}
+
+/// `web` (definition 1, healthy) applied with `--local`, with `kept` in
+/// its volume, which is removed when the returned guard drops.
+fn applied_locally(tag: &str) -> (World, String, String, support::Cleanup) {
     let mut w = World::new(tag);
     let web = w.name("web");
     let image = w.volume_image("a");
@@ -285,35 +291,35 @@ fn killed_mid_rollout(tag: &str) -> (World, String, String, support::Cleanup) {
     let out = w.mesh(&["apply", &decl, "--local"]);
     assert_eq!(out.status.code(), Some(0));
     w.wait_running("web to run", &web);
+    let rm = mark_data(&w, &web);
+    (w, web, image, rm)
+}
+
+/// Write `kept` into `web`'s volume at /data; the guard removes the
+/// volume.
+fn mark_data(w: &World, web: &str) -> support::Cleanup {
     w.node
-        .docker_ok(&["exec", &web, "sh", "-c", "echo kept > /data/mark"]);
+        .docker_ok(&["exec", web, "sh", "-c", "echo kept > /data/mark"]);
     let volume = w
         .inspect(
-            &web,
+            web,
             "{{range .Mounts}}{{if eq .Destination \"/data\"}}{{.Name}}{{end}}{{end}}",
         )
         .trim()
         .to_string();
-    let rm = w.node.on_drop(format!(
+    assert_eq!(volume.len(), 64, "{volume}");
+    w.node.on_drop(format!(
         "docker volume rm -f {} >/dev/null 2>&1; true",
         quote(&volume)
-    ));
-    let never = service(&web, &image, "2", &["false"], 100, 8);
-    let decl = w.declaration("d2.json", json!([never]));
-    let replaced = mesh_host::runtime::replaced_name(&web);
-    let mut killed = w.mesh_spawn(&["apply", &decl, "--local"], Some(&decl));
-    wait_for("the new web judged", Duration::from_secs(60), || {
-        (w.exists(&replaced)
-            && w.running(&web)
-            && w.inspect(&web, "{{json .Config.Env}}")
-                .contains("MESH_TEST=2"))
-        .then_some(())
-    });
+    ))
+}
+
+/// SIGKILL the `apply DECL --local` that `child` runs, and reap it.
+fn kill_local_apply(w: &World, decl: &str, mut child: Child) {
     let pattern = format!("[a]pply {decl} --local --state-dir {}", w.path("state"));
     w.node
         .sh_ok(&format!("pkill -KILL -f -- {}", quote(&pattern)));
-    assert!(!killed.wait().expect("wait").success());
-    (w, web, image, rm)
+    assert!(!child.wait().expect("wait").success());
 }
 
 #[test]
@@ -354,34 +360,12 @@ fn rollout_declaration_changed_mid_way_is_settled_before_replacing() {
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn rollout_made_not_started_and_left_past_its_bound_is_started_and_kept() {
-    let mut w = World::new("rf-late");
-    let web = w.name("web");
-    let image = w.volume_image("a");
-    let decl = w.declaration(
-        "d1.json",
-        json!([service(&web, &image, "1", &["true"], 1, 30)]),
-    );
-    let out = w.mesh(&["apply", &decl, "--local"]);
-    assert_eq!(out.status.code(), Some(0));
-    w.wait_running("web to run", &web);
-    w.node
-        .docker_ok(&["exec", &web, "sh", "-c", "echo kept > /data/mark"]);
-    let volume = w
-        .inspect(
-            &web,
-            "{{range .Mounts}}{{if eq .Destination \"/data\"}}{{.Name}}{{end}}{{end}}",
-        )
-        .trim()
-        .to_string();
-    let _rm = w.node.on_drop(format!(
-        "docker volume rm -f {} >/dev/null 2>&1; true",
-        quote(&volume)
-    ));
+    let (w, web, image, _rm) = applied_locally("rf-late");
     // Healthy at its first probe, a second after it starts; 3 s allowed.
     let next = service(&web, &image, "2", &["true"], 1, 3);
     let decl = w.declaration("d2.json", json!([next]));
     let replaced = mesh_host::runtime::replaced_name(&web);
-    let mut killed = w.mesh_spawn_faulted(
+    let killed = w.mesh_spawn_faulted(
         &format!("pause-before-judging:{web}"),
         &["apply", &decl, "--local"],
         Some(&decl),
@@ -398,10 +382,7 @@ fn rollout_made_not_started_and_left_past_its_bound_is_started_and_kept() {
             .then_some(())
         },
     );
-    let pattern = format!("[a]pply {decl} --local --state-dir {}", w.path("state"));
-    w.node
-        .sh_ok(&format!("pkill -KILL -f -- {}", quote(&pattern)));
-    assert!(!killed.wait().expect("wait").success());
+    kill_local_apply(&w, &decl, killed);
     // Left past the 3 s its replacement began with.
     std::thread::sleep(Duration::from_secs(5));
     let out = w.mesh(&["apply", &decl, "--local"]);
