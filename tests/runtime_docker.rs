@@ -187,7 +187,8 @@ async fn negotiates_the_api_and_reads_the_cgroup_driver() {
         _ => CgroupDriver::Cgroupfs,
     };
     assert_eq!(runtime.cgroup_driver().await.expect("info"), expected);
-    // Who answers, as the CLI reads the same version answer.
+    // Who answers (mesh-host reads it from the ping's headers; the CLI
+    // from the version answer).
     let components = docker_cli(
         &node,
         &[

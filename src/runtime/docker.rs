@@ -13,6 +13,7 @@ mod client;
 mod containers;
 mod create;
 mod devices;
+mod error_text;
 mod events;
 mod health;
 mod image_defaults;
@@ -22,6 +23,7 @@ mod log_driver;
 mod network_none;
 mod networking;
 mod output;
+mod ping;
 mod podman_lacks;
 
 pub use client::{DockerRuntime, DEFAULT_SOCKET};

@@ -14,6 +14,7 @@ use bollard::errors::Error as BollardError;
 use bollard::models::SystemInfoCgroupDriverEnum;
 use bollard::Docker;
 
+pub(super) use super::error_text::error_chain;
 use crate::runtime::{CgroupDriver, RuntimeError};
 
 /// Socket used when neither an endpoint nor `$DOCKER_HOST` is given.
@@ -21,7 +22,7 @@ pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
 
 /// Timeout of ordinary requests (inspect, create, start, list, ...).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Timeout of the version request made at connect.
+/// Timeout of the ping (and version request) made at connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Requests that legitimately stay open (wait, events): the timeout only
 /// covers the daemon's first answer, which Docker sends at once, but other
@@ -73,33 +74,42 @@ impl DockerRuntime {
         }
         .map_err(|err| unreachable(error_chain(&err)))?;
 
-        // One version request: the API version every request is pinned to
-        // (the daemon's when older than the client's, as bollard's
-        // negotiation does), and who answers (Podman names itself among
-        // the components).
-        let answer = docker
-            .clone()
-            .with_timeout(CONNECT_TIMEOUT)
-            .version()
+        // One ping: the API version every request is pinned to (the
+        // daemon's when older than the client's, as bollard's negotiation
+        // does), and who answers. An implementation whose ping names no
+        // version is asked `/version`, as bollard would.
+        let pinged = super::ping::ping(&endpoint, CONNECT_TIMEOUT)
             .await
-            .map_err(|err| match err {
-                BollardError::RequestTimeoutError => unreachable(format!(
-                    "no answer to a version request within {} s",
-                    CONNECT_TIMEOUT.as_secs()
-                )),
-                other => unreachable(error_chain(&other)),
-            })?;
-        let api_version = pinned_version(answer.api_version.as_deref()).ok_or_else(|| {
+            .map_err(unreachable)?;
+        let (server_version, podman) = match pinged.api_version {
+            Some(v) => (Some(v), pinged.podman),
+            None => {
+                let answer = docker
+                    .clone()
+                    .with_timeout(CONNECT_TIMEOUT)
+                    .version()
+                    .await
+                    .map_err(|err| match err {
+                        BollardError::RequestTimeoutError => unreachable(format!(
+                            "no answer to a version request within {} s",
+                            CONNECT_TIMEOUT.as_secs()
+                        )),
+                        other => unreachable(error_chain(&other)),
+                    })?;
+                let podman = pinged.podman
+                    || answer
+                        .components
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.name.starts_with("Podman"));
+                (answer.api_version, podman)
+            }
+        };
+        let api_version = pinned_version(server_version.as_deref()).ok_or_else(|| {
             unreachable(format!(
-                "the version answer names no API version of the form 1.N: {:?}",
-                answer.api_version
+                "the daemon names no API version of the form 1.N: {server_version:?}"
             ))
         })?;
-        let podman = answer
-            .components
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.name.starts_with("Podman"));
         let prefix = format!("/v{api_version}");
         let docker = docker.with_request_modifier(move |request| pin_version(request, &prefix));
         Ok(DockerRuntime {
@@ -229,22 +239,6 @@ pub(super) fn pin_version(
         *request.uri_mut() = new_uri;
     }
     request
-}
-
-/// An error and its sources on one line (bollard's top-level messages alone,
-/// e.g. "client error (Connect)", say little).
-pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// What Docker's "could not select device driver" means, said: the
