@@ -445,7 +445,7 @@ fn stopped_holder(w: &World, path: &str, secs: u32) -> (String, support::Cleanup
         ))
         .trim()
         .to_string();
-    wait_for("flock(1) to hold its lock", Duration::from_secs(10), || {
+    wait_for("flock(1) to hold its lock", Duration::from_secs(60), || {
         w.node
             .sh(&format!("grep -q ' {pid} ' /proc/locks"))
             .status

@@ -63,7 +63,21 @@ fn an_unchanged_request_still_converges_what_changed_behind_it() {
     apply("first");
     assert_eq!(kept(), 0, "nothing kept before an apply of FILE");
     let out = apply("the same");
-    assert_eq!(out.trim(), "apply ok: 3 unchanged", "counted, not listed");
+    // Why the daemon decided in full, should it have: its own words.
+    let why = || {
+        let journal = d.unit_journal(&["-o", "cat"]);
+        journal
+            .lines()
+            .filter(|l| l.contains("decided in full") || l.contains("not remembered"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        out.trim(),
+        "apply ok: 3 unchanged",
+        "counted, not listed; the daemon said:\n{}",
+        why()
+    );
     assert_eq!(kept(), 1, "answered from what the apply left");
     // Every line when asked for.
     let out = d.cli(&["apply", "--verbose", &file]);

@@ -136,7 +136,7 @@ fn a_host_port_another_process_holds_fails_that_container_alone() {
         "-h",
         "/etc",
     ]);
-    wait_for("the holder to listen", Duration::from_secs(10), || {
+    wait_for("the holder to listen", Duration::from_secs(60), || {
         get(&w, held).map(|_| ())
     });
     let out = w.apply_local(json!([

@@ -150,7 +150,7 @@ fn a_writers_flood_costs_few_journal_lines_and_never_loses_a_page() {
         ),
         "a directory",
     );
-    wait_for("the directory's entries", Duration::from_secs(10), || {
+    wait_for("the directory's entries", Duration::from_secs(60), || {
         has_entry(&node, &sub, ia.uid).then_some(())
     });
 
@@ -239,7 +239,7 @@ fn a_writers_flood_costs_few_journal_lines_and_never_loses_a_page() {
         ),
         "one more chmod",
     );
-    wait_for("the case after the flood", Duration::from_secs(10), || {
+    wait_for("the case after the flood", Duration::from_secs(60), || {
         let after =
             entries(&d.unit_journal(&["--since", &format!("@{:.3}", began + 31.0), "-o", "json"]));
         after

@@ -49,7 +49,7 @@ fn mkdir_as(node: &Node, uid: u32, dir: &str, what: &str) {
         as_identity(node, uid, "import os,sys; os.mkdir(sys.argv[1])", &[dir]),
         "mkdir as the identity",
     );
-    wait_for(what, Duration::from_secs(10), || {
+    wait_for(what, Duration::from_secs(60), || {
         has_entry(node, dir, uid).then_some(())
     });
 }
@@ -368,7 +368,7 @@ fn hold_lease(node: &Node, uid: u32, path: &str) -> Cleanup {
     let pid = node.sh_ok(&holder);
     let pid = pid.trim().to_string();
     let guard = node.on_drop(format!("kill {pid} 2>/dev/null; true"));
-    wait_for("the lease", Duration::from_secs(10), || {
+    wait_for("the lease", Duration::from_secs(60), || {
         node.sh(&format!("test -e {}", quote(&format!("{path}.held"))))
             .status
             .success()
@@ -522,7 +522,7 @@ fn a_revocation_that_cannot_finish_is_said_and_finished_later() {
     );
     // The lease ends: the next apply finishes it.
     drop(lease);
-    wait_for("the lease to end", Duration::from_secs(10), || {
+    wait_for("the lease to end", Duration::from_secs(60), || {
         w.mesh(&["apply", &decl, "--local"])
             .status
             .success()

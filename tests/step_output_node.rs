@@ -253,7 +253,7 @@ fn step_output_written_after_the_daemon_was_sigkilled_mid_step_is_kept() {
     assert!(w.running(&name), "the step runs on without the daemon");
     std::fs::write(format!("{gate}/go"), b"").expect("go");
     w.wait_stopped("the step to end", &name);
-    let lines = wait_for("the lines after the kill", Duration::from_secs(10), || {
+    let lines = wait_for("the lines after the kill", Duration::from_secs(60), || {
         let lines = fire_lines(&w.node, &id, &fire);
         (lines.len() >= 3).then_some(lines)
     });
@@ -345,7 +345,7 @@ fn step_output_of_a_fire_on_its_schedule_comes_from_the_container_made_ready_for
             .is_some_and(|f| f.contains(&fire))
             .then_some(())
     });
-    let lines = wait_for("its line", Duration::from_secs(10), || {
+    let lines = wait_for("its line", Duration::from_secs(60), || {
         let lines = fire_lines(&w.node, &id, &fire);
         (!lines.is_empty()).then_some(lines)
     });

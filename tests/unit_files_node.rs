@@ -53,7 +53,7 @@ async fn a_service_is_created_started_kept_and_restarted_on_change() {
     assert_eq!(f.answer("is-active", &name), "active");
     let first_pid = f.node.unit_property(&name, "MainPID");
     assert_ne!(first_pid, "0");
-    support::wait_for("the v1 output", Duration::from_secs(10), || {
+    support::wait_for("the v1 output", Duration::from_secs(60), || {
         (f.output(&name).trim() == "v1").then_some(())
     });
 
@@ -80,7 +80,7 @@ async fn a_service_is_created_started_kept_and_restarted_on_change() {
     let second_pid = f.node.unit_property(&name, "MainPID");
     assert_ne!(second_pid, first_pid, "a restart gives a new main process");
     assert_ne!(second_pid, "0");
-    support::wait_for("the v2 output", Duration::from_secs(10), || {
+    support::wait_for("the v2 output", Duration::from_secs(60), || {
         (f.output(&name).trim() == "v2").then_some(())
     });
 }

@@ -149,7 +149,7 @@ fn a_local_run_killed_mid_window_is_adopted_by_the_running_daemon() {
     wait_for("svc to run again", Duration::from_secs(30), || {
         w.running(svc).then_some(())
     });
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
     assert_eq!(w.inspect(run, "{{.State.ExitCode}}"), "0", "step finished");
@@ -220,7 +220,7 @@ fn a_local_run_killed_between_two_starts_of_its_close_is_adopted_and_both_run() 
     wait_for("a to run again", Duration::from_secs(30), || {
         w.running(&a).then_some(())
     });
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&state).is_empty().then_some(())
     });
     std::thread::sleep(Duration::from_secs(2));
@@ -270,7 +270,7 @@ fn a_held_container_removed_under_a_window_whose_owner_died_is_created_again() {
         !said.contains("WILL NOT START AGAIN"),
         "not reported lost: {said}"
     );
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
 }
@@ -319,7 +319,7 @@ fn panicking_fires(fault: &str, said: &str, logged: &str) {
         wait_for("svc to run again", Duration::from_secs(40), || {
             w.running(svc).then_some(())
         });
-        wait_for("the record to go", Duration::from_secs(10), || {
+        wait_for("the record to go", Duration::from_secs(60), || {
             records(&w.dir.join("state")).is_empty().then_some(())
         });
         assert_eq!(
@@ -402,7 +402,7 @@ fn a_stop_in_flight_when_a_fire_panics_lands_before_the_adopter_starts_the_servi
     wait_for("svc to run", Duration::from_secs(30), || {
         w.running(svc).then_some(())
     });
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
     assert!(d.active(), "the daemon kept running");
@@ -432,10 +432,10 @@ fn a_daemon_starting_over_a_dead_owners_window_creates_a_removed_held_container_
     d.start();
     // The adopter closes it from the start, beside the start-up apply
     // (which leaves a held container alone).
-    wait_for("svc to run again", Duration::from_secs(10), || {
+    wait_for("svc to run again", Duration::from_secs(60), || {
         w.running(svc).then_some(())
     });
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
     let said = h.step_journal(&[]);
@@ -659,7 +659,7 @@ fn unreadable_records_beside_a_real_one_are_set_aside_and_the_daemon_starts_and_
     wait_for("svc to run again", Duration::from_secs(40), || {
         w.running(svc).then_some(())
     });
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&state).is_empty().then_some(())
     });
     let aside: Vec<String> = std::fs::read_dir(windows.join("unreadable"))
@@ -874,7 +874,7 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
     wait_for("svc to run again", Duration::from_secs(40), || {
         w.running(svc).then_some(())
     });
-    wait_for("the record to go", Duration::from_secs(10), || {
+    wait_for("the record to go", Duration::from_secs(60), || {
         records(&w.dir.join("state")).is_empty().then_some(())
     });
     assert_eq!(
@@ -947,7 +947,7 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
                 .then_some(())
         },
     );
-    wait_for("svc to run again", Duration::from_secs(10), || {
+    wait_for("svc to run again", Duration::from_secs(60), || {
         w.running(svc).then_some(())
     });
     std::thread::sleep(Duration::from_secs(3));
@@ -1032,7 +1032,7 @@ fn a_daemon_starting_over_two_dead_windows_closes_the_ended_one_without_waiting_
 
     w.node.docker_ok(&["kill", &runa]);
     w.wait_running("svca to run again", &svca);
-    wait_for("the records to go", Duration::from_secs(10), || {
+    wait_for("the records to go", Duration::from_secs(60), || {
         records(&state).is_empty().then_some(())
     });
     assert!(d.active());
@@ -1078,7 +1078,7 @@ fn a_local_run_killed_just_after_its_scope_started_leaves_no_scope_behind() {
     assert!(records(&w.dir.join("state")).is_empty());
     w.kill_local_run(id);
     reap(local);
-    wait_for("the scope to go", Duration::from_secs(10), || {
+    wait_for("the scope to go", Duration::from_secs(60), || {
         step_scopes(w, id).is_empty().then_some(())
     });
     let state = w.node.sh(&format!("systemctl is-active {}", quote(&scope)));
@@ -1099,12 +1099,12 @@ fn an_unreadable_record_dropped_while_the_daemon_runs_is_set_aside_and_fires_go_
     let (w, d, svc, id) = (&h.w, &h.d, &h.svc, &h.id);
     let windows = w.dir.join("state/windows");
     std::fs::write(windows.join("junk.json"), b"\0\0\0").expect("write");
-    wait_for("junk to be set aside", Duration::from_secs(10), || {
+    wait_for("junk to be set aside", Duration::from_secs(60), || {
         (!windows.join("junk.json").exists()).then_some(())
     });
     // journald may store the alert a moment after the file was moved.
     let junk = windows.join("junk.json").display().to_string();
-    wait_for("the alert naming junk", Duration::from_secs(10), || {
+    wait_for("the alert naming junk", Duration::from_secs(60), || {
         d.journal(
             &h.journal_since,
             &["MESH_EVENT=record-unreadable", "PRIORITY=1"],
@@ -1153,12 +1153,12 @@ fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
         "systemctl stop {} || true",
         quote(&format!("{old}.scope"))
     ));
-    wait_for("the old scope", Duration::from_secs(10), || {
+    wait_for("the old scope", Duration::from_secs(60), || {
         (!step_scopes(&w, &id).is_empty()).then_some(())
     });
     let out = w.run_local(&id);
     assert_eq!(out.status.code(), Some(0));
-    wait_for("the old scope to go", Duration::from_secs(10), || {
+    wait_for("the old scope to go", Duration::from_secs(60), || {
         step_scopes(&w, &id).is_empty().then_some(())
     });
     assert!(w.running(&svc));
@@ -1337,7 +1337,7 @@ fn an_upgrades_hand_over_sweeps_orphaned_scopes_and_leaves_the_running_steps_alo
         "systemctl stop {} || true",
         quote(&format!("{old}.scope"))
     ));
-    wait_for("the old scope", Duration::from_secs(10), || {
+    wait_for("the old scope", Duration::from_secs(60), || {
         (!step_scopes(&w, &old_id).is_empty()).then_some(())
     });
     // The upgrade's hand-over.

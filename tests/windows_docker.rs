@@ -640,7 +640,7 @@ fn a_held_container_removed_during_the_window_is_created_again_from_its_declarat
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("svc unchanged"), "{}", stdout(&out));
     let container = format!("MESH_CONTAINER={svc}");
-    wait_for("the journal to say it", Duration::from_secs(10), || {
+    wait_for("the journal to say it", Duration::from_secs(60), || {
         w.journal(&["MESH_STEP=gcrm", &container])
             .contains("created again from its declaration")
             .then_some(())

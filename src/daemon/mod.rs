@@ -434,7 +434,7 @@ impl Daemon {
         self.after_apply(decl, &mut report).await;
         match converged {
             Ok(converged) => self.remember_converged(Some(converged)),
-            Err(why) => tracing::debug!("apply: not remembered as converged ({why})"),
+            Err(why) => tracing::info!("apply: not remembered as converged ({why})"),
         }
         Ok(report)
     }
