@@ -353,7 +353,16 @@ fn check_listing(converged: &Converged, listed: &[ContainerSummary]) -> Result<(
         }
     }
     for c in listed {
-        let leftover = c.labels.contains_key(LABEL_MADE_AS)
+        // As the full decision tidies (decide/removals.rs): what was being
+        // made as one of these containers, or set aside for one. A
+        // container made as a name this declaration does not have is
+        // another state directory's (a `run --local` of its own, another
+        // test's daemon on a shared node), which the full decision leaves.
+        let made_as_declared = c
+            .labels
+            .get(LABEL_MADE_AS)
+            .is_some_and(|made_as| converged.declared.contains(made_as));
+        let leftover = made_as_declared
             || replaced_base(&c.name).is_some_and(|base| converged.declared.contains(base));
         if leftover && !converged.declared.contains(&c.name) {
             return Err(format!("{} is left from an interrupted change", c.name));
@@ -422,6 +431,36 @@ mod tests {
             err.contains("app's network peer vpn was made anew"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn only_what_was_made_as_a_declared_container_is_a_leftover() {
+        let converged = Converged {
+            request: [0; 32],
+            ids: vec!["app".into()],
+            services: Vec::new(),
+            declared: ["app".to_string()].into(),
+            step_images: BTreeSet::new(),
+            files: BTreeMap::new(),
+            machine_id: String::new(),
+            local_zone: chrono_tz::UTC,
+        };
+        let made = |name: &str, made_as: &str| ContainerSummary {
+            id: format!("id-{name}"),
+            name: name.into(),
+            running: false,
+            labels: BTreeMap::from([(LABEL_MADE_AS.to_string(), made_as.to_string())]),
+            created: 0,
+            network_mode: None,
+        };
+        // Another state directory's container, made (and named) as its own.
+        assert_eq!(check_listing(&converged, &[made("other", "other")]), Ok(()));
+        // An interrupted create of `app`, under its making name.
+        let err = check_listing(&converged, &[made("app.making", "app")])
+            .expect_err("a create of app left half done");
+        assert!(err.contains("app.making is left"), "{err}");
+        // Made whole and named: declared, so no leftover.
+        assert_eq!(check_listing(&converged, &[made("app", "app")]), Ok(()));
     }
 
     #[test]
