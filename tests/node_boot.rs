@@ -328,9 +328,10 @@ fn node_harness(
 /// enabled that exits 1, an init script a monitoring package brought) still
 /// boots a node that is `running`: the node boots a target of its own,
 /// never the machine's multi-user.target, and masks what the machine
-/// enabled into the targets it does boot. The failing units start nowhere
-/// else either: the init script fails only in this test's node (another
-/// node booting meanwhile, from an older checkout, must not pay for it).
+/// enabled into the targets it does boot. The failing units fail nowhere
+/// else: each fails only in this test's node (another node booting
+/// meanwhile, this test's twin on the other driver among them, must not
+/// pay for it).
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_failing_unit_the_machine_enabled_leaves_a_new_node_running() {
@@ -347,14 +348,21 @@ fn a_failing_unit_the_machine_enabled_leaves_a_new_node_running() {
     let mut placed = OnMachine(Vec::new());
 
     // A unit enabled as `systemctl enable` would, into the machine's
-    // default targets and into those the node's own target pulls in.
+    // default targets and into those the node's own target pulls in. It
+    // fails only in this test's node (its cgroup subtree): another node
+    // booting meanwhile (this test on the other driver, a power cut) reads
+    // the machine's /etc before this unit is there or after, and would
+    // otherwise start it and be degraded by a test not its own.
+    let cgroup = format!("/{}/", state.rsplit('/').next().unwrap_or_default());
     let unit_file = etc.join("systemd/system").join(&unit);
     placed.0.push(unit_file.clone());
     std::fs::write(
         &unit_file,
-        "[Unit]\nDescription=fails wherever it starts (tests/node_boot.rs)\n\
-         [Service]\nType=oneshot\nExecStart=/bin/sh -c 'exit 1'\n\
-         [Install]\nWantedBy=multi-user.target graphical.target basic.target sysinit.target\n",
+        format!(
+            "[Unit]\nDescription=fails in the node of tests/node_boot.rs\n\
+             [Service]\nType=oneshot\nExecStart=/bin/sh -c 'grep -q {cgroup} /proc/self/cgroup && exit 1; exit 0'\n\
+             [Install]\nWantedBy=multi-user.target graphical.target basic.target sysinit.target\n",
+        ),
     )
     .expect("write the unit");
     for target in [
@@ -375,7 +383,6 @@ fn a_failing_unit_the_machine_enabled_leaves_a_new_node_running() {
     }
     // An init script started in runlevels 2-5, as update-rc.d leaves it:
     // systemd-sysv-generator makes it a unit multi-user.target wants.
-    let cgroup = format!("/{}/", state.rsplit('/').next().unwrap_or_default());
     let sysv = format!("{name}-sysv");
     let script = etc.join("init.d").join(&sysv);
     placed.0.push(script.clone());
