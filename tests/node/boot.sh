@@ -98,8 +98,12 @@ EOF
 # The node has no network plumbing of its own: no bridge, no iptables.
 # Containers use --network none or --network host. Docker's data lives in
 # the node state directory so that \`node down\` leaves nothing behind.
+# Networks made without a subnet take /24s of 10.64.0.0/10: Docker's
+# default pools run from 172.17.0.0/16 into 192.168.0.0/16 once tests side
+# by side have made fifteen networks, and then overlap the subnets the
+# compose fixtures fix (mailu's 192.168.203.0/24: "Pool overlaps").
 ExecStart=
-ExecStart=/usr/sbin/dockerd -H fd:// --data-root=$NODE_DOCKER_ROOT --iptables=false --bridge=none$extra
+ExecStart=/usr/sbin/dockerd -H fd:// --data-root=$NODE_DOCKER_ROOT --iptables=false --bridge=none --default-address-pool base=10.64.0.0/10,size=24$extra
 EOF
 	cat >"$NODE_RUN_DIR/systemd/journald.conf.d/10-mesh-node.conf" <<EOF
 # Written by tests/node/boot.sh. The journal of a node lives in its own /run
