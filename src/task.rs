@@ -1,5 +1,6 @@
-//! A spawned task tied to the life of what owns it, and large values
-//! freed off the path of an answer.
+//! A spawned task tied to the life of what owns it, large values freed
+//! off the path of an answer, and how much freed memory the allocator
+//! may keep (its arenas, given back once settled).
 
 /// Aborts its task when dropped, so that the task cannot act on after its
 /// owner is gone (returned, failed, or unwound by a panic); a no-op once
