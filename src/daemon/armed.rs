@@ -10,6 +10,13 @@
 //! kept in the state directory ([`ARMED`], written atomically), and a daemon
 //! whose applies have not yet gone through a whole declaration arms its
 //! schedules from it.
+//!
+//! The daemon keeps only [`Armed`] of it in memory — the digest of the
+//! record and the health checks `status` shows — not the declaration
+//! itself (about 2 KB a step): `plan` asks the scheduler for the armed
+//! step, and a restart reads the record back.
+
+use sha2::{Digest, Sha256};
 
 use crate::declaration::{self, Declaration};
 use crate::store::Store;
@@ -19,9 +26,66 @@ use crate::window::Windows;
 /// complete apply.
 pub const ARMED: &str = "armed-declaration";
 
-/// Record `decl` as the declaration the schedules are armed from.
-pub fn remember(store: &Store, decl: &Declaration) -> Result<(), String> {
-    store.save(ARMED, decl).map_err(|e| e.to_string())
+/// What the daemon keeps of the declaration its schedules are armed from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Armed {
+    /// SHA-256 of the record as written; `None` when it could not be
+    /// written (the next complete apply writes it, changed or not).
+    recorded: Option<[u8; 32]>,
+    /// The declared health checks (`render::health_checks`), for `status`.
+    pub health: serde_json::Value,
+}
+
+impl Armed {
+    /// Armed from `decl` as read back from the record.
+    pub fn recalled(decl: &Declaration) -> Armed {
+        Armed {
+            recorded: encode(decl).ok().map(|bytes| Sha256::digest(bytes).into()),
+            health: crate::render::health_checks(decl),
+        }
+    }
+}
+
+/// The record's bytes for `decl` (pretty JSON, as the store writes).
+fn encode(decl: &Declaration) -> Result<Vec<u8>, String> {
+    let mut bytes = serde_json::to_vec_pretty(decl).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Record `decl` as the declaration the schedules are armed from, unless
+/// `was` says the record already holds it (a no-op apply of a large
+/// declaration must not rewrite and fsync a copy of it each time); what
+/// to keep of it, and why the record could not be written, if it could
+/// not.
+pub fn remember(store: &Store, decl: &Declaration, was: Option<&Armed>) -> (Armed, Option<String>) {
+    let health = crate::render::health_checks(decl);
+    let written = encode(decl).and_then(|bytes| {
+        let digest: [u8; 32] = Sha256::digest(&bytes).into();
+        if was.and_then(|w| w.recorded) == Some(digest) {
+            return Ok(digest);
+        }
+        store
+            .save_bytes(ARMED, &bytes)
+            .map(|()| digest)
+            .map_err(|e| e.to_string())
+    });
+    match written {
+        Ok(digest) => (
+            Armed {
+                recorded: Some(digest),
+                health,
+            },
+            None,
+        ),
+        Err(e) => (
+            Armed {
+                recorded: None,
+                health,
+            },
+            Some(e),
+        ),
+    }
 }
 
 /// The declaration the schedules were last armed from, if any.
@@ -70,9 +134,34 @@ mod tests {
             .as_bytes(),
         )
         .expect("valid");
-        remember(&store, &decl).expect("saved");
-        assert_eq!(recall(&store), Ok(Some(decl)));
+        let (armed, error) = remember(&store, &decl, None);
+        assert_eq!(error, None);
+        assert_eq!(recall(&store), Ok(Some(decl.clone())));
+        assert_eq!(Armed::recalled(&decl), armed);
         std::fs::write(dir.path().join("armed-declaration.json"), b"{").expect("damage");
         assert!(recall(&store).is_err());
+        // The same declaration again is not written again: the damage
+        // stays (what a daemon holds says the record holds it).
+        assert_eq!(remember(&store, &decl, Some(&armed)), (armed.clone(), None));
+        assert!(recall(&store).is_err());
+        // Without that knowledge it is written.
+        remember(&store, &decl, None);
+        assert_eq!(recall(&store), Ok(Some(decl)));
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_written_is_written_at_the_next_apply() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("store");
+        let decl = declaration::parse(br#"{"declaration": 1, "resources": []}"#).expect("valid");
+        let blocker = dir.path().join("armed-declaration.json");
+        std::fs::create_dir(&blocker).expect("a directory where the record goes");
+        let (failed, error) = remember(&store, &decl, None);
+        assert!(error.is_some(), "a directory in the way is an error");
+        std::fs::remove_dir(&blocker).expect("unblock");
+        let (armed, error) = remember(&store, &decl, Some(&failed));
+        assert_eq!(error, None);
+        assert_eq!(recall(&store), Ok(Some(decl)));
+        assert_ne!(armed, failed);
     }
 }

@@ -51,7 +51,6 @@ use crate::schedule::forward::Forwards;
 use crate::schedule::forward_keeper::Keeper;
 use crate::schedule::plan;
 use crate::schedule::scheduler::Scheduler;
-use crate::schedule::step;
 use crate::store::Store;
 use crate::window::{Owner, Windows};
 
@@ -189,7 +188,7 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         windows,
         scheduler: handle,
         applying: Mutex::new(()),
-        declaration: Mutex::new(None),
+        armed: Mutex::new(None),
         converged: std::sync::Mutex::new(None),
         last_apply: std::sync::Mutex::new(None),
         empty_refused: std::sync::Mutex::new(None),
@@ -491,19 +490,14 @@ impl Daemon {
                 );
                 crate::task::drop_later(sync);
             }
-            let mut armed_now = self.declaration.lock().await;
-            // Written when it changed (or first in this daemon's life): a
-            // no-op apply of a large declaration rewrote and fsynced a
-            // copy of it each time.
-            if armed_now.as_ref() != Some(&decl) {
-                if let Err(e) = armed::remember(&self.store, &decl) {
-                    tracing::warn!(
-                        "cannot record the declaration the schedules are armed from: {e}"
-                    );
-                }
+            let mut armed_now = self.armed.lock().await;
+            let (armed, error) = armed::remember(&self.store, &decl, armed_now.as_ref());
+            if let Some(e) = error {
+                tracing::warn!("cannot record the declaration the schedules are armed from: {e}");
             }
-            crate::task::drop_later(armed_now.replace(decl));
+            *armed_now = Some(armed);
             drop(armed_now);
+            crate::task::drop_later(decl);
         } else {
             tracing::warn!(
                 "the apply did not go through the whole declaration ({}): the schedules stay as armed",
@@ -522,7 +516,7 @@ impl Daemon {
     /// state directory (`daemon::armed`), so that a restart does not
     /// disarm them.
     async fn arm_from_record_if_unarmed(&self) {
-        let mut current = self.declaration.lock().await;
+        let mut current = self.armed.lock().await;
         if current.is_some() {
             return;
         }
@@ -544,7 +538,8 @@ impl Daemon {
                 sync.kept.len() + sync.added.len() + sync.rearmed.len()
             );
         }
-        *current = Some(decl);
+        *current = Some(armed::Armed::recalled(&decl));
+        crate::task::drop_later(decl);
     }
 
     fn set_last(&self, ok: bool, summary: String) {
@@ -617,13 +612,15 @@ impl Daemon {
                     .response()
             }
             Request::Plan { step } => {
-                let decl = self.declaration.lock().await.clone();
-                let Some(decl) = decl else {
-                    return Failure::failed("nothing has been applied yet").response();
-                };
-                let found = match step::find(&decl, &step) {
-                    Ok(s) => s,
-                    Err(e) => return Failure::refused(e).response(),
+                // The step as armed, not as declared: what its next fire
+                // runs (an apply that halted left it as it was).
+                let found = match self.scheduler.armed(&step).await {
+                    Ok(Some(s)) => s,
+                    Ok(None) => {
+                        return Failure::refused(format!("no scheduled step {step} is declared"))
+                            .response()
+                    }
+                    Err(e) => return Failure::failed(e).response(),
                 };
                 plan::plan(&found, &*self.runtime, &self.windows)
                     .await

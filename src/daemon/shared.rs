@@ -12,7 +12,6 @@ use tokio::sync::{watch, Mutex};
 use super::notify::Notifier;
 use super::reload_tickets::Reloads;
 use crate::apply::Applier;
-use crate::declaration::Declaration;
 use crate::metrics::service::MetricsHandle;
 use crate::runtime::ContainerRuntime;
 use crate::schedule::scheduler::SchedulerHandle;
@@ -60,7 +59,9 @@ pub(super) struct Daemon {
     /// The daemon's own applies are serialised here (the flock also
     /// serialises it against applies of other processes).
     pub(super) applying: Mutex<()>,
-    pub(super) declaration: Mutex<Option<Declaration>>,
+    /// What is kept of the declaration the schedules are armed from, once
+    /// they are (`daemon::armed`).
+    pub(super) armed: Mutex<Option<super::armed::Armed>>,
     /// What the last `apply FILE` converged the node to, while it is the
     /// last apply (`apply::converged`): the next apply of the same bytes
     /// is checked against the machine, not decided from the start.

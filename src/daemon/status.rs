@@ -39,11 +39,11 @@ impl Daemon {
             .clone();
         let empty = self.empty_refusal();
         let health = self
-            .declaration
+            .armed
             .lock()
             .await
             .as_ref()
-            .map(crate::render::health_checks)
+            .map(|a| a.health.clone())
             .unwrap_or_else(|| serde_json::Value::Array(Vec::new()));
         let (mut attention, recorded) = self.attention().map_err(Failure::failed)?;
         if let Some(e) = &empty {

@@ -119,6 +119,13 @@ pub enum Command {
         /// How many steps are armed.
         reply: oneshot::Sender<usize>,
     },
+    /// The step as armed (what `plan` shows a fire would do).
+    Armed {
+        /// The step's id.
+        step: String,
+        /// The step, if it is armed.
+        reply: oneshot::Sender<Option<ScheduledStep>>,
+    },
     /// Report every step's state.
     Status {
         /// The answer.
@@ -211,6 +218,13 @@ impl SchedulerHandle {
     /// [`SchedulerHandle::status`].
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
+    }
+
+    /// Step `step` as armed, if it is: what its next fire runs (its
+    /// definition is shared, not copied).
+    pub async fn armed(&self, step: &str) -> Result<Option<ScheduledStep>, String> {
+        let step = step.to_string();
+        self.ask(|reply| Command::Armed { step, reply }).await
     }
 
     /// Every step's state.
@@ -646,6 +660,10 @@ impl Scheduler {
                 let changed = answer.is_ok();
                 let _ = reply.send(answer);
                 changed
+            }
+            Command::Armed { step, reply } => {
+                let _ = reply.send(self.steps.get(&step).cloned());
+                false
             }
             Command::Status { reply } => {
                 // A read: never a change (STATUS= asks it on every change).

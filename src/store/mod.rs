@@ -221,6 +221,13 @@ impl Store {
         read_json(&path)
     }
 
+    /// Writes document `name` atomically from bytes already encoded
+    /// (mode 0600).
+    pub fn save_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.document_path(name)?;
+        write_atomic(&path, bytes, FILE_MODE).map_err(|e| StoreError::io("write", &path, e))
+    }
+
     /// Writes document `name` atomically (pretty JSON, mode 0600).
     pub fn save<T: Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
         let path = self.document_path(name)?;
