@@ -167,6 +167,15 @@ pub async fn make_in_place(
     }
 }
 
+/// What a step due at `due` and beyond the horizon is waiting for: the
+/// state its slot would say, for a step that has none.
+pub fn waiting_for(due: DateTime<Utc>) -> ReadyState {
+    ReadyState::Waiting {
+        at: due - chrono::Duration::from_std(LEAD).unwrap_or_default(),
+        fire: due,
+    }
+}
+
 /// One step's slot.
 #[derive(Debug, Default)]
 struct Slot {
@@ -237,10 +246,17 @@ impl Readier {
             .cloned()
             .unwrap_or_default();
         let armed = (due, identity, def.spec.name.clone());
+        let beyond = (due - now).to_std().is_ok_and(|ahead| ahead > horizon);
         let mut slots = self.slots();
+        // A step that never came within the horizon has nothing made and
+        // gets no slot: thousands of steps due tomorrow cost none
+        // (`status` says them waiting from their next fire, see
+        // [`waiting_for`]).
+        if beyond && !slots.contains_key(&def.id) {
+            return false;
+        }
         let slot = slots.entry(def.id.clone()).or_default();
         let failed = matches!(slot.state, Some(ReadyState::NotReady { .. }));
-        let beyond = (due - now).to_std().is_ok_and(|ahead| ahead > horizon);
         if slot.armed.as_ref() == Some(&armed) && !failed && (slot.task.is_some() || beyond) {
             return slot.task.is_some();
         }

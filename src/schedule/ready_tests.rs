@@ -25,6 +25,8 @@ use crate::window::{Owner, Windows};
 
 struct Rig {
     handle: SchedulerHandle,
+    /// The scheduler's readier (shared state: a clone sees its slots).
+    readier: crate::schedule::ready::Readier,
     _shutdown: watch::Sender<bool>,
     _dir: tempfile::TempDir,
 }
@@ -95,10 +97,12 @@ fn rig_with_units(
     );
     let (shutdown, rx) = watch::channel(false);
     let firer = Firer::new(runtime, windows, units, rx.clone());
+    let readier = firer.readier().clone();
     let (scheduler, handle) = Scheduler::new(firer, clock, store, None);
     tokio::spawn(scheduler.run(rx));
     Rig {
         handle,
+        readier,
         _shutdown: shutdown,
         _dir: dir,
     }
@@ -441,6 +445,18 @@ async fn a_fire_beyond_the_horizon_waits_with_no_task_and_is_armed_at_its_edge_i
         }),
         "said waiting all the same"
     );
+    assert_eq!(
+        ready_state(&r, "far7").await,
+        Some(ReadyState::Waiting {
+            at: at("2026-06-01T03:59:50Z"),
+            fire: at("2026-06-01T04:00:00Z")
+        }),
+    );
+    assert!(
+        r.readier.steps().is_empty(),
+        "no step beyond the horizon holds a slot: {:?}",
+        r.readier.steps()
+    );
     // At the edge (02:00:00) the one due at 03:00 is armed, the others not.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(alive_tasks(), before + 1);
@@ -457,4 +473,5 @@ async fn a_fire_beyond_the_horizon_waits_with_no_task_and_is_armed_at_its_edge_i
     // Past 03:00 the fifty due at 04:00 come within, each armed.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(alive_tasks() >= before + 50, "{} {before}", alive_tasks());
+    assert_eq!(r.readier.steps().len(), 51, "each armed holds its slot");
 }

@@ -175,6 +175,15 @@ impl Scheduler {
         }
     }
 
+    /// The state of a step waiting beyond the horizon with no slot
+    /// ([`crate::schedule::ready::Readier::arm`]).
+    fn waiting_beyond(&self, id: &str) -> Option<crate::schedule::ready::ReadyState> {
+        let due = self.table.next_due(id)?;
+        self.beyond
+            .contains(&(due, id.to_string()))
+            .then(|| crate::schedule::ready::waiting_for(due))
+    }
+
     /// One step's whole state.
     fn status_of(&self, s: &ScheduledStep) -> StepStatus {
         let id = &s.def.id;
@@ -186,7 +195,11 @@ impl Scheduler {
             delay_ms: (!s.timing.delay.is_zero())
                 .then(|| u64::try_from(s.timing.delay.as_millis()).unwrap_or(u64::MAX)),
             running: self.table.in_flight(id),
-            ready: self.firer.readier().state(id),
+            ready: self
+                .firer
+                .readier()
+                .state(id)
+                .or_else(|| self.waiting_beyond(id)),
             suspended_since: self.suspended.since(id),
             history: self.history.get(id).cloned().unwrap_or_default(),
         }
