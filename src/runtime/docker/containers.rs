@@ -650,14 +650,16 @@ fn security_opt(p: &crate::runtime::ProcessSpec) -> Option<Vec<String>> {
 }
 
 /// Runs `request` (an inspect or a list of containers) until its answer is
-/// not refused for Podman's transient `stopped` state, for at most
-/// [`SETTLE_TIMEOUT`].
+/// not one of Podman's answers for a container caught as its process ends,
+/// for at most [`SETTLE_TIMEOUT`].
 ///
 /// Podman's Docker-compatible API (4.x) reports a container whose process
 /// has exited but which its conmon has not yet cleaned up as `"stopped"`, a
 /// state Docker's API does not have and the client's model refuses, failing
-/// the whole answer. The state lasts until the cleanup (tens of
-/// milliseconds): such an answer is asked for again.
+/// the whole answer; and an inspect that reads the process's cgroup the
+/// instant it ends fails with a 500 ([`is_podman_vanished_process`]). Both
+/// last until the cleanup (tens of milliseconds): such an answer is asked
+/// for again.
 async fn settled<T, F, Fut>(mut request: F) -> Result<T, BollardError>
 where
     F: FnMut() -> Fut,
@@ -665,18 +667,98 @@ where
 {
     let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
     loop {
-        match request().await {
-            Err(BollardError::JsonDataError { ref message, .. })
-                if is_podman_stopped(message) && tokio::time::Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            other => return other,
+        let answer = request().await;
+        let transient = match &answer {
+            Err(BollardError::JsonDataError { message, .. }) => is_podman_stopped(message),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 500,
+                message,
+            }) => is_podman_vanished_process(message),
+            _ => false,
+        };
+        if !transient || tokio::time::Instant::now() >= deadline {
+            return answer;
         }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Podman 4.3's 500 for an inspect that read the container's process the
+/// instant it ended: `read /proc/5212/cgroup: no such process`. Asked
+/// again, the container has exited.
+pub(super) fn is_podman_vanished_process(message: &str) -> bool {
+    message.starts_with("read /proc/") && message.ends_with(": no such process")
 }
 
 /// The client's refusal of Podman's transient `stopped` container state.
 pub(super) fn is_podman_stopped(message: &str) -> bool {
     message.contains("unknown variant `stopped`")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn server_error(message: &str) -> BollardError {
+        BollardError::DockerResponseServerError {
+            status_code: 500,
+            message: message.to_string(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_inspect_caught_as_the_process_ends_is_asked_again() {
+        let asked = AtomicUsize::new(0);
+        let answer = settled(|| {
+            let n = asked.fetch_add(1, Ordering::SeqCst);
+            async move {
+                match n {
+                    0 | 1 => Err(server_error("read /proc/5212/cgroup: no such process")),
+                    _ => Ok("exited"),
+                }
+            }
+        })
+        .await;
+        assert_eq!(answer.ok(), Some("exited"));
+        assert_eq!(asked.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_server_errors_are_answered_at_once_and_a_lasting_one_within_the_bound() {
+        let asked = AtomicUsize::new(0);
+        let answer: Result<(), _> = settled(|| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            async { Err(server_error("no such container")) }
+        })
+        .await;
+        assert!(answer.is_err());
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        let start = tokio::time::Instant::now();
+        let lasting: Result<(), _> =
+            settled(|| async { Err(server_error("read /proc/9/cgroup: no such process")) }).await;
+        assert!(
+            matches!(
+                lasting,
+                Err(BollardError::DockerResponseServerError {
+                    status_code: 500,
+                    ..
+                })
+            ),
+            "{lasting:?}"
+        );
+        assert!(start.elapsed() >= SETTLE_TIMEOUT);
+        assert!(start.elapsed() < SETTLE_TIMEOUT + Duration::from_secs(1));
+    }
+
+    #[test]
+    fn only_podmans_vanished_process_answer_is_transient() {
+        assert!(is_podman_vanished_process(
+            "read /proc/5212/cgroup: no such process"
+        ));
+        assert!(!is_podman_vanished_process("no such process"));
+        assert!(!is_podman_vanished_process(
+            "read /proc/5212/cgroup: permission denied"
+        ));
+    }
 }
