@@ -1366,7 +1366,7 @@ async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_readin
     };
     let mut table = JobTable::new();
     let mut arm = |report: &ApplyReport| {
-        let timings = report.steps.iter().map(|s| s.timing.clone()).collect();
+        let timings: Vec<_> = report.steps.iter().map(|s| s.timing.clone()).collect();
         table.sync(timings, &BTreeMap::new(), Utc::now()).0
     };
     let held_env = |report: &ApplyReport| {

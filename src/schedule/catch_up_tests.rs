@@ -83,14 +83,14 @@ fn daily_gc(catch_up: bool) -> ScheduledStep {
             hold_specs: Default::default(),
         }
         .into(),
-        timing: StepTiming {
+        timing: std::sync::Arc::new(StepTiming {
             id: "gc".into(),
             cron: crate::cron::CronSchedule::parse("30 3 * * *").expect("cron"),
             zone: chrono_tz::UTC,
             fingerprint: "f".into(),
             delay: Duration::ZERO,
             catch_up,
-        },
+        }),
     }
 }
 
@@ -417,8 +417,8 @@ fn daily(id: &str, minute: u32) -> ScheduledStep {
     def.id = id.into();
     def.spec.name = format!("{id}-run");
     step.def = def.into();
-    step.timing.id = id.into();
-    step.timing.cron =
+    std::sync::Arc::make_mut(&mut step.timing).id = id.into();
+    std::sync::Arc::make_mut(&mut step.timing).cron =
         crate::cron::CronSchedule::parse(&format!("{minute} 3 * * *")).expect("cron");
     step
 }

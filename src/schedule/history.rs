@@ -27,9 +27,10 @@ pub struct StepHistory {
     /// How long the last fire took, its window included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_duration_secs: Option<f64>,
-    /// What the last run used ([`crate::accounting`]).
+    /// What the last run used ([`crate::accounting`]); boxed, since every
+    /// declared step has a history and most have no run yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_usage: Option<crate::accounting::Usage>,
+    pub last_usage: Option<Box<crate::accounting::Usage>>,
     /// When a run last succeeded.
     pub last_success: Option<DateTime<Utc>>,
     /// When the step was armed while it had no handled due time: what

@@ -13,6 +13,7 @@
 //! - re-syncing keeps an unchanged job where it is in its cadence.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -59,7 +60,9 @@ impl StepTiming {
 /// One armed job.
 #[derive(Debug, Clone)]
 struct Job {
-    timing: StepTiming,
+    /// Shared with the scheduler's step (thousands of steps would hold
+    /// two copies of each id, expression and fingerprint).
+    timing: Arc<StepTiming>,
     /// The next due time, `None` when the expression never fires again.
     next_due: Option<DateTime<Utc>>,
     /// Recently handled due times (fired or skipped): never handled again,
@@ -128,9 +131,9 @@ impl JobTable {
     /// when it armed the step), so that fires missed while no daemon ran
     /// are reported, not run; at the first sync, a step with `catch-up`
     /// runs the latest of them once ([`Decision::CatchUp`]), never more.
-    pub fn sync(
+    pub fn sync<T: Into<Arc<StepTiming>>>(
         &mut self,
-        steps: Vec<StepTiming>,
+        steps: impl IntoIterator<Item = T>,
         history: &BTreeMap<String, DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> (SyncReport, Vec<Decision>) {
@@ -138,6 +141,7 @@ impl JobTable {
         let mut missed = Vec::new();
         let mut next = BTreeMap::new();
         for timing in steps {
+            let timing: Arc<StepTiming> = timing.into();
             let id = timing.id.clone();
             match self.jobs.remove(&id) {
                 Some(job) if job.timing == timing => {
@@ -278,7 +282,7 @@ impl JobTable {
 }
 
 impl Job {
-    fn armed(timing: StepTiming, now: DateTime<Utc>) -> Self {
+    fn armed(timing: Arc<StepTiming>, now: DateTime<Utc>) -> Self {
         let next_due = timing.next_after(now);
         Job {
             timing,
@@ -669,7 +673,11 @@ mod tests {
         // A step added by a later sync (an apply while the daemon runs) is
         // not caught up: only a start is.
         let mut t = JobTable::new();
-        t.sync(Vec::new(), &BTreeMap::new(), at("2026-01-04T08:00:00Z"));
+        t.sync(
+            Vec::<StepTiming>::new(),
+            &BTreeMap::new(),
+            at("2026-01-04T08:00:00Z"),
+        );
         let (_, decisions) = t.sync(vec![s], &history, at("2026-01-04T09:00:00Z"));
         assert!(
             matches!(decisions[..], [Decision::Missed { count: 1, .. }]),

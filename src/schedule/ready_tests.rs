@@ -52,14 +52,14 @@ fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
             hold_specs: Default::default(),
         }
         .into(),
-        timing: StepTiming {
+        timing: std::sync::Arc::new(StepTiming {
             id: id.to_string(),
             cron: CronSchedule::parse(expr).expect("cron"),
             zone: chrono_tz::UTC,
             fingerprint: format!("{expr} {identity}"),
             delay: Duration::ZERO,
             catch_up: false,
-        },
+        }),
     }
 }
 

@@ -748,7 +748,7 @@ impl Scheduler {
             h.last_outcome = Some(describe(&report.outcome));
             h.last_exit_status = report.outcome.exit_status();
             h.last_duration_secs = Some(report.duration_secs);
-            h.last_usage = report.usage.clone();
+            h.last_usage = report.usage.clone().map(Box::new);
             if report.outcome == RunOutcome::Succeeded {
                 h.last_success = Some(now);
             }

@@ -78,14 +78,14 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
                 hold_specs: Default::default(),
             }
             .into(),
-            timing: StepTiming {
+            timing: std::sync::Arc::new(StepTiming {
                 id: id.to_string(),
                 cron: CronSchedule::parse(expr).expect("cron"),
                 zone: chrono_tz::UTC,
                 fingerprint: expr.to_string(),
                 delay: std::time::Duration::ZERO,
                 catch_up: false,
-            },
+            }),
         })
         .collect();
     handle.sync(steps).await.expect("sync");

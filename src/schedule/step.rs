@@ -43,8 +43,8 @@ pub struct ScheduledStep {
     /// ready ahead and with each fire, never copied (thousands of steps
     /// would hold thousands of copies).
     pub def: Arc<StepDef>,
-    /// When it is due.
-    pub timing: StepTiming,
+    /// When it is due (shared with the job table).
+    pub timing: Arc<StepTiming>,
 }
 
 /// What every step's timing reads of the machine, read once for all of
@@ -155,7 +155,7 @@ pub fn scheduled_step(
             holds,
             hold_specs,
         }),
-        timing: StepTiming {
+        timing: Arc::new(StepTiming {
             id: step.resource.id.to_string(),
             cron: step.schedule.cron.clone(),
             zone: step.schedule.zone.unwrap_or(machine.local_zone),
@@ -167,6 +167,6 @@ pub fn scheduled_step(
                     splay::delay(&machine.machine_id, step.resource.id.as_str(), bound)
                 }),
             catch_up: step.schedule.catch_up,
-        },
+        }),
     })
 }

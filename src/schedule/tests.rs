@@ -411,14 +411,14 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
     r.fake.remove("registry").await.expect("remove");
     let gc = crate::schedule::step::ScheduledStep {
         def: step("gc", &["registry"], None).into(),
-        timing: crate::schedule::jobs::StepTiming {
+        timing: std::sync::Arc::new(crate::schedule::jobs::StepTiming {
             id: "gc".into(),
             cron: crate::cron::CronSchedule::parse("0 3 * * *").expect("cron"),
             zone: chrono_tz::UTC,
             fingerprint: "f".into(),
             delay: std::time::Duration::ZERO,
             catch_up: false,
-        },
+        }),
     };
     r.firer
         .windows()
@@ -802,7 +802,7 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
     handle
         .sync(vec![ScheduledStep {
             def: def.into(),
-            timing,
+            timing: timing.into(),
         }])
         .await
         .expect("sync");

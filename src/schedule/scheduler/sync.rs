@@ -21,7 +21,7 @@ impl Scheduler {
             return (self.sync_same(steps), false);
         }
         let now = self.clock.now();
-        let timings = steps.iter().map(|s| s.timing.clone()).collect();
+        let timings: Vec<_> = steps.iter().map(|s| s.timing.clone()).collect();
         // A step that never handled a due time counts its missed fires
         // from when it was first armed (remembered across restarts), so
         // one never fired still catches up.
