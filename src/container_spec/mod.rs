@@ -352,7 +352,7 @@ fn build_with(
                 address: p.address,
             })
             .collect(),
-        process,
+        process: process.into(),
         dns: container.dns.clone(),
         user: access
             .user

@@ -477,7 +477,8 @@ mod tests {
                     capabilities: vec!["gpu".into(), "utility".into()],
                     options: vec![("a".into(), "b".into())],
                 }],
-            },
+            }
+            .into(),
             anonymous_volumes: vec!["/data".into()],
             ..Default::default()
         };

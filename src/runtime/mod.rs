@@ -19,10 +19,12 @@ pub mod docker;
 #[cfg(any(test, feature = "fake-runtime"))]
 pub mod fake;
 pub mod networking;
+mod process_options;
 mod replace;
 pub use networking::{NetworkAttach, NetworkInfo, NetworkSpec, VolumeInfo, VolumeSpec};
 
 pub use docker::DockerRuntime;
+pub use process_options::ProcessOptions;
 pub use replace::{
     carried_volumes, is_anonymous_volume, kept_volumes_note, put_back, remove_replaced, replace,
     replace_keeping_aside, replaced_base, replaced_name, Replaced,
@@ -324,7 +326,7 @@ pub struct ContainerSpec {
     pub ports: Vec<PortSpec>,
     /// How its process starts and stops, what it may do and use; the
     /// image's and the runtime's own where unset.
-    pub process: ProcessSpec,
+    pub process: ProcessOptions,
     /// DNS servers for the container.
     pub dns: Vec<IpAddr>,
     /// `UID[:GID]` to run as; `None` = the image's user.
