@@ -1371,9 +1371,9 @@ async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_readin
     };
     let held_env = |report: &ApplyReport| {
         let other = report.steps.iter().find(|s| s.def.id == "other");
-        other.expect("other installed").def.hold_specs["web"]
-            .env
-            .clone()
+        let held = &other.expect("other installed").def.hold_specs;
+        let web = held.iter().find(|s| s.name == "web").expect("web held");
+        web.env.clone()
     };
     let first = r.apply(declared("A=1\n")).await;
     assert!(first.ok, "{first}");

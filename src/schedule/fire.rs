@@ -238,7 +238,11 @@ impl Firer {
                 step_container: step.spec.name.clone(),
                 step_timeout: step.timeout,
                 holds: step.holds.clone(),
-                hold_specs: step.hold_specs.clone(),
+                hold_specs: step
+                    .hold_specs
+                    .iter()
+                    .map(|spec| (spec.name.clone(), spec.clone()))
+                    .collect(),
             };
             phase(Phase::Holding, Some(held.to_string()));
             held_from = Some(Instant::now());

@@ -29,10 +29,11 @@ pub struct StepDef {
     pub timeout: Option<Duration>,
     /// `(resource id, runtime name)` of the containers held still, in stop order.
     pub holds: Vec<(String, String)>,
-    /// How each held container is created, by runtime name, as declared:
-    /// one removed during the window is created again from it. Shared
-    /// with every other step holding the same container.
-    pub hold_specs: std::collections::BTreeMap<String, Arc<ContainerSpec>>,
+    /// How each held container is created, as declared (its spec's name
+    /// is its runtime name): one removed during the window is created
+    /// again from it. Shared with every other step holding the same
+    /// container; a slice, not a map (thousands of steps each holding two).
+    pub hold_specs: Box<[Arc<ContainerSpec>]>,
 }
 
 /// A scheduled step as the scheduler holds it: what a fire runs and when
@@ -92,7 +93,7 @@ pub fn held_specs(steps: &[ScheduledStep]) -> BTreeMap<String, Arc<ContainerSpec
     steps
         .iter()
         .flat_map(|s| s.def.hold_specs.iter())
-        .map(|(name, spec)| (name.clone(), spec.clone()))
+        .map(|spec| (spec.name.clone(), spec.clone()))
         .collect()
 }
 
@@ -129,12 +130,7 @@ pub fn scheduled_step(
         .schedule
         .while_stopped
         .iter()
-        .filter_map(|id| {
-            let (_, container) = builds.container(id.as_str())?;
-            builds
-                .spec(id.as_str())
-                .map(|spec| (container.name.to_string(), spec))
-        })
+        .filter_map(|id| builds.spec(id.as_str()))
         .collect();
     // Anything about the step changing re-arms it: its resource as declared
     // and what its container reads.

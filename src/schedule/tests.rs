@@ -82,10 +82,7 @@ pub(crate) fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
             .iter()
             .map(|h| (h.to_string(), h.to_string()))
             .collect(),
-        hold_specs: holds
-            .iter()
-            .map(|h| (h.to_string(), std::sync::Arc::new(spec(h))))
-            .collect(),
+        hold_specs: holds.iter().map(|h| std::sync::Arc::new(spec(h))).collect(),
     }
 }
 
