@@ -160,6 +160,10 @@ inside() {
 			t0=$EPOCHREALTIME
 			mesh "$s" plan t1 >/dev/null
 			t[plan_$s]+="$(elapsed_us "$t0") "
+			# What any command costs before it asks the daemon anything.
+			t0=$EPOCHREALTIME
+			"${side_bin[$s]}" --version >/dev/null
+			t[floor_$s]+="$(elapsed_us "$t0") "
 		done
 	done
 
@@ -264,6 +268,7 @@ inside() {
 	# shellcheck disable=SC2086
 	row '`mesh-host status`' "$(stats_ms ${t[status_after]})" "$(cell_ms ${t[status_before]:-})" "—" "" "—" "$noop_runs"
 	# shellcheck disable=SC2086
+	row '`mesh-host --version` (a command that asks the daemon nothing)' "$(stats_ms ${t[floor_after]})" "$(cell_ms ${t[floor_before]:-})" "—" "" "—" "$noop_runs"
 	row '`mesh-host plan t1`' "$(stats_ms ${t[plan_after]})" "$(cell_ms ${t[plan_before]:-})" "—" "" "—" "$noop_runs"
 	# shellcheck disable=SC2086
 	row "idle: voluntary switches per ${idle_secs} s, all threads (${threads[after]})" "$(median ${t[idle_after]}) ($(echo ${t[idle_after]}))" \
@@ -467,12 +472,13 @@ inside_cleanup() {
 	remove_prefix "$prefix-"
 }
 
-# Removes the containers named $1…, 50 at a time: Debian's dockerd
-# 20.10.24 deadlocked twice in libnetwork (`endpoint.Delete` blocked on a
-# channel, every later request waiting on its lock) under one `docker rm
-# -f` of 1,000 host-network containers.
+# Removes the containers named $1…, one at a time: Debian's dockerd
+# 20.10.24 deadlocked three times in libnetwork (the exit handlers of
+# host-network containers blocked in `endpoint.Delete` on the network's
+# lock, every later request behind them) under `docker rm -f` of 1,000 of
+# them at once and of 50 at a time.
 remove_prefix() {
-	docker ps -aq --filter "name=^/$1" | xargs -r -n 50 docker rm -f >/dev/null
+	docker ps -aq --filter "name=^/$1" | xargs -r -n 1 docker rm -f >/dev/null
 }
 
 expect_running() {
@@ -567,7 +573,7 @@ prefix=mhscale-$$
 dir=$state/bench/$prefix
 mkdir -p "$dir"
 cleanup() {
-	"$node" exec bash -c "systemctl stop $prefix-after $prefix-before >/dev/null 2>&1; docker ps -aq --filter name=^/$prefix- | xargs -r -n 50 docker rm -f >/dev/null" || true
+	"$node" exec bash -c "systemctl stop $prefix-after $prefix-before >/dev/null 2>&1; docker ps -aq --filter name=^/$prefix- | xargs -r -n 1 docker rm -f >/dev/null" || true
 	rm -rf "$dir"
 	rmdir "$state/bench" 2>/dev/null || true
 }
