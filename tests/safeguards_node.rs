@@ -240,6 +240,15 @@ fn a_suspended_step_does_not_fire_across_a_restart_until_resumed() {
     );
     let plan = d.cli(&["plan", "sustick"]);
     assert!(text(&plan).contains("SUSPENDED since"), "{}", text(&plan));
+    // The daemon's plan is of the step as armed: one it has not armed is
+    // refused, named.
+    let none = d.cli(&["plan", "nosuchstep"]);
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+    assert!(
+        text(&none).contains("no scheduled step nosuchstep is armed"),
+        "{}",
+        text(&none)
+    );
     let metrics = d.cli(&["metrics"]);
     assert!(
         text(&metrics).contains("mesh_host_step_suspended{step=\"sustick\",module=\"m\"} 1"),

@@ -617,8 +617,11 @@ impl Daemon {
                 let found = match self.scheduler.armed(&step).await {
                     Ok(Some(s)) => s,
                     Ok(None) => {
-                        return Failure::refused(format!("no scheduled step {step} is declared"))
-                            .response()
+                        return Failure::refused(format!(
+                            "no scheduled step {step} is armed: it is not declared, or no apply \
+                             has gone through the whole declaration yet"
+                        ))
+                        .response()
                     }
                     Err(e) => return Failure::failed(e).response(),
                 };
