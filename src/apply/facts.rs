@@ -53,9 +53,10 @@ pub(crate) struct Facts {
     /// Containers this state directory declared before and has not
     /// removed: the only ones a removal may touch.
     pub(crate) known: BTreeSet<String>,
-    /// Scheduled steps the last apply installed (or found unchanged), as
-    /// it declared them.
-    pub(crate) steps_before: BTreeMap<String, serde_json::Value>,
+    /// Scheduled steps the last apply installed (or found unchanged): the
+    /// index of each in `previous`'s declared resources
+    /// ([`Facts::step_before`]).
+    pub(crate) steps_before: BTreeMap<String, usize>,
     /// The machine id and local zone every step's timing reads.
     pub(crate) machine: Machine,
     /// The daemon's periodic apply: a service whose own exit is final by
@@ -187,6 +188,13 @@ impl Facts {
             machine: Machine::read(),
             reconcile,
         }
+    }
+
+    /// How the last apply declared step `id`, if it installed it (or
+    /// found it unchanged).
+    pub(crate) fn step_before(&self, id: &str) -> Option<&serde_json::Value> {
+        let index = *self.steps_before.get(id)?;
+        state::declared_resource(self.previous.as_ref()?, index)
     }
 
     /// The facts again, after the apply changed the machine (a run-once

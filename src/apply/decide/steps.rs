@@ -139,7 +139,7 @@ pub(super) async fn scheduled(
 /// alone as within the whole declaration's, and serialising the whole
 /// declaration per step cost O(steps × resources).
 fn declared_alike_before(d: &Context<'_>, res: &Resource) -> bool {
-    let Some(before) = d.facts.steps_before.get(res.id.as_str()) else {
+    let Some(before) = d.facts.step_before(res.id.as_str()) else {
         return false;
     };
     serde_json::to_value(res).is_ok_and(|now| &now == before)
