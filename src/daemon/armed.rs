@@ -16,8 +16,6 @@
 //! itself (about 2 KB a step): `plan` asks the scheduler for the armed
 //! step, and a restart reads the record back.
 
-use sha2::{Digest, Sha256};
-
 use crate::declaration::{self, Declaration};
 use crate::store::Store;
 use crate::window::Windows;
@@ -40,17 +38,10 @@ impl Armed {
     /// Armed from `decl` as read back from the record.
     pub fn recalled(decl: &Declaration) -> Armed {
         Armed {
-            recorded: encode(decl).ok().map(|bytes| Sha256::digest(bytes).into()),
+            recorded: crate::store::document_digest(decl).ok(),
             health: crate::render::health_checks(decl),
         }
     }
-}
-
-/// The record's bytes for `decl` (pretty JSON, as the store writes).
-fn encode(decl: &Declaration) -> Result<Vec<u8>, String> {
-    let mut bytes = serde_json::to_vec_pretty(decl).map_err(|e| e.to_string())?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }
 
 /// Record `decl` as the declaration the schedules are armed from, unless
@@ -59,33 +50,20 @@ fn encode(decl: &Declaration) -> Result<Vec<u8>, String> {
 /// to keep of it, and why the record could not be written, if it could
 /// not.
 pub fn remember(store: &Store, decl: &Declaration, was: Option<&Armed>) -> (Armed, Option<String>) {
+    let written = crate::store::document_digest(decl)
+        .map_err(|e| e.to_string())
+        .and_then(|digest| {
+            if was.and_then(|w| w.recorded) != Some(digest) {
+                store.save(ARMED, decl).map_err(|e| e.to_string())?;
+            }
+            Ok(digest)
+        });
+    let (recorded, error) = match written {
+        Ok(digest) => (Some(digest), None),
+        Err(e) => (None, Some(e)),
+    };
     let health = crate::render::health_checks(decl);
-    let written = encode(decl).and_then(|bytes| {
-        let digest: [u8; 32] = Sha256::digest(&bytes).into();
-        if was.and_then(|w| w.recorded) == Some(digest) {
-            return Ok(digest);
-        }
-        store
-            .save_bytes(ARMED, &bytes)
-            .map(|()| digest)
-            .map_err(|e| e.to_string())
-    });
-    match written {
-        Ok(digest) => (
-            Armed {
-                recorded: Some(digest),
-                health,
-            },
-            None,
-        ),
-        Err(e) => (
-            Armed {
-                recorded: None,
-                health,
-            },
-            Some(e),
-        ),
-    }
+    (Armed { recorded, health }, error)
 }
 
 /// The declaration the schedules were last armed from, if any.

@@ -221,13 +221,6 @@ impl Store {
         read_json(&path)
     }
 
-    /// Writes document `name` atomically from bytes already encoded
-    /// (mode 0600).
-    pub fn save_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        let path = self.document_path(name)?;
-        write_atomic(&path, bytes, FILE_MODE).map_err(|e| StoreError::io("write", &path, e))
-    }
-
     /// Writes document `name` atomically (pretty JSON, mode 0600).
     pub fn save<T: Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
         let path = self.document_path(name)?;
@@ -273,13 +266,33 @@ fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StoreError> 
         })
 }
 
+/// Encodes `value` as a document is written (pretty JSON and a newline)
+/// into `out`.
+fn encode_into<T: Serialize + ?Sized>(
+    mut out: impl io::Write,
+    value: &T,
+) -> serde_json::Result<()> {
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.write_all(b"\n").map_err(serde_json::Error::io)
+}
+
+/// SHA-256 of `value` as [`Store::save`] would write it, computed as it
+/// is encoded (no copy of a document of megabytes is made to tell
+/// whether it changed).
+pub fn document_digest<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<[u8; 32]> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    encode_into(&mut hasher, value)?;
+    Ok(hasher.finalize().into())
+}
+
 /// Encodes `value` as pretty JSON and writes it atomically, mode 0600.
 pub(crate) fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), StoreError> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| StoreError::Encode {
+    let mut bytes = Vec::new();
+    encode_into(&mut bytes, value).map_err(|source| StoreError::Encode {
         path: path.to_owned(),
         source,
     })?;
-    bytes.push(b'\n');
     write_atomic(path, &bytes, FILE_MODE).map_err(|e| StoreError::io("write", path, e))
 }
 
@@ -291,6 +304,18 @@ mod tests {
 
     fn mode_of(path: &Path) -> u32 {
         fs::metadata(path).expect("stat").permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_documents_digest_is_that_of_the_file_save_writes() {
+        use sha2::Digest;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let value = BTreeMap::from([("a", vec![1, 2]), ("b", vec![])]);
+        store.save("doc", &value).expect("save");
+        let written = fs::read(dir.path().join("doc.json")).expect("read");
+        let digest: [u8; 32] = sha2::Sha256::digest(&written).into();
+        assert_eq!(document_digest(&value).expect("digest"), digest);
     }
 
     #[test]
