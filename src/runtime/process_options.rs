@@ -1,6 +1,7 @@
 //! A container's process options, held only when set.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::LazyLock;
 
 use super::ProcessSpec;
 
@@ -13,37 +14,11 @@ use super::ProcessSpec;
 pub struct ProcessOptions(Option<Box<ProcessSpec>>);
 
 /// What an unset [`ProcessOptions`] reads as.
-static DEFAULTS: ProcessSpec = ProcessSpec {
-    entrypoint: None,
-    working_dir: None,
-    platform: None,
-    hostname: None,
-    stop_signal: None,
-    stop_grace: None,
-    init: false,
-    cap_add: Vec::new(),
-    cap_drop: Vec::new(),
-    privileged: false,
-    read_only_root: false,
-    no_new_privileges: false,
-    security_opt: Vec::new(),
-    logging: None,
-    memory: None,
-    memory_reservation: None,
-    nano_cpus: None,
-    pids_limit: None,
-    shm_size: None,
-    tmpfs: Vec::new(),
-    ulimits: Vec::new(),
-    sysctls: Vec::new(),
-    extra_hosts: Vec::new(),
-    devices: Vec::new(),
-    device_requests: Vec::new(),
-};
+static DEFAULTS: LazyLock<ProcessSpec> = LazyLock::new(ProcessSpec::default);
 
 impl From<ProcessSpec> for ProcessOptions {
     fn from(spec: ProcessSpec) -> Self {
-        if spec == DEFAULTS {
+        if spec == *DEFAULTS {
             ProcessOptions(None)
         } else {
             ProcessOptions(Some(Box::new(spec)))

@@ -686,7 +686,7 @@ where
 /// Podman 4.3's 500 for an inspect that read the container's process the
 /// instant it ended: `read /proc/5212/cgroup: no such process`. Asked
 /// again, the container has exited.
-pub(super) fn is_podman_vanished_process(message: &str) -> bool {
+fn is_podman_vanished_process(message: &str) -> bool {
     message.starts_with("read /proc/") && message.ends_with(": no such process")
 }
 
