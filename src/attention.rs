@@ -178,7 +178,9 @@ mod tests {
     fn applied(ok: bool, lines: Vec<ReportLine>, halted: Option<Halt>) -> AppliedState {
         AppliedState {
             format: crate::apply::state::APPLIED_FORMAT,
-            declaration: json!({"declaration": 1, "resources": []}),
+            declaration: crate::apply::recorded::RecordedDeclaration::from_value(
+                &json!({"declaration": 1, "resources": []}),
+            ),
             applied_at: at("2026-12-01T10:00:00Z"),
             ok,
             halted,

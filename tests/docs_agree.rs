@@ -300,7 +300,7 @@ fn the_status_example_is_as_the_code_prints_it_on_both_pages() {
             .to_utc()
     };
     let applied = serde_json::from_value(serde_json::json!({
-        "format": 1, "declaration": null, "applied-at": "2026-03-29T10:00:04Z", "ok": true,
+        "format": 1, "declaration": {"declaration": 1, "resources": []}, "applied-at": "2026-03-29T10:00:04Z", "ok": true,
         "lines": [{"id": "registry", "action": "unchanged"},
                   {"id": "garbage-collect", "action": "installed"}]
     }))

@@ -170,7 +170,7 @@ pub fn lines_listed(lines: &[ReportLine], brief: bool) -> Vec<ReportLine> {
 /// files, units and containers: megabytes at thousands of resources).
 pub fn of_applied(applied: AppliedState) -> AppliedState {
     AppliedState {
-        declaration: serde_json::Value::Null,
+        declaration: Default::default(),
         files: Default::default(),
         units: Vec::new(),
         containers: Vec::new(),

@@ -72,17 +72,12 @@ pub fn applied_count(store: &Store, existing: Option<&BTreeSet<String>>) -> Resu
         .load(CONTAINER_INPUTS)
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
-    let resources: Vec<&serde_json::Value> = previous
-        .as_ref()
-        .and_then(|p| p.declaration.get("resources"))
-        .and_then(serde_json::Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
     // Every container declared: its container goes, or its schedule.
-    let declared: BTreeSet<&str> = resources
+    let declared: BTreeSet<String> = previous
         .iter()
-        .filter(|r| r.get("type").and_then(serde_json::Value::as_str) == Some("container"))
-        .filter_map(|r| r.get("name").and_then(serde_json::Value::as_str))
+        .flat_map(|p| p.declaration.heads())
+        .filter(|head| head.kind.as_deref() == Some("container"))
+        .filter_map(|head| head.name)
         .collect();
     // And each one this state made, no longer declared, still there.
     let mut known: BTreeSet<&str> = previous
@@ -92,7 +87,7 @@ pub fn applied_count(store: &Store, existing: Option<&BTreeSet<String>>) -> Resu
     known.extend(inputs.keys().map(String::as_str));
     let undeclared = known
         .iter()
-        .filter(|name| !declared.contains(*name))
+        .filter(|name| !declared.contains(**name))
         .filter(|name| existing.is_none_or(|e| e.contains(**name)))
         .count();
     let containers = declared.len() + undeclared;
@@ -149,7 +144,9 @@ mod tests {
     fn applied(store: &Store, resources: serde_json::Value, containers: &[&str]) {
         let state = AppliedState {
             format: super::super::state::APPLIED_FORMAT,
-            declaration: json!({"declaration": 1, "resources": resources}),
+            declaration: crate::apply::recorded::RecordedDeclaration::from_value(
+                &json!({"declaration": 1, "resources": resources}),
+            ),
             applied_at: chrono::Utc::now(),
             ok: true,
             halted: None,
@@ -226,16 +223,15 @@ mod tests {
         // declared, a unit file written, an account made, a network made,
         // a shared folder's entries set: 5, the 3 others not counted.
         let mut state: AppliedState = store.load(APPLIED).expect("read").expect("state");
-        state.declaration["resources"]
-            .as_array_mut()
-            .expect("resources")
-            .extend([
-                json!({"id": "web", "type": "container", "name": "web"}),
-                json!({"id": "tick", "type": "unit", "name": "tick.timer"}),
-                json!({"id": "svc", "type": "identity", "name": "svc"}),
-                json!({"id": "back", "type": "network", "name": "back"}),
-                json!({"id": "share", "type": "shared-folder", "path": "/srv/share"}),
-            ]);
+        for resource in [
+            json!({"id": "web", "type": "container", "name": "web"}),
+            json!({"id": "tick", "type": "unit", "name": "tick.timer"}),
+            json!({"id": "svc", "type": "identity", "name": "svc"}),
+            json!({"id": "back", "type": "network", "name": "back"}),
+            json!({"id": "share", "type": "shared-folder", "path": "/srv/share"}),
+        ] {
+            state.declaration.push(&resource);
+        }
         state.units = vec!["tick.timer".into()];
         state.containers = vec!["web".into(), "old".into()];
         store.save(APPLIED, &state).expect("save");

@@ -192,9 +192,9 @@ impl Facts {
 
     /// How the last apply declared step `id`, if it installed it (or
     /// found it unchanged).
-    pub(crate) fn step_before(&self, id: &str) -> Option<&serde_json::Value> {
+    pub(crate) fn step_before(&self, id: &str) -> Option<&serde_json::value::RawValue> {
         let index = *self.steps_before.get(id)?;
-        state::declared_resource(self.previous.as_ref()?, index)
+        self.previous.as_ref()?.declaration.resource(index)
     }
 
     /// The facts again, after the apply changed the machine (a run-once

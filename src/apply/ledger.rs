@@ -351,7 +351,7 @@ impl Ledger {
             .collect();
         let applied = AppliedState {
             format: state::APPLIED_FORMAT,
-            declaration: serde_json::to_value(decl).unwrap_or_default(),
+            declaration: super::recorded::RecordedDeclaration::of(decl).unwrap_or_default(),
             applied_at: finished_at,
             ok: self.ok && error.is_none(),
             halted: self.halted.clone(),

@@ -81,6 +81,7 @@ pub mod node_declaration;
 pub mod nofollow;
 pub mod plan;
 pub mod pull;
+pub mod recorded;
 pub mod records;
 pub mod report;
 pub mod rollouts;

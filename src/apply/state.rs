@@ -24,6 +24,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::recorded::RecordedDeclaration;
 use super::report::{Action, Halt, ReportLine};
 use crate::container_spec::BuiltContainer;
 
@@ -36,8 +37,8 @@ pub const APPLIED_FORMAT: u32 = 1;
 pub struct AppliedState {
     /// Format of this document ([`APPLIED_FORMAT`]).
     pub format: u32,
-    /// The declaration, in its canonical JSON form.
-    pub declaration: Value,
+    /// The declaration, each resource in its canonical JSON form.
+    pub declaration: RecordedDeclaration,
     /// When the apply ended.
     pub applied_at: DateTime<Utc>,
     /// Whether it succeeded.
@@ -159,18 +160,19 @@ impl ContainerInputs {
 
 /// The scheduled steps `previous` installed (or found unchanged), by id:
 /// the index of each in that apply's declared resources
-/// ([`declared_resource`]), not a copy (at 5,000 steps the copies were a
+/// ([`RecordedDeclaration::resource`]), not a copy (at 5,000 steps the copies were a
 /// tenth of an apply's peak).
 ///
 /// The previous declaration's resources are indexed by id once: a lookup
 /// per report line would cost O(n²) over a declaration of n resources
 /// (a thousand services took a large share of a no-op apply that way).
 pub(super) fn installed_steps(previous: &AppliedState) -> BTreeMap<String, usize> {
-    let scheduled: BTreeMap<&str, usize> = declared_resources(previous)
-        .iter()
+    let scheduled: BTreeMap<String, usize> = previous
+        .declaration
+        .heads()
         .enumerate()
-        .filter(|(_, r)| r.get("schedule").is_some_and(|s| !s.is_null()))
-        .filter_map(|(i, r)| Some((r.get("id")?.as_str()?, i)))
+        .filter(|(_, head)| head.scheduled)
+        .filter_map(|(i, head)| Some((head.id?, i)))
         .collect();
     previous
         .lines
@@ -178,20 +180,6 @@ pub(super) fn installed_steps(previous: &AppliedState) -> BTreeMap<String, usize
         .filter(|l| matches!(l.action, Action::Installed | Action::Unchanged))
         .filter_map(|l| Some((l.id.clone(), *scheduled.get(l.id.as_str())?)))
         .collect()
-}
-
-/// The resources `previous` declared, as it recorded them.
-fn declared_resources(previous: &AppliedState) -> &[Value] {
-    previous
-        .declaration
-        .get("resources")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// Resource `index` of the resources `previous` declared.
-pub(super) fn declared_resource(previous: &AppliedState, index: usize) -> Option<&Value> {
-    declared_resources(previous).get(index)
 }
 
 #[cfg(test)]
@@ -243,7 +231,9 @@ mod tests {
     fn applied_state_round_trips_and_refuses_unknown_fields() {
         let state = AppliedState {
             format: APPLIED_FORMAT,
-            declaration: json!({"declaration": 1, "resources": []}),
+            declaration: RecordedDeclaration::from_value(
+                &json!({"declaration": 1, "resources": []}),
+            ),
             applied_at: Utc::now(),
             ok: true,
             halted: None,
@@ -260,9 +250,10 @@ mod tests {
         };
         let mut value = serde_json::to_value(&state).expect("serialize");
         assert_eq!(value["lines"][0]["action"], "held-still");
-        let back: AppliedState = serde_json::from_value(value.clone()).expect("deserialize");
+        let back: AppliedState =
+            serde_json::from_str(&serde_json::to_string(&state).expect("encode")).expect("decode");
         assert_eq!(back, state);
         value["surprise"] = json!(1);
-        assert!(serde_json::from_value::<AppliedState>(value).is_err());
+        assert!(serde_json::from_str::<AppliedState>(&value.to_string()).is_err());
     }
 }
