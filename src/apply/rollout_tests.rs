@@ -190,7 +190,7 @@ async fn a_kill_while_judging_is_finished_by_the_next_apply() {
         let (res, c) = d.containers().next().expect("web");
         crate::container_spec::build(&d, res, c).expect("build")
     };
-    let mut new = built.spec.clone();
+    let mut new = crate::runtime::ContainerSpec::clone(&built.spec);
     new.mounts.push(crate::runtime::MountSpec {
         source: volume.clone(),
         target: "/data".into(),
@@ -291,7 +291,7 @@ async fn a_kill_before_the_refused_one_was_removed_puts_the_old_one_back_however
         let (res, c) = d.containers().next().expect("web");
         crate::container_spec::build(&d, res, c).expect("build")
     };
-    let mut new = built.spec.clone();
+    let mut new = crate::runtime::ContainerSpec::clone(&built.spec);
     new.mounts.push(crate::runtime::MountSpec {
         source: volume.clone(),
         target: "/data".into(),
@@ -354,7 +354,7 @@ async fn interrupted(r: &Rig, n: u8, running: bool, volume: &str) -> String {
         let (res, c) = d.containers().next().expect("web");
         crate::container_spec::build(&d, res, c).expect("build")
     };
-    let mut new = built.spec.clone();
+    let mut new = crate::runtime::ContainerSpec::clone(&built.spec);
     new.mounts.push(crate::runtime::MountSpec {
         source: volume.to_string(),
         target: "/data".into(),

@@ -105,7 +105,7 @@ impl<'d> Builds<'d> {
             return Some(spec.clone());
         }
         let (res, c) = self.container(id)?;
-        let spec = Arc::new(self.build(res, c).ok()?.spec.clone());
+        let spec = self.build(res, c).ok()?.spec.clone();
         self.kept().specs.insert(id.to_string(), spec.clone());
         Some(spec)
     }

@@ -65,8 +65,8 @@ pub const MAX_ENV_FILE: u64 = 1024 * 1024;
 /// A declared container made ready for the runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuiltContainer {
-    /// What to create.
-    pub spec: ContainerSpec,
+    /// What to create (shared with the step that runs it, if any).
+    pub spec: std::sync::Arc<ContainerSpec>,
     /// The runtime-relevant declared fields, by field name (for reasons).
     pub fields: BTreeMap<String, Value>,
     /// Each file read at creation and its SHA-256 (`None`: absent).
@@ -373,7 +373,7 @@ fn build_with(
         journal: None,
     };
     Ok(BuiltContainer {
-        spec,
+        spec: spec.into(),
         fields,
         reads,
         identity,

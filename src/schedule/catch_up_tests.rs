@@ -73,11 +73,11 @@ fn daily_gc(catch_up: bool) -> ScheduledStep {
         def: StepDef {
             id: "gc".into(),
             module: None,
-            spec: ContainerSpec {
+            spec: std::sync::Arc::new(ContainerSpec {
                 name: "gc-run".into(),
                 image: "img@sha256:00".into(),
                 ..ContainerSpec::default()
-            },
+            }),
             timeout: None,
             holds: Vec::new(),
             hold_specs: Default::default(),
@@ -415,7 +415,7 @@ fn daily(id: &str, minute: u32) -> ScheduledStep {
     let mut step = daily_gc(false);
     let mut def = (*step.def).clone();
     def.id = id.into();
-    def.spec.name = format!("{id}-run");
+    std::sync::Arc::make_mut(&mut def.spec).name = format!("{id}-run");
     step.def = def.into();
     std::sync::Arc::make_mut(&mut step.timing).id = id.into();
     std::sync::Arc::make_mut(&mut step.timing).cron =

@@ -14,7 +14,7 @@ async fn a_run_the_oom_killer_ended_fails_as_such_and_its_window_closes() {
     r.fake.oom_kill_runs("gc-run");
     r.fake.exit_with("gc-run", 137, Duration::from_secs(3));
     let mut def = step("gc", &["registry"], None);
-    def.spec.process.memory = Some(256 << 20);
+    std::sync::Arc::make_mut(&mut def.spec).process.memory = Some(256 << 20);
     let report = r.firer.fire(&def, t0()).await;
     assert_eq!(report.outcome, RunOutcome::OomKilled { status: 137 });
     assert_eq!(report.outcome.reason(), "oom");

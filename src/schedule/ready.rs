@@ -99,7 +99,7 @@ pub enum ReadyState {
 /// whose unit gives `cgroup_parent`: its output goes to the journal as
 /// that fire's ([`crate::schedule::output`]).
 pub fn run_spec(def: &StepDef, cgroup_parent: Option<&str>, due: DateTime<Utc>) -> ContainerSpec {
-    let mut spec = def.spec.clone();
+    let mut spec = ContainerSpec::clone(&def.spec);
     spec.cgroup_parent = cgroup_parent.map(str::to_string);
     spec.labels.insert(
         LABEL_READY.to_string(),

@@ -41,12 +41,12 @@ fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
         def: StepDef {
             id: id.to_string(),
             module: None,
-            spec: ContainerSpec {
+            spec: std::sync::Arc::new(ContainerSpec {
                 name: format!("{id}-run"),
                 image: "img@sha256:00".into(),
                 labels: [(LABEL_IDENTITY.to_string(), identity.to_string())].into(),
                 ..ContainerSpec::default()
-            },
+            }),
             timeout: None,
             holds: Vec::new(),
             hold_specs: Default::default(),
@@ -258,7 +258,7 @@ async fn a_container_made_otherwise_is_replaced_and_a_running_one_never_touched(
         false,
     );
     let running = step("scan", "0 3 * * *", "a");
-    fake.add_container(running.def.spec.clone(), true);
+    fake.add_container(ContainerSpec::clone(&running.def.spec), true);
     let r = rig("2026-06-01T02:59:55Z", fake.clone());
     r.handle
         .sync(vec![step("gc", "0 3 * * *", "a"), running])

@@ -68,11 +68,11 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
             def: StepDef {
                 id: id.to_string(),
                 module: None,
-                spec: ContainerSpec {
+                spec: std::sync::Arc::new(ContainerSpec {
                     name: format!("{id}-run"),
                     image: "img@sha256:00".into(),
                     ..ContainerSpec::default()
-                },
+                }),
                 timeout: None,
                 holds: Vec::new(),
                 hold_specs: Default::default(),

@@ -23,8 +23,9 @@ pub struct StepDef {
     pub id: String,
     /// Its module.
     pub module: Option<String>,
-    /// The container to run (its cgroup parent is set per fire).
-    pub spec: ContainerSpec,
+    /// The container to run (its cgroup parent is set per fire): the
+    /// apply's build of it, shared, not copied.
+    pub spec: Arc<ContainerSpec>,
     /// Seconds the run may take before it is stopped.
     pub timeout: Option<Duration>,
     /// `(resource id, runtime name)` of the containers held still, in stop order.

@@ -76,7 +76,7 @@ pub(crate) fn step(id: &str, holds: &[&str], timeout: Option<u64>) -> StepDef {
     StepDef {
         id: id.into(),
         module: Some("m".into()),
-        spec: spec(&format!("{id}-run")),
+        spec: spec(&format!("{id}-run")).into(),
         timeout: timeout.map(Duration::from_secs),
         holds: holds
             .iter()

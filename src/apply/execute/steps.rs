@@ -62,7 +62,7 @@ async fn run_to_completion(
     let began = Instant::now();
     // Its output goes to the journal as a step's does, under a name of
     // this run (it has no unit of its own).
-    let mut spec = work.built.spec.clone();
+    let mut spec = crate::runtime::ContainerSpec::clone(&work.built.spec);
     let run = run_once_name(id, chrono::Utc::now());
     to_journal(&mut spec, id, &run);
     // Where the runtime keeps the output to itself, it is owed to the
