@@ -486,17 +486,37 @@ fn schedules_stay_armed_after_an_apply_that_halted_or_could_not_start() {
              "command": ["sh", "-c", "exit 3"], "network": "none", "run-once": true,
              "timeout": 60},
             declare::service("a", &a, &img),
-            declare::step("keep", &gc, &img, "true", &["a"], 300)
+            // Declared otherwise now: not reached, so not armed.
+            declare::step("keep", &gc, &img, "true", &["a"], 600)
         ]),
     );
     let out = d.cli(&["apply", &file]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("halted at fails"), "{}", text(&out));
     assert!(armed(&d), "still armed after a halted apply");
+    // `plan` through the daemon is the step as armed, what its next fire
+    // runs; `plan --local` reads the file the halted apply installed.
+    let plan_says = |d: &DaemonUnit, local: bool, timeout: &str| {
+        let args: &[&str] = if local {
+            &["plan", "keep", "--local"]
+        } else {
+            &["plan", "keep"]
+        };
+        let out = d.cli_with_state(args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!("timeout {timeout}")),
+            "plan {args:?} shows {timeout}:\n{}",
+            text(&out)
+        );
+    };
+    plan_says(&d, false, "300s");
+    plan_says(&d, true, "600s");
     // A new daemon whose first apply halts too arms them from the last
     // complete apply.
     d.restart();
     assert!(armed(&d), "still armed after a restart whose apply halted");
+    plan_says(&d, false, "300s");
     let kept = d.journal("-5min", &["--grep", "schedules stay as armed"]);
     assert!(kept.lines().count() >= 2, "each failure is logged: {kept}");
     // The step still fires through the daemon.
