@@ -76,24 +76,37 @@ fn give_back() {
     }
 }
 
-/// At most two malloc arenas for the whole process, set before its
-/// threads start. glibc gives a thread that meets a locked arena one of
-/// its own, up to eight per core, and each keeps what was freed in it:
-/// the daemon's threads take turns far more than they contend, and its
-/// resident memory after large applies was mostly arenas' free lists (a
-/// live heap of 40 MB in 133 MiB resident at 1,000 services and 5,000
-/// steps: docs/benchmarks.md). Elsewhere than glibc this does nothing.
+/// The allocator set for a long-lived daemon, before its threads start
+/// (docs/benchmarks.md has the figures). Elsewhere than glibc this does
+/// nothing.
+///
+/// - At most two malloc arenas for the whole process. glibc gives a
+///   thread that meets a locked arena one of its own, up to eight per
+///   core, and each keeps what was freed in it: the daemon's threads take
+///   turns far more than they contend, and its resident memory after
+///   large applies was mostly arenas' free lists (a live heap of 40 MB in
+///   133 MiB resident at 1,000 services and 5,000 steps).
+/// - Blocks of 64 KiB and more mapped on their own and unmapped when
+///   freed, always. glibc's threshold otherwise rises to the largest
+///   block freed (up to 32 MiB), so after an apply's first large buffer
+///   (a request of megabytes, a listing, a report) the next ones are cut
+///   from the heap, and the few bytes kept live among their remains hold
+///   whole pages resident after the apply.
 #[allow(unsafe_code)]
-pub fn few_arenas() {
+pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt takes two integers and only sets an allocator limit.
+    // SAFETY: mallopt takes two integers and only sets allocator limits.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MAPPED_FROM);
     }
 }
 
-/// See [`few_arenas`].
+/// See [`tune_allocator`].
 const ARENAS: i32 = 2;
+
+/// See [`tune_allocator`]: the size from which a block is mapped.
+const MAPPED_FROM: i32 = 64 * 1024;
 
 use std::sync::mpsc::{RecvTimeoutError, Sender};
 

@@ -66,7 +66,7 @@ const STATUS_FALLBACK_EVERY: Duration = Duration::from_secs(2);
 
 /// Run the daemon; returns the process exit code.
 pub fn run(cfg: DaemonConfig) -> u8 {
-    crate::task::few_arenas();
+    crate::task::tune_allocator();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
