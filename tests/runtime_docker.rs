@@ -148,7 +148,7 @@ fn spec(node: &Node, name: &str, script: &str) -> ContainerSpec {
         command: Some(vec!["sh".into(), "-c".into(), script.into()]),
         // The node's Docker runs without a bridge.
         network: Some("none".into()),
-        labels: BTreeMap::from([(LABEL_RESOURCE.to_owned(), name.to_owned())]),
+        labels: [(LABEL_RESOURCE.to_owned(), name.to_owned())].into(),
         ..Default::default()
     }
 }

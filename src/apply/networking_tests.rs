@@ -141,7 +141,7 @@ async fn a_network_made_by_hand_or_used_by_others_is_never_made_again() {
         .await;
     assert!(first.ok, "{first}");
     let mut stranger = managed("stranger", "x", &img(1));
-    stranger.labels.clear();
+    stranger.labels = Default::default();
     stranger.network = Some("app_back".into());
     r.fake.add_container(stranger, true);
     let second = r

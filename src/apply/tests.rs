@@ -176,10 +176,11 @@ fn managed(name: &str, resource: &str, image: &str) -> ContainerSpec {
     ContainerSpec {
         name: name.into(),
         image: image.into(),
-        labels: BTreeMap::from([
+        labels: [
             (LABEL_MANAGED.to_string(), "true".to_string()),
             (LABEL_RESOURCE.to_string(), resource.to_string()),
-        ]),
+        ]
+        .into(),
         ..ContainerSpec::default()
     }
 }

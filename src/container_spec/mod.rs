@@ -234,7 +234,7 @@ fn build_with(
         );
     }
     let identity = identity_of(&fields, &reads);
-    let mut labels = BTreeMap::from([
+    let mut labels = crate::runtime::Labels::from([
         (LABEL_MANAGED.to_string(), MANAGED_VALUE.to_string()),
         (LABEL_RESOURCE.to_string(), res.id.to_string()),
         (LABEL_ROLE.to_string(), role.to_string()),
@@ -247,7 +247,9 @@ fn build_with(
     // The operator's labels never take a name of mesh-host's (refused by
     // the declaration's validation).
     for (k, v) in &container.options.labels {
-        labels.entry(k.clone()).or_insert_with(|| v.clone());
+        if !labels.contains_key(k) {
+            labels.insert(k.clone(), v.clone());
+        }
     }
     let o = &container.options;
     let process = ProcessSpec {

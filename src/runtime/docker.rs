@@ -154,7 +154,6 @@ mod tests {
     use crate::runtime::PortSpec;
     use crate::runtime::{HealthSpec, JournalLog, MountSpec, RestartPolicy, LABEL_MANAGED};
     use bollard::models::{HealthConfig, MountType, RestartPolicyNameEnum};
-    use std::collections::BTreeMap;
     use std::time::Duration;
 
     #[test]
@@ -357,7 +356,7 @@ mod tests {
             process: Default::default(),
             dns: vec!["10.0.0.53".parse().expect("literal address")],
             user: Some("1000:1000".into()),
-            labels: BTreeMap::from([("mesh-host.resource".into(), "web".into())]),
+            labels: [("mesh-host.resource".to_string(), "web".to_string())].into(),
             restart: RestartPolicy::UnlessStopped,
             cgroup_parent: None,
             auto_remove: false,

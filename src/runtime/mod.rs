@@ -18,9 +18,11 @@ use futures_util::Stream;
 pub mod docker;
 #[cfg(any(test, feature = "fake-runtime"))]
 pub mod fake;
+mod labels;
 pub mod networking;
 mod process_options;
 mod replace;
+pub use labels::Labels;
 pub use networking::{NetworkAttach, NetworkInfo, NetworkSpec, VolumeInfo, VolumeSpec};
 
 pub use docker::DockerRuntime;
@@ -332,7 +334,7 @@ pub struct ContainerSpec {
     /// `UID[:GID]` to run as; `None` = the image's user.
     pub user: Option<String>,
     /// Labels; [`LABEL_MANAGED`] is added by [`ContainerRuntime::create`].
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     /// Restart policy.
     pub restart: RestartPolicy,
     /// Cgroup parent: a cgroup path with the cgroupfs driver, a slice name

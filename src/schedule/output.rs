@@ -101,8 +101,8 @@ mod tests {
     fn a_spec_sent_to_the_journal_carries_its_step_and_fire() {
         let mut spec = ContainerSpec::default();
         to_journal(&mut spec, "gc", "F");
-        assert_eq!(spec.labels.get(LABEL_STEP).map(String::as_str), Some("gc"));
-        assert_eq!(spec.labels.get(LABEL_FIRE).map(String::as_str), Some("F"));
+        assert_eq!(spec.labels.get(LABEL_STEP), Some("gc"));
+        assert_eq!(spec.labels.get(LABEL_FIRE), Some("F"));
         let journal = spec.journal.expect("journal");
         assert_eq!(journal.labels, ["mesh.step", "mesh.fire"]);
         assert_eq!(journal.tag, "mesh-host-step");

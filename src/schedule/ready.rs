@@ -131,7 +131,8 @@ pub fn is_made_ready_from(info: &ContainerInfo, def: &StepDef) -> bool {
     info.status == "created"
         && info.labels.contains_key(LABEL_READY)
         && info.labels.contains_key(LABEL_IDENTITY)
-        && info.labels.get(LABEL_IDENTITY) == def.spec.labels.get(LABEL_IDENTITY)
+        && info.labels.get(LABEL_IDENTITY).map(String::as_str)
+            == def.spec.labels.get(LABEL_IDENTITY)
 }
 
 /// Make the container of `spec` in place of `existing` (the last run's,
@@ -152,7 +153,8 @@ pub async fn make_in_place(
             Ok(left) => left.filter(|left| {
                 !left.running
                     && left.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE)
-                    && left.labels.get(LABEL_RESOURCE) == spec.labels.get(LABEL_RESOURCE)
+                    && left.labels.get(LABEL_RESOURCE).map(String::as_str)
+                        == spec.labels.get(LABEL_RESOURCE)
             }),
             Err(e) => return Err(format!("cannot inspect {}: {e}", replaced_name(name))),
         },
@@ -243,8 +245,8 @@ impl Readier {
             .spec
             .labels
             .get(LABEL_IDENTITY)
-            .cloned()
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .to_string();
         let armed = (due, identity, def.spec.name.clone());
         let beyond = (due - now).to_std().is_ok_and(|ahead| ahead > horizon);
         let mut slots = self.slots();

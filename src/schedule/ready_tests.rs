@@ -133,7 +133,7 @@ async fn the_due_second_costs_only_a_start() {
     // Made at arming (the fire is less than the lead away), never started.
     assert_eq!(fake.mutations(), vec![Call::Create("gc-run".into())]);
     let spec = fake.spec_of("gc-run").expect("created");
-    assert_eq!(spec.labels.get(LABEL_READY).map(String::as_str), Some(""));
+    assert_eq!(spec.labels.get(LABEL_READY), Some(""));
     assert!(!fake.is_running("gc-run"));
     assert!(matches!(
         ready_state(&r, "gc").await,
@@ -179,10 +179,7 @@ async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_i
         .expect("sync");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let spec = fake.spec_of("gc-run").expect("made again");
-    assert_eq!(
-        spec.labels.get(LABEL_IDENTITY).map(String::as_str),
-        Some("b")
-    );
+    assert_eq!(spec.labels.get(LABEL_IDENTITY), Some("b"));
     // Set aside, made again, the old one removed (never while it runs).
     assert_eq!(
         count(
@@ -266,7 +263,7 @@ async fn a_container_made_otherwise_is_replaced_and_a_running_one_never_touched(
         .expect("sync");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let gc = fake.spec_of("gc-run").expect("made again");
-    assert_eq!(gc.labels.get(LABEL_IDENTITY).map(String::as_str), Some("a"));
+    assert_eq!(gc.labels.get(LABEL_IDENTITY), Some("a"));
     assert!(
         fake.is_running("scan-run"),
         "a run in flight is never removed"

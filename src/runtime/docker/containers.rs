@@ -498,7 +498,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
     let mut labels: HashMap<String, String> = spec
         .labels
         .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     labels.insert(LABEL_MANAGED.into(), MANAGED_VALUE.into());
     // A bind mount goes as `Binds` (`SOURCE:TARGET[:ro]`), as `docker

@@ -90,7 +90,7 @@ impl FakeRuntime {
             exit_code: c.exit_code,
             started_at: c.started_at.clone(),
             finished_at: c.finished_at.clone(),
-            labels: c.spec.labels.clone(),
+            labels: c.spec.labels.clone().into_iter().collect(),
             pid: c.pid,
             oom_killed: c.oom_killed,
             health: health(c),
@@ -253,12 +253,12 @@ impl RuntimeView for FakeRuntime {
         Ok(state
             .containers
             .values()
-            .filter(|c| c.spec.labels.get(LABEL_MANAGED).map(String::as_str) == Some(MANAGED_VALUE))
+            .filter(|c| c.spec.labels.get(LABEL_MANAGED) == Some(MANAGED_VALUE))
             .map(|c| ContainerSummary {
                 id: c.id.clone(),
                 name: c.spec.name.clone(),
                 running: c.status == Status::Running,
-                labels: c.spec.labels.clone(),
+                labels: c.spec.labels.clone().into_iter().collect(),
                 created: c.created,
                 network_mode: c.spec.network.clone(),
             })
