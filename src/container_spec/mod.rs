@@ -234,15 +234,16 @@ fn build_with(
         );
     }
     let identity = identity_of(&fields, &reads);
-    let mut labels = crate::runtime::Labels::from([
-        (LABEL_MANAGED.to_string(), MANAGED_VALUE.to_string()),
-        (LABEL_RESOURCE.to_string(), res.id.to_string()),
-        (LABEL_ROLE.to_string(), role.to_string()),
-        (LABEL_IDENTITY.to_string(), identity.clone()),
-        (LABEL_RECORD.to_string(), RECORD_FORMAT.to_string()),
-    ]);
+    // Names and values of the program's are set borrowed, not copied
+    // (thousands of specs carry them).
+    let mut labels = crate::runtime::Labels::new();
+    labels.set(LABEL_MANAGED, MANAGED_VALUE);
+    labels.set(LABEL_RESOURCE, res.id.to_string());
+    labels.set(LABEL_ROLE, role);
+    labels.set(LABEL_IDENTITY, identity.clone());
+    labels.set(LABEL_RECORD, RECORD_FORMAT);
     if let Some(module) = &res.module {
-        labels.insert(LABEL_MODULE.to_string(), module.to_string());
+        labels.set(LABEL_MODULE, module.to_string());
     }
     // The operator's labels never take a name of mesh-host's (refused by
     // the declaration's validation).

@@ -1,6 +1,7 @@
 //! A container's labels as its spec holds them ([`Labels`]): a short list
 //! sorted by key, whose keys and values mesh-host writes itself are
-//! borrowed from the program, not allocated.
+//! borrowed from the program, not allocated (those of this layer found
+//! by [`Labels::insert`], the others' given by [`Labels::set`]).
 //!
 //! Every step and service spec carries the same five or six labels of
 //! mesh-host's (`mesh-host.managed=true`, its resource, role, identity,
@@ -13,22 +14,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Keys and values that are taken from here instead of allocated.
+/// The runtime's own keys and values, taken from here by
+/// [`Labels::insert`] instead of allocated.
 const KNOWN: &[&str] = &[
     super::LABEL_MANAGED,
     super::LABEL_RESOURCE,
     super::LABEL_MODULE,
     super::LABEL_MADE_AS,
     super::MANAGED_VALUE,
-    crate::container_spec::LABEL_IDENTITY,
-    crate::container_spec::LABEL_RECORD,
-    crate::container_spec::LABEL_ROLE,
-    crate::container_spec::RECORD_FORMAT,
-    "step",
-    "service",
-    crate::schedule::ready::LABEL_READY,
-    crate::schedule::output::LABEL_STEP,
-    crate::schedule::output::LABEL_FIRE,
 ];
 
 /// `text` borrowed from [`KNOWN`] when it is there, else owned.
@@ -71,6 +64,23 @@ impl Labels {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value).into_owned()),
             Err(i) => {
                 self.0.insert(i, (interned(key), value));
+                None
+            }
+        }
+    }
+
+    /// Set `key`, a name of the program's, to `value` (borrowed too when
+    /// it is one); the value it replaced.
+    pub fn set(
+        &mut self,
+        key: &'static str,
+        value: impl Into<Cow<'static, str>>,
+    ) -> Option<String> {
+        let value = value.into();
+        match self.find(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value).into_owned()),
+            Err(i) => {
+                self.0.insert(i, (Cow::Borrowed(key), value));
                 None
             }
         }
@@ -183,7 +193,15 @@ mod tests {
         assert_eq!(labels.insert("a".into(), "2".into()), None);
         assert_eq!(labels.insert("b".into(), "3".into()), Some("1".into()));
         assert_eq!(labels.iter().collect::<Vec<_>>(), [("a", "2"), ("b", "3")]);
-        assert_eq!(labels.remove("a"), Some("2".into()));
+        assert_eq!(labels.set("c", "static"), None);
+        assert!(matches!(
+            labels.0[2],
+            (Cow::Borrowed("c"), Cow::Borrowed("static"))
+        ));
+        assert_eq!(labels.set("a", String::from("4")), Some("2".into()));
+        assert_eq!(labels.get("a"), Some("4"));
+        labels.remove("c");
+        assert_eq!(labels.remove("a"), Some("4".into()));
         assert_eq!(labels.remove("a"), None);
         assert_eq!(labels.len(), 1);
         assert!(labels.contains_key("b") && !labels.is_empty());

@@ -65,8 +65,8 @@ pub fn is_fire_of(step: &str, name: &str) -> bool {
 /// Make `spec` write its output to the journal as the output of `fire` of
 /// `step`: the labels that become its fields, and the tag.
 pub fn to_journal(spec: &mut ContainerSpec, step: &str, fire: &str) {
-    spec.labels.insert(LABEL_STEP.to_string(), step.to_string());
-    spec.labels.insert(LABEL_FIRE.to_string(), fire.to_string());
+    spec.labels.set(LABEL_STEP, step.to_string());
+    spec.labels.set(LABEL_FIRE, fire.to_string());
     spec.journal = Some(JournalLog {
         labels: vec![LABEL_STEP.to_string(), LABEL_FIRE.to_string()],
         tag: IDENTIFIER.to_string(),

@@ -101,10 +101,8 @@ pub enum ReadyState {
 pub fn run_spec(def: &StepDef, cgroup_parent: Option<&str>, due: DateTime<Utc>) -> ContainerSpec {
     let mut spec = ContainerSpec::clone(&def.spec);
     spec.cgroup_parent = cgroup_parent.map(str::to_string);
-    spec.labels.insert(
-        LABEL_READY.to_string(),
-        cgroup_parent.unwrap_or_default().to_string(),
-    );
+    spec.labels
+        .set(LABEL_READY, cgroup_parent.unwrap_or_default().to_string());
     to_journal(&mut spec, &def.id, &fire_name(&def.id, due));
     spec
 }
