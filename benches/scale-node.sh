@@ -19,7 +19,8 @@
 #  - `mesh-host status` and `mesh-host plan STEP` (rounds alternating);
 #  - idle wake-ups: voluntary context switches of all the daemon's threads
 #    over BENCH_IDLE_SECONDS (30) windows, dockerd read over the same ones;
-#  - resident memory (VmRSS, VmHWM) once everything is applied;
+#  - resident memory (VmRSS, VmHWM) once the M steps are applied and idle,
+#    before any size of the growth curve;
 #  - a step's fire lateness (`* * * * *`, due :00; Docker's `start` event
 #    minus the due second) with only that step declared and then beside the
 #    N services and M steps, against a bare API start of a container made
@@ -167,7 +168,33 @@ inside() {
 		done
 	done
 
-	# 3b. The growth curve: each size of BENCH_CURVE applied in turn beside
+
+	# 4. Idle wake-ups, every daemon and dockerd over the same windows.
+	local docker_pid
+	docker_pid=$(systemctl show -P MainPID docker.service)
+	# Settle past the 10 s after which tokio's idle blocking threads end:
+	# a thread that ends takes its switches with it (a window would count
+	# fewer than none).
+	sleep 15
+	for ((r = 0; r < idle_runs; r++)); do
+		local -A b=()
+		for s in "${sides[@]}"; do b[$s]=$(switches "${side_pid[$s]}"); done
+		b[docker]=$(switches "$docker_pid")
+		sleep "$idle_secs"
+		for s in "${sides[@]}"; do t[idle_$s]+="$(($(switches "${side_pid[$s]}") - b[$s])) "; done
+		t[idle_docker]+="$(($(switches "$docker_pid") - b[docker])) "
+	done
+	local -A rss=() hwm=() threads=() anon=() file=()
+	for s in "${sides[@]}"; do
+		rss[$s]=$(awk '/^VmRSS:/ { print $2 }' "/proc/${side_pid[$s]}/status")
+		anon[$s]=$(awk '/^RssAnon:/ { print $2 }' "/proc/${side_pid[$s]}/status")
+		file[$s]=$(awk '/^RssFile:/ { print $2 }' "/proc/${side_pid[$s]}/status")
+		hwm[$s]=$(awk '/^VmHWM:/ { print $2 }' "/proc/${side_pid[$s]}/status")
+		threads[$s]=$(ls "/proc/${side_pid[$s]}/task" | wc -l)
+	done
+
+	# 4b. The growth curve, after the memory of M steps is read (a larger
+	# declaration's peak would stay in it): each size of BENCH_CURVE applied in turn beside
 	# the same N services (only steps change: nothing is created), then its
 	# no-op apply, diff and status rounds and each daemon's memory.
 	local curve_rows=() size
@@ -210,30 +237,6 @@ inside() {
 		# Back to the declaration of M steps for what follows.
 		for s in "${sides[@]}"; do mesh "$s" apply "$dir/big.json" >/dev/null; done
 	fi
-
-	# 4. Idle wake-ups, every daemon and dockerd over the same windows.
-	local docker_pid
-	docker_pid=$(systemctl show -P MainPID docker.service)
-	# Settle past the 10 s after which tokio's idle blocking threads end:
-	# a thread that ends takes its switches with it (a window would count
-	# fewer than none).
-	sleep 15
-	for ((r = 0; r < idle_runs; r++)); do
-		local -A b=()
-		for s in "${sides[@]}"; do b[$s]=$(switches "${side_pid[$s]}"); done
-		b[docker]=$(switches "$docker_pid")
-		sleep "$idle_secs"
-		for s in "${sides[@]}"; do t[idle_$s]+="$(($(switches "${side_pid[$s]}") - b[$s])) "; done
-		t[idle_docker]+="$(($(switches "$docker_pid") - b[docker])) "
-	done
-	local -A rss=() hwm=() threads=() anon=() file=()
-	for s in "${sides[@]}"; do
-		rss[$s]=$(awk '/^VmRSS:/ { print $2 }' "/proc/${side_pid[$s]}/status")
-		anon[$s]=$(awk '/^RssAnon:/ { print $2 }' "/proc/${side_pid[$s]}/status")
-		file[$s]=$(awk '/^RssFile:/ { print $2 }' "/proc/${side_pid[$s]}/status")
-		hwm[$s]=$(awk '/^VmHWM:/ { print $2 }' "/proc/${side_pid[$s]}/status")
-		threads[$s]=$(ls "/proc/${side_pid[$s]}/task" | wc -l)
-	done
 
 	# 5. Fire lateness beside N services and M steps (the after side only:
 	# two daemons would fire the same step).
