@@ -144,8 +144,14 @@ impl MetricsService {
         (service, MetricsHandle { inbox: tx })
     }
 
-    /// Serve until `shutdown` turns true.
+    /// Serve until `shutdown` turns true. A change is written [`SETTLE`]
+    /// after it, with the changes that came meanwhile: the text is rendered from every
+    /// step's status, and a fire's start (`step-started`, a window opened)
+    /// would otherwise render it while the fire's container starts, on
+    /// the same cores (a fire beside 5,000 steps started 70 ms later:
+    /// docs/benchmarks.md). A change pending at shutdown is written then.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let mut write_at: Option<tokio::time::Instant> = None;
         loop {
             let changed = tokio::select! {
                 Some(msg) = self.inbox.recv() => match msg {
@@ -179,10 +185,22 @@ impl MetricsService {
                     true
                 }
                 Some(o) = self.events.recv() => self.observe(&o),
-                () = stopping(&mut shutdown) => return,
+                () = sleep_until(write_at), if write_at.is_some() => {
+                    write_at = None;
+                    self.write().await;
+                    false
+                }
+                () = stopping(&mut shutdown) => {
+                    if write_at.is_some() {
+                        self.write().await;
+                    }
+                    return;
+                }
             };
-            if changed {
-                self.write().await;
+            // Never later than SETTLE after the first change not written:
+            // a steady stream of changes cannot hold the file back.
+            if changed && write_at.is_none() {
+                write_at = Some(tokio::time::Instant::now() + SETTLE);
             }
         }
     }
@@ -340,6 +358,18 @@ pub fn local(store: &Store) -> Result<String, String> {
 }
 
 /// Resolves once `shutdown` turns true (or its sender is gone).
+/// How long changes settle before the metrics text is written again (see
+/// [`MetricsService::run`]).
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Until `at`; never when there is none.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn stopping(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
 }
