@@ -57,7 +57,7 @@ impl RecordedDeclaration {
             resources: decl
                 .resources
                 .iter()
-                .map(|r| serde_json::value::to_raw_value(&serde_json::to_value(r)?))
+                .map(canonical)
                 .collect::<serde_json::Result<_>>()?,
         })
     }
@@ -93,6 +93,12 @@ impl RecordedDeclaration {
         self.resources
             .push(serde_json::value::to_raw_value(resource).expect("a JSON value"));
     }
+}
+
+/// The canonical text of `resource`, as a record holds it: its JSON tree
+/// (keys sorted) written compact.
+pub fn canonical(resource: &crate::declaration::Resource) -> serde_json::Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(&serde_json::to_value(resource)?)
 }
 
 /// Whether the canonical texts `a` and `b` say the same: the same text,

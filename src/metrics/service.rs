@@ -357,7 +357,6 @@ pub fn local(store: &Store) -> Result<String, String> {
     )))
 }
 
-/// Resolves once `shutdown` turns true (or its sender is gone).
 /// How long changes settle before the metrics text is written again (see
 /// [`MetricsService::run`]).
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
@@ -370,6 +369,7 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
+/// Resolves once `shutdown` turns true (or its sender is gone).
 async fn stopping(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
 }

@@ -142,7 +142,6 @@ fn declared_alike_before(d: &Context<'_>, res: &Resource) -> bool {
     let Some(before) = d.facts.step_before(res.id.as_str()) else {
         return false;
     };
-    serde_json::to_value(res)
-        .and_then(|now| serde_json::value::to_raw_value(&now))
+    crate::apply::recorded::canonical(res)
         .is_ok_and(|now| crate::apply::recorded::alike(&now, before))
 }
