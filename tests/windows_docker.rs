@@ -310,9 +310,13 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
     assert!(violated.contains("stopping it again"), "{violated}");
 }
 
-/// A held container that takes 4 s to end on SIGTERM: a stop of it is in
-/// flight for that long.
-const SLOW_TO_STOP: &str = "trap 'sleep 4; exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+/// A held container that takes 4 s to end on SIGTERM (a stop of it is in
+/// flight for that long), counting the SIGTERMs it got in /marks/terms.
+const SLOW_TO_STOP: &str =
+    "trap 'echo >> /marks/terms; sleep 4; exit 0' TERM; while :; do sleep 3600 & wait $!; done";
+
+/// A step that ends once /marks/go exists: the test says when.
+const UNTIL_TOLD: &str = "until [ -e /marks/go ]; do sleep 0.1; done";
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
@@ -320,39 +324,55 @@ fn a_stop_of_a_held_container_in_flight_when_the_window_closes_does_not_leave_it
     let mut w = World::new("inflight");
     let img = w.pulled_busybox();
     let svc = w.name("svc");
-    w.node.docker_ok(&[
-        "run",
-        "-d",
-        "--name",
-        &svc,
-        "--network",
-        "none",
-        &img,
-        "sh",
-        "-c",
-        SLOW_TO_STOP,
-    ]);
     let step = w.name("step");
+    // Where the test and both containers meet: read and written from
+    // outside, as Podman runs no exec in a container being stopped.
+    let marks = w.path("marks");
+    std::fs::create_dir_all(&marks).expect("marks");
+    let mount = json!([{"source": marks, "target": "/marks"}]);
     let mut held = declare::service("svc", &svc, &img);
     held["command"] = json!(["sh", "-c", SLOW_TO_STOP]);
-    w.write_declaration(json!([
-        held,
-        declare::step("inflight", &step, &img, "sleep 2", &["svc"], 60),
-    ]));
+    held["mounts"] = mount.clone();
+    let mut s = declare::step("inflight", &step, &img, UNTIL_TOLD, &["svc"], 60);
+    s["mounts"] = mount;
+    // Made by mesh-host, with no declared stop grace: the runtime's
+    // default (10 s) holds on Podman too, whose API would record none as
+    // 0 and make each stop an immediate SIGKILL.
+    let out = w.apply_local(json!([held, s]));
+    assert_eq!(out.status.code(), Some(0), "{}", declare::text(&out));
+    w.wait_running("the service to run", &svc);
+    let terms = || {
+        std::fs::read_to_string(format!("{marks}/terms"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
     let child = w.spawn_local("inflight");
     w.wait_running("the step to run", &step);
+    assert_eq!(
+        terms(),
+        1,
+        "the window's stop was a SIGTERM, given its grace"
+    );
     // Started by someone else: the window's watcher stops it again, a
-    // stop that lasts 4 s, past the step's end and the window's close.
+    // stop that lasts 4 s. Once it has begun (the second SIGTERM), the
+    // step is told to end, so that the close comes while that stop is in
+    // flight whatever the node's load.
     w.node.docker_ok(&["start", &svc]);
+    wait_for(
+        "the watcher's stop to begin",
+        Duration::from_secs(60),
+        || (terms() >= 2).then_some(()),
+    );
+    std::fs::write(format!("{marks}/go"), "").expect("go");
     let out = child.wait_with_output().expect("mesh-host run");
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", declare::text(&out));
     // Whatever was in flight has landed by now: the service runs. (Cut
     // off, the watcher's stop landed after the close's start.)
     std::thread::sleep(Duration::from_secs(6));
     assert!(
         w.running(&svc),
         "the window closed but {svc} is stopped: {}",
-        stdout(&out)
+        declare::text(&out)
     );
 }
 

@@ -149,6 +149,13 @@ pub(super) async fn create(
         if let Some(host) = body.host_config.as_mut() {
             host.log_config = spec.journal.as_ref().map(|j| log_config(j, true));
         }
+        // Podman 4.3's compatible API records a create with no
+        // StopTimeout as 0, where Docker applies its 10 s: every stop of
+        // such a container would be an immediate SIGKILL (a database
+        // never given its shutdown). Docker's grace is sent instead.
+        if body.stop_timeout.is_none() {
+            body.stop_timeout = Some(DEFAULT_STOP_GRACE_SECS as i64);
+        }
         // Podman 4.3 gives a container one name server per network, each
         // answering for its own network alone, listed in no set order: a
         // resolver asking the first would find the names of one network
