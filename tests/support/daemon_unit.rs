@@ -79,9 +79,11 @@ impl DaemonUnit {
         let shipped = include_str!("../../units/mesh-host.service");
         let text: Vec<String> = shipped
             .lines()
-            // Its socket lives in the test's directory: /run/mesh-host
-            // belongs to a packaged daemon.
-            .filter(|l| !l.starts_with("RuntimeDirectory"))
+            // Its socket and state live in the test's directory:
+            // /run/mesh-host and /var/lib/mesh-host belong to a packaged
+            // daemon (systemd would make the latter at each start, under
+            // the package test's purge running beside it).
+            .filter(|l| !l.starts_with("RuntimeDirectory") && !l.starts_with("StateDirectory"))
             .map(|l| {
                 if l.starts_with("ExecStart=") {
                     exec.clone()
