@@ -20,11 +20,13 @@ use support::{quote, stdout, wait_for};
 /// `web` of `image` (which declares `VOLUME /data`), with `env` and a
 /// health check running `check` every second, put back after
 /// `rollback_after` seconds.
+/// A probe may take 10 s: on a loaded node Podman's exec of `true` has
+/// passed 1 s, and one timed-out probe is `unhealthy` at one retry.
 fn service(name: &str, image: &str, env: &str, check: &[&str], retries: u32, after: u64) -> Value {
     json!({"id": "web", "type": "container", "name": name, "image": image,
            "env": {"MESH_TEST": env}, "command": ["sh", "-c", SERVICE_CMD],
            "network": "none",
-           "health": {"command": check, "interval": 1, "timeout": 1, "retries": retries},
+           "health": {"command": check, "interval": 1, "timeout": 10, "retries": retries},
            "rollback-after": after})
 }
 
