@@ -191,8 +191,13 @@ pub const STEPS_SLICE: &str = "mesh-host.slice";
 /// (Docker's default stop timeout).
 const STOP_GRACE_USEC: u64 = 10_000_000;
 
-/// The same grace, for the watch on a step's slice.
-const STOP_GRACE: std::time::Duration = std::time::Duration::from_micros(STOP_GRACE_USEC);
+/// How long after a stop of a step's slice whatever it still holds is
+/// killed: the same grace and 5 s more, so that the runtime's own stop of
+/// the container (its SIGKILL at that grace) lands first. On Podman the
+/// slice also holds `conmon`, which records the container's exit: killed
+/// beside the container, the run's exit status was lost.
+const SLICE_KILL_AFTER: std::time::Duration =
+    std::time::Duration::from_micros(STOP_GRACE_USEC + 5_000_000);
 
 /// systemd's answer when a unit of that name is already loaded.
 const UNIT_EXISTS: &str = "org.freedesktop.systemd1.UnitExists";
@@ -553,7 +558,7 @@ impl StepUnits for SystemdUnits {
                     }
                 }
                 let (watch, stop_requested) =
-                    stop_watch::watch(&self.conn, &name, Some(STOP_GRACE)).await?;
+                    stop_watch::watch(&self.conn, &name, Some(SLICE_KILL_AFTER)).await?;
                 self.ensure_slice(&name, description(step, module)).await?;
                 watch.set_baseline(stop_watch::inactive_enter(&self.conn, &name).await);
                 let control_group = fresh_slice::control_group(&self.conn, &name)
