@@ -22,11 +22,10 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::recorded::RecordedDeclaration;
 use super::report::{Action, Halt, ReportLine};
-use crate::container_spec::BuiltContainer;
+use crate::container_spec::{BuiltContainer, DeclaredFields};
 
 /// The format of [`AppliedState`] this host writes.
 pub const APPLIED_FORMAT: u32 = 1;
@@ -110,7 +109,7 @@ pub struct ContainerInputs {
     /// Its identity digest (also its `mesh-host.identity` label).
     pub identity: String,
     /// Its runtime-relevant declared fields.
-    pub fields: BTreeMap<String, Value>,
+    pub fields: DeclaredFields,
     /// Each file it read at creation and that file's SHA-256 (`null`:
     /// absent).
     pub reads: BTreeMap<String, Option<String>>,
@@ -144,13 +143,17 @@ impl ContainerInputs {
                 out.push(format!("{path} is no longer read"));
             }
         }
-        for (field, value) in &new.fields {
-            if self.fields.get(field) != Some(value) {
+        if self.fields == new.fields {
+            return out;
+        }
+        let (old, new) = (self.fields.map(), new.fields.map());
+        for (field, value) in &new {
+            if old.get(field) != Some(value) {
                 out.push(format!("{field} changed"));
             }
         }
-        for field in self.fields.keys() {
-            if !new.fields.contains_key(field) {
+        for field in old.keys() {
+            if !new.contains_key(field) {
                 out.push(format!("{field} changed"));
             }
         }
@@ -185,7 +188,7 @@ pub(super) fn installed_steps(previous: &AppliedState) -> BTreeMap<String, usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn built(fields: &[(&str, Value)], reads: &[(&str, Option<&str>)]) -> BuiltContainer {
         let fields: BTreeMap<String, Value> = fields
@@ -199,7 +202,7 @@ mod tests {
         BuiltContainer {
             spec: Default::default(),
             identity: crate::container_spec::identity_of(&fields, &reads),
-            fields,
+            fields: DeclaredFields::of(&fields),
             reads,
         }
     }

@@ -21,12 +21,14 @@
 //! such as `/etc/localtime`, is mounted as its target).
 
 mod cache;
+mod declared_fields;
 pub mod dotenv;
 pub mod grants;
 mod planned;
 mod reads;
 
 pub use cache::Builds;
+pub use declared_fields::DeclaredFields;
 pub use planned::Planned;
 use reads::FileReads;
 
@@ -68,7 +70,7 @@ pub struct BuiltContainer {
     /// What to create (shared with the step that runs it, if any).
     pub spec: std::sync::Arc<ContainerSpec>,
     /// The runtime-relevant declared fields, by field name (for reasons).
-    pub fields: BTreeMap<String, Value>,
+    pub fields: DeclaredFields,
     /// Each file read at creation and its SHA-256 (`None`: absent).
     pub reads: BTreeMap<String, Option<String>>,
     /// Digest of `fields` and `reads`: equal identity, same container.
@@ -234,6 +236,7 @@ fn build_with(
         );
     }
     let identity = identity_of(&fields, &reads);
+    let fields = DeclaredFields::of(&fields);
     // Names and values of the program's are set borrowed, not copied
     // (thousands of specs carry them).
     let mut labels = crate::runtime::Labels::new();
@@ -569,8 +572,24 @@ pub fn identity_of(
     fields: &BTreeMap<String, Value>,
     reads: &BTreeMap<String, Option<String>>,
 ) -> String {
-    let canonical = json!({ "fields": fields, "reads": reads, "record": RECORD_FORMAT });
-    sha256_hex(canonical.to_string().as_bytes())
+    // The text of `{"fields": …, "reads": …, "record": …}` (keys in this
+    // order, the map's), written without a copy of the fields as values.
+    #[derive(serde::Serialize)]
+    struct Canonical<'a> {
+        fields: &'a BTreeMap<String, Value>,
+        reads: &'a BTreeMap<String, Option<String>>,
+        record: &'a str,
+    }
+    let canonical = Canonical {
+        fields,
+        reads,
+        record: RECORD_FORMAT,
+    };
+    sha256_hex(
+        serde_json::to_string(&canonical)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
 }
 
 /// An env-file read as compose reads one ([`dotenv`]), its values taken
@@ -635,6 +654,38 @@ fn each_name_once(env: Vec<(String, String)>) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod identity {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// The identity is the digest it always was (of the `json!`
+            /// text of fields, reads and record): a container made by an
+            /// older build is not recreated by an upgrade.
+            #[test]
+            fn is_the_digest_of_the_record_text(
+                fields in prop::collection::btree_map(
+                    "[a-z-]{1,8}",
+                    prop_oneof![
+                        "[a-z\\\\\"/@ \u{e9}]{0,12}".prop_map(Value::String),
+                        any::<i64>().prop_map(|n| json!(n)),
+                        prop::collection::vec("[a-z]{0,4}", 0..3).prop_map(|v| json!(v)),
+                        Just(Value::Null),
+                    ],
+                    0..8,
+                ),
+                reads in prop::collection::btree_map(
+                    "/[a-z/]{1,12}",
+                    prop::option::of("[0-9a-f]{8}"),
+                    0..4,
+                ),
+            ) {
+                let text = json!({"fields": fields, "reads": reads, "record": RECORD_FORMAT}).to_string();
+                prop_assert_eq!(identity_of(&fields, &reads), sha256_hex(text.as_bytes()));
+            }
+        }
+    }
 
     #[test]
     fn env_file_lines() {
@@ -730,8 +781,8 @@ mod tests {
             ]
         );
         assert_ne!(d.identity, k.identity);
-        assert_eq!(k.fields["env-files-format"], "compose");
-        assert!(!d.fields.contains_key("env-files-format"));
+        assert_eq!(k.fields.get("env-files-format"), Some(json!("compose")));
+        assert!(!d.fields.contains("env-files-format"));
         // Any other format is refused by name.
         let mut bad = container(json!([]), json!([]));
         bad["env-files-format"] = json!("shell");
@@ -872,7 +923,7 @@ mod tests {
         let plain = parsed(json!([container(json!([]), json!([]))]));
         let built_plain = built(&plain).expect("built");
         // No `health` field at all: identities made before it existed hold.
-        assert!(!built_plain.fields.contains_key("health"));
+        assert!(!built_plain.fields.contains("health"));
         assert_eq!(built_plain.spec.health, None);
         let mut with = container(json!([]), json!([]));
         with["health"] = json!({"command": ["true"], "retries": 2});
