@@ -287,14 +287,36 @@ pub fn document_digest<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<[
 }
 
 /// Encodes `value` as pretty JSON and writes it atomically, mode 0600.
+///
+/// Encoded straight into the new file through a small buffer: a copy of a
+/// document of megabytes (`applied.json` at 5,000 steps, 4.8 MB) was made
+/// at an apply's peak and left its pages resident. A value that cannot be
+/// encoded leaves `path` as it was, as any failed write does.
 pub(crate) fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), StoreError> {
-    let mut bytes = Vec::new();
-    encode_into(&mut bytes, value).map_err(|source| StoreError::Encode {
-        path: path.to_owned(),
-        source,
-    })?;
-    write_atomic(path, &bytes, FILE_MODE).map_err(|e| StoreError::io("write", path, e))
+    let mut encoding = None;
+    let written = write_atomic_with(path, FILE_MODE, |file| {
+        let mut out = io::BufWriter::with_capacity(WRITE_BUFFER, file);
+        match encode_into(&mut out, value) {
+            Ok(()) => io::Write::flush(&mut out),
+            Err(e) if e.is_io() => Err(e.into()),
+            Err(e) => {
+                encoding = Some(e);
+                Err(io::Error::other("the value could not be encoded"))
+            }
+        }
+    });
+    match (written, encoding) {
+        (_, Some(source)) => Err(StoreError::Encode {
+            path: path.to_owned(),
+            source,
+        }),
+        (Err(e), None) => Err(StoreError::io("write", path, e)),
+        (Ok(()), None) => Ok(()),
+    }
 }
+
+/// The buffer a document is encoded through on its way to its file.
+const WRITE_BUFFER: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -432,5 +454,27 @@ mod tests {
         let err = store.save(STEP_HISTORY, &bad).expect_err("tuple keys");
         assert!(matches!(err, StoreError::Encode { .. }), "{err:?}");
         assert!(!dir.path().join("step-history.json").exists());
+    }
+
+    /// Encoded into the file as it goes: a value that fails past the
+    /// first buffers written still leaves the document as it was, and no
+    /// temporary file.
+    #[test]
+    fn a_value_failing_midway_leaves_the_document_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        store.save("doc", &vec!["before"]).expect("save");
+        let before = fs::read(dir.path().join("doc.json")).expect("read");
+        let long = vec!["x".repeat(100); 10_000];
+        let bad = (long, BTreeMap::from([((1, 2), "tuple keys are not JSON")]));
+        let err = store.save("doc", &bad).expect_err("tuple keys");
+        assert!(matches!(err, StoreError::Encode { .. }), "{err:?}");
+        assert_eq!(fs::read(dir.path().join("doc.json")).expect("read"), before);
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["doc.json", "windows"]);
     }
 }
