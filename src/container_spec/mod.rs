@@ -239,7 +239,7 @@ fn build_with(
     let fields = DeclaredFields::of(&fields);
     // Names and values of the program's are set borrowed, not copied
     // (thousands of specs carry them).
-    let mut labels = crate::runtime::Labels::new();
+    let mut labels = crate::runtime::Labels::with_capacity(6 + container.options.labels.len());
     labels.set(LABEL_MANAGED, MANAGED_VALUE);
     labels.set(LABEL_RESOURCE, res.id.to_string());
     labels.set(LABEL_ROLE, role);

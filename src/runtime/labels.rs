@@ -43,6 +43,12 @@ impl Labels {
         Labels(Vec::new())
     }
 
+    /// No labels, with room for `n` (a spec's are known before they are
+    /// set: the list is not grown past them, thousands of times over).
+    pub fn with_capacity(n: usize) -> Self {
+        Labels(Vec::with_capacity(n))
+    }
+
     fn find(&self, key: &str) -> Result<usize, usize> {
         self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key))
     }
