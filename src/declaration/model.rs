@@ -238,7 +238,7 @@ pub struct Container {
     pub update: Option<UpdatePolicy>,
     /// Entrypoint, privileges, limits and the rest beyond the image.
     #[serde(flatten)]
-    pub options: super::options::ContainerOptions,
+    pub options: super::options::SharedOptions,
 }
 
 /// The bound of a health-gated replacement when `rollback-after` is not

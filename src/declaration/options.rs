@@ -4,6 +4,7 @@
 //! declared, is part of the container's identity.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
 
 use serde::{Serialize, Serializer};
 
@@ -57,6 +58,54 @@ pub const CAPABILITIES: &[&str] = &[
 /// Label prefixes mesh-host keeps for its own (`mesh-host.managed`, the
 /// journal's `mesh.step`): a declared label under one is refused.
 pub const OWN_LABEL_PREFIXES: &[&str] = &["mesh-host.", "mesh."];
+
+/// A container's options as its declared resource holds them: one
+/// [`ContainerOptions`] shared by every container that declares none
+/// (most; a service or step of a large declaration declares one or two),
+/// its own for the others. Options inline made each container of the
+/// model 1.2 KB: 7.3 MB at 6,000 of them, at the first apply's peak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedOptions(Arc<ContainerOptions>);
+
+/// The options of a container that declares none.
+static NONE_DECLARED: LazyLock<Arc<ContainerOptions>> = LazyLock::new(Arc::default);
+
+impl SharedOptions {
+    /// `options`, shared when none are declared.
+    pub fn new(options: ContainerOptions) -> Self {
+        if options == ContainerOptions::default() {
+            SharedOptions(NONE_DECLARED.clone())
+        } else {
+            SharedOptions(Arc::new(options))
+        }
+    }
+}
+
+impl Default for SharedOptions {
+    fn default() -> Self {
+        SharedOptions(NONE_DECLARED.clone())
+    }
+}
+
+impl From<ContainerOptions> for SharedOptions {
+    fn from(options: ContainerOptions) -> Self {
+        SharedOptions::new(options)
+    }
+}
+
+impl std::ops::Deref for SharedOptions {
+    type Target = ContainerOptions;
+    fn deref(&self) -> &ContainerOptions {
+        &self.0
+    }
+}
+
+/// Written as the options themselves.
+impl Serialize for SharedOptions {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
 
 /// A container's declared options; every field absent or empty by default
 /// (then the image's or the runtime's own).
@@ -418,7 +467,7 @@ fn serialize_cpus<S: Serializer>(nano: &Option<u64>, serializer: S) -> Result<S:
 mod tests {
     use proptest::prelude::*;
 
-    use super::security_opt_problem;
+    use super::{security_opt_problem, Arc, ContainerOptions, SharedOptions};
 
     proptest! {
         /// Whatever a declaration or a compose file holds, the reading
@@ -466,5 +515,26 @@ mod tests {
             let why = security_opt_problem(bad).expect(bad);
             assert!(why.contains(said), "{bad}: {why}");
         }
+    }
+
+    #[test]
+    fn options_none_declared_are_one_shared_and_written_as_the_options() {
+        let none = SharedOptions::new(ContainerOptions::default());
+        assert!(Arc::ptr_eq(&none.0, &SharedOptions::default().0));
+        let declared = ContainerOptions {
+            working_dir: Some("/srv".into()),
+            ..ContainerOptions::default()
+        };
+        let own = SharedOptions::new(declared.clone());
+        assert!(!Arc::ptr_eq(&own.0, &none.0));
+        assert_eq!(own.working_dir.as_deref(), Some("/srv"));
+        assert_eq!(
+            serde_json::to_value(&own).expect("json"),
+            serde_json::to_value(&declared).expect("json")
+        );
+        assert_eq!(
+            serde_json::to_value(&none).expect("json"),
+            serde_json::json!({})
+        );
     }
 }

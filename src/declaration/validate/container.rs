@@ -316,7 +316,7 @@ pub(super) fn read_container(
         health,
         rollback_after,
         update,
-        options,
+        options: options.into(),
     })
 }
 
