@@ -143,9 +143,6 @@ impl ContainerInputs {
                 out.push(format!("{path} is no longer read"));
             }
         }
-        if self.fields == new.fields {
-            return out;
-        }
         let (old, new) = (self.fields.map(), new.fields.map());
         for (field, value) in &new {
             if old.get(field) != Some(value) {

@@ -33,11 +33,13 @@ impl DeclaredFields {
     }
 
     /// Field `name`, if there is one.
+    #[cfg(test)]
     pub fn get(&self, name: &str) -> Option<Value> {
         self.map().remove(name)
     }
 
     /// Whether field `name` is there.
+    #[cfg(test)]
     pub fn contains(&self, name: &str) -> bool {
         self.map().contains_key(name)
     }

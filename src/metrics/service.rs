@@ -145,11 +145,12 @@ impl MetricsService {
     }
 
     /// Serve until `shutdown` turns true. A change is written [`SETTLE`]
-    /// after it, with the changes that came meanwhile: the text is rendered from every
-    /// step's status, and a fire's start (`step-started`, a window opened)
-    /// would otherwise render it while the fire's container starts, on
-    /// the same cores (a fire beside 5,000 steps started 70 ms later:
-    /// docs/benchmarks.md). A change pending at shutdown is written then.
+    /// after it, with the changes that came meanwhile: the text is
+    /// rendered from every step's status, and a fire's start
+    /// (`step-started`, a window opened) would otherwise render it while
+    /// the fire's container starts, on the same cores (a fire beside 5,000
+    /// steps started 70 ms later: docs/benchmarks.md). A change pending at
+    /// shutdown is written then.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         let mut write_at: Option<tokio::time::Instant> = None;
         loop {
