@@ -1052,6 +1052,36 @@ fn step_scopes(w: &World, id: &str) -> Vec<String> {
         .collect()
 }
 
+/// A scope of step `id` as an older mesh-host left it when killed: held
+/// by `sleep infinity`, its owner gone, named for its `n`th planting.
+/// Its name and the guard that stops it, once seen; `None` when it was
+/// not seen within 20 s: every mesh-host starting on the node (the
+/// daemons of the tests beside this one too) sweeps such scopes.
+fn planted_old_scope(w: &World, id: &str, n: u32) -> Option<(String, support::Cleanup)> {
+    let old = format!(
+        "mesh-host-step-{}-20200101T00000{n}Z",
+        id.replace('-', "\\x2d")
+    );
+    w.node.sh_ok(&format!(
+        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
+        quote(&old)
+    ));
+    let scope = w.node.on_drop(format!(
+        "systemctl stop {} || true",
+        quote(&format!("{old}.scope"))
+    ));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if step_scopes(w, id).contains(&format!("{old}.scope")) {
+            return Some((old, scope));
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
 fn a_local_run_killed_just_after_its_scope_started_leaves_no_scope_behind() {
@@ -1148,26 +1178,12 @@ fn a_local_run_stops_a_step_scope_left_holding_only_an_orphaned_keeper() {
     loop {
         attempt += 1;
         assert!(attempt <= 5, "the old scope was swept by others 5 times");
-        let old = format!(
-            "mesh-host-step-{}-20200101T00000{attempt}Z",
-            id.replace('-', "\\x2d")
-        );
-        w.node.sh_ok(&format!(
-            "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
-            quote(&old)
-        ));
-        let _scope = w.node.on_drop(format!(
-            "systemctl stop {} || true",
-            quote(&format!("{old}.scope"))
-        ));
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while step_scopes(&w, &id).is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if step_scopes(&w, &id).is_empty() {
-            eprintln!("{old} was not seen (swept by another mesh-host?): planted again");
+        let Some((old, _scope)) = planted_old_scope(&w, &id, attempt) else {
+            eprintln!(
+                "the old scope of {id} was not seen (swept by another mesh-host?): planted again"
+            );
             continue;
-        }
+        };
         let out = w.run_local(&id);
         assert_eq!(out.status.code(), Some(0));
         wait_for("the old scope to go", Duration::from_secs(60), || {
@@ -1345,21 +1361,10 @@ fn an_upgrades_hand_over_sweeps_orphaned_scopes_and_leaves_the_running_steps_alo
     if w.node.cgroup_driver() == support::CgroupDriver::Cgroupfs {
         assert_eq!(scopes.len(), 1, "the fire's scope: {scopes:?}");
     }
-    let old = format!(
-        "mesh-host-step-{}-20200101T000000Z",
-        old_id.replace('-', "\\x2d")
-    );
-    w.node.sh_ok(&format!(
-        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
-        quote(&old)
-    ));
-    let _old = w.node.on_drop(format!(
-        "systemctl stop {} || true",
-        quote(&format!("{old}.scope"))
-    ));
-    wait_for("the old scope", Duration::from_secs(60), || {
-        (!step_scopes(&w, &old_id).is_empty()).then_some(())
-    });
+    // Planted again should another mesh-host of the node sweep it first.
+    let _old = (1..=5)
+        .find_map(|attempt| planted_old_scope(&w, &old_id, attempt))
+        .expect("the old scope was swept by others 5 times");
     // The upgrade's hand-over.
     let first = d.main_pid();
     std::fs::write(w.path("hand-over"), b"").expect("the hand-over marker");
