@@ -5,8 +5,9 @@
 #
 #  - N busybox services (network `host`: no network hook on either side),
 #    each reading an env-file and a read-only mounted file, and M scheduled
-#    steps (`0 3 * * *`, never due during the run) each holding two of
-#    them (`while-stopped`), in one declaration sent to `mesh-host daemon`
+#    steps (`0 H * * *`, H twelve hours from the start: never due during
+#    the run, nor armed) each holding two of them (`while-stopped`), in
+#    one declaration sent to `mesh-host daemon`
 #    (a transient Type=notify service of the node, WatchdogSec=30, its own
 #    state directory, declaration, control socket and metrics file) with
 #    `mesh-host apply FILE`;
@@ -274,9 +275,9 @@ inside() {
 	row '`mesh-host --version` (a command that asks the daemon nothing)' "$(stats_ms ${t[floor_after]})" "$(cell_ms ${t[floor_before]:-})" "—" "" "—" "$noop_runs"
 	row '`mesh-host plan t1`' "$(stats_ms ${t[plan_after]})" "$(cell_ms ${t[plan_before]:-})" "—" "" "—" "$noop_runs"
 	# shellcheck disable=SC2086
-	row "idle: voluntary switches per ${idle_secs} s, all threads (${threads[after]})" "$(median ${t[idle_after]}) ($(echo ${t[idle_after]}))" \
-		"$([[ -z $before ]] || echo "$(median ${t[idle_before]}) ($(echo ${t[idle_before]}))")" \
-		"$(median ${t[idle_docker]})" "dockerd, the same windows" "—" "$idle_runs"
+	row "idle: voluntary switches per ${idle_secs} s, all threads (${threads[after]})" "$(median ${t[idle_after]:-}) ($(echo ${t[idle_after]:-}))" \
+		"$([[ -z $before ]] || echo "$(median ${t[idle_before]:-}) ($(echo ${t[idle_before]:-}))")" \
+		"$(median ${t[idle_docker]:-})" "dockerd, the same windows" "—" "$idle_runs"
 	row "resident memory, VmRSS (VmHWM)" "$((rss[after] / 1024)) MiB ($((hwm[after] / 1024)) MiB)" \
 		"$([[ -z $before ]] || echo "$((rss[before] / 1024)) MiB ($((hwm[before] / 1024)) MiB)")" "—" "" "—" 1
 	row "of which anonymous (RssAnon) / the binary and libraries (RssFile)" "$((anon[after] / 1024)) / $((file[after] / 1024)) MiB" \
@@ -424,6 +425,9 @@ write_declaration() {
 	local file=$1 n=$2 m=$3 fire=$4 i sep=""
 	local cmd
 	cmd=$(json_string "$SERVICE_CMD")
+	# Twelve hours from now, local time: never due during the run, and far
+	# beyond the hour ahead in which a step's fire is armed.
+	local far_hour=$(((10#$(date +%H) + 12) % 24))
 	{
 		printf '{"declaration": 1, "resources": [\n'
 		for ((i = 1; i <= n; i++)); do
@@ -432,8 +436,8 @@ write_declaration() {
 			sep=$',\n'
 		done
 		for ((i = 1; i <= m; i++)); do
-			printf '%s  {"id": "t%d", "type": "container", "name": "%s-t%d", "image": "%s", "command": ["true"], "network": "host", "schedule": "0 3 * * *", "while-stopped": ["s%d", "s%d"], "timeout": 300}' \
-				"$sep" "$i" "$prefix" "$i" "$img" $(((2 * i - 2) % n + 1)) $(((2 * i - 1) % n + 1))
+			printf '%s  {"id": "t%d", "type": "container", "name": "%s-t%d", "image": "%s", "command": ["true"], "network": "host", "schedule": "0 %d * * *", "while-stopped": ["s%d", "s%d"], "timeout": 300}' \
+				"$sep" "$i" "$prefix" "$i" "$img" "$far_hour" $(((2 * i - 2) % n + 1)) $(((2 * i - 1) % n + 1))
 			sep=$',\n'
 		done
 		if [[ -n $fire ]]; then

@@ -11,6 +11,7 @@
 pub mod counters;
 pub mod histogram;
 pub mod service;
+pub mod settle;
 pub mod text;
 pub mod textfile;
 

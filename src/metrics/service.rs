@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::settle::Settle;
 use super::{gather, outcome_label, text, textfile, ApplyMetrics, Counters, Snapshot};
 use crate::apply::AppliedState;
 use crate::declaration::Declaration;
@@ -145,14 +146,10 @@ impl MetricsService {
     }
 
     /// Serve until `shutdown` turns true. A change is written [`SETTLE`]
-    /// after it, with the changes that came meanwhile: the text is
-    /// rendered from every step's status, and a fire's start
-    /// (`step-started`, a window opened) would otherwise render it while
-    /// the fire's container starts, on the same cores (a fire beside 5,000
-    /// steps started 70 ms later: docs/benchmarks.md). A change pending at
-    /// shutdown is written then.
+    /// after it, with the changes that came meanwhile ([`Settle`]). A
+    /// change pending at shutdown is written then.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let mut write_at: Option<tokio::time::Instant> = None;
+        let mut pending = Settle::new(SETTLE);
         loop {
             let changed = tokio::select! {
                 Some(msg) = self.inbox.recv() => match msg {
@@ -186,22 +183,20 @@ impl MetricsService {
                     true
                 }
                 Some(o) = self.events.recv() => self.observe(&o),
-                () = sleep_until(write_at), if write_at.is_some() => {
-                    write_at = None;
+                () = sleep_until(pending.due()), if pending.due().is_some() => {
+                    pending.take();
                     self.write().await;
                     false
                 }
                 () = stopping(&mut shutdown) => {
-                    if write_at.is_some() {
+                    if pending.take() {
                         self.write().await;
                     }
                     return;
                 }
             };
-            // Never later than SETTLE after the first change not written:
-            // a steady stream of changes cannot hold the file back.
-            if changed && write_at.is_none() {
-                write_at = Some(tokio::time::Instant::now() + SETTLE);
+            if changed {
+                pending.changed(tokio::time::Instant::now());
             }
         }
     }
