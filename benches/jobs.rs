@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 use mesh_host::cron::CronSchedule;
-use mesh_host::schedule::jobs::{Decision, JobTable, StepTiming};
+use mesh_host::schedule::jobs::{Decision, Fingerprint, JobTable, StepTiming};
 use mesh_host::schedule::scheduler::{StepHistory, StepStatus};
 use mesh_host::schedule::stale::{StaleWatch, StepView};
 use support::{human, Bench, Stats};
@@ -67,7 +67,7 @@ fn steps(n: usize, schedules: &[&str], tag: &str) -> Vec<StepTiming> {
             } else {
                 Tz::Europe__Amsterdam
             },
-            fingerprint: format!("{tag}-{i}"),
+            fingerprint: Fingerprint::of(format!("{tag}-{i}").as_bytes()),
             delay: std::time::Duration::ZERO,
             catch_up: false,
         })

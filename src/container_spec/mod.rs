@@ -373,7 +373,7 @@ fn build_with(
         cgroup_parent: None,
         auto_remove: false,
         groups: access.groups,
-        health: container.health.as_ref().map(health_spec),
+        health: container.health.as_ref().map(|h| Box::new(health_spec(h))),
         // A step's output goes to the journal as its fire's, which only
         // the run knows (crate::schedule::output).
         journal: None,
@@ -930,8 +930,8 @@ mod tests {
         let checked = built(&parsed(json!([with.clone()]))).expect("built");
         assert_ne!(checked.identity, built_plain.identity);
         assert_eq!(
-            checked.spec.health,
-            Some(HealthSpec::Check {
+            checked.spec.health.as_deref(),
+            Some(&HealthSpec::Check {
                 command: Some(vec!["true".into()]),
                 interval: None,
                 timeout: None,
@@ -941,7 +941,7 @@ mod tests {
         );
         with["health"] = json!("none");
         let disabled = built(&parsed(json!([with]))).expect("built");
-        assert_eq!(disabled.spec.health, Some(HealthSpec::Disabled));
+        assert_eq!(disabled.spec.health.as_deref(), Some(&HealthSpec::Disabled));
         assert_ne!(disabled.identity, checked.identity);
         assert_ne!(disabled.identity, built_plain.identity);
     }

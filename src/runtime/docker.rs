@@ -558,7 +558,7 @@ mod tests {
             tag: "mesh-host-step".into(),
         };
         let spec = ContainerSpec {
-            journal: Some(journal.clone()),
+            journal: Some(Box::new(journal.clone())),
             ..Default::default()
         };
         let docker = create_body(&spec)

@@ -344,11 +344,13 @@ pub struct ContainerSpec {
     pub auto_remove: bool,
     /// Supplementary group ids (`HostConfig.GroupAdd`).
     pub groups: Vec<String>,
-    /// Its health check; `None` keeps the image's.
-    pub health: Option<HealthSpec>,
+    /// Its health check; `None` keeps the image's. Boxed, as the journal
+    /// below: most containers (every step's) set neither, and thousands of
+    /// specs are kept.
+    pub health: Option<Box<HealthSpec>>,
     /// Its output written to the journal by the runtime itself; `None`
     /// keeps the runtime's default log driver.
-    pub journal: Option<JournalLog>,
+    pub journal: Option<Box<JournalLog>>,
 }
 
 /// A container's process options (Docker's `Config` and `HostConfig`

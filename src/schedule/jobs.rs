@@ -39,13 +39,41 @@ pub struct StepTiming {
     pub zone: Tz,
     /// Changes whenever anything about the step changes (not only its
     /// timing): a changed step is re-armed.
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
     /// Its splay: every fire comes this long after the cron time
     /// (`randomized-delay`, see [`crate::schedule::splay`]).
     pub delay: std::time::Duration,
     /// `catch-up`: at the table's first sync, the latest due time missed
     /// since the step's last handled one is run once.
     pub catch_up: bool,
+}
+
+/// A SHA-256 digest of everything about a step, kept as its 32 bytes
+/// (thousands of steps each held it as 64 hex characters in a string of
+/// its own).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint(pub [u8; 32]);
+
+impl Fingerprint {
+    /// The digest of `text`.
+    pub fn of(text: &[u8]) -> Fingerprint {
+        use sha2::Digest;
+        Fingerprint(sha2::Sha256::digest(text).into())
+    }
+}
+
+impl std::fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+/// The fingerprint of a text (tests name steps' fingerprints by a text).
+#[cfg(test)]
+impl From<&str> for Fingerprint {
+    fn from(text: &str) -> Fingerprint {
+        Fingerprint::of(text.as_bytes())
+    }
 }
 
 impl StepTiming {

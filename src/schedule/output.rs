@@ -67,10 +67,10 @@ pub fn is_fire_of(step: &str, name: &str) -> bool {
 pub fn to_journal(spec: &mut ContainerSpec, step: &str, fire: &str) {
     spec.labels.set(LABEL_STEP, step.to_string());
     spec.labels.set(LABEL_FIRE, fire.to_string());
-    spec.journal = Some(JournalLog {
+    spec.journal = Some(Box::new(JournalLog {
         labels: vec![LABEL_STEP.to_string(), LABEL_FIRE.to_string()],
         tag: IDENTIFIER.to_string(),
-    });
+    }));
 }
 
 #[cfg(test)]

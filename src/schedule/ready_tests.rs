@@ -56,7 +56,7 @@ fn step(id: &str, expr: &str, identity: &str) -> ScheduledStep {
             id: id.to_string(),
             cron: CronSchedule::parse(expr).expect("cron"),
             zone: chrono_tz::UTC,
-            fingerprint: format!("{expr} {identity}"),
+            fingerprint: format!("{expr} {identity}").as_str().into(),
             delay: Duration::ZERO,
             catch_up: false,
         }),

@@ -82,7 +82,7 @@ async fn rig(now: &str, steps: &[(&str, &str)]) -> Rig {
                 id: id.to_string(),
                 cron: CronSchedule::parse(expr).expect("cron"),
                 zone: chrono_tz::UTC,
-                fingerprint: expr.to_string(),
+                fingerprint: (*expr).into(),
                 delay: std::time::Duration::ZERO,
                 catch_up: false,
             }),

@@ -13,7 +13,7 @@ use crate::container_spec::{self, Builds};
 use crate::cron::local_zone;
 use crate::declaration::{Declaration, Step};
 use crate::runtime::ContainerSpec;
-use crate::schedule::jobs::StepTiming;
+use crate::schedule::jobs::{Fingerprint, StepTiming};
 use crate::schedule::splay;
 
 /// Everything a fire needs to know of a step, derived from the declaration.
@@ -138,11 +138,7 @@ pub fn scheduled_step(
     let mut hasher = Sha256::new();
     hasher.update(serde_json::to_vec(step.resource).unwrap_or_default());
     hasher.update(built.identity.as_bytes());
-    let fingerprint = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let fingerprint = Fingerprint(hasher.finalize().into());
     Ok(ScheduledStep {
         def: Arc::new(StepDef {
             id: step.resource.id.to_string(),

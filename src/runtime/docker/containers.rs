@@ -626,7 +626,7 @@ pub(super) fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         user: spec.user.clone(),
         labels: Some(labels),
         host_config: Some(host_config),
-        healthcheck: spec.health.as_ref().map(health_config),
+        healthcheck: spec.health.as_deref().map(health_config),
         exposed_ports: (!exposed.is_empty()).then_some(exposed),
         // As compose 1.29 sends `volumes: [/data]`: the runtime makes a
         // volume of no name there, as for an image's `VOLUME`.
