@@ -1055,31 +1055,40 @@ fn step_scopes(w: &World, id: &str) -> Vec<String> {
 /// A scope of step `id` as an older mesh-host left it when killed: held
 /// by `sleep infinity`, its owner gone, named for its `n`th planting.
 /// Its name and the guard that stops it, once seen; `None` when it was
-/// not seen within 20 s: every mesh-host starting on the node (the
-/// daemons of the tests beside this one too) sweeps such scopes.
+/// started but swept before it was seen: every mesh-host starting on the
+/// node (the daemons of the tests beside this one too) sweeps such
+/// scopes. Started is told by a mark its command leaves once the scope
+/// is active (`systemd-run --scope` runs the command only then), so a
+/// node slow to start it is waited for, not taken for a sweep.
 fn planted_old_scope(w: &World, id: &str, n: u32) -> Option<(String, support::Cleanup)> {
     let old = format!(
         "mesh-host-step-{}-20200101T00000{n}Z",
         id.replace('-', "\\x2d")
     );
+    let started = w.path(&format!("planted-{n}"));
     w.node.sh_ok(&format!(
-        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sleep infinity </dev/null >/dev/null 2>&1 &",
-        quote(&old)
+        "setsid systemd-run --scope --unit={} --slice=mesh-host.slice sh -c {} </dev/null >/dev/null 2>&1 &",
+        quote(&old),
+        quote(&format!("touch {}; exec sleep infinity", quote(&started)))
     ));
     let scope = w.node.on_drop(format!(
         "systemctl stop {} || true",
         quote(&format!("{old}.scope"))
     ));
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if step_scopes(w, id).contains(&format!("{old}.scope")) {
-            return Some((old, scope));
-        }
-        if std::time::Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let seen = wait_for(
+        "the planted scope to start",
+        Duration::from_secs(60),
+        || {
+            // The mark first: a scope not listed after it was left is gone.
+            let was_started = Path::new(&started).exists();
+            if step_scopes(w, id).contains(&format!("{old}.scope")) {
+                Some(true)
+            } else {
+                was_started.then_some(false)
+            }
+        },
+    );
+    seen.then_some((old, scope))
 }
 
 #[test]

@@ -238,7 +238,8 @@ fn build_with(
     let identity = identity_of(&fields, &reads);
     let fields = DeclaredFields::of(&fields);
     // Names and values of the program's are set borrowed, not copied
-    // (thousands of specs carry them).
+    // (thousands of specs carry them). Room for the six below and the
+    // operator's, so the list is never grown past them.
     let mut labels = crate::runtime::Labels::with_capacity(6 + container.options.labels.len());
     labels.set(LABEL_MANAGED, MANAGED_VALUE);
     labels.set(LABEL_RESOURCE, res.id.to_string());
