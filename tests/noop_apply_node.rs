@@ -116,6 +116,39 @@ fn an_unchanged_request_still_converges_what_changed_behind_it() {
     let out = apply("the same, again");
     assert_eq!(out.trim(), "apply ok: 3 unchanged", "{out}");
     assert_eq!(kept(), 4, "what the full apply left is kept");
+    // What `status` says of that apply is its own (nothing changed), not
+    // the lines of the apply before it, which the record still holds.
+    let status = d.cli(&["status"]);
+    assert!(
+        matches!(status.status.code(), Some(0 | 3)),
+        "{}",
+        text(&status)
+    );
+    assert!(
+        text(&status).contains("ok: 3 unchanged") && !text(&status).contains("b created"),
+        "{}",
+        text(&status)
+    );
+    let status = d.cli(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    let lines = &status["last-apply"]["lines"];
+    let actions: Vec<_> = lines
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| {
+            format!(
+                "{} {}",
+                l["id"].as_str().unwrap_or("?"),
+                l["action"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        ["a unchanged", "b unchanged", "gc unchanged"],
+        "{status}"
+    );
 
     // A container stopped by hand is started.
     w.node.docker_ok(&["stop", "-t", "1", &a]);

@@ -65,9 +65,12 @@ pub struct LastApply {
     /// In one line (`ok: 3 unchanged`, `failed: …`).
     pub summary: String,
     /// The run-once step the last recorded apply halted at; `null` when
-    /// none.
+    /// none (and after an apply that found the node as the same request
+    /// left it).
     pub halted: Option<Halt>,
-    /// Each resource's line in the last recorded apply.
+    /// Each resource's line in the last apply: the record's, or, after an
+    /// apply that found the node as the same request left it (which
+    /// records no lines), every resource `unchanged`.
     pub lines: Vec<ReportLine>,
 }
 

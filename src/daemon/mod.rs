@@ -56,7 +56,7 @@ use crate::window::{Owner, Windows};
 
 use notify::Notifier;
 pub use shared::DaemonConfig;
-use shared::{Daemon, LastApply, Trigger};
+use shared::{Daemon, LastApply, LastLines, Trigger};
 
 /// How often `STATUS=` is refreshed when the window records' directory
 /// cannot be watched (inotify refused): otherwise it is refreshed on change
@@ -354,6 +354,7 @@ impl Daemon {
                         "{} refused: it declares no resources",
                         self.cfg.declaration.display()
                     ),
+                    LastLines::Recorded,
                 );
                 self.arm_from_record_if_unarmed().await;
                 None
@@ -364,7 +365,7 @@ impl Daemon {
                     DeclarationFileError::Refused { path, .. } => format!("{path} refused"),
                     other => other.to_string(),
                 };
-                self.set_last(false, short);
+                self.set_last(false, short, LastLines::Recorded);
                 self.arm_from_record_if_unarmed().await;
                 None
             }
@@ -411,7 +412,7 @@ impl Daemon {
         if let Some(converged) = self.converged_to(bytes) {
             match self.applier.apply_converged(&converged, every_line).await {
                 Ok(report) => {
-                    self.after_converged(&report).await;
+                    self.after_converged(&report, converged).await;
                     return Ok(report);
                 }
                 Err(why) => tracing::info!("apply: decided in full ({why})"),
@@ -456,14 +457,14 @@ impl Daemon {
     /// After an apply that found the node as the last one left it: the
     /// schedules stay armed (suspensions read again, containers not made
     /// ready tried again, as a sync of the same steps does).
-    async fn after_converged(&self, report: &ApplyReport) {
+    async fn after_converged(&self, report: &ApplyReport, converged: Arc<crate::apply::Converged>) {
         if let Some(armed) = self.scheduler.refresh().await {
             tracing::info!(
                 "apply: the node is as the same request left it; {armed} schedule(s) kept"
             );
         }
         self.metrics.applied(report.finished_at, report.ok, None);
-        self.set_last(report.ok, report.summary());
+        self.set_last(report.ok, report.summary(), LastLines::Unchanged(converged));
     }
 
     /// Schedules follow only an apply that went through the whole
@@ -508,7 +509,7 @@ impl Daemon {
         // Told once the schedules follow the apply: the metrics written
         // for it show the next fires it armed.
         self.metrics.applied(ended, report.ok, Some(modules));
-        self.set_last(report.ok, report.summary());
+        self.set_last(report.ok, report.summary(), LastLines::Recorded);
     }
 
     /// A daemon none of whose applies went through the whole declaration
@@ -542,14 +543,19 @@ impl Daemon {
         crate::task::drop_later(decl);
     }
 
-    fn set_last(&self, ok: bool, summary: String) {
+    fn set_last(&self, ok: bool, summary: String, lines: LastLines) {
         let at = Utc::now();
         if !ok {
             // A refused or unreadable declaration file is a failed apply.
             self.metrics.applied(at, ok, None);
         }
         let mut last = self.last_apply.lock().unwrap_or_else(|e| e.into_inner());
-        *last = Some(LastApply { at, ok, summary });
+        *last = Some(LastApply {
+            at,
+            ok,
+            summary,
+            lines,
+        });
         drop(last);
         self.applied.notify_one();
     }

@@ -45,6 +45,22 @@ pub(super) struct LastApply {
     pub(super) at: DateTime<Utc>,
     pub(super) ok: bool,
     pub(super) summary: String,
+    /// Where its lines are.
+    pub(super) lines: LastLines,
+}
+
+/// Where the lines of the daemon's last apply are, for `status`.
+#[derive(Debug, Clone)]
+pub(super) enum LastLines {
+    /// In `applied.json`: the apply wrote them there (it rewrites the
+    /// record whenever its lines differ), or applied nothing (a refused
+    /// declaration file), so the record's are what the node is.
+    Recorded,
+    /// Every resource `unchanged`: an apply that found the node as the
+    /// same request left it. It writes no lines, so the record's are an
+    /// earlier apply's (`5000 installed` under this one's `6000
+    /// unchanged`, measured) and are not shown for it.
+    Unchanged(Arc<crate::apply::Converged>),
 }
 
 /// The running daemon's shared parts.

@@ -5,7 +5,7 @@
 
 use chrono::Utc;
 
-use super::shared::Daemon;
+use super::shared::{Daemon, LastLines};
 use crate::answer::status::{self, EmptyRefusal, LastApply, OpenWindow, Status};
 use crate::answer::Failure;
 use crate::attention::{self, Attention};
@@ -66,19 +66,31 @@ impl Daemon {
             }
         }
         // This daemon's last apply (a refused declaration file too), held
-        // in memory, with the lines of the last one recorded (brief: those
-        // that changed); before its first, the record's.
+        // in memory, with its lines (brief: those that changed): the
+        // record's, unless it found the node as the same request left it;
+        // before its first, the record's.
         let recorded = recorded.as_ref().as_ref();
         let last_apply = match last {
-            Some(l) => Some(LastApply {
-                at: l.at,
-                ok: l.ok,
-                summary: l.summary,
-                halted: recorded.and_then(|r| r.halted.clone()),
-                lines: recorded
-                    .map(|r| status::lines_listed(&r.lines, brief))
-                    .unwrap_or_default(),
-            }),
+            Some(l) => {
+                let (halted, lines) = match &l.lines {
+                    LastLines::Recorded => (
+                        recorded.and_then(|r| r.halted.clone()),
+                        recorded
+                            .map(|r| status::lines_listed(&r.lines, brief))
+                            .unwrap_or_default(),
+                    ),
+                    // Nothing changed: no line to list briefly.
+                    LastLines::Unchanged(_) if brief => (None, Vec::new()),
+                    LastLines::Unchanged(converged) => (None, converged.lines()),
+                };
+                Some(LastApply {
+                    at: l.at,
+                    ok: l.ok,
+                    summary: l.summary,
+                    halted,
+                    lines,
+                })
+            }
             None => recorded.map(|r| status::recorded_apply(r, brief)),
         };
         Ok(Status {
