@@ -135,7 +135,8 @@ inside() {
 	local -A t=()
 	local i
 	for ((i = 0; i < noop_runs; i++)); do
-		for s in "${sides[@]}"; do
+		round_order "$i"
+		for s in "${order[@]}"; do
 			t0=$EPOCHREALTIME
 			out=$(mesh "$s" apply "$dir/big.json")
 			t[noop_$s]+="$(elapsed_us "$t0") "
@@ -145,7 +146,7 @@ inside() {
 		docker ps -a >/dev/null
 		t[ps]+="$(elapsed_us "$t0") "
 		if ((has_diff)); then
-			for s in "${sides[@]}"; do
+			for s in "${order[@]}"; do
 				"${side_bin[$s]}" diff --help >/dev/null 2>&1 || continue
 				t0=$EPOCHREALTIME
 				mesh_rc "$s" 0 diff "$dir/big.json" >/dev/null
@@ -155,7 +156,7 @@ inside() {
 			docker ps -a >/dev/null
 			t[ps_diff]+="$(elapsed_us "$t0") "
 		fi
-		for s in "${sides[@]}"; do
+		for s in "${order[@]}"; do
 			t0=$EPOCHREALTIME
 			mesh_rc "$s" 0,3 status >/dev/null
 			t[status_$s]+="$(elapsed_us "$t0") "
@@ -204,7 +205,8 @@ inside() {
 		for s in "${sides[@]}"; do mesh "$s" apply "$dir/curve.json" >/dev/null; done
 		local -A c=()
 		for ((i = 0; i < curve_runs; i++)); do
-			for s in "${sides[@]}"; do
+			round_order "$i"
+			for s in "${order[@]}"; do
 				t0=$EPOCHREALTIME
 				out=$(mesh "$s" apply "$dir/curve.json")
 				c[noop_$s]+="$(elapsed_us "$t0") "
@@ -213,7 +215,7 @@ inside() {
 			t0=$EPOCHREALTIME
 			docker ps -a >/dev/null
 			c[ps]+="$(elapsed_us "$t0") "
-			for s in "${sides[@]}"; do
+			for s in "${order[@]}"; do
 				if ((has_diff)) && "${side_bin[$s]}" diff --help >/dev/null 2>&1; then
 					t0=$EPOCHREALTIME
 					mesh_rc "$s" 0 diff "$dir/curve.json" >/dev/null
@@ -464,6 +466,15 @@ for r in decl["resources"]:
                        "Mounts": [{"Type": "bind", "Source": m["source"], "Target": m["target"], "ReadOnly": True}]}}})
 json.dump(out, open(sys.argv[2], "w"))
 EOF
+}
+
+# The sides in the order round $1 measures them: `after` first in even
+# rounds, `before` first in odd ones, so that neither side is always the
+# one measured just after the other's command (its freeing, its load on
+# the two cores) or just after its own.
+round_order() {
+	order=("${sides[@]}")
+	if (($1 % 2 == 1)) && ((${#sides[@]} == 2)); then order=("${sides[1]}" "${sides[0]}"); fi
 }
 
 json_string() {
