@@ -133,7 +133,7 @@ inside() {
 
 	# 3. No-op apply, diff, status, plan; rounds alternating with the peer.
 	local -A t=()
-	local i
+	local i order=()
 	for ((i = 0; i < noop_runs; i++)); do
 		round_order "$i"
 		for s in "${order[@]}"; do
@@ -468,7 +468,8 @@ json.dump(out, open(sys.argv[2], "w"))
 EOF
 }
 
-# The sides in the order round $1 measures them: `after` first in even
+# The sides in the order round $1 measures them (set in the caller's
+# `order`): `after` first in even
 # rounds, `before` first in odd ones, so that neither side is always the
 # one measured just after the other's command (its freeing, its load on
 # the two cores) or just after its own.

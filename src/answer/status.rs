@@ -169,6 +169,19 @@ pub fn lines_listed(lines: &[ReportLine], brief: bool) -> Vec<ReportLine> {
         .collect()
 }
 
+/// The lines of an apply that found the node as the same request left
+/// it, from `recorded` (that request's record): every resource
+/// `unchanged`, so none when `brief`.
+pub fn lines_unchanged(recorded: &[ReportLine], brief: bool) -> Vec<ReportLine> {
+    if brief {
+        return Vec::new();
+    }
+    recorded
+        .iter()
+        .map(|l| ReportLine::new(l.id.clone(), Action::Unchanged, None))
+        .collect()
+}
+
 /// What a status keeps of `applied.json` (every line, not the declaration,
 /// files, units and containers: megabytes at thousands of resources).
 pub fn of_applied(applied: AppliedState) -> AppliedState {
@@ -211,5 +224,24 @@ pub fn recorded_apply(applied: &AppliedState, brief: bool) -> LastApply {
         summary,
         halted: applied.halted.clone(),
         lines: lines_listed(&applied.lines, brief),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unchanged_apply_lists_the_records_resources_as_unchanged_and_none_briefly() {
+        let recorded = [
+            ReportLine::new("a", Action::Unchanged, None),
+            ReportLine::new("b", Action::Created, Some("declared".into())),
+            ReportLine::new("gc", Action::Installed, None),
+        ];
+        assert!(lines_unchanged(&recorded, true).is_empty());
+        assert_eq!(
+            lines_unchanged(&recorded, false),
+            ["a", "b", "gc"].map(|id| ReportLine::new(id, Action::Unchanged, None))
+        );
     }
 }

@@ -412,7 +412,7 @@ impl Daemon {
         if let Some(converged) = self.converged_to(bytes) {
             match self.applier.apply_converged(&converged, every_line).await {
                 Ok(report) => {
-                    self.after_converged(&report, converged).await;
+                    self.after_converged(&report).await;
                     return Ok(report);
                 }
                 Err(why) => tracing::info!("apply: decided in full ({why})"),
@@ -457,14 +457,14 @@ impl Daemon {
     /// After an apply that found the node as the last one left it: the
     /// schedules stay armed (suspensions read again, containers not made
     /// ready tried again, as a sync of the same steps does).
-    async fn after_converged(&self, report: &ApplyReport, converged: Arc<crate::apply::Converged>) {
+    async fn after_converged(&self, report: &ApplyReport) {
         if let Some(armed) = self.scheduler.refresh().await {
             tracing::info!(
                 "apply: the node is as the same request left it; {armed} schedule(s) kept"
             );
         }
         self.metrics.applied(report.finished_at, report.ok, None);
-        self.set_last(report.ok, report.summary(), LastLines::Unchanged(converged));
+        self.set_last(report.ok, report.summary(), LastLines::Unchanged);
     }
 
     /// Schedules follow only an apply that went through the whole

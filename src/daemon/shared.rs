@@ -57,10 +57,11 @@ pub(super) enum LastLines {
     /// declaration file), so the record's are what the node is.
     Recorded,
     /// Every resource `unchanged`: an apply that found the node as the
-    /// same request left it. It writes no lines, so the record's are an
-    /// earlier apply's (`5000 installed` under this one's `6000
-    /// unchanged`, measured) and are not shown for it.
-    Unchanged(Arc<crate::apply::Converged>),
+    /// same request left it. It writes no lines, so the record's actions
+    /// are an earlier apply's (`5000 installed` under this one's `6000
+    /// unchanged`, measured) and are not shown for it; its resources are
+    /// the record's (the request it found applied, `apply::converged`).
+    Unchanged,
 }
 
 /// The running daemon's shared parts.

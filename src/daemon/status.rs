@@ -79,9 +79,12 @@ impl Daemon {
                             .map(|r| status::lines_listed(&r.lines, brief))
                             .unwrap_or_default(),
                     ),
-                    // Nothing changed: no line to list briefly.
-                    LastLines::Unchanged(_) if brief => (None, Vec::new()),
-                    LastLines::Unchanged(converged) => (None, converged.lines()),
+                    LastLines::Unchanged => (
+                        None,
+                        recorded
+                            .map(|r| status::lines_unchanged(&r.lines, brief))
+                            .unwrap_or_default(),
+                    ),
                 };
                 Some(LastApply {
                     at: l.at,
