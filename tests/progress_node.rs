@@ -73,9 +73,9 @@ fn apply_shows_progress_on_a_terminal_and_its_report_unchanged_on_a_pipe() {
     assert!(shown.contains("web created"), "the report: {shown:?}");
     assert!(w.running(&web), "the apply did apply");
 
-    // With NO_COLOR, no colour.
-    // (An apply with nothing to do may be answered before its decisions
-    // are drawn, so the line asserted is the one drawn first.)
+    // With NO_COLOR, no colour. (An apply with nothing to do may be
+    // answered before any decision is drawn: the line asserted is the one
+    // drawn before the apply is asked.)
     let out = d.cli_pty(&["apply", &file], &["NO_COLOR=1"]);
     let shown = stdout(&out);
     assert!(

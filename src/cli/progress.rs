@@ -202,29 +202,28 @@ fn width() -> usize {
         .unwrap_or(80)
 }
 
-/// The progress line on stderr.
-struct Screen {
+/// The progress line, on stderr (or, in tests, what stands for it).
+struct Screen<W: Write> {
     style: Style,
     shown: bool,
+    out: W,
 }
 
-impl Screen {
+impl<W: Write> Screen<W> {
     fn draw(&mut self, view: &View) {
         if !self.style.redraw {
             return;
         }
         let line = fit(&view.line(Instant::now()), width(), self.style.color);
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[K{line}");
-        let _ = err.flush();
+        let _ = write!(self.out, "\r\x1b[K{line}");
+        let _ = self.out.flush();
         self.shown = true;
     }
 
     fn clear(&mut self) {
         if self.shown {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[K");
-            let _ = err.flush();
+            let _ = write!(self.out, "\r\x1b[K");
+            let _ = self.out.flush();
             self.shown = false;
         }
     }
@@ -232,7 +231,8 @@ impl Screen {
     /// A line a terminal that cannot redraw keeps.
     fn plain(&mut self, view: &View, text: Option<String>) {
         if let (false, Some(text)) = (self.style.redraw, text) {
-            crate::errln!("mesh-host {}: {text}", view.what);
+            let _ = writeln!(self.out, "mesh-host {}: {text}", view.what);
+            let _ = self.out.flush();
         }
     }
 }
@@ -303,6 +303,28 @@ const LAST_LINES: Duration = Duration::from_secs(5);
 pub async fn show<T>(
     style: Option<Style>,
     view: &mut View,
+    progress: UnboundedReceiver<Progress>,
+    followed: Option<Followed>,
+    work: impl Future<Output = T>,
+    last_lines: impl Fn(&T) -> bool,
+) -> T {
+    show_on(
+        std::io::stderr(),
+        style,
+        view,
+        progress,
+        followed,
+        work,
+        last_lines,
+    )
+    .await
+}
+
+/// [`show`], drawing on `out`.
+async fn show_on<T>(
+    out: impl Write,
+    style: Option<Style>,
+    view: &mut View,
     mut progress: UnboundedReceiver<Progress>,
     mut followed: Option<Followed>,
     work: impl Future<Output = T>,
@@ -314,9 +336,18 @@ pub async fn show<T>(
             color: false,
         }),
         shown: false,
+        out,
     };
     let visible = style.is_some();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // The line is drawn before anything is asked, not on a first tick: a
+    // timer's first tick is not ready until the timer is next turned, and
+    // a quick answer (an apply with nothing to do) would come first and
+    // leave a terminal that shows no progress at all, or only sometimes.
+    if visible {
+        screen.draw(view);
+    }
+    let second = Duration::from_secs(1);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + second, second);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(work);
     let result = loop {
@@ -487,5 +518,37 @@ mod tests {
         assert!(cut.ends_with('…'), "{cut}");
         assert_eq!(fit("x", 80, true), "\x1b[2mx\x1b[0m");
         assert!(!fit(line, 80, false).contains('\x1b'));
+    }
+
+    /// An answer ready at once (an apply with nothing to do) still shows
+    /// the line first on a terminal, then erases it: the terminal never
+    /// leaves the user unsure whether anything was shown.
+    #[tokio::test]
+    async fn the_line_is_drawn_before_an_answer_that_comes_at_once() {
+        for _ in 0..50 {
+            let mut out = Vec::new();
+            let (_tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let mut view = View::apply(Instant::now());
+            let style = Some(Style {
+                redraw: true,
+                color: false,
+            });
+            let answer =
+                show_on(&mut out, style, &mut view, rx, None, async { 7 }, |_| false).await;
+            assert_eq!(answer, 7);
+            let shown = String::from_utf8(out).expect("utf-8");
+            assert_eq!(shown, "\r\x1b[Kmesh-host apply (0s)\r\x1b[K");
+        }
+    }
+
+    /// Not on a terminal (no style), nothing at all is written.
+    #[tokio::test]
+    async fn nothing_is_drawn_without_a_style() {
+        let mut out = Vec::new();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tx.send(Progress::Apply { resources: 2 }).expect("send");
+        let mut view = View::apply(Instant::now());
+        show_on(&mut out, None, &mut view, rx, None, async {}, |_| false).await;
+        assert!(out.is_empty(), "{:?}", String::from_utf8_lossy(&out));
     }
 }
