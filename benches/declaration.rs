@@ -21,7 +21,9 @@
 //! what the process held with the bytes read, against the size of the
 //! bytes.
 //!
-//! `cargo bench --bench declaration [-- FILTER]`
+//! `cargo bench --bench declaration [-- FILTER]`; any other run
+//! (`cargo test --benches`) runs each body once on inputs of 100
+//! resources or items, as a check that the bench still works.
 
 mod support;
 
@@ -188,6 +190,9 @@ const GROWING: &[(&str, &[usize])] = &[
     ("tmpfs of one container", &[5_000, 20_000]),
 ];
 
+/// The one size of each growing input a check run (not measuring) takes.
+const CHECK_SIZE: usize = 100;
+
 /// What `check` does with the bytes but ask the machine's accounts.
 fn check(bytes: &[u8]) -> usize {
     match mesh_host::declaration::parse(bytes) {
@@ -259,7 +264,14 @@ fn main() {
             false,
         ),
     ];
-    for n in [1_000, 10_000] {
+    // A check run (not measuring) takes small sizes: it proves the bench
+    // still runs, and the full sizes cost the test pool a minute of CPU.
+    let generated_sizes: &[usize] = if bench.measuring() {
+        &[1_000, 10_000]
+    } else {
+        &[100]
+    };
+    for &n in generated_sizes {
         inputs.push((format!("generated, {n} resources"), generated(n), true));
     }
     // The generated declarations must be what they claim: valid, complete.
@@ -316,7 +328,12 @@ fn main() {
         &["input", "count", "bytes", "parse + lint", "per item"],
     );
     for (kind, sizes) in GROWING {
-        for &n in *sizes {
+        let sizes = if bench.measuring() {
+            sizes
+        } else {
+            &[CHECK_SIZE][..]
+        };
+        for &n in sizes {
             let name = format!("{kind}, {n}");
             if !bench.selected(&name) {
                 continue;
@@ -345,6 +362,12 @@ fn main() {
         &["input", "bytes", "peak above the bytes read", "ratio"],
     );
     let dir = tempfile::tempdir().expect("tempdir");
+    if !bench.measuring() {
+        // A check that the measuring process still runs, on a small input.
+        measure_peak(dir.path(), "generated-100", &generated(100));
+        bench.finish("");
+        return;
+    }
     let peaks: Vec<(String, Vec<u8>)> = vec![
         ("generated, 10000 resources".into(), generated(10_000)),
         (
@@ -360,12 +383,8 @@ fn main() {
             growing("steps holding a writer", 10_000),
         ),
     ];
-    if !bench.measuring() {
-        // A check that the measuring process still runs, on a small input.
-        measure_peak(dir.path(), "generated-100", &generated(100));
-    }
     for (name, bytes) in &peaks {
-        if !bench.selected(name) || !bench.measuring() {
+        if !bench.selected(name) {
             continue;
         }
         let kib = measure_peak(dir.path(), name, bytes);
