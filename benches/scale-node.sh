@@ -25,7 +25,8 @@
 #  - a step's fire lateness (`* * * * *`, due :00; Docker's `start` event
 #    minus the due second) with only that step declared and then beside the
 #    N services and M steps, against a bare API start of a container made
-#    ahead, sent at :30 of the same minutes (its `start` event minus :30).
+#    ahead, sent at :30 of the same minutes (its `start` event minus :30;
+#    BENCH_PEER_AT moves it).
 #
 # With MESH_HOST_BIN_BEFORE, a second daemon of that build runs beside the
 # first over its own state directory and the same declaration: its first
@@ -43,6 +44,10 @@
 #   BENCH_IDLE_RUNS        idle windows (default 3)
 #   BENCH_IDLE_SECONDS     length of an idle window (default 30)
 #   BENCH_FIRES            fires measured each way, one a minute (default 3)
+#   BENCH_PEER_AT          second of the minute the peer's start is sent
+#                          (default 30; a fire later than it is not found)
+#   BENCH_IDLE_SETTLE      seconds waited before the idle windows (default
+#                          15: tokio's idle blocking threads end after 10)
 #   BENCH_CURVE            step counts applied next, in turn, beside the same N
 #                          services (e.g. "500 5000 20000"): the growth curve,
 #                          each size's no-op apply, diff, status and memory
@@ -177,7 +182,7 @@ inside() {
 	# Settle past the 10 s after which tokio's idle blocking threads end:
 	# a thread that ends takes its switches with it (a window would count
 	# fewer than none).
-	sleep 15
+	sleep "${BENCH_IDLE_SETTLE:-15}"
 	for ((r = 0; r < idle_runs; r++)); do
 		local -A b=()
 		for s in "${sides[@]}"; do b[$s]=$(switches "${side_pid[$s]}"); done
@@ -286,9 +291,9 @@ inside() {
 		"$([[ -z $before ]] || echo "$((anon[before] / 1024)) / $((file[before] / 1024)) MiB")" "—" "" "—" 1
 	if ((fires > 0)); then
 		row "fire lateness, one step declared" "$(stats_ms "${one_m[@]}")" "$([[ -z $before ]] || echo "—")" \
-			"$(stats_ms "${one_p[@]}")" "a bare API start at :30" "$(ratio_med "${one_m[*]}" "${one_p[*]}")" "$fires"
+			"$(stats_ms "${one_p[@]}")" "a bare API start at :${BENCH_PEER_AT:-30}" "$(ratio_med "${one_m[*]}" "${one_p[*]}")" "$fires"
 		row "fire lateness, beside $n services and $m steps" "$(stats_ms "${big_m[@]}")" "$([[ -z $before ]] || echo "—")" \
-			"$(stats_ms "${big_p[@]}")" "a bare API start at :30" "$(ratio_med "${big_m[*]}" "${big_p[*]}")" "$fires"
+			"$(stats_ms "${big_p[@]}")" "a bare API start at :${BENCH_PEER_AT:-30}" "$(ratio_med "${big_m[*]}" "${big_p[*]}")" "$fires"
 	fi
 	echo
 	echo "Times in ms, median (fastest–slowest run); a ratio is of the medians. State directory after the no-op applies: $(du -sk "$dir/state-after" | cut -f1) KiB."
@@ -363,9 +368,10 @@ mesh_rc() {
 }
 
 # Fires of step `fire` (due :00) and bare API starts of a container made
-# ahead (sent at :30) over $1 minutes; sets fire_m and fire_p (µs).
+# ahead (sent at :$BENCH_PEER_AT, :30 unless set) over $1 minutes; sets
+# fire_m and fire_p (µs).
 measure_fires() {
-	local count=$1 peer=$prefix-peer
+	local count=$1 peer=$prefix-peer at_s=${BENCH_PEER_AT:-30}
 	fire_m=() fire_p=()
 	docker rm -f "$peer" >/dev/null 2>&1 || true
 	docker create --name "$peer" --network host "$img" true >/dev/null
@@ -381,7 +387,7 @@ measure_fires() {
 	((first - now >= 5)) || first=$((first + 60))
 	for ((k = 0; k < count; k++)); do
 		due=$((first + 60 * k))
-		sleep_until $((due + 30))
+		sleep_until $((due + at_s))
 		curl -s --unix-socket /run/docker.sock -X POST "http://d/containers/$peer/start" >/dev/null
 	done
 	sleep 5
@@ -391,14 +397,14 @@ measure_fires() {
 	for ((k = 0; k < count; k++)); do
 		due=$((first + 60 * k))
 		local at
-		at=$(awk -v n="$prefix-fire" -v lo=$((due - 1))000000000 -v hi=$((due + 29))000000000 \
+		at=$(awk -v n="$prefix-fire" -v lo=$((due - 1))000000000 -v hi=$((due + at_s - 1))000000000 \
 			'$2 == n && $1 >= lo && $1 < hi { print $1; exit }' "$events")
 		[[ -n $at ]] || die "no fire of $prefix-fire due at $(date -u -d @"$due" +%T): $(tail -n 5 "$events")"
 		fire_m+=("$(((at - due * 1000000000) / 1000))")
-		at=$(awk -v n="$peer" -v lo=$((due + 30))000000000 -v hi=$((due + 60))000000000 \
+		at=$(awk -v n="$peer" -v lo=$((due + at_s))000000000 -v hi=$((due + 60))000000000 \
 			'$2 == n && $1 >= lo && $1 < hi { print $1; exit }' "$events")
-		[[ -n $at ]] || die "no start of $peer at $(date -u -d @"$((due + 30))" +%T)"
-		fire_p+=("$(((at - (due + 30) * 1000000000) / 1000))")
+		[[ -n $at ]] || die "no start of $peer at $(date -u -d @"$((due + at_s))" +%T)"
+		fire_p+=("$(((at - (due + at_s) * 1000000000) / 1000))")
 	done
 	docker rm -f "$peer" >/dev/null 2>&1 || true
 }
@@ -648,6 +654,7 @@ echo
 	BENCH_CREATE_RUNS="${BENCH_CREATE_RUNS:-1}" BENCH_NOOP_RUNS="${BENCH_NOOP_RUNS:-10}" \
 	BENCH_IDLE_RUNS="${BENCH_IDLE_RUNS:-3}" BENCH_IDLE_SECONDS="${BENCH_IDLE_SECONDS:-30}" \
 	BENCH_FIRES="${BENCH_FIRES:-3}" BENCH_CURVE="${BENCH_CURVE:-}" BENCH_CURVE_RUNS="${BENCH_CURVE_RUNS:-5}" \
+	BENCH_PEER_AT="${BENCH_PEER_AT:-30}" BENCH_IDLE_SETTLE="${BENCH_IDLE_SETTLE:-15}" \
 	bash "$dir/scale-node.sh" --inside "$dir" "$dir/mesh-host" "$img" "$prefix" "${before_arg[@]}"
 echo
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
