@@ -67,10 +67,7 @@ pub async fn serve(
             continue;
         };
         let to_daemon = to_daemon.clone();
-        tokio::spawn(async move {
-            connection(stream, to_daemon).await;
-            drop(permit);
-        });
+        tokio::spawn(connection(stream, to_daemon, permit));
     }
     let _ = std::fs::remove_file(&path);
 }
@@ -103,7 +100,13 @@ async fn drop_silent(mut stream: UnixStream, why: &str) {
     .await;
 }
 
-async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
+/// One client, holding one of the socket's slots (`slot`) until its
+/// answer is written.
+async fn connection(
+    mut stream: UnixStream,
+    to_daemon: mpsc::Sender<Incoming>,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
     // Credentials first: nothing from a non-root peer is ever parsed.
     match stream.peer_cred() {
         Ok(cred) if cred.uid() == 0 => {}
@@ -155,6 +158,11 @@ async fn connection(mut stream: UnixStream, to_daemon: mpsc::Sender<Incoming>) {
     let body = serde_json::to_vec(&response).unwrap_or_default();
     let written = tokio::time::timeout(ANSWER_TIMEOUT, async {
         stream.write_all(&body).await?;
+        // The slot is given back before the close the client waits for:
+        // a client that has its whole answer and asks again (a script
+        // calling `status` in a loop) never finds its own last connection
+        // still holding a slot.
+        drop(slot);
         stream.shutdown().await
     })
     .await;
