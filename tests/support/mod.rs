@@ -14,6 +14,7 @@ pub mod accounts;
 pub mod daemon_unit;
 pub mod dashboard;
 pub mod declare;
+pub mod docker_api;
 pub mod event_log;
 pub mod package;
 pub mod unit_files;

@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use super::accounts::{account, remove_account, Identity};
+use super::docker_api::Inspected;
 use super::{quote, unique_name, wait_for, Cleanup, Node};
 
 /// A busybox service that stops at once on SIGTERM.
@@ -364,12 +365,13 @@ impl World {
         self.node.journal(&all)
     }
 
-    /// Docker says the container runs.
+    /// Docker says the container runs (asked over its socket: tests ask
+    /// this many times a second while they wait).
     pub fn running(&self, name: &str) -> bool {
-        self.node
-            .docker(&["inspect", "-f", "{{.State.Running}}", name])
-            .stdout
-            .starts_with(b"true")
+        match self.node.inspect_container(name) {
+            Inspected::Found(c) => c["State"]["Running"] == true,
+            Inspected::Missing | Inspected::NoEngine => false,
+        }
     }
 
     /// `systemctl status UNIT` as the node prints it, whatever its exit
@@ -419,10 +421,7 @@ impl World {
 
     /// Docker has a container by that name.
     pub fn exists(&self, name: &str) -> bool {
-        self.node
-            .docker(&["container", "inspect", name])
-            .status
-            .success()
+        matches!(self.node.inspect_container(name), Inspected::Found(_))
     }
 
     /// `docker inspect -f FORMAT NAME`, trimmed.
