@@ -31,8 +31,20 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// Environment variable naming the node env file written by `node up`.
 pub const NODE_ENV_VAR: &str = "MESH_HOST_NODE";
 
-/// How often [`wait_for`] probes.
-const POLL: Duration = Duration::from_millis(100);
+/// How long [`wait_for`] sleeps between probes, once it has waited
+/// `waited`: ten times a second at first, less often as a wait goes on.
+/// The long waits are on a clock (a minute to turn, a timeout to pass),
+/// and every probe starts processes (`nsenter`, `journalctl`, ...) on a
+/// machine whose two cores all the tests share: eighty seconds at ten a
+/// second were 800 probes. A state a test waits for lasts seconds (a
+/// step's `sleep 2` at least), so 400 ms still sees it several times.
+fn poll_interval(waited: Duration) -> Duration {
+    match waited.as_secs() {
+        0..5 => Duration::from_millis(100),
+        5..20 => Duration::from_millis(200),
+        _ => Duration::from_millis(400),
+    }
+}
 
 /// Docker's cgroup driver on the node, chosen at `node up`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -487,10 +499,11 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Opt
         if let Some(value) = probe() {
             return value;
         }
-        if start.elapsed() >= timeout {
+        let waited = start.elapsed();
+        if waited >= timeout {
             panic!("timed out after {timeout:?} waiting for {what}");
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(poll_interval(waited).min(timeout - waited));
     }
 }
 
