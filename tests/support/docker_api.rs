@@ -21,6 +21,10 @@ use super::Node;
 /// saying so, not hang the suite.
 const ANSWER: Duration = Duration::from_secs(60);
 
+/// The most of an answer read: an inspect document is kilobytes (a
+/// container with a 1 MiB health check carries it three times).
+const MAX_ANSWER: u64 = 16 << 20;
+
 /// What the engine says of a container.
 #[derive(Debug)]
 pub enum Inspected {
@@ -72,7 +76,7 @@ impl Node {
             return Inspected::NoEngine;
         }
         let mut answer = Vec::new();
-        if let Err(e) = stream.read_to_end(&mut answer) {
+        if let Err(e) = (&mut stream).take(MAX_ANSWER + 1).read_to_end(&mut answer) {
             assert!(
                 !matches!(
                     e.kind(),
@@ -82,6 +86,10 @@ impl Node {
             );
             return Inspected::NoEngine;
         }
+        assert!(
+            answer.len() as u64 <= MAX_ANSWER,
+            "the engine's answer to GET /containers/{name}/json is over {MAX_ANSWER} bytes"
+        );
         let text = String::from_utf8_lossy(&answer);
         let Some((head, body)) = text.split_once("\r\n\r\n") else {
             return Inspected::NoEngine;
