@@ -14,6 +14,7 @@ use std::net::IpAddr;
 use std::pin::Pin;
 
 use futures_util::Stream;
+use serde::{Deserialize, Serialize};
 
 pub mod docker;
 #[cfg(any(test, feature = "fake-runtime"))]
@@ -300,7 +301,7 @@ impl fmt::Display for ContainerId {
 }
 
 /// Everything needed to create one container.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerSpec {
     /// Container name (unique on the runtime).
     pub name: String,
@@ -356,7 +357,7 @@ pub struct ContainerSpec {
 /// A container's process options (Docker's `Config` and `HostConfig`
 /// fields of the same meaning); each unset or empty keeps the image's or
 /// the runtime's own.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessSpec {
     pub entrypoint: Option<Vec<String>>,
     pub working_dir: Option<String>,
@@ -402,7 +403,7 @@ pub struct ProcessSpec {
 
 /// One request for devices of a driver (Docker's `DeviceRequest`), as
 /// compose sends it: its capabilities one AND list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceRequestSpec {
     /// Empty: the first driver with the capabilities.
     pub driver: String,
@@ -414,7 +415,7 @@ pub struct DeviceRequestSpec {
 }
 
 /// A declared log driver (Docker's `LogConfig`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogSpec {
     /// The driver; `None` is the runtime's default one.
     pub driver: Option<String>,
@@ -423,7 +424,8 @@ pub struct LogSpec {
 }
 
 /// One published port (Docker's `PortBindings` entry).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(into = "PortWire")]
 pub struct PortSpec {
     /// The host's port; `None` lets the runtime pick one.
     pub host: Option<u16>,
@@ -435,13 +437,58 @@ pub struct PortSpec {
     pub address: Option<IpAddr>,
 }
 
+/// A [`PortSpec`] as it is written: its protocol by name (the spec holds
+/// a name of the program's, not allocated).
+#[derive(Serialize, Deserialize)]
+struct PortWire {
+    host: Option<u16>,
+    container: u16,
+    protocol: String,
+    address: Option<IpAddr>,
+}
+
+impl From<PortSpec> for PortWire {
+    fn from(p: PortSpec) -> Self {
+        PortWire {
+            host: p.host,
+            container: p.container,
+            protocol: p.protocol.to_owned(),
+            address: p.address,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PortSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        PortSpec::try_from(PortWire::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<PortWire> for PortSpec {
+    type Error = String;
+
+    fn try_from(p: PortWire) -> Result<Self, String> {
+        let protocol = match p.protocol.as_str() {
+            "tcp" => "tcp",
+            "udp" => "udp",
+            other => return Err(format!("no port protocol {other:?}")),
+        };
+        Ok(PortSpec {
+            host: p.host,
+            container: p.container,
+            protocol,
+            address: p.address,
+        })
+    }
+}
+
 /// A container's output kept in the journal: written there by the runtime
 /// (Docker's `journald` log driver), each line an entry, kept whatever
 /// happens to the process that started the container; or, where the
 /// runtime's driver carries no label ([`RuntimeView::journals_output`]
 /// false: Podman 4.3), kept in the runtime's own log of the container and
 /// forwarded to the journal by mesh-host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JournalLog {
     /// Labels the runtime turns into fields of each entry (Docker: a
     /// label `mesh.step` becomes `MESH_STEP`).
@@ -473,7 +520,7 @@ pub struct OutputChunk {
 pub type OutputChunks = Pin<Box<dyn Stream<Item = Result<OutputChunk, RuntimeError>> + Send>>;
 
 /// A health check a container is created with (Docker's `Healthcheck`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HealthSpec {
     /// No check, not even the image's (`Test: ["NONE"]`).
     Disabled,
@@ -496,7 +543,7 @@ pub enum HealthSpec {
 }
 
 /// One mount of a [`ContainerSpec`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountSpec {
     /// An absolute host path (a bind mount) or a volume name.
     pub source: String,
@@ -514,7 +561,7 @@ impl MountSpec {
 }
 
 /// Restart policy of a container.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RestartPolicy {
     /// Never restarted by the runtime (steps).
     #[default]

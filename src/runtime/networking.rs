@@ -46,7 +46,7 @@ pub struct NetworkInfo {
 }
 
 /// A container's place on one network: its aliases and fixed address.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NetworkAttach {
     pub network: String,
     pub aliases: Vec<String>,

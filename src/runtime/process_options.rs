@@ -10,7 +10,7 @@ use super::ProcessSpec;
 /// carried its 488 bytes inline in every step's spec. Reads see the
 /// defaults through `Deref`; a write allocates it. Equal by value: unset
 /// and set to the defaults are the same options.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ProcessOptions(Option<Box<ProcessSpec>>);
 
 /// What an unset [`ProcessOptions`] reads as.

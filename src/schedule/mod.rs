@@ -9,6 +9,7 @@ pub mod forward_keeper;
 mod forward_tests;
 pub mod history;
 pub mod jobs;
+pub mod kept;
 #[cfg(test)]
 mod oom_tests;
 pub mod outcome;

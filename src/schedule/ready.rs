@@ -329,6 +329,12 @@ impl Readier {
         }
     }
 
+    /// Whether this readier holds a slot for `step` (a step beyond the
+    /// horizon with none is armed with no look at its definition).
+    pub fn has_slot(&self, step: &str) -> bool {
+        self.slots().contains_key(step)
+    }
+
     /// The steps this readier holds a slot for.
     pub fn steps(&self) -> Vec<String> {
         self.slots().keys().cloned().collect()

@@ -454,9 +454,17 @@ async fn a_fire_beyond_the_horizon_waits_with_no_task_and_is_armed_at_its_edge_i
         "no step beyond the horizon holds a slot: {:?}",
         r.readier.steps()
     );
+    assert_eq!(r.handle.packed("edge").await, Some(true), "kept packed");
+    assert_eq!(r.handle.packed("far7").await, Some(true));
     // At the edge (02:00:00) the one due at 03:00 is armed, the others not.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(alive_tasks(), before + 1);
+    assert_eq!(
+        r.handle.packed("edge").await,
+        Some(false),
+        "built when armed"
+    );
+    assert_eq!(r.handle.packed("far7").await, Some(true));
     // It is made ready at its lead and fires on its second.
     tokio::time::sleep(Duration::from_secs(59 * 60 + 58)).await;
     assert_eq!(fake.mutations(), vec![Call::Create("edge-run".into())]);
@@ -467,8 +475,67 @@ async fn a_fire_beyond_the_horizon_waits_with_no_task_and_is_armed_at_its_edge_i
         1,
         "fired at 03:00"
     );
+    // The container made is the step's as declared, not a spec read back
+    // wrong from its packed form.
+    let made = fake.spec_of("edge-run").expect("made");
+    let declared = step("edge", "0 3 * * *", "a").def.spec.clone();
+    assert_eq!(
+        (&made.image, made.labels.get(LABEL_IDENTITY)),
+        (&declared.image, declared.labels.get(LABEL_IDENTITY))
+    );
     // Past 03:00 the fifty due at 04:00 come within, each armed.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(alive_tasks() >= before + 50, "{} {before}", alive_tasks());
     assert_eq!(r.readier.steps().len(), 51, "each armed holds its slot");
+    assert_eq!(r.handle.packed("far7").await, Some(false));
+    // Fired, the step's next fire is tomorrow's: packed again.
+    assert_eq!(r.handle.packed("edge").await, Some(true));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_packed_step_syncs_as_kept_fires_when_asked_and_a_changed_one_is_rearmed() {
+    let fake = FakeRuntime::new();
+    fake.exit_with("far-run", 0, Duration::from_millis(10));
+    let r = rig("2026-06-01T01:00:00Z", fake.clone());
+    let declared = || {
+        vec![
+            step("far", "0 4 * * *", "a"),
+            step("near", "30 1 * * *", "a"),
+        ]
+    };
+    r.handle.sync(declared()).await.expect("sync");
+    assert_eq!(r.handle.packed("far").await, Some(true));
+    assert_eq!(
+        r.handle.packed("near").await,
+        Some(false),
+        "within the hour"
+    );
+    // The same steps again: kept where they are, none re-armed.
+    let report = r.handle.sync(declared()).await.expect("sync");
+    assert_eq!(report.kept, vec!["far".to_string(), "near".to_string()]);
+    assert!(report.rearmed.is_empty(), "{report:?}");
+    // Asked for, it is what was declared (unpacked), and it runs so.
+    let armed = r.handle.armed("far").await.expect("asked").expect("armed");
+    assert_eq!(armed, step("far", "0 4 * * *", "a"));
+    let fired = r
+        .handle
+        .run_now("far", false, crate::progress::Reporter::none())
+        .await
+        .expect("fired");
+    assert!(fired.ok(), "{fired:?}");
+    let made = fake.spec_of("far-run").expect("made");
+    assert_eq!(made.labels.get(LABEL_IDENTITY), Some("a"));
+    assert_eq!(r.handle.packed("far").await, Some(true), "packed again");
+    // A step whose container changed is no longer the packed one.
+    let report = r
+        .handle
+        .sync(vec![
+            step("far", "0 4 * * *", "b"),
+            step("near", "30 1 * * *", "a"),
+        ])
+        .await
+        .expect("sync");
+    assert_eq!(report.rearmed, vec!["far".to_string()]);
+    let armed = r.handle.armed("far").await.expect("asked").expect("armed");
+    assert_eq!(armed.def.spec.labels.get(LABEL_IDENTITY), Some("b"));
 }

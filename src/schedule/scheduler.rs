@@ -27,6 +27,7 @@ use crate::mesh_event;
 use crate::progress::Reporter;
 use crate::schedule::fire::{describe, FireReport, Firer, RunOutcome};
 use crate::schedule::jobs::{Decision, JobTable, SyncReport};
+use crate::schedule::kept::KeptStep;
 use crate::schedule::output::fire_name;
 use crate::schedule::step::ScheduledStep;
 use crate::schedule::suspend::{self, Suspended};
@@ -35,6 +36,7 @@ use crate::store::Store;
 pub use crate::schedule::history::StepHistory;
 use crate::schedule::history::{load_history, HISTORY_DOC};
 
+mod arming;
 mod listing;
 mod owed;
 mod sync;
@@ -125,6 +127,15 @@ pub enum Command {
         step: String,
         /// The step, if it is armed.
         reply: oneshot::Sender<Option<ScheduledStep>>,
+    },
+    /// Whether a step's definition is kept packed (tests of
+    /// [`crate::schedule::kept`]).
+    #[cfg(test)]
+    Packed {
+        /// The step's id.
+        step: String,
+        /// Whether it is packed, if it is declared.
+        reply: oneshot::Sender<Option<bool>>,
     },
     /// Report every step's state.
     Status {
@@ -227,6 +238,15 @@ impl SchedulerHandle {
         self.ask(|reply| Command::Armed { step, reply }).await
     }
 
+    /// Whether `step`'s definition is kept packed, if it is declared.
+    #[cfg(test)]
+    pub async fn packed(&self, step: &str) -> Option<bool> {
+        let step = step.to_string();
+        self.ask(|reply| Command::Packed { step, reply })
+            .await
+            .ok()?
+    }
+
     /// Every step's state.
     pub async fn status(&self) -> Option<Vec<StepStatus>> {
         let (reply, rx) = oneshot::channel();
@@ -250,13 +270,17 @@ impl SchedulerHandle {
 /// The scheduler task's state.
 ///
 /// Impl spread: the one task owns the whole table, so its loop is here and
-/// three of its jobs that read as concepts of their own have files beside
-/// it, `scheduler/owed.rs` (catch-ups a window was in the way of),
+/// four of its jobs that read as concepts of their own have files beside
+/// it, `scheduler/arming.rs` (a step's next fire made ready within the
+/// horizon, its definition packed beyond), `scheduler/owed.rs` (catch-ups
+/// a window was in the way of),
 /// `scheduler/sync.rs` (the steps replaced after an apply) and
 /// `scheduler/listing.rs` (the steps' state as `status` reads it).
 pub struct Scheduler {
     table: JobTable,
-    steps: BTreeMap<String, ScheduledStep>,
+    /// Each step, its definition packed while its next fire is beyond the
+    /// horizon ([`crate::schedule::kept`]).
+    steps: BTreeMap<String, KeptStep>,
     /// Steps whose next fire is beyond the horizon, by that fire: armed
     /// when it comes within ([`crate::schedule::ready::HORIZON`]).
     beyond: std::collections::BTreeSet<(DateTime<Utc>, String)>,
@@ -453,7 +477,7 @@ impl Scheduler {
             }
             Decision::CatchUp { step, due } => {
                 self.record_due(&step, due);
-                let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
+                let module = self.steps.get(&step).and_then(KeptStep::module);
                 mesh_event!(
                     info,
                     Event::StepCaughtUp,
@@ -544,7 +568,7 @@ impl Scheduler {
         {
             self.record_due(&step, due);
         }
-        let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
+        let module = self.steps.get(&step).and_then(KeptStep::module);
         mesh_event!(
             info,
             Event::StepSuspended,
@@ -563,43 +587,8 @@ impl Scheduler {
         h.armed_at = None;
     }
 
-    /// Make the container of `step`'s next fire ready ahead of it, unless a
-    /// run of it is in flight (its end arms the next).
-    fn make_ready(&mut self, step: &str) {
-        let Some(s) = self.steps.get(step) else {
-            return;
-        };
-        // A suspended step's next due time does not run: nothing is made
-        // for it.
-        if self.table.in_flight(step) || self.suspended.since(step).is_some() {
-            return;
-        }
-        if let Some(due) = self.table.next_due(step) {
-            let now = self.clock.now();
-            if !self.firer.readier().arm(&s.def, due, now, self.horizon) {
-                self.beyond.insert((due, step.to_string()));
-            }
-        }
-    }
-
-    /// Arm the steps whose next fire came within the horizon; when the
-    /// next of the others comes within it.
-    fn arm_within_horizon(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let horizon = chrono::Duration::from_std(self.horizon).unwrap_or_default();
-        while let Some((due, step)) = self.beyond.first().cloned() {
-            if due - horizon > now {
-                return Some(due - horizon);
-            }
-            self.beyond.pop_first();
-            // Its next fire now, whichever it is (a stale entry re-arms
-            // nothing).
-            self.make_ready(&step);
-        }
-        None
-    }
-
     fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool, progress: Reporter) {
-        let Some(def) = self.steps.get(step).map(|s| s.def.clone()) else {
+        let Some(def) = self.steps.get(step).and_then(KeptStep::def) else {
             return;
         };
         self.table.set_in_flight(step, true);
@@ -662,7 +651,12 @@ impl Scheduler {
                 changed
             }
             Command::Armed { step, reply } => {
-                let _ = reply.send(self.steps.get(&step).cloned());
+                let _ = reply.send(self.steps.get(&step).and_then(KeptStep::step));
+                false
+            }
+            #[cfg(test)]
+            Command::Packed { step, reply } => {
+                let _ = reply.send(self.steps.get(&step).map(KeptStep::is_packed));
                 false
             }
             Command::Status { reply } => {
@@ -715,7 +709,7 @@ impl Scheduler {
                     usage: None,
                     held_secs: None,
                 };
-                let module = self.steps.get(&step).and_then(|s| s.def.module.clone());
+                let module = self.steps.get(&step).and_then(KeptStep::module);
                 mesh_event!(
                     error,
                     Event::StepFailed,

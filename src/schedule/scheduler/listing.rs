@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{Scheduler, StepHistory};
+use crate::schedule::kept::KeptStep;
 use crate::schedule::stale::StepView;
-use crate::schedule::step::ScheduledStep;
 use crate::step_listing::{self, StepFacts};
 
 /// One step in a status answer.
@@ -104,11 +104,11 @@ impl Scheduler {
             .peekable();
         let mut history = self.history.iter().peekable();
         let mut suspended = self.suspended.steps.iter().peekable();
-        let facts: Vec<(&ScheduledStep, StepFacts)> = self
+        let facts: Vec<(&KeptStep, StepFacts)> = self
             .steps
             .values()
             .map(|s| {
-                let id = &s.def.id;
+                let id = s.id();
                 let (next_fire, running) = at(&mut jobs, id).unwrap_or((None, false));
                 let failed_last = at(&mut history, id)
                     .is_some_and(|h| StepFacts::failed_last(h.last_run, h.last_success));
@@ -141,7 +141,7 @@ impl Scheduler {
             .steps
             .values()
             .map(|s| {
-                let id = s.def.id.as_str();
+                let id = s.id();
                 let history = self.history.get(id).unwrap_or(&none);
                 StepView {
                     step: id,
@@ -185,10 +185,10 @@ impl Scheduler {
     }
 
     /// One step's whole state.
-    fn status_of(&self, s: &ScheduledStep) -> StepStatus {
-        let id = &s.def.id;
+    fn status_of(&self, s: &KeptStep) -> StepStatus {
+        let id = s.id();
         StepStatus {
-            step: id.clone(),
+            step: id.to_string(),
             schedule: s.timing.cron.expr().to_string(),
             zone: s.timing.zone.name().to_string(),
             next_fire: self.table.next_due(id),

@@ -40,7 +40,10 @@ impl Scheduler {
                 cleared.push(step);
                 continue;
             };
-            let holds: Vec<String> = s.def.holds.iter().map(|(_, n)| n.clone()).collect();
+            let holds: Vec<String> = s
+                .def()
+                .map(|def| def.holds.iter().map(|(_, n)| n.clone()).collect())
+                .unwrap_or_default();
             let clear = !self.table.in_flight(&step)
                 && match self.firer.windows().opening_blocked_by(&step, &holds) {
                     Ok(blocker) => blocker.is_none(),

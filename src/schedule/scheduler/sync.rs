@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::Scheduler;
 use crate::schedule::jobs::SyncReport;
+use crate::schedule::kept::KeptStep;
 use crate::schedule::step::{held_specs, ScheduledStep};
 use crate::schedule::suspend;
 
@@ -44,7 +45,10 @@ impl Scheduler {
         self.firer.windows().know_held_specs(held_specs(&steps));
         let before = std::mem::replace(
             &mut self.steps,
-            steps.into_iter().map(|s| (s.def.id.clone(), s)).collect(),
+            steps
+                .into_iter()
+                .map(|s| (s.def.id.clone(), KeptStep::from(s)))
+                .collect(),
         );
         crate::task::drop_later(before);
         // The history keeps declared steps only, so it is bounded by the
@@ -78,9 +82,14 @@ impl Scheduler {
     /// Whether `steps` are the steps armed, each declared alike, after a
     /// first sync: then a sync has nothing to re-arm.
     fn same_steps(&self, steps: &[ScheduledStep]) -> bool {
+        let mut scratch = Vec::new();
         self.table.synced()
             && steps.len() == self.steps.len()
-            && steps.iter().all(|s| self.steps.get(&s.def.id) == Some(s))
+            && steps.iter().all(|s| {
+                self.steps
+                    .get(&s.def.id)
+                    .is_some_and(|kept| kept.is(s, &mut scratch))
+            })
     }
 
     /// A sync of the steps armed: only what an apply may have changed
