@@ -22,7 +22,7 @@ use crate::declaration::{Declaration, ResourceKind};
 use crate::events::Event;
 use crate::mesh_event;
 use crate::progress::{Progress, Reporter};
-use crate::schedule::step::ScheduledStep;
+use crate::schedule::kept::KeptStep;
 use crate::store::{Store, APPLIED, CONTAINER_INPUTS, LAST_APPLY};
 
 /// See the module documentation.
@@ -47,7 +47,7 @@ pub(crate) struct Ledger {
     halted: Option<Halt>,
     warnings: Vec<String>,
     tidy: Vec<StepLine>,
-    steps: Vec<ScheduledStep>,
+    steps: Vec<KeptStep>,
 }
 
 impl Ledger {

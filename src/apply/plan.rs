@@ -25,7 +25,7 @@ use crate::acl::walk::Wanted;
 use crate::container_spec::BuiltContainer;
 use crate::declaration::{Directory, File, Identity, Owner, Unit};
 use crate::runtime::{NetworkAttach, NetworkSpec, VolumeSpec};
-use crate::schedule::step::ScheduledStep;
+use crate::schedule::kept::KeptStep;
 use crate::systemd::unit_files::{UnitDecision, UnitJob};
 
 /// Where a decision belongs in the declaration: a declared resource (its
@@ -347,7 +347,7 @@ pub(crate) struct RunOnceWork {
 /// A scheduled step handed to the scheduler.
 #[derive(Debug)]
 pub(crate) struct ScheduleWork {
-    pub(crate) step: Box<ScheduledStep>,
+    pub(crate) step: Box<KeptStep>,
     /// Its image, when it is not present.
     pub(crate) pull: Option<String>,
     /// It is new or declared otherwise than last installed.
@@ -571,7 +571,7 @@ impl Work {
                 if s.installs || s.pull.is_some() {
                     steps.push(StepLine::new(
                         "install",
-                        format!("schedule {}", s.step.def.id),
+                        format!("schedule {}", s.step.id()),
                     ));
                 }
                 steps

@@ -17,7 +17,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::schedule::step::ScheduledStep;
+use crate::schedule::kept::KeptStep;
 use crate::window::WindowRecord;
 
 /// What an apply did to one resource. Serialised as its name
@@ -326,7 +326,7 @@ pub struct ApplyReport {
     /// The scheduled steps this apply installed, for the scheduler to
     /// re-sync with (`scheduler.sync(report.steps)`).
     #[serde(skip)]
-    pub steps: Vec<ScheduledStep>,
+    pub steps: Vec<KeptStep>,
     /// Whether the apply went through the whole declaration (it started,
     /// and no run-once step halted it): only then is `steps` every declared
     /// step, and only then may the schedules follow it.

@@ -223,7 +223,8 @@ async fn first_apply_creates_and_a_second_is_a_no_op_costing_one_listing() {
         "a scheduled step is never run at apply"
     );
     assert_eq!(first.steps.len(), 1);
-    assert_eq!(first.steps[0].def.id, "gc");
+    assert_eq!(first.steps[0].id(), "gc");
+    assert!(first.steps[0].is_packed(), "handed to the scheduler packed");
 
     r.fake.clear_calls();
     let second = r.apply(resources).await;
@@ -785,11 +786,7 @@ async fn scheduled_steps_are_installed_never_run_and_never_fail_the_apply() {
         .iter()
         .any(|c| matches!(c, Call::Create(_) | Call::Start(_))));
     assert_eq!(
-        report
-            .steps
-            .iter()
-            .map(|s| s.def.id.as_str())
-            .collect::<Vec<_>>(),
+        report.steps.iter().map(|s| s.id()).collect::<Vec<_>>(),
         vec!["gc"]
     );
 
@@ -1371,8 +1368,8 @@ async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_readin
         table.sync(timings, &BTreeMap::new(), Utc::now()).0
     };
     let held_env = |report: &ApplyReport| {
-        let other = report.steps.iter().find(|s| s.def.id == "other");
-        let held = &other.expect("other installed").def.hold_specs;
+        let other = report.steps.iter().find(|s| s.id() == "other");
+        let held = other.expect("other installed").hold_specs();
         let web = held.iter().find(|s| s.name == "web").expect("web held");
         web.env.clone()
     };
@@ -1394,8 +1391,11 @@ async fn a_changed_env_file_recreates_a_held_service_and_re_arms_the_step_readin
     assert_eq!(synced.rearmed, vec!["gc"], "the step reading the file");
     assert_eq!(synced.kept, vec!["other"]);
     assert_eq!(held_env(&changed), vec![("A".to_string(), "2".to_string())]);
-    let gc = changed.steps.iter().find(|s| s.def.id == "gc").expect("gc");
-    assert_eq!(gc.def.spec.env, vec![("A".to_string(), "2".to_string())]);
+    let gc = changed.steps.iter().find(|s| s.id() == "gc").expect("gc");
+    assert_eq!(
+        gc.def().expect("unpacks").spec.env,
+        vec![("A".to_string(), "2".to_string())]
+    );
 
     // The service declared before the file: built before the write, and
     // built again after it for the step that holds it.

@@ -98,6 +98,20 @@ impl<'d> Builds<'d> {
         built
     }
 
+    /// Container `c` built for one use, not kept: a scheduled step's, which
+    /// nothing else is built from (a step that another holds is built
+    /// again, and kept, by [`Builds::spec`]). Thousands of steps' builds
+    /// are then never all alive at once. Its files are read through the
+    /// apply's reads as any other's.
+    pub fn build_once(&self, res: &Resource, c: &Container) -> Result<BuiltContainer, SpecError> {
+        let mut kept = self.kept();
+        if let Some(built) = kept.built.get(res.id.as_str()) {
+            return built.as_deref().cloned().map_err(Clone::clone);
+        }
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        build_with(self.decl, res, c, &mut kept.files, &pending)
+    }
+
     /// The spec of container `id`, shared by every step that holds it;
     /// `None` when there is no such container or it cannot be built.
     pub fn spec(&self, id: &str) -> Option<Arc<ContainerSpec>> {
@@ -169,6 +183,15 @@ mod tests {
             again.identity,
             super::super::build(&d, res, c).expect("built").identity
         );
+        // A step's build is made for its one use and not kept; it reads
+        // its files through the same reads.
+        let (gc_res, gc) = builds.container("gc").expect("gc");
+        let once = builds.build_once(gc_res, gc).expect("built");
+        assert_eq!(
+            once.identity,
+            super::super::build(&d, gc_res, gc).expect("built").identity
+        );
+        assert!(!builds.kept().built.contains_key("gc"), "not kept");
         assert!(builds.container("gc").is_some());
         assert!(builds.container("nope").is_none());
         assert!(builds.spec("nope").is_none());

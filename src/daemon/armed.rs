@@ -86,7 +86,9 @@ pub(super) fn know_holds(store: &Store, windows: &Windows) {
     match recall(store) {
         Ok(Some(decl)) => {
             let steps = crate::schedule::step::scheduled_steps(&decl).0;
-            windows.know_held_specs(crate::schedule::step::held_specs(&steps));
+            windows.know_held_specs(crate::schedule::step::held_specs(
+                steps.iter().map(|s| &*s.def.hold_specs),
+            ));
         }
         Ok(None) => {}
         Err(e) => tracing::warn!("cannot read the declaration the schedules were armed from: {e}"),

@@ -8,7 +8,10 @@
 //! each is one block of a few hundred bytes, unpacked again when it comes
 //! within the horizon, fires, or is asked for (docs/benchmarks.md has the
 //! figures). What a step holds to be listed (its id and timing) stays as
-//! it is.
+//! it is. The apply packs each step as soon as it is built
+//! ([`KeptStep::packed`]), so thousands of steps are never all built at
+//! once: the daemon's resident memory follows the apply's peak, not what
+//! it holds after it.
 //!
 //! A step is packed only if its bytes read back as the same definition,
 //! checked as it is packed: a packed step always unpacks.
@@ -160,6 +163,15 @@ impl From<ScheduledStep> for KeptStep {
 }
 
 impl KeptStep {
+    /// `step` packed (kept built if it does not pack): what the apply
+    /// hands the scheduler, so that thousands of steps are never all
+    /// built at once.
+    pub fn packed(step: ScheduledStep) -> KeptStep {
+        let mut kept = KeptStep::from(step);
+        kept.pack();
+        kept
+    }
+
     /// The step's id.
     pub fn id(&self) -> &str {
         &self.timing.id
@@ -212,13 +224,24 @@ impl KeptStep {
         }
     }
 
-    /// Whether `s` is this step declared alike; `scratch` as in
-    /// [`PackedDef::is`].
-    pub fn is(&self, s: &ScheduledStep, scratch: &mut Vec<u8>) -> bool {
-        self.timing == s.timing
-            && match &self.def {
-                Def::Built(def) => *def == s.def,
-                Def::Packed(packed) => packed.is(&s.def, scratch),
+    /// The specs of the containers it holds (shared, never packed).
+    pub fn hold_specs(&self) -> &[Arc<ContainerSpec>] {
+        match &self.def {
+            Def::Built(def) => &def.hold_specs,
+            Def::Packed(packed) => &packed.hold_specs,
+        }
+    }
+
+    /// Whether `other` is this step declared alike, each built or packed;
+    /// `scratch` as in [`PackedDef::is`].
+    pub fn is(&self, other: &KeptStep, scratch: &mut Vec<u8>) -> bool {
+        self.timing == other.timing
+            && match (&self.def, &other.def) {
+                (Def::Built(a), Def::Built(b)) => a == b,
+                (Def::Packed(a), Def::Packed(b)) => a == b,
+                (Def::Packed(packed), Def::Built(def)) | (Def::Built(def), Def::Packed(packed)) => {
+                    packed.is(def, scratch)
+                }
             }
     }
 }
@@ -343,10 +366,12 @@ mod tests {
         assert_eq!(kept.id(), "gc");
         assert_eq!(kept.module().as_deref(), Some("registry"));
         assert_eq!(kept.step().as_ref(), Some(&step));
-        assert!(kept.is(&step, &mut Vec::new()));
+        let built = KeptStep::from(step.clone());
+        assert!(kept.is(&built, &mut Vec::new()) && built.is(&kept, &mut Vec::new()));
+        assert!(kept.is(&KeptStep::packed(step.clone()), &mut Vec::new()));
         kept.keep_built(kept.def().expect("unpacks"));
         assert!(!kept.is_packed());
-        assert!(kept.is(&step, &mut Vec::new()));
+        assert!(kept.is(&built, &mut Vec::new()));
     }
 
     fn text() -> impl Strategy<Value = String> {

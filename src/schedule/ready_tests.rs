@@ -193,7 +193,10 @@ async fn a_changed_step_replaces_its_ready_container_and_a_removed_one_removes_i
         1
     );
     assert_eq!(count(&fake, &Call::Create("gc-run".into())), 2);
-    r.handle.sync(Vec::new()).await.expect("sync");
+    r.handle
+        .sync(Vec::<ScheduledStep>::new())
+        .await
+        .expect("sync");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(fake.spec_of("gc-run").is_none(), "removed with its step");
     tokio::time::sleep(Duration::from_secs(60)).await;

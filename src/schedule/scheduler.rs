@@ -84,8 +84,8 @@ const CATCH_UP_POLL: Duration = Duration::from_secs(2);
 pub enum Command {
     /// Replace the scheduled steps (after an apply).
     Sync {
-        /// The steps now declared.
-        steps: Vec<ScheduledStep>,
+        /// The steps now declared (as the apply packed them).
+        steps: Vec<KeptStep>,
         /// How the table changed.
         reply: oneshot::Sender<SyncReport>,
     },
@@ -163,7 +163,8 @@ pub struct SchedulerHandle {
 
 impl SchedulerHandle {
     /// Replace the scheduled steps.
-    pub async fn sync(&self, steps: Vec<ScheduledStep>) -> Option<SyncReport> {
+    pub async fn sync<S: Into<KeptStep>>(&self, steps: Vec<S>) -> Option<SyncReport> {
+        let steps = steps.into_iter().map(Into::into).collect();
         let (reply, rx) = oneshot::channel();
         self.inbox.send(Command::Sync { steps, reply }).await.ok()?;
         rx.await.ok()

@@ -87,13 +87,15 @@ pub fn scheduled_steps(decl: &Declaration) -> (Vec<ScheduledStep>, Vec<container
     (steps, errors)
 }
 
-/// The spec of every container `steps` hold, by container name: what a
-/// window closed without its opener's plan creates again
-/// ([`crate::window::Windows::know_held_specs`]).
-pub fn held_specs(steps: &[ScheduledStep]) -> BTreeMap<String, Arc<ContainerSpec>> {
-    steps
-        .iter()
-        .flat_map(|s| s.def.hold_specs.iter())
+/// The spec of every container held, by container name, from each step's
+/// held specs: what a window closed without its opener's plan creates
+/// again ([`crate::window::Windows::know_held_specs`]).
+pub fn held_specs<'a>(
+    each_step: impl IntoIterator<Item = &'a [Arc<ContainerSpec>]>,
+) -> BTreeMap<String, Arc<ContainerSpec>> {
+    each_step
+        .into_iter()
+        .flatten()
         .map(|spec| (spec.name.clone(), spec.clone()))
         .collect()
 }
@@ -107,14 +109,15 @@ pub fn find(decl: &Declaration, id: &str) -> Result<ScheduledStep, String> {
 }
 
 /// Step `step` of the declaration `builds` builds, ready for the
-/// scheduler: its container and those it holds built through `builds`
-/// (each once however many steps hold it), held ids found by index.
+/// scheduler: its container built for this one use (not kept by
+/// `builds`), those it holds built through `builds` (each once however
+/// many steps hold it), held ids found by index.
 pub fn scheduled_step(
     builds: &Builds<'_>,
     step: &Step<'_>,
     machine: &Machine,
 ) -> Result<ScheduledStep, container_spec::SpecError> {
-    let built = builds.build(step.resource, step.container)?;
+    let built = builds.build_once(step.resource, step.container)?;
     let holds = step
         .schedule
         .while_stopped
@@ -143,7 +146,7 @@ pub fn scheduled_step(
         def: Arc::new(StepDef {
             id: step.resource.id.to_string(),
             module: step.resource.module.as_ref().map(|m| m.to_string()),
-            spec: built.spec.clone(),
+            spec: built.spec,
             timeout: step.container.timeout,
             holds,
             hold_specs,

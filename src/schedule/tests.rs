@@ -419,7 +419,7 @@ async fn a_window_of_a_dead_owner_creates_again_a_removed_held_container_as_arme
     };
     r.firer
         .windows()
-        .know_held_specs(crate::schedule::step::held_specs(&[gc]));
+        .know_held_specs(crate::schedule::step::held_specs([&*gc.def.hold_specs]));
     let resumed = r.firer.windows().resume().await.expect("resume");
     match &resumed[..] {
         [Resumed::Closed { report, .. }] => {

@@ -17,6 +17,7 @@ use super::super::report::{Action, ReportLine};
 use super::context::Context;
 use crate::declaration::{Container, Resource, Role, Step};
 use crate::runtime::{replaced_name, LABEL_RESOURCE};
+use crate::schedule::kept::KeptStep;
 use crate::schedule::step::scheduled_step;
 
 /// A run-once step's run.
@@ -125,7 +126,9 @@ pub(super) async fn scheduled(
         (None, false) => (Action::Installed, None),
     };
     let work = Work::Schedule(ScheduleWork {
-        step: Box::new(step),
+        // Packed at once: the steps of a large declaration are never all
+        // built at the same time.
+        step: Box::new(KeptStep::packed(step)),
         pull,
         installs: !alike,
         alike,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::super::report::Action;
-use crate::schedule::step::ScheduledStep;
+use crate::schedule::kept::KeptStep;
 
 /// What carrying out one decision came to.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ pub(crate) enum Record {
     /// A container recreated: `container-recreated` is logged.
     Recreated(String),
     /// A scheduled step for the scheduler.
-    Step(Box<ScheduledStep>),
+    Step(Box<KeptStep>),
     /// A unit file the host removed.
     UnitGone(String),
     /// Worth saying, failing nothing.

@@ -11,13 +11,13 @@ use chrono::{DateTime, Utc};
 use super::Scheduler;
 use crate::schedule::jobs::SyncReport;
 use crate::schedule::kept::KeptStep;
-use crate::schedule::step::{held_specs, ScheduledStep};
+use crate::schedule::step::held_specs;
 use crate::schedule::suspend;
 
 impl Scheduler {
     /// Replace the steps with `steps`; what changed, and whether the
     /// steps' state may have.
-    pub(super) fn sync(&mut self, steps: Vec<ScheduledStep>) -> (SyncReport, bool) {
+    pub(super) fn sync(&mut self, steps: Vec<KeptStep>) -> (SyncReport, bool) {
         if self.same_steps(&steps) {
             return (self.sync_same(steps), false);
         }
@@ -28,7 +28,7 @@ impl Scheduler {
         // one never fired still catches up.
         let mut armed = false;
         for s in &steps {
-            let h = self.history.entry(s.def.id.clone()).or_default();
+            let h = self.history.entry(s.id().to_string()).or_default();
             if h.last_due.is_none() && h.armed_at.is_none() {
                 h.armed_at = Some(now);
                 armed = true;
@@ -42,13 +42,12 @@ impl Scheduler {
         let (report, missed) = self.table.sync(timings, &history, now);
         // Windows closed for another process (taken over, resumed, owed)
         // create a removed held container as armed here.
-        self.firer.windows().know_held_specs(held_specs(&steps));
+        self.firer
+            .windows()
+            .know_held_specs(held_specs(steps.iter().map(KeptStep::hold_specs)));
         let before = std::mem::replace(
             &mut self.steps,
-            steps
-                .into_iter()
-                .map(|s| (s.def.id.clone(), KeptStep::from(s)))
-                .collect(),
+            steps.into_iter().map(|s| (s.id().to_string(), s)).collect(),
         );
         crate::task::drop_later(before);
         // The history keeps declared steps only, so it is bounded by the
@@ -81,22 +80,22 @@ impl Scheduler {
 
     /// Whether `steps` are the steps armed, each declared alike, after a
     /// first sync: then a sync has nothing to re-arm.
-    fn same_steps(&self, steps: &[ScheduledStep]) -> bool {
+    fn same_steps(&self, steps: &[KeptStep]) -> bool {
         let mut scratch = Vec::new();
         self.table.synced()
             && steps.len() == self.steps.len()
             && steps.iter().all(|s| {
                 self.steps
-                    .get(&s.def.id)
+                    .get(s.id())
                     .is_some_and(|kept| kept.is(s, &mut scratch))
             })
     }
 
     /// A sync of the steps armed: only what an apply may have changed
     /// besides the steps is read again.
-    fn sync_same(&mut self, steps: Vec<ScheduledStep>) -> SyncReport {
+    fn sync_same(&mut self, steps: Vec<KeptStep>) -> SyncReport {
         let report = SyncReport {
-            kept: steps.iter().map(|s| s.def.id.clone()).collect(),
+            kept: steps.iter().map(|s| s.id().to_string()).collect(),
             ..SyncReport::default()
         };
         crate::task::drop_later(steps);
