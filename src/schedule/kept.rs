@@ -208,6 +208,15 @@ impl KeptStep {
         }
     }
 
+    /// Cut its packed block short, so that it no longer reads back (tests
+    /// of what a scheduler does with one: never a silent loss).
+    #[cfg(test)]
+    pub fn damage(&mut self) {
+        if let Def::Packed(packed) = &mut self.def {
+            packed.bytes = packed.bytes[..packed.bytes.len() / 2].into();
+        }
+    }
+
     /// Keep it packed (kept built if it does not pack).
     pub fn pack(&mut self) {
         if let Def::Built(def) = &self.def {

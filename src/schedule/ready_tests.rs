@@ -496,6 +496,34 @@ async fn a_fire_beyond_the_horizon_waits_with_no_task_and_is_armed_at_its_edge_i
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_packed_step_that_no_longer_reads_back_is_refused_with_a_reason_never_lost() {
+    let fake = FakeRuntime::new();
+    let r = rig("2026-06-01T01:00:00Z", fake.clone());
+    r.handle
+        .sync(vec![step("far", "0 4 * * *", "a")])
+        .await
+        .expect("sync");
+    assert_eq!(r.handle.packed("far").await, Some(true));
+    r.handle.damage("far").await;
+    // Answered at once: a caller never waits on a fire that was not made.
+    let asked = tokio::time::timeout(
+        Duration::from_secs(60),
+        r.handle
+            .run_now("far", false, crate::progress::Reporter::none()),
+    )
+    .await
+    .expect("answered, not left waiting");
+    let why = asked.expect_err("refused");
+    assert!(why.contains("does not read back"), "{why}");
+    assert!(
+        fake.mutations().is_empty(),
+        "nothing run: {:?}",
+        fake.mutations()
+    );
+    assert!(!r.handle.status().await.expect("status")[0].running);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_packed_step_syncs_as_kept_fires_when_asked_and_a_changed_one_is_rearmed() {
     let fake = FakeRuntime::new();
     fake.exit_with("far-run", 0, Duration::from_millis(10));

@@ -40,40 +40,10 @@ mod arming;
 mod listing;
 mod owed;
 mod sync;
+mod watchdog;
 
 pub use listing::{Listed, StepStatus, StepsSummary};
-
-/// The watchdog as the scheduler's loop feeds it: `feed` is called every
-/// `every` (and once at start), from the loop itself.
-pub struct Watchdog {
-    /// Time between two feeds (the daemon uses half of `WatchdogSec`).
-    pub every: Duration,
-    /// Sends the keep-alive.
-    pub feed: Box<dyn FnMut() + Send>,
-}
-
-impl std::fmt::Debug for Watchdog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watchdog")
-            .field("every", &self.every)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Watchdog {
-    /// Feed it if its time has come (or is a few milliseconds away: the
-    /// loop wakes for it on the wall clock's timer, which may end a hair
-    /// before the monotonic one); when the next feed is due.
-    fn feed_if_due(&mut self, next: Instant) -> Instant {
-        let now = Instant::now();
-        if now + Duration::from_millis(50) >= next {
-            (self.feed)();
-            now + self.every
-        } else {
-            next
-        }
-    }
-}
+pub use watchdog::Watchdog;
 
 /// How often a catch-up owed is looked at again (is the window in its way
 /// closed yet).
@@ -130,6 +100,13 @@ pub enum Command {
     },
     /// Whether a step's definition is kept packed (tests of
     /// [`crate::schedule::kept`]).
+    /// Cut a packed step's block short (tests of
+    /// [`crate::schedule::kept`]).
+    #[cfg(test)]
+    Damage {
+        /// The step's id.
+        step: String,
+    },
     #[cfg(test)]
     Packed {
         /// The step's id.
@@ -239,6 +216,17 @@ impl SchedulerHandle {
         self.ask(|reply| Command::Armed { step, reply }).await
     }
 
+    /// Cut `step`'s packed block short.
+    #[cfg(test)]
+    pub async fn damage(&self, step: &str) {
+        let _ = self
+            .inbox
+            .send(Command::Damage {
+                step: step.to_string(),
+            })
+            .await;
+    }
+
     /// Whether `step`'s definition is kept packed, if it is declared.
     #[cfg(test)]
     pub async fn packed(&self, step: &str) -> Option<bool> {
@@ -273,7 +261,8 @@ impl SchedulerHandle {
 /// Impl spread: the one task owns the whole table, so its loop is here and
 /// four of its jobs that read as concepts of their own have files beside
 /// it, `scheduler/arming.rs` (a step's next fire made ready within the
-/// horizon, its definition packed beyond), `scheduler/owed.rs` (catch-ups
+/// horizon, its definition packed beyond, and fired when due),
+/// `scheduler/owed.rs` (catch-ups
 /// a window was in the way of),
 /// `scheduler/sync.rs` (the steps replaced after an apply) and
 /// `scheduler/listing.rs` (the steps' state as `status` reads it).
@@ -457,7 +446,7 @@ impl Scheduler {
         // Saved before any of them fires: a due time is never fired twice.
         self.save_history();
         for (step, due, catch_up) in fires {
-            self.spawn_fire(&step, due, catch_up, Reporter::none());
+            let _ = self.spawn_fire(&step, due, catch_up, Reporter::none());
         }
     }
 
@@ -588,21 +577,6 @@ impl Scheduler {
         h.armed_at = None;
     }
 
-    fn spawn_fire(&mut self, step: &str, due: DateTime<Utc>, catch_up: bool, progress: Reporter) {
-        let Some(def) = self.steps.get(step).and_then(KeptStep::def) else {
-            return;
-        };
-        self.table.set_in_flight(step, true);
-        let firer = self.firer.clone();
-        let id = step.to_string();
-        let task = self.running.spawn(async move {
-            let report = firer.fire_reporting(&def, due, &progress).await;
-            (id, report)
-        });
-        self.fires
-            .insert(task.id(), (step.to_string(), due, catch_up));
-    }
-
     /// Answer a command; whether the steps' state may have changed.
     fn command(&mut self, cmd: Command) -> bool {
         match cmd {
@@ -634,9 +608,16 @@ impl Scheduler {
                     false
                 } else {
                     let now = self.clock.now();
-                    self.spawn_fire(&step, now, false, progress);
-                    self.waiting.entry(step).or_default().push(reply);
-                    true
+                    match self.spawn_fire(&step, now, false, progress) {
+                        Ok(()) => {
+                            self.waiting.entry(step).or_default().push(reply);
+                            true
+                        }
+                        Err(why) => {
+                            let _ = reply.send(Err(why));
+                            false
+                        }
+                    }
                 }
             }
             Command::Suspend { step, reply } => {
@@ -653,6 +634,13 @@ impl Scheduler {
             }
             Command::Armed { step, reply } => {
                 let _ = reply.send(self.steps.get(&step).and_then(KeptStep::step));
+                false
+            }
+            #[cfg(test)]
+            Command::Damage { step } => {
+                if let Some(s) = self.steps.get_mut(&step) {
+                    s.damage();
+                }
                 false
             }
             #[cfg(test)]

@@ -1,12 +1,14 @@
-//! A step's next fire armed: its container made ready ahead once the fire
-//! is within the horizon ([`crate::schedule::ready::HORIZON`]); beyond it,
-//! the step waits in the scheduler's `beyond` list with its definition
-//! packed ([`crate::schedule::kept`]), and is armed when the horizon
-//! reaches it.
+//! A step's next fire, armed and then fired: its container made ready
+//! ahead once the fire is within the horizon
+//! ([`crate::schedule::ready::HORIZON`]); beyond it, the step waits in the
+//! scheduler's `beyond` list with its definition packed
+//! ([`crate::schedule::kept`]), and is armed when the horizon reaches it;
+//! when due, the fire runs on a task of its own.
 
 use chrono::{DateTime, Utc};
 
 use super::Scheduler;
+use crate::progress::Reporter;
 
 impl Scheduler {
     /// Make the container of `step`'s next fire ready ahead of it, unless a
@@ -58,5 +60,36 @@ impl Scheduler {
             self.make_ready(&step);
         }
         None
+    }
+
+    /// Fire `step` for `due` on a task of its own; why not, if it cannot
+    /// be (not declared, or its packed definition unreadable: ruled out
+    /// by the check at packing, but never silent).
+    pub(super) fn spawn_fire(
+        &mut self,
+        step: &str,
+        due: DateTime<Utc>,
+        catch_up: bool,
+        progress: Reporter,
+    ) -> Result<(), String> {
+        let kept = self
+            .steps
+            .get(step)
+            .ok_or_else(|| format!("no scheduled step {step} is declared"))?;
+        let Some(def) = kept.def() else {
+            let why = format!("step {step}'s definition as kept does not read back: not fired");
+            tracing::error!(MESH_STEP = %step, "{why}");
+            return Err(why);
+        };
+        self.table.set_in_flight(step, true);
+        let firer = self.firer.clone();
+        let id = step.to_string();
+        let task = self.running.spawn(async move {
+            let report = firer.fire_reporting(&def, due, &progress).await;
+            (id, report)
+        });
+        self.fires
+            .insert(task.id(), (step.to_string(), due, catch_up));
+        Ok(())
     }
 }

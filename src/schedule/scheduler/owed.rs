@@ -75,7 +75,7 @@ impl Scheduler {
                 "step {step} runs its catch-up of the fire due {}: the window in its way has closed",
                 due.to_rfc3339()
             );
-            self.spawn_fire(&step, due, true, crate::progress::Reporter::none());
+            let _ = self.spawn_fire(&step, due, true, crate::progress::Reporter::none());
         }
         true
     }
