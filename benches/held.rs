@@ -9,8 +9,10 @@
 //! free pieces, which this does not see.
 //!
 //! `cargo bench --bench held` (500, 5,000 and 20,000 steps; about a
-//! minute); any other run (`cargo test --benches`) does 20 and 100, as a
-//! check that the bench still works.
+//! minute; `BENCH_SIZES="5000 20000"` measures other sizes); any other run
+//! (`cargo test --benches`) does 20 and 100, as a check that the bench
+//! still works. The allocator is set as the daemon sets it
+//! (`task::tune_allocator`).
 
 use std::path::Path;
 use std::sync::Arc;

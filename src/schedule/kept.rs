@@ -91,10 +91,19 @@ impl PackedDef {
     /// `def` packed, if its bytes read back as `def` (`None` otherwise: the
     /// caller keeps it built).
     pub fn pack(def: &StepDef) -> Option<PackedDef> {
-        let mut bytes = Vec::new();
-        write(def, &mut bytes).ok()?;
+        // Written into this thread's one buffer, then copied out in one
+        // block of its size: not a vector grown and shrunk for each of
+        // thousands of steps, among the apply's own blocks.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let bytes = SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            write(def, &mut scratch).ok()?;
+            Some(Box::<[u8]>::from(scratch.as_slice()))
+        })?;
         let packed = PackedDef {
-            bytes: bytes.into_boxed_slice(),
+            bytes,
             hold_specs: def.hold_specs.clone(),
         };
         (packed.unpack()?.as_ref() == def).then_some(packed)
@@ -138,15 +147,16 @@ impl PackedDef {
 }
 
 /// A step's definition as kept.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum Def {
     Built(Arc<StepDef>),
     Packed(PackedDef),
 }
 
 /// A scheduled step as the scheduler keeps it: its timing as it is, its
-/// definition built or packed.
-#[derive(Debug, Clone, PartialEq)]
+/// definition built or packed. Not `PartialEq`: a step built and the same
+/// step packed are alike, which [`KeptStep::is`] says.
+#[derive(Debug, Clone)]
 pub struct KeptStep {
     /// When it is due (shared with the job table); its id is the step's.
     pub timing: Arc<StepTiming>,
