@@ -15,18 +15,11 @@
 //! (`task::tune_allocator`).
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mesh_host::apply::Applier;
-use mesh_host::clock::SystemClock;
-use mesh_host::runtime::fake::FakeRuntime;
-use mesh_host::runtime::ContainerRuntime;
-use mesh_host::schedule::fire::Firer;
-use mesh_host::schedule::scheduler::Scheduler;
-use mesh_host::store::Store;
-use mesh_host::systemd::units::NoUnits;
-use mesh_host::window::{Owner, Windows};
+#[path = "support/in_process.rs"]
+mod in_process;
+use in_process::{declarable_base, InProcess};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 
@@ -143,27 +136,13 @@ fn main() {
 /// most held after the apply (the model and the built steps beside it).
 async fn held_by(dir: &Path, files: &Path, services: usize, m: usize) -> (i64, i64, i64) {
     let state = tempfile::tempdir_in(dir).expect("state");
-    let store = Store::open(state.path().join("state")).expect("store");
-    let fake = FakeRuntime::new();
-    fake.add_image(IMAGE);
-    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
-    let clock = Arc::new(SystemClock::new());
-    let windows = Windows::new(
-        store.clone(),
-        runtime.clone(),
-        clock.clone(),
-        Owner::current().expect("owner"),
-    );
-    let (shutdown, rx) = tokio::sync::watch::channel(false);
-    let firer = Firer::new(
-        runtime.clone(),
-        windows.clone(),
-        Arc::new(NoUnits),
-        rx.clone(),
-    );
-    let (scheduler, handle) = Scheduler::new(firer, clock, store.clone(), None);
-    let running = tokio::spawn(scheduler.run(rx));
-    let applier = Applier::new(store.clone(), runtime, windows);
+    let InProcess {
+        fake,
+        applier,
+        handle,
+        shutdown,
+        running,
+    } = InProcess::new(&state.path().join("state"), IMAGE);
     let (bytes0, blocks0) = held();
     let text = declaration(files, services, m);
     let decl = mesh_host::declaration::parse(&text).expect("declaration");
@@ -185,22 +164,4 @@ async fn held_by(dir: &Path, files: &Path, services: usize, m: usize) -> (i64, i
     drop(handle);
     let _ = running.await;
     (bytes - bytes0, blocks - blocks0, peak - bytes0)
-}
-
-/// Where the declaration's files may be: cargo's scratch directory, unless
-/// `check` would refuse a path there, then /var/lib/mesh-host-tests (as
-/// in `benches/memory.rs`).
-fn declarable_base() -> std::path::PathBuf {
-    let scratch = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let declarable = mesh_host::declaration::AbsPath::try_from(scratch.to_string_lossy().as_ref())
-        .is_ok_and(|p| {
-            mesh_host::declaration::sandbox::refusal(&p).is_none()
-                && mesh_host::declaration::sandbox::write_refusal(&p).is_none()
-        });
-    if declarable {
-        return scratch;
-    }
-    let fallback = std::path::PathBuf::from("/var/lib/mesh-host-tests");
-    std::fs::create_dir_all(&fallback).expect("a directory for the bench's files");
-    fallback
 }

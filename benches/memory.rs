@@ -22,19 +22,13 @@
 //! flat while resident memory grows say there is no leak.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mesh_host::apply::Applier;
-use mesh_host::clock::SystemClock;
-use mesh_host::runtime::fake::FakeRuntime;
-use mesh_host::runtime::ContainerRuntime;
-use mesh_host::schedule::fire::Firer;
-use mesh_host::schedule::scheduler::Scheduler;
-use mesh_host::store::Store;
-use mesh_host::systemd::units::NoUnits;
-use mesh_host::window::{Owner, Windows};
 use serde_json::json;
+
+#[path = "support/in_process.rs"]
+mod in_process;
+use in_process::{declarable_base, InProcess};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 
@@ -110,28 +104,14 @@ fn count<T: std::str::FromStr>(var: &str, default: T) -> T {
 
 async fn run(fires: usize, applies: u32, measure: bool) {
     let dir = tempfile::tempdir_in(declarable_base()).expect("tempdir");
-    let store = Store::open(dir.path().join("state")).expect("store");
-    let fake = FakeRuntime::new();
-    fake.add_image(IMAGE);
+    let InProcess {
+        fake,
+        applier,
+        handle,
+        shutdown: _shutdown,
+        running: _running,
+    } = InProcess::new(&dir.path().join("state"), IMAGE);
     fake.exit_with("mem-gc", 0, Duration::ZERO);
-    let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
-    let clock = Arc::new(SystemClock::new());
-    let windows = Windows::new(
-        store.clone(),
-        runtime.clone(),
-        clock.clone(),
-        Owner::current().expect("owner"),
-    );
-    let (_shutdown, rx) = tokio::sync::watch::channel(false);
-    let firer = Firer::new(
-        runtime.clone(),
-        windows.clone(),
-        Arc::new(NoUnits),
-        rx.clone(),
-    );
-    let (scheduler, handle) = Scheduler::new(firer, clock, store.clone(), None);
-    tokio::spawn(scheduler.run(rx));
-    let applier = Applier::new(store.clone(), runtime, windows);
 
     let decls: Vec<_> = (0..2)
         .map(|v| mesh_host::declaration::parse(&declaration(dir.path(), v)).expect("declaration"))
@@ -254,22 +234,4 @@ fn list(dir: &Path, out: &mut Vec<(std::path::PathBuf, u64)>) {
             Err(_) => {}
         }
     }
-}
-
-/// Where the declaration's file may be: cargo's scratch directory, unless
-/// `check` would refuse a path there (a checkout under /tmp, /home or
-/// /root: docs/declaration.md), then /var/lib/mesh-host-tests.
-fn declarable_base() -> std::path::PathBuf {
-    let scratch = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let declarable = mesh_host::declaration::AbsPath::try_from(scratch.to_string_lossy().as_ref())
-        .is_ok_and(|p| {
-            mesh_host::declaration::sandbox::refusal(&p).is_none()
-                && mesh_host::declaration::sandbox::write_refusal(&p).is_none()
-        });
-    if declarable {
-        return scratch;
-    }
-    let fallback = std::path::PathBuf::from("/var/lib/mesh-host-tests");
-    std::fs::create_dir_all(&fallback).expect("a directory for the bench's declared file");
-    fallback
 }
