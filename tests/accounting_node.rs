@@ -465,3 +465,99 @@ fn accounting_a_fire_leaves_every_other_container_in_its_own_cgroups() {
         declare::text(&exec)
     );
 }
+
+/// On a v1 layout systemd keeps a scope's group only in the hierarchies
+/// whose accounting it was asked for, and at its next realize (a
+/// `daemon-reload`, which any package or operator makes) it removes the
+/// scope's groups in the others once they are empty: the fire's `blkio`
+/// and `cpuacct` groups, as soon as the container has exited and before
+/// the fire has read them. The scope's keeper sits in those groups for
+/// the fire's life, so no reload takes the fire's figures.
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn accounting_a_reload_between_the_containers_end_and_the_reading_keeps_every_figure() {
+    let mut w = World::new("acct-reload");
+    let unified = w
+        .node
+        .sh_ok("test -f /sys/fs/cgroup/cgroup.controllers && echo unified || echo v1")
+        .contains("unified");
+    if unified || w.node.cgroup_driver() != CgroupDriver::Cgroupfs || w.node.runtime() != "docker" {
+        eprintln!("the fire's scope keeps its groups for it where systemd is asked to (v2), or its group is the runtime's");
+        return;
+    }
+    let id = w.prefix.replace('-', "_") + "_rl";
+    let (step, img) = (w.name("step"), w.busybox());
+    let s = declare::step(
+        &id,
+        &step,
+        &img,
+        "dd if=/dev/zero of=/tmp/f bs=1M count=8 conv=fsync 2>/dev/null; sleep 1",
+        &[],
+        120,
+    );
+    w.write_declaration(json!([s]));
+    let d = DaemonUnit::install(&w, "");
+    d.start();
+
+    let run = d.cli_spawn(&["run", &id]);
+    w.wait_running("the step to run", &step);
+    let escaped = id.replace('-', "\\x2d");
+    let scope = w
+        .node
+        .sh_ok(&format!(
+            "systemctl list-units --no-legend --plain 'mesh-host-step-{escaped}-*.scope'"
+        ))
+        .split_whitespace()
+        .next()
+        .map(str::to_string)
+        .expect("the fire's scope");
+    let group = w
+        .node
+        .sh_ok(&format!("systemctl show -P ControlGroup {scope}"))
+        .trim()
+        .to_string();
+    let blkio = format!("/sys/fs/cgroup/blkio{group}");
+
+    // The daemon held still while the container exits and the runtime
+    // removes its group, then systemd realizes its units again.
+    let daemon = d.main_pid();
+    w.node.sh_ok(&format!("kill -STOP {daemon}"));
+    let _cont = w.node.on_drop(format!("kill -CONT {daemon}"));
+    w.wait_stopped("the step to end", &step);
+    wait_for(
+        "the runtime to remove the container's group",
+        Duration::from_secs(20),
+        || {
+            w.node
+                .sh_ok(&format!("find {blkio} -mindepth 1 -type d | wc -l"))
+                .trim()
+                .eq("0")
+                .then_some(())
+        },
+    );
+    w.node.sh_ok("systemctl daemon-reload");
+    let kept = w
+        .node
+        .sh_ok(&format!("test -d {blkio} && echo kept || echo gone"));
+    w.node.sh_ok(&format!("kill -CONT {daemon}"));
+
+    let out = run.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let ended = events_at_least(&w, &id, "step-finished", 1);
+    let e = ended.last().expect("the fire's step-finished");
+    for field in ["MESH_CPU_USEC", "MESH_IO_READ_BYTES", "MESH_IO_WRITE_BYTES"] {
+        number(e, field);
+    }
+    assert_eq!(kept.trim(), "kept", "the fire's blkio group after a reload");
+    // Nothing left behind: the scope's end takes its groups with it.
+    wait_for(
+        "systemd to remove the fire's groups",
+        Duration::from_secs(20),
+        || {
+            w.node
+                .sh_ok(&format!("test -d {blkio} && echo kept || echo gone"))
+                .contains("gone")
+                .then_some(())
+        },
+    );
+}

@@ -179,6 +179,67 @@ impl Cgroups {
     }
 }
 
+/// The v1 hierarchies whose counters a fire reads in a group of its own:
+/// systemd keeps a unit's group in a v1 hierarchy only when the unit's
+/// accounting there is on, which mesh-host does not ask on v1
+/// (`systemd::units`), and at its next realize (a `daemon-reload`) it
+/// removes the unit's empty groups in the others. `cpu` and `cpuacct` are
+/// links to `cpu,cpuacct` on most machines, and hierarchies of their own
+/// on some: a link, or a name where nothing is mounted, is passed over.
+const KEPT_V1: [&str; 5] = ["blkio", "memory", "cpuacct", "cpu,cpuacct", "cpuacct,cpu"];
+
+/// How often a group is made and joined again when systemd removed it in
+/// between (it removes only empty groups, so once joined it stays).
+const JOIN_TRIES: usize = 3;
+
+impl Cgroups {
+    /// Keep `group`'s counters for as long as `pid` lives: on a v1 layout,
+    /// make the group in each hierarchy a fire reads (`KEPT_V1`) and put
+    /// `pid` in it, so that systemd cannot remove the group once the
+    /// container in it has gone, before its figures are read. Nothing on
+    /// a unified tree, where systemd keeps the groups it was asked for.
+    /// An error names the hierarchy that refused.
+    pub fn hold(&self, group: &str, pid: u32) -> Result<(), String> {
+        let parts = components(group)?;
+        if self.layout() == Layout::Unified {
+            return Ok(());
+        }
+        for tree in KEPT_V1 {
+            let root = self.root.join(tree);
+            // A hierarchy mounted there, not a link to one nor a bare
+            // directory of the tmpfs above.
+            let mounted = std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir())
+                && std::fs::symlink_metadata(root.join("cgroup.procs")).is_ok_and(|m| m.is_file());
+            if !mounted {
+                continue;
+            }
+            let mut dir = root;
+            dir.extend(&parts);
+            join(&dir, pid).map_err(|e| format!("cannot keep the group in {tree}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Make `dir` (and what is above it) and put `pid` in it.
+fn join(dir: &Path, pid: u32) -> std::io::Result<()> {
+    let mut tries = 0;
+    loop {
+        std::fs::create_dir_all(dir)?;
+        let written = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(dir.join("cgroup.procs"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, pid.to_string().as_bytes()));
+        tries += 1;
+        match written {
+            // Removed between its making and the write: made again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < JOIN_TRIES => {}
+            other => return other,
+        }
+    }
+}
+
 /// The parts of a group's name, each checked: no `.` or `..`, no empty
 /// part (`//`), no NUL; the root group itself is refused (its figures are
 /// the whole machine's).
@@ -385,5 +446,64 @@ mod tests {
                 .memory_peak_bytes,
             None
         );
+    }
+
+    /// A v1 tree in `dir` as the kernel shows one: a `cgroup.procs` file at
+    /// its root, and at `group` (where the kernel would make it).
+    fn mounted(dir: &Path, tree: &str, group: Option<&str>) {
+        let root = dir.join(tree);
+        std::fs::create_dir_all(&root).expect("mkdir");
+        std::fs::write(root.join("cgroup.procs"), "").expect("write");
+        if let Some(g) = group {
+            let g = root.join(g.trim_start_matches('/'));
+            std::fs::create_dir_all(&g).expect("mkdir");
+            std::fs::write(g.join("cgroup.procs"), "").expect("write");
+        }
+    }
+
+    #[test]
+    fn a_keeper_joins_the_fires_group_in_each_mounted_v1_tree_it_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        for tree in ["blkio", "memory", "cpuacct"] {
+            mounted(d, tree, Some(SCOPE));
+        }
+        // Not read by a fire: not joined.
+        mounted(d, "cpuset", Some(SCOPE));
+        // A bare directory where nothing is mounted, and a link: nothing
+        // is made in either.
+        std::fs::create_dir(d.join("cpu,cpuacct")).expect("mkdir");
+        std::os::unix::fs::symlink(d.join("cpuset"), d.join("cpuacct,cpu")).expect("symlink");
+        let cg = Cgroups::at(d);
+        assert_eq!(cg.layout(), Layout::Legacy { hybrid: false });
+        cg.hold(SCOPE, 4242).expect("hold");
+        let procs = |tree: &str| {
+            std::fs::read_to_string(d.join(tree).join(&SCOPE[1..]).join("cgroup.procs"))
+                .expect("read")
+        };
+        for tree in ["blkio", "memory", "cpuacct"] {
+            assert_eq!(procs(tree), "4242", "{tree}");
+        }
+        assert_eq!(procs("cpuset"), "");
+        assert_eq!(
+            std::fs::read_dir(d.join("cpu,cpuacct"))
+                .expect("ls")
+                .count(),
+            0
+        );
+        // A group the kernel did not make (no cgroup.procs in it) is an
+        // error that names the tree.
+        let e = cg.hold("/other.scope", 1).expect_err("no group");
+        assert!(e.contains("blkio"), "{e}");
+        assert!(cg.hold("/a/../b", 1).is_err());
+    }
+
+    #[test]
+    fn a_keeper_joins_nothing_on_a_unified_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("cgroup.controllers"), "memory io\n").expect("write");
+        mounted(dir.path(), "blkio", None);
+        Cgroups::at(dir.path()).hold(SCOPE, 1).expect("hold");
+        assert!(!dir.path().join("blkio/mesh.slice").exists());
     }
 }

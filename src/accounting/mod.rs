@@ -93,9 +93,17 @@ pub struct Meter {
 
 impl Meter {
     /// Read `group` (the unit's `ControlGroup`; `None`: the fire has no
-    /// unit) before the container starts.
-    pub fn start(group: Option<&str>) -> Meter {
-        Meter::start_in(Cgroups::default(), group)
+    /// unit) before the container starts, `holder` (a process of the
+    /// unit's that outlives the container) put in it wherever the group
+    /// would otherwise go once emptied ([`Cgroups::hold`]).
+    pub fn start(group: Option<&str>, holder: Option<u32>) -> Meter {
+        let cgroups = Cgroups::default();
+        if let Some((g, pid)) = group.zip(holder) {
+            if let Err(e) = cgroups.hold(g, pid) {
+                tracing::warn!("{e}: the fire's figures may be missing");
+            }
+        }
+        Meter::start_in(cgroups, group)
     }
 
     /// [`Meter::start`] on the cgroup file systems of `cgroups`.

@@ -625,7 +625,10 @@ async fn run_step(
     if let Some(unit) = &unit {
         unit.starting();
     }
-    let meter = Meter::start(unit.as_ref().and_then(|u| u.control_group.as_deref()));
+    let meter = Meter::start(
+        unit.as_ref().and_then(|u| u.control_group.as_deref()),
+        unit.as_ref().and_then(|u| u.holder_pid),
+    );
     // The container is known `created` (looked at or made under the
     // step's lock): one start request, judged by one inspection after it.
     let started = {

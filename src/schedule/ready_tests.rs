@@ -327,6 +327,7 @@ impl crate::systemd::units::StepUnits for CountingUnits {
             name: format!("unit-{}", fire_time.timestamp()),
             cgroup_parent: format!("/steps/{}", fire_time.timestamp()),
             control_group: None,
+            holder_pid: None,
             keeper: None,
             stop_requested: None,
             stop_watch: None,

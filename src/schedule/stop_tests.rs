@@ -38,6 +38,7 @@ impl StepUnits for Units {
             name: format!("{step}.scope"),
             cgroup_parent: "/test".into(),
             control_group: None,
+            holder_pid: None,
             keeper: None,
             stop_requested: Some(self.stop.clone()),
             stop_watch: None,

@@ -686,6 +686,7 @@ impl crate::systemd::units::StepUnits for StoppableUnits {
             name: format!("{step}.scope"),
             cgroup_parent: "/test".into(),
             control_group: None,
+            holder_pid: None,
             keeper: None,
             stop_requested: Some(self.0.clone()),
             stop_watch: None,

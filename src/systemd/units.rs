@@ -45,6 +45,10 @@ pub struct StepUnit {
     /// The unit's cgroup (`ControlGroup`), whose counters are the fire's
     /// figures; `None` when it is not known.
     pub control_group: Option<String>,
+    /// A process in that group that lives until the run ends (a scope's
+    /// keeper): the fire's figures are kept with it past the container's
+    /// end (`accounting::Meter`).
+    pub holder_pid: Option<u32>,
     /// Whatever the implementation keeps for the fire until the run ends:
     /// a process holding a scope, a hold on the step's slice.
     pub keeper: Option<Box<dyn std::any::Any + Send>>,
@@ -540,6 +544,7 @@ impl StepUnits for SystemdUnits {
                 Ok(Some(StepUnit {
                     name,
                     control_group: Some(cgroup.clone()),
+                    holder_pid: Some(pid),
                     cgroup_parent: cgroup,
                     keeper: Some(Box::new(child)),
                     stop_requested: Some(stop_requested),
@@ -568,6 +573,7 @@ impl StepUnits for SystemdUnits {
                 Ok(Some(StepUnit {
                     name: name.clone(),
                     control_group,
+                    holder_pid: None,
                     cgroup_parent: name,
                     keeper: Some(Box::new(lease)),
                     stop_requested: Some(stop_requested),
