@@ -160,9 +160,10 @@ mod tests {
         let applied = Applied::from(Err(InstallRefused::Invalid(refusal()))).response();
         let previewed = Previewed::from(Err(InstallRefused::Invalid(refusal()))).response();
         assert_eq!(applied.exit, Exit::Refused.code());
-        assert_eq!(applied.json, previewed.json);
-        assert_eq!(applied.json["accepted"], false);
-        assert_eq!(applied.json["problems"][0]["message"], "is required");
+        assert_eq!(applied.json.get(), previewed.json.get());
+        let json = applied.json_value();
+        assert_eq!(json["accepted"], false);
+        assert_eq!(json["problems"][0]["message"], "is required");
         assert!(
             applied
                 .text
@@ -177,10 +178,11 @@ mod tests {
         let refused = || InstallRefused::Empty(EmptyRefused::WouldRemove { applied: 3 });
         let applied = Applied::from(Err(refused())).response();
         assert_eq!(applied.exit, Exit::Refused.code());
-        assert_eq!(applied.json["accepted"], false);
-        assert_eq!(applied.json["empty"]["applied"], 3);
+        let json = applied.json_value();
+        assert_eq!(json["accepted"], false);
+        assert_eq!(json["empty"]["applied"], 3);
         let previewed = Previewed::from(Err(refused())).response();
         assert!(previewed.text.starts_with("apply would refuse it: "));
-        assert_eq!(previewed.json, applied.json);
+        assert_eq!(previewed.json.get(), applied.json.get());
     }
 }

@@ -26,7 +26,7 @@ pub mod update;
 
 use serde::Serialize;
 
-use crate::control::Response;
+use crate::control::{self, Form, Response};
 use crate::exit::Exit;
 
 /// A command's answer: what it prints for people, as JSON, and how it
@@ -42,12 +42,23 @@ pub trait Answer: Serialize {
     /// The answer in both forms, as the control socket carries it and as
     /// the command line prints it.
     fn response(&self) -> Response {
+        self.response_in(None)
+    }
+
+    /// The answer in the one form asked for (`None`: both); the other is
+    /// left empty (`""`, `null`), never made. The JSON is written straight
+    /// from the typed answer, with no tree of values between.
+    fn response_in(&self, only: Option<Form>) -> Response {
         Response {
             exit: self.exit().code(),
-            text: self.text(),
-            json: serde_json::to_value(self).unwrap_or_else(
-                |e| serde_json::json!({ "error": format!("cannot encode the answer: {e}") }),
-            ),
+            text: match only {
+                Some(Form::Json) => String::new(),
+                _ => self.text(),
+            },
+            json: match only {
+                Some(Form::Text) => control::null(),
+                _ => control::document(self),
+            },
         }
     }
 }
@@ -95,9 +106,10 @@ impl Answer for Failure {
 /// An answer or why there is none. Its JSON is the one or the other's
 /// own document, never Rust's `{"Ok": ...}`.
 impl<A: Answer> Answer for Result<A, Failure> {
-    fn response(&self) -> Response {
+    fn response_in(&self, only: Option<Form>) -> Response {
         match self {
-            Ok(a) => a.response(),
+            Ok(a) => a.response_in(only),
+            // A failure is short: both its forms, whatever was asked.
             Err(f) => f.response(),
         }
     }
@@ -143,7 +155,29 @@ mod tests {
         let r = Failure::refused("no scheduled step gc").response();
         assert_eq!(r.exit, Exit::Refused.code());
         assert_eq!(r.text, "no scheduled step gc");
-        assert_eq!(r.json, serde_json::json!({"error": "no scheduled step gc"}));
+        assert_eq!(
+            r.json_value(),
+            serde_json::json!({"error": "no scheduled step gc"})
+        );
+    }
+
+    #[test]
+    fn an_answer_asked_in_one_form_has_only_that_one_made() {
+        let taken = crate::answer::take::Taken {
+            id: "data".into(),
+            path: "/srv/data".into(),
+        };
+        let json = taken.response_in(Some(Form::Json));
+        assert_eq!(json.text, "");
+        assert_eq!(json.json.get(), r#"{"id":"data","path":"/srv/data"}"#);
+        let text = taken.response_in(Some(Form::Text));
+        assert_eq!(text.text, taken.text());
+        assert_eq!(text.json.get(), "null");
+        // A failure says both, whatever was asked: the client reads the
+        // one it prints, and knows an older daemon's refusal by either.
+        let failed: Result<crate::answer::take::Taken, Failure> = Err(Failure::refused("no"));
+        let r = failed.response_in(Some(Form::Json));
+        assert_eq!((r.text.as_str(), r.json.get()), ("no", r#"{"error":"no"}"#));
     }
 
     #[test]
@@ -155,14 +189,17 @@ mod tests {
         let r = taken.response();
         assert_eq!(r.exit, Exit::Ok.code());
         assert_eq!(
-            r.json,
+            r.json_value(),
             serde_json::json!({"id": "data", "path": "/srv/data"})
         );
         let refused: Result<crate::answer::take::Taken, Failure> =
             Err(Failure::refused("no shared folder x"));
         let r = refused.response();
         assert_eq!(r.exit, Exit::Refused.code());
-        assert_eq!(r.json, serde_json::json!({"error": "no shared folder x"}));
+        assert_eq!(
+            r.json_value(),
+            serde_json::json!({"error": "no shared folder x"})
+        );
     }
 
     #[test]

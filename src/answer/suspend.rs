@@ -89,7 +89,7 @@ mod tests {
             .to_utc();
         let r = Suspension::suspended("gc", since).response();
         assert_eq!(
-            r.json,
+            r.json_value(),
             serde_json::json!({"step": "gc", "suspended": true, "since": "2026-12-01T10:00:00Z"})
         );
         assert!(r
@@ -97,7 +97,7 @@ mod tests {
             .starts_with("step gc suspended since 2026-12-01 10:00:00 UTC"));
         let r = Suspension::resumed("gc", None).response();
         assert_eq!(
-            r.json,
+            r.json_value(),
             serde_json::json!({"step": "gc", "suspended": false, "was-suspended-since": null})
         );
         assert_eq!(r.text, "step gc was not suspended\n");

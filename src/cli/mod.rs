@@ -176,6 +176,7 @@ pub fn dispatch(cli: Cli) -> u8 {
             &cli,
             &crate::control::Request::Status {
                 brief: !json && !steps,
+                only: remote::form(json).only(),
             },
             json,
         ),

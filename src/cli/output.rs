@@ -140,11 +140,27 @@ pub fn print_json<T: serde::Serialize>(value: &T) {
     json(value);
 }
 
+/// Print a JSON document given as text, indented as [`json`] indents,
+/// as it is read: no tree of its values is built (the `status` of
+/// thousands of steps is megabytes of it).
+pub fn print_document(document: &serde_json::value::RawValue) {
+    let mut pretty = Vec::with_capacity(document.get().len() * 2 + 1);
+    let mut from = serde_json::Deserializer::from_str(document.get());
+    let mut to = serde_json::Serializer::pretty(&mut pretty);
+    match serde_transcode::transcode(&mut from, &mut to) {
+        Ok(()) => {
+            pretty.push(b'\n');
+            bytes(&pretty);
+        }
+        Err(e) => crate::errln!("mesh-host: the answer is not JSON: {e}"),
+    }
+}
+
 /// Print `response` (its JSON with `json`, else its text, ended by a
 /// newline); its exit code.
 pub fn print_response(response: &Response, json: bool) -> u8 {
     if json {
-        print_json(&response.json);
+        print_document(&response.json);
     } else {
         crate::out!("{}", response.text);
         if !response.text.ends_with('\n') {
@@ -171,8 +187,17 @@ pub fn print_on_file(response: &Response, shown: &str, json: bool) -> u8 {
 /// also as `{"error": ...}` on stdout, the daemon's shape).
 pub fn print_local<A: Answer>(answer: &Result<A, Failure>, json: bool) -> u8 {
     match answer {
-        Ok(a) => print_response(&a.response(), json),
+        Ok(a) => print_response(&a.response_in(Some(form(json))), json),
         Err(f) => print_failure(f, json),
+    }
+}
+
+/// The one form printed: with `--json` the JSON, else the text.
+fn form(json: bool) -> crate::control::Form {
+    if json {
+        crate::control::Form::Json
+    } else {
+        crate::control::Form::Text
     }
 }
 
@@ -181,7 +206,7 @@ pub fn print_local<A: Answer>(answer: &Result<A, Failure>, json: bool) -> u8 {
 pub fn print_failure(failure: &Failure, json: bool) -> u8 {
     crate::errln!("mesh-host: {}", failure.error);
     if json {
-        print_json(&failure.response().json);
+        print_document(&failure.response().json);
     }
     failure.exit.code()
 }

@@ -26,6 +26,17 @@ pub enum Form {
     Both,
 }
 
+impl Form {
+    /// The one form a request may ask the daemon to make alone.
+    pub fn only(self) -> Option<super::Form> {
+        match self {
+            Form::Text => Some(super::Form::Text),
+            Form::Json => Some(super::Form::Json),
+            Form::Both => None,
+        }
+    }
+}
+
 /// A response of which only `text` is read.
 #[derive(serde::Deserialize)]
 struct TextOnly {
@@ -40,7 +51,7 @@ struct TextOnly {
 #[derive(serde::Deserialize)]
 struct JsonOnly {
     exit: u8,
-    json: serde_json::Value,
+    json: Box<serde_json::value::RawValue>,
     #[serde(default)]
     #[allow(dead_code)]
     text: serde::de::IgnoredAny,
@@ -54,7 +65,7 @@ fn parse(answer: &[u8], form: Form) -> serde_json::Result<Response> {
             Response {
                 exit: r.exit,
                 text: r.text,
-                json: serde_json::Value::Null,
+                json: super::null(),
             }
         }
         Form::Json => {
@@ -86,9 +97,11 @@ pub async fn call_with_progress(
     let response = exchange(socket, request, form, &mut each).await?;
     if request.wants_extras()
         && response.exit == 2
-        && ["`progress`", "`brief`"]
+        && ["`progress`", "`brief`", "`only`"]
             .iter()
-            .any(|field| response.text.contains(field))
+            // The refusal in the form read: its text, or its JSON's
+            // `error` (where a backtick is written as it is).
+            .any(|field| response.text.contains(field) || response.json.get().contains(field))
     {
         return exchange(socket, &request.without_extras(), form, &mut each).await;
     }
@@ -140,5 +153,65 @@ async fn exchange(
         (Ok(response), _) => Ok(response),
         (Err(_), Err(e)) => Err(format!("cannot send the request: {e}")),
         (Err(e), Ok(())) => Err(format!("malformed answer from the daemon: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit::Exit;
+
+    /// The request of `status` as a daemon before `only` reads it.
+    #[derive(serde::Deserialize)]
+    #[serde(tag = "command", rename_all = "kebab-case", deny_unknown_fields)]
+    enum OlderRequest {
+        Status {
+            #[serde(default)]
+            #[allow(dead_code)]
+            brief: bool,
+        },
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_does_not_know_only_is_asked_again_without_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("control.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        // An older daemon: it refuses an unknown field by name, as
+        // `server::read_request` does, and answers both forms.
+        let daemon = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            for _ in 0..2 {
+                let (mut stream, _) = listener.accept().await.expect("accept");
+                let mut request = Vec::new();
+                stream.read_to_end(&mut request).await.expect("read");
+                let response = match serde_json::from_slice::<OlderRequest>(&request) {
+                    Ok(OlderRequest::Status { .. }) => Response {
+                        exit: 0,
+                        text: "steps: 1".into(),
+                        json: super::super::document(&serde_json::json!({"steps": []})),
+                    },
+                    Err(e) => Response::error(Exit::Refused, format!("malformed request: {e}")),
+                };
+                seen.push(String::from_utf8_lossy(&request).into_owned());
+                stream.write_all(&response.to_bytes()).await.expect("write");
+                let _ = stream.shutdown().await;
+                if response.exit == 0 {
+                    break;
+                }
+            }
+            seen
+        });
+        let request = Request::Status {
+            brief: false,
+            only: Some(super::super::Form::Json),
+        };
+        let r = call_for(&path, &request, Form::Json).await.expect("answer");
+        assert_eq!(r.exit, 0);
+        assert_eq!(r.json.get(), r#"{"steps":[]}"#);
+        let seen = daemon.await.expect("daemon");
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].contains(r#""only":"json""#), "{seen:?}");
+        assert_eq!(seen[1], r#"{"command":"status"}"#);
     }
 }

@@ -17,6 +17,7 @@ pub mod client;
 pub mod server;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Where the daemon listens by default.
 pub const DEFAULT_SOCKET: &str = "/run/mesh-host/control.sock";
@@ -83,6 +84,11 @@ pub enum Request {
         /// every step and resource. Sent only when set.
         #[serde(default, skip_serializing_if = "is_false")]
         brief: bool,
+        /// The one form the client prints: the other is not made (the
+        /// `status --json` of thousands of steps never has its text
+        /// written, nor `status` its JSON). Sent only when set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only: Option<Form>,
     },
     /// Fire a step now and wait for it.
     Run {
@@ -119,6 +125,16 @@ pub enum Request {
     Reload,
 }
 
+/// One form of an answer: its text or its JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Form {
+    /// The text for people.
+    Text,
+    /// The `--json` document.
+    Json,
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -143,7 +159,8 @@ impl Request {
                     ..
                 }
                 | Request::Run { progress: true, .. }
-                | Request::Status { brief: true }
+                | Request::Status { brief: true, .. }
+                | Request::Status { only: Some(_), .. }
         )
     }
 
@@ -161,7 +178,10 @@ impl Request {
                 *every_line = false;
             }
             Request::Run { progress, .. } => *progress = false,
-            Request::Status { brief } => *brief = false,
+            Request::Status { brief, only } => {
+                *brief = false;
+                *only = None;
+            }
             _ => {}
         }
         plain
@@ -177,15 +197,18 @@ pub struct Frame {
 }
 
 /// What the daemon answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Response {
     /// The exit code the command line should end with (a
     /// [`crate::exit::Exit`]'s number).
     pub exit: u8,
-    /// The result for humans.
+    /// The result for humans; empty when only the JSON was asked for.
     pub text: String,
-    /// The same result for `--json`.
-    pub json: serde_json::Value,
+    /// The same result for `--json`: the document as it was written from
+    /// the typed answer, carried and printed as it is, never held as a
+    /// tree of values (at thousands of steps, hundreds of thousands of
+    /// small blocks); `null` when only the text was asked for.
+    pub json: Box<RawValue>,
 }
 
 impl Response {
@@ -194,10 +217,41 @@ impl Response {
         let message = message.into();
         Response {
             exit: exit.code(),
-            json: serde_json::json!({ "error": message }),
+            json: document(&serde_json::json!({ "error": message })),
             text: message,
         }
     }
+
+    /// The response as it goes on the socket, in one buffer of about its
+    /// size (at thousands of steps the answer is megabytes: a buffer grown
+    /// by doubling would hold up to twice that).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.text.len() + self.json.get().len() + 64);
+        match serde_json::to_writer(&mut body, self) {
+            Ok(()) => body,
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The JSON as a tree of values, for a caller that looks inside it
+    /// (a test, mostly); `null` if it does not read.
+    pub fn json_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.json.get()).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// `value` written as a JSON document, or an `{"error": ...}` one saying
+/// why it could not be.
+pub fn document<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|e| {
+        let why = serde_json::json!({ "error": format!("cannot encode the answer: {e}") });
+        serde_json::value::to_raw_value(&why).unwrap_or_else(|_| null())
+    })
+}
+
+/// The document `null`: the JSON of an answer asked for as text only.
+pub fn null() -> Box<RawValue> {
+    RawValue::from_string("null".to_string()).unwrap_or_else(|_| unreachable!("null is JSON"))
 }
 
 #[cfg(test)]
@@ -206,16 +260,52 @@ mod tests {
 
     #[test]
     fn a_status_that_is_not_brief_is_the_request_every_daemon_knows() {
-        let plain = Request::Status { brief: false };
+        let plain = Request::Status {
+            brief: false,
+            only: None,
+        };
         assert_eq!(
             serde_json::to_value(&plain).expect("json"),
             serde_json::json!({"command": "status"})
         );
-        let brief = Request::Status { brief: true };
+        let brief = Request::Status {
+            brief: true,
+            only: None,
+        };
         assert!(brief.wants_extras() && !brief.wants_progress());
         assert_eq!(brief.without_extras(), plain);
+        let json_only = Request::Status {
+            brief: false,
+            only: Some(Form::Json),
+        };
+        assert_eq!(
+            serde_json::to_value(&json_only).expect("json"),
+            serde_json::json!({"command": "status", "only": "json"})
+        );
+        assert!(json_only.wants_extras());
+        assert_eq!(json_only.without_extras(), plain);
         let read: Request =
             serde_json::from_str(r#"{"command": "status"}"#).expect("an older client's status");
         assert_eq!(read, plain);
+    }
+
+    #[test]
+    fn a_response_carries_its_document_as_written() {
+        let r = Response {
+            exit: 0,
+            text: "t".into(),
+            json: document(&serde_json::json!({"steps": [{"step": "gc"}]})),
+        };
+        let wire = serde_json::to_string(&r).expect("json");
+        assert_eq!(
+            wire,
+            r#"{"exit":0,"text":"t","json":{"steps":[{"step":"gc"}]}}"#
+        );
+        let back: Response = serde_json::from_str(&wire).expect("read back");
+        assert_eq!(back.json.get(), r#"{"steps":[{"step":"gc"}]}"#);
+        assert_eq!(back.json_value()["steps"][0]["step"], "gc");
+        assert_eq!(null().get(), "null");
+        let e = Response::error(crate::exit::Exit::Refused, "no \"x\"");
+        assert_eq!(e.json_value(), serde_json::json!({"error": "no \"x\""}));
     }
 }

@@ -155,7 +155,7 @@ async fn connection(
         None => answer.await,
     }
     .unwrap_or_else(|_| Response::error(Exit::Failed, "the daemon stopped before answering"));
-    let body = serde_json::to_vec(&response).unwrap_or_default();
+    let body = response.to_bytes();
     let written = tokio::time::timeout(ANSWER_TIMEOUT, async {
         stream.write_all(&body).await?;
         // The slot is given back before the close the client waits for:

@@ -644,12 +644,12 @@ impl Daemon {
             Request::Metrics => match self.metrics.text().await {
                 Some(text) => Response {
                     exit: Exit::Ok.code(),
-                    json: serde_json::Value::String(text.clone()),
+                    json: crate::control::document(&text),
                     text,
                 },
                 None => Response::error(Exit::Failed, "the metrics task has stopped"),
             },
-            Request::Status { brief } => self.status(brief).await.response(),
+            Request::Status { brief, only } => self.status(brief).await.response_in(only),
             Request::Reload => {
                 self.notifier.reloading();
                 let ticket = self.reloads.request();
@@ -659,7 +659,9 @@ impl Daemon {
                         Response {
                             exit: Exit::Ok.code(),
                             text: format!("reloaded: {status}"),
-                            json: serde_json::json!({ "reloaded": true, "status": status }),
+                            json: crate::control::document(
+                                &serde_json::json!({ "reloaded": true, "status": status }),
+                            ),
                         }
                     }
                     // Not a failure of the unit: the operator's stop came
@@ -671,7 +673,9 @@ impl Daemon {
                         Response {
                             exit: Exit::Ok.code(),
                             text: text.to_string(),
-                            json: serde_json::json!({ "reloaded": false, "status": text }),
+                            json: crate::control::document(
+                                &serde_json::json!({ "reloaded": false, "status": text }),
+                            ),
                         }
                     }
                 }
