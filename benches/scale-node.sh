@@ -203,7 +203,8 @@ inside() {
 	# 4b. The growth curve, after the memory of M steps is read (a larger
 	# declaration's peak would stay in it): each size of BENCH_CURVE applied in turn beside
 	# the same N services (only steps change: nothing is created), then its
-	# no-op apply, diff and status rounds and each daemon's memory.
+	# no-op apply, diff, status and status --json rounds and each daemon's
+	# memory after them.
 	local curve_rows=() size
 	for size in $curve; do
 		write_declaration "$dir/curve.json" "$n" "$size" ""
@@ -229,13 +230,16 @@ inside() {
 				t0=$EPOCHREALTIME
 				mesh_rc "$s" 0,3 status >/dev/null
 				c[status_$s]+="$(elapsed_us "$t0") "
+				t0=$EPOCHREALTIME
+				mesh_rc "$s" 0,3 status --json >/dev/null
+				c[json_$s]+="$(elapsed_us "$t0") "
 			done
 		done
 		# shellcheck disable=SC2086
-		local row="| $size | $(stats_ms ${c[noop_after]}) | $(stats_ms ${c[diff_after]:-}) | $(stats_ms ${c[status_after]}) | $(($(rss_kib "${side_pid[after]}") / 1024)) MiB |"
+		local row="| $size | $(stats_ms ${c[noop_after]}) | $(stats_ms ${c[diff_after]:-}) | $(stats_ms ${c[status_after]}) | $(stats_ms ${c[json_after]}) | $(($(rss_kib "${side_pid[after]}") / 1024)) MiB |"
 		if [[ -n $before ]]; then
 			# shellcheck disable=SC2086
-			row+=" $(stats_ms ${c[noop_before]}) | $(stats_ms ${c[diff_before]:-}) | $(stats_ms ${c[status_before]}) | $(($(rss_kib "${side_pid[before]}") / 1024)) MiB |"
+			row+=" $(stats_ms ${c[noop_before]}) | $(stats_ms ${c[diff_before]:-}) | $(stats_ms ${c[status_before]}) | $(stats_ms ${c[json_before]}) | $(($(rss_kib "${side_pid[before]}") / 1024)) MiB |"
 		fi
 		# shellcheck disable=SC2086
 		row+=" $(stats_ms ${c[ps]}) | $(ratio_med "${c[noop_after]}" "${c[ps]}") |"
@@ -302,11 +306,11 @@ inside() {
 		echo "### The growth curve: $n services and each number of steps in turn, $curve_runs rounds each"
 		echo
 		if [[ -n $before ]]; then
-			echo "| steps | no-op apply | diff | status | VmRSS | before: no-op apply | before: diff | before: status | before: VmRSS | \`docker ps -a\` | no-op / ps |"
-			echo "|---|---|---|---|---|---|---|---|---|---|---|"
+			echo "| steps | no-op apply | diff | status | status --json | VmRSS | before: no-op apply | before: diff | before: status | before: status --json | before: VmRSS | \`docker ps -a\` | no-op / ps |"
+			echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		else
-			echo "| steps | no-op apply | diff | status | VmRSS | \`docker ps -a\` | no-op / ps |"
-			echo "|---|---|---|---|---|---|---|"
+			echo "| steps | no-op apply | diff | status | status --json | VmRSS | \`docker ps -a\` | no-op / ps |"
+			echo "|---|---|---|---|---|---|---|---|"
 		fi
 		printf '%s\n' "${curve_rows[@]}"
 	fi

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
 use mesh_host::accounting::Usage;
-use mesh_host::answer::status::Status;
+use mesh_host::answer::status::{Status, Steps};
 use mesh_host::control::{self, Response};
 use mesh_host::schedule::history::StepHistory;
 use mesh_host::schedule::scheduler::StepStatus;
@@ -91,7 +91,7 @@ fn status(n: usize) -> Status {
         open_windows: Vec::new(),
         health: serde_json::json!([]),
         shared_folders: Vec::new(),
-        steps,
+        steps: Steps::Listed(steps),
         steps_scheduled: n,
         attention: Vec::new(),
     }

@@ -314,7 +314,7 @@ fn the_status_example_is_as_the_code_prints_it_on_both_pages() {
         open_windows: Vec::new(),
         health: serde_json::json!([]),
         shared_folders: Vec::new(),
-        steps: vec![StepStatus {
+        steps: mesh_host::answer::status::Steps::Listed(vec![StepStatus {
             step: "garbage-collect".into(),
             schedule: "30 3 * * *".into(),
             zone: "Etc/UTC".into(),
@@ -329,7 +329,7 @@ fn the_status_example_is_as_the_code_prints_it_on_both_pages() {
                 "last-success": "2026-03-29T03:30:41Z"
             }))
             .expect("a step's history"),
-        }],
+        }]),
         steps_scheduled: 1,
         attention: Vec::new(),
     };

@@ -10,10 +10,12 @@
 //! its `ready` `null`, `shared-folders` is empty (the watch lives in the
 //! daemon).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::acl::watch::FolderWatch;
 use crate::apply::{Action, AppliedState, Halt, ReportLine};
@@ -47,11 +49,36 @@ pub struct Status {
     pub shared_folders: Vec<FolderWatch>,
     /// The scheduled steps (for a brief answer, only those
     /// [`step_listing`] picks).
-    pub steps: Vec<StepStatus>,
+    pub steps: Steps,
     /// How many steps are scheduled, listed or not.
     pub steps_scheduled: usize,
     /// What needs attention (`status` exits 3 when there is any).
     pub attention: Vec<Attention>,
+}
+
+/// The steps of a `status` answer: the same JSON list either way.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Steps {
+    /// Each step's state, built.
+    Listed(Vec<StepStatus>),
+    /// Every step's state as the scheduler wrote it from its tables, one
+    /// step at a time (the daemon's `status --json`): no step's state is
+    /// held whole, and the list is one buffer.
+    Written(Box<RawValue>),
+}
+
+impl Steps {
+    /// The steps, built: a written list is read back, so that what the
+    /// text says is what the JSON says (empty if it does not read).
+    pub fn listed(&self) -> Cow<'_, [StepStatus]> {
+        match self {
+            Steps::Listed(steps) => Cow::Borrowed(steps),
+            Steps::Written(list) => {
+                Cow::Owned(serde_json::from_str(list.get()).unwrap_or_default())
+            }
+        }
+    }
 }
 
 /// The last apply.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use super::status::{listed, recorded_apply, EmptyRefusal, OpenWindow, Status};
+use super::status::{listed, recorded_apply, EmptyRefusal, OpenWindow, Status, Steps};
 use super::Failure;
 use crate::apply::AppliedState;
 use crate::cron::local_zone;
@@ -105,7 +105,7 @@ fn gather(paths: LocalPaths<'_>, brief: bool) -> Result<Status, String> {
         open_windows,
         health,
         shared_folders: Vec::new(),
-        steps,
+        steps: Steps::Listed(steps),
         steps_scheduled,
         attention,
     })

@@ -69,13 +69,14 @@ fn render(status: &Status) -> String {
         }
         out.push('\n');
     }
-    for s in &status.steps {
+    let steps = status.steps.listed();
+    for s in steps.iter() {
         out.push_str(&step_line(s));
     }
-    if status.steps_scheduled > status.steps.len() {
+    if status.steps_scheduled > steps.len() {
         out.push_str(&crate::step_listing::left_out_line(
             status.steps_scheduled,
-            status.steps.len(),
+            steps.len(),
         ));
         out.push('\n');
     }
@@ -151,7 +152,7 @@ fn step_line(s: &StepStatus) -> String {
 mod tests {
     use super::*;
     use crate::acl::watch::FolderWatch;
-    use crate::answer::status::LastApply;
+    use crate::answer::status::{LastApply, Steps};
     use crate::attention::Attention;
     use crate::window::WindowRecord;
     use chrono::{DateTime, Utc};
@@ -171,7 +172,7 @@ mod tests {
             open_windows: Vec::new(),
             health: json!([]),
             shared_folders: Vec::new(),
-            steps: Vec::new(),
+            steps: Steps::Listed(Vec::new()),
             steps_scheduled: 0,
             attention: Vec::new(),
         }
@@ -253,10 +254,10 @@ mod tests {
             record,
             owner_alive: false,
         }];
-        status.steps = vec![step(json!({
+        status.steps = Steps::Listed(vec![step(json!({
             "next-fire": "2026-12-02T03:00:00Z", "last-outcome": "succeeded",
             "last-run": "2026-12-01T03:00:05Z", "last-success": "2026-12-01T03:00:05Z",
-            "running": true}))];
+            "running": true}))]);
         status.steps_scheduled = 1;
         let text = render(&status);
         assert!(
@@ -282,7 +283,7 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains(":00Z"), "{text}");
-        status.steps = vec![step(json!({"running": true}))];
+        status.steps = Steps::Listed(vec![step(json!({"running": true}))]);
         let never = render(&status);
         assert!(
             never.contains("; never run; last success none; RUNNING"),
@@ -298,7 +299,9 @@ mod tests {
             "{well}"
         );
         let mut status = empty();
-        status.steps = vec![step(json!({"suspended-since": "2026-12-01T10:00:00Z"}))];
+        status.steps = Steps::Listed(vec![step(
+            json!({"suspended-since": "2026-12-01T10:00:00Z"}),
+        )]);
         status.steps_scheduled = 3;
         status.attention = vec![
             Attention::new(
@@ -319,6 +322,30 @@ mod tests {
         assert!(
             text.ends_with("2 thing(s) need attention:\nATTENTION: step gc is suspended since 2026-12-01 10:00:00 UTC\nATTENTION: will-not-start-again at 2026-12-01 11:00:00 UTC: web\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_written_list_of_steps_says_what_the_built_one_says() {
+        let mut listed = empty();
+        listed.steps = Steps::Listed(vec![
+            step(json!({"running": true})),
+            step(
+                json!({"step": "backup", "last-outcome": "failed", "last-run": "2026-12-01T03:00:00Z"}),
+            ),
+        ]);
+        listed.steps_scheduled = 2;
+        let list = serde_json::value::to_raw_value(&listed.steps).expect("written");
+        let mut written = listed.clone();
+        written.steps = Steps::Written(list);
+        assert_eq!(
+            written.steps.listed().as_ref(),
+            listed.steps.listed().as_ref()
+        );
+        assert_eq!(written.text(), listed.text());
+        assert_eq!(
+            serde_json::to_string(&written).expect("json"),
+            serde_json::to_string(&listed).expect("json")
         );
     }
 }

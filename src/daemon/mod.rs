@@ -649,7 +649,10 @@ impl Daemon {
                 },
                 None => Response::error(Exit::Failed, "the metrics task has stopped"),
             },
-            Request::Status { brief, only } => self.status(brief).await.response_in(only),
+            Request::Status { brief, only } => {
+                let written = only == Some(crate::control::Form::Json);
+                self.status(brief, written).await.response_in(only)
+            }
             Request::Reload => {
                 self.notifier.reloading();
                 let ticket = self.reloads.request();

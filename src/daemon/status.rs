@@ -6,7 +6,7 @@
 use chrono::Utc;
 
 use super::shared::{Daemon, LastLines};
-use crate::answer::status::{self, EmptyRefusal, LastApply, OpenWindow, Status};
+use crate::answer::status::{self, EmptyRefusal, LastApply, OpenWindow, Status, Steps};
 use crate::answer::Failure;
 use crate::attention::{self, Attention};
 use crate::schedule::scheduler::StepsSummary;
@@ -14,14 +14,19 @@ use crate::schedule::scheduler::StepsSummary;
 impl Daemon {
     /// The `status` answer; `brief`: of many steps, only those
     /// [`crate::step_listing`] picks, built by the scheduler for those
-    /// alone.
-    pub(super) async fn status(&self, brief: bool) -> Result<Status, Failure> {
+    /// alone; `written`: every step, written as JSON by the scheduler (an
+    /// answer whose text is not made: `status --json`).
+    pub(super) async fn status(&self, brief: bool, written: bool) -> Result<Status, Failure> {
         let (steps, steps_scheduled) = if brief {
             let listed = self.scheduler.listed().await.unwrap_or_default();
-            (listed.steps, listed.scheduled)
+            (Steps::Listed(listed.steps), listed.scheduled)
+        } else if written {
+            let (list, scheduled) = self.scheduler.written().await.map_err(Failure::failed)?;
+            (Steps::Written(list), scheduled)
         } else {
             let steps = self.scheduler.status().await.unwrap_or_default();
-            status::listed(steps, false)
+            let (steps, scheduled) = status::listed(steps, false);
+            (Steps::Listed(steps), scheduled)
         };
         // Unreadable window records are an answer of their own, never "no
         // window open".

@@ -69,7 +69,7 @@ pub const HORIZON: Duration = Duration::from_secs(3600);
 pub const UNIT_LEAD: Duration = Duration::from_secs(2);
 
 /// Where the container of a step's next fire stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum ReadyState {
     /// To be made ready at `at` ([`LEAD`] before the fire due at `fire`).

@@ -119,6 +119,11 @@ pub enum Command {
         /// The answer.
         reply: oneshot::Sender<Vec<StepStatus>>,
     },
+    /// Report every step's state written as JSON, and how many.
+    Written {
+        /// The answer.
+        reply: oneshot::Sender<Result<(Box<serde_json::value::RawValue>, usize), String>>,
+    },
     /// Report the state of the steps a brief `status` lists.
     Listed {
         /// The answer.
@@ -241,6 +246,12 @@ impl SchedulerHandle {
         let (reply, rx) = oneshot::channel();
         self.inbox.send(Command::Status { reply }).await.ok()?;
         rx.await.ok()
+    }
+
+    /// Every step's state written as the JSON list of `status --json`,
+    /// and how many.
+    pub async fn written(&self) -> Result<(Box<serde_json::value::RawValue>, usize), String> {
+        self.ask(|reply| Command::Written { reply }).await?
     }
 
     /// The state of the steps a brief `status` lists
@@ -655,6 +666,10 @@ impl Scheduler {
             }
             Command::Listed { reply } => {
                 let _ = reply.send(self.listed());
+                false
+            }
+            Command::Written { reply } => {
+                let _ = reply.send(self.written());
                 false
             }
             Command::Summary { reply } => {

@@ -816,6 +816,13 @@ async fn a_panicked_fire_frees_its_step_and_answers_its_waiters() {
     let status = handle.status().await.expect("status");
     assert!(!status[0].running, "the step is free");
     assert!(status[0].history.last_outcome.is_some());
+    // Written as `status --json` lists it: the same document.
+    let (written, count) = handle.written().await.expect("written");
+    assert_eq!(count, 1);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(written.get()).expect("json"),
+        serde_json::to_value(&status).expect("json")
+    );
     // Free to fire again (and failing the same way, not hanging).
     let again = handle
         .run_now("gc", false, Reporter::none())
