@@ -141,16 +141,17 @@ pub fn print_json<T: serde::Serialize>(value: &T) {
 }
 
 /// Print a JSON document given as text, indented as [`json`] indents,
-/// as it is read: no tree of its values is built (the `status` of
-/// thousands of steps is megabytes of it).
+/// onto standard output as it is read: neither a tree of its values nor
+/// the indented text is held (the `status` of thousands of steps is
+/// megabytes of it). The text was checked as JSON when it was read.
 pub fn print_document(document: &serde_json::value::RawValue) {
-    let mut pretty = Vec::with_capacity(document.get().len() * 2 + 1);
+    let mut out = io::BufWriter::with_capacity(64 * 1024, Out);
     let mut from = serde_json::Deserializer::from_str(document.get());
-    let mut to = serde_json::Serializer::pretty(&mut pretty);
+    let mut to = serde_json::Serializer::pretty(&mut out);
     match serde_transcode::transcode(&mut from, &mut to) {
+        // `Out` ends the process rather than return an error.
         Ok(()) => {
-            pretty.push(b'\n');
-            bytes(&pretty);
+            let _ = out.write_all(b"\n").and_then(|()| out.flush());
         }
         Err(e) => crate::errln!("mesh-host: the answer is not JSON: {e}"),
     }

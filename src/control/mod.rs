@@ -251,7 +251,7 @@ pub fn document<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
 
 /// The document `null`: the JSON of an answer asked for as text only.
 pub fn null() -> Box<RawValue> {
-    RawValue::from_string("null".to_string()).unwrap_or_else(|_| unreachable!("null is JSON"))
+    RawValue::NULL.to_owned()
 }
 
 #[cfg(test)]
