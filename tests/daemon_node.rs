@@ -821,3 +821,39 @@ fn a_step_due_beyond_the_arming_horizon_is_armed_at_its_edge_and_fires_on_its_se
         "started on its second {due}: {started}"
     );
 }
+
+/// A daemon stopped during a fire ends the fire first (its stop closes
+/// the window), and its metrics stop after it: the file it leaves counts
+/// that fire, written whole, with no write of it cut short.
+#[test]
+#[ignore = "needs the sandbox node: run tests/run"]
+fn a_daemon_stopped_mid_fire_leaves_that_fire_in_its_metrics() {
+    let mut w = World::new("acct-stop");
+    let id = w.prefix.replace('-', "_") + "_st";
+    let (step, img) = (w.name("step"), w.busybox());
+    // Ends at once on SIGTERM (as PID 1 a bare `sleep` would not).
+    let script = "trap 'exit 143' TERM; while :; do sleep 1; done";
+    w.write_declaration(json!([declare::step(&id, &step, &img, script, &[], 600)]));
+    let prom = w.path("textfile/mesh-host.prom");
+    let d = DaemonUnit::install_with_args(&w, "", &format!("--metrics-file {prom}"));
+    d.start();
+    let run = d.cli_spawn(&["run", &id]);
+    w.wait_running("the step to run", &step);
+    w.node.sh_ok(&format!("systemctl stop {}", d.unit));
+    let _ = run.wait_with_output();
+    assert!(!w.running(&step), "the stop ended the fire");
+
+    let text = std::fs::read_to_string(&prom).expect("the metrics file");
+    let series = format!("mesh_host_step_fires_total{{step=\"{id}\"");
+    let fires: f64 = text
+        .lines()
+        .filter(|l| l.starts_with(&series))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(fires, 1.0, "the fire the stop ended, counted:\n{text}");
+    let said = d.unit_journal(&["-o", "cat"]);
+    assert!(
+        !said.contains("cannot write the metrics"),
+        "a metrics write cut short:\n{said}"
+    );
+}

@@ -167,7 +167,12 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
         metrics_events,
         cfg.metrics_file.clone(),
     );
-    tokio::spawn(metrics_task.run(shutdown.clone()));
+    // The metrics stop last, once every fire has ended and reported, and
+    // their last write is waited for: stopped with the others, they missed
+    // the fires that the stop itself ends, and the runtime's end cancelled
+    // a write still queued.
+    let (metrics_stop, metrics_stopping) = watch::channel(false);
+    let metrics_task = tokio::spawn(metrics_task.run(metrics_stopping));
     if let Some(events) = pager_events {
         start_pager(&cfg, &windows, events, shutdown.clone()).await;
     }
@@ -281,9 +286,23 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     // creating a container, it would leave a service missing.
     let _applying = daemon.applying.lock().await;
     let _ = server_task.await;
+    let _ = metrics_stop.send(true);
+    if tokio::time::timeout(METRICS_LAST_WRITE, metrics_task)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "the metrics' last write did not end within {}s; stopping without it",
+            METRICS_LAST_WRITE.as_secs()
+        );
+    }
     tracing::info!("stopped");
     Ok(())
 }
+
+/// How long a stopping daemon waits for the metrics' last write (a file
+/// on a hung file system would otherwise hold the stop).
+const METRICS_LAST_WRITE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Start the pager when `--on-alert` names a template.
 async fn start_pager(

@@ -146,12 +146,16 @@ impl MetricsService {
     }
 
     /// Serve until `shutdown` turns true. A change is written [`SETTLE`]
-    /// after it, with the changes that came meanwhile ([`Settle`]). A
-    /// change pending at shutdown is written then.
+    /// after it, with the changes that came meanwhile ([`Settle`]). What
+    /// was sent before the shutdown is taken first, and a change pending
+    /// then is written.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         let mut pending = Settle::new(SETTLE);
         loop {
             let changed = tokio::select! {
+                // In this order: what came before the stop is counted
+                // before the last write.
+                biased;
                 Some(msg) = self.inbox.recv() => match msg {
                     Msg::Applied { at, ok, modules } => {
                         self.apply = Some((at, ok));
@@ -239,8 +243,7 @@ impl MetricsService {
         }
     }
 
-    async fn snapshot(&self) -> Snapshot {
-        let steps = self.scheduler.status().await.unwrap_or_default();
+    fn snapshot(&self, steps: &[StepStatus]) -> Snapshot {
         let windows = self.windows.live_records().unwrap_or_else(|e| {
             tracing::warn!("metrics: window records unreadable: {e}");
             Vec::new()
@@ -250,11 +253,30 @@ impl MetricsService {
             ok,
             last_success: self.counters.apply_last_success,
         });
-        gather(&steps, &self.modules, &windows, &self.counters, apply)
+        gather(steps, &self.modules, &windows, &self.counters, apply)
     }
 
     async fn render(&self) -> String {
-        text::render(&self.snapshot().await)
+        if let Some(steps) = self.scheduler.status().await {
+            return text::render(&self.snapshot(&steps));
+        }
+        // The scheduler has stopped: the daemon is stopping, its fires
+        // ended and recorded. What the state directory says, as `metrics
+        // --local` reads it.
+        let store = self.store.clone();
+        match tokio::task::spawn_blocking(move || local(&store)).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => {
+                tracing::warn!(
+                    "metrics: the steps are left out, the state directory does not read: {e}"
+                );
+                text::render(&self.snapshot(&[]))
+            }
+            Err(e) => {
+                tracing::warn!("metrics: the steps are left out: {e}");
+                text::render(&self.snapshot(&[]))
+            }
+        }
     }
 
     async fn write(&mut self) {
