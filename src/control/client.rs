@@ -37,6 +37,10 @@ impl Form {
     }
 }
 
+/// The most fields a request drops for an older daemon (`apply` sends two
+/// it may not know).
+const MAX_FIELDS_DROPPED: usize = 3;
+
 /// A response of which only `text` is read.
 #[derive(serde::Deserialize)]
 struct TextOnly {
@@ -94,16 +98,26 @@ pub async fn call_with_progress(
     form: Form,
     mut each: impl FnMut(Progress),
 ) -> Result<Response, String> {
-    let response = exchange(socket, request, form, &mut each).await?;
-    if request.wants_extras()
-        && response.exit == 2
-        && ["`progress`", "`brief`", "`only`"]
-            .iter()
-            // The refusal in the form read: its text, or its JSON's
-            // `error` (where a backtick is written as it is).
-            .any(|field| response.text.contains(field) || response.json.get().contains(field))
-    {
-        return exchange(socket, &request.without_extras(), form, &mut each).await;
+    let mut response = exchange(socket, request, form, &mut each).await?;
+    // A daemon older than a field this client sends refuses the request
+    // naming it (in the form read: its text, or its JSON's `error`, where
+    // a backtick is written as it is): asked again without that field,
+    // one at a time, so that what it knows is still asked.
+    let mut asked = std::borrow::Cow::Borrowed(request);
+    for _ in 0..MAX_FIELDS_DROPPED {
+        if response.exit != 2 {
+            break;
+        }
+        let refusal = if response.text.is_empty() {
+            response.json.get()
+        } else {
+            response.text.as_str()
+        };
+        let Some(less) = asked.without_refused(refusal) else {
+            break;
+        };
+        response = exchange(socket, &less, form, &mut each).await?;
+        asked = std::borrow::Cow::Owned(less);
     }
     Ok(response)
 }
@@ -172,16 +186,14 @@ mod tests {
         },
     }
 
-    #[tokio::test]
-    async fn a_daemon_that_does_not_know_only_is_asked_again_without_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("control.sock");
-        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
-        // An older daemon: it refuses an unknown field by name, as
-        // `server::read_request` does, and answers both forms.
-        let daemon = tokio::spawn(async move {
+    /// A daemon older than `only` on `path`: it refuses an unknown field
+    /// by name, as `server::read_request` does, and answers both forms;
+    /// the requests it was sent, once it has answered one.
+    fn older_daemon(path: &Path) -> tokio::task::JoinHandle<Vec<String>> {
+        let listener = tokio::net::UnixListener::bind(path).expect("bind");
+        tokio::spawn(async move {
             let mut seen = Vec::new();
-            for _ in 0..2 {
+            for _ in 0..4 {
                 let (mut stream, _) = listener.accept().await.expect("accept");
                 let mut request = Vec::new();
                 stream.read_to_end(&mut request).await.expect("read");
@@ -201,7 +213,15 @@ mod tests {
                 }
             }
             seen
-        });
+        })
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_does_not_know_only_is_asked_again_without_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("control.sock");
+        // `status --json`: the refusal read from the JSON's `error`.
+        let daemon = older_daemon(&path);
         let request = Request::Status {
             brief: false,
             only: Some(super::super::Form::Json),
@@ -213,5 +233,23 @@ mod tests {
         assert_eq!(seen.len(), 2, "{seen:?}");
         assert!(seen[0].contains(r#""only":"json""#), "{seen:?}");
         assert_eq!(seen[1], r#"{"command":"status"}"#);
+
+        // `status`: brief, which that daemon knows, is still asked.
+        std::fs::remove_file(&path).expect("rm");
+        let daemon = older_daemon(&path);
+        let request = Request::Status {
+            brief: true,
+            only: Some(super::super::Form::Text),
+        };
+        let r = call_for(&path, &request, Form::Text).await.expect("answer");
+        assert_eq!((r.exit, r.text.as_str()), (0, "steps: 1"));
+        let seen = daemon.await.expect("daemon");
+        assert_eq!(
+            seen,
+            [
+                r#"{"command":"status","brief":true,"only":"text"}"#,
+                r#"{"command":"status","brief":true}"#
+            ]
+        );
     }
 }

@@ -148,43 +148,28 @@ impl Request {
         )
     }
 
-    /// Whether the client asked for what an older daemon does not know:
-    /// progress frames, or a brief status.
-    pub fn wants_extras(&self) -> bool {
-        matches!(
-            self,
-            Request::Apply { progress: true, .. }
-                | Request::Apply {
-                    every_line: true,
-                    ..
-                }
-                | Request::Run { progress: true, .. }
-                | Request::Status { brief: true, .. }
-                | Request::Status { only: Some(_), .. }
-        )
-    }
-
-    /// The same request without those, for a daemon that does not know
-    /// them.
-    pub fn without_extras(&self) -> Request {
-        let mut plain = self.clone();
-        match &mut plain {
-            Request::Apply {
-                progress,
-                every_line,
-                ..
-            } => {
-                *progress = false;
-                *every_line = false;
+    /// The same request without the one field `refusal` names as unknown
+    /// (serde's ``unknown field `only`, expected ...``), when this request
+    /// set it: what a daemon older than that field is asked instead. One
+    /// field at a time, so that what it knows is still asked (a plain
+    /// `status` keeps `brief` for a daemon that knows `brief` but not
+    /// `only`). `None` when the refusal names no field this request set.
+    pub fn without_refused(&self, refusal: &str) -> Option<Request> {
+        let field = refusal
+            .split_once("unknown field `")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(field, _)| field)?;
+        let mut less = self.clone();
+        let dropped = match (&mut less, field) {
+            (Request::Apply { progress, .. } | Request::Run { progress, .. }, "progress") => {
+                std::mem::take(progress)
             }
-            Request::Run { progress, .. } => *progress = false,
-            Request::Status { brief, only } => {
-                *brief = false;
-                *only = None;
-            }
-            _ => {}
-        }
-        plain
+            (Request::Apply { every_line, .. }, "every_line") => std::mem::take(every_line),
+            (Request::Status { brief, .. }, "brief") => std::mem::take(brief),
+            (Request::Status { only, .. }, "only") => only.take().is_some(),
+            _ => false,
+        };
+        dropped.then_some(less)
     }
 }
 
@@ -268,22 +253,57 @@ mod tests {
             serde_json::to_value(&plain).expect("json"),
             serde_json::json!({"command": "status"})
         );
-        let brief = Request::Status {
+        // A daemon that knows `brief` but not `only` is asked with
+        // `brief` still; one that knows neither, plainly.
+        let text = Request::Status {
             brief: true,
-            only: None,
-        };
-        assert!(brief.wants_extras() && !brief.wants_progress());
-        assert_eq!(brief.without_extras(), plain);
-        let json_only = Request::Status {
-            brief: false,
-            only: Some(Form::Json),
+            only: Some(Form::Text),
         };
         assert_eq!(
-            serde_json::to_value(&json_only).expect("json"),
-            serde_json::json!({"command": "status", "only": "json"})
+            serde_json::to_value(&text).expect("json"),
+            serde_json::json!({"command": "status", "brief": true, "only": "text"})
         );
-        assert!(json_only.wants_extras());
-        assert_eq!(json_only.without_extras(), plain);
+        let refused = |field: &str| {
+            format!(
+                "malformed request: unknown field `{field}`, expected `brief` at line 1 column 9"
+            )
+        };
+        let brief = text
+            .without_refused(&refused("only"))
+            .expect("without only");
+        assert_eq!(
+            brief,
+            Request::Status {
+                brief: true,
+                only: None
+            }
+        );
+        assert_eq!(
+            brief.without_refused(&refused("brief")),
+            Some(plain.clone())
+        );
+        assert_eq!(plain.without_refused(&refused("brief")), None);
+        assert_eq!(text.without_refused("the daemon is stopping"), None);
+        let apply = Request::Apply {
+            declaration: "{}".into(),
+            allow_empty: false,
+            progress: true,
+            every_line: true,
+        };
+        // serde names the first unknown field, then lists the known ones.
+        let less = apply
+            .without_refused(
+                "unknown field `every_line`, expected one of `declaration`, `progress`",
+            )
+            .expect("without every_line");
+        assert!(matches!(
+            less,
+            Request::Apply {
+                progress: true,
+                every_line: false,
+                ..
+            }
+        ));
         let read: Request =
             serde_json::from_str(r#"{"command": "status"}"#).expect("an older client's status");
         assert_eq!(read, plain);
