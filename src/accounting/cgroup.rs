@@ -198,12 +198,13 @@ impl Cgroups {
     /// `pid` in it, so that systemd cannot remove the group once the
     /// container in it has gone, before its figures are read. Nothing on
     /// a unified tree, where systemd keeps the groups it was asked for.
-    /// An error names the hierarchy that refused.
+    /// Every hierarchy is tried; an error names each that refused.
     pub fn hold(&self, group: &str, pid: u32) -> Result<(), String> {
         let parts = components(group)?;
         if self.layout() == Layout::Unified {
             return Ok(());
         }
+        let mut refused = Vec::new();
         for tree in KEPT_V1 {
             let root = self.root.join(tree);
             // A hierarchy mounted there, not a link to one nor a bare
@@ -215,9 +216,15 @@ impl Cgroups {
             }
             let mut dir = root;
             dir.extend(&parts);
-            join(&dir, pid).map_err(|e| format!("cannot keep the group in {tree}: {e}"))?;
+            if let Err(e) = join(&dir, pid) {
+                refused.push(format!("{tree}: {e}"));
+            }
         }
-        Ok(())
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("cannot keep the group in {}", refused.join("; ")))
+        }
     }
 }
 
@@ -492,9 +499,11 @@ mod tests {
             0
         );
         // A group the kernel did not make (no cgroup.procs in it) is an
-        // error that names the tree.
+        // error that names each tree.
         let e = cg.hold("/other.scope", 1).expect_err("no group");
-        assert!(e.contains("blkio"), "{e}");
+        for tree in ["blkio", "memory", "cpuacct"] {
+            assert!(e.contains(&format!("{tree}: ")), "{e}");
+        }
         assert!(cg.hold("/a/../b", 1).is_err());
     }
 
