@@ -77,7 +77,12 @@ pub fn run(cfg: DaemonConfig) -> u8 {
             return Exit::Failed.code();
         }
     };
-    match rt.block_on(main(cfg)) {
+    let ended = rt.block_on(main(cfg));
+    // A blocking task still running (a metrics write on a hung file
+    // system, given up on above) is left behind, not waited for: the
+    // runtime's own drop would wait for it without end.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    match ended {
         Ok(()) => Exit::Ok.code(),
         Err(e) => {
             tracing::error!("mesh-host daemon failed: {e}");
@@ -287,14 +292,13 @@ async fn main(cfg: DaemonConfig) -> Result<(), String> {
     let _applying = daemon.applying.lock().await;
     let _ = server_task.await;
     let _ = metrics_stop.send(true);
-    if tokio::time::timeout(METRICS_LAST_WRITE, metrics_task)
-        .await
-        .is_err()
-    {
-        tracing::warn!(
+    match tokio::time::timeout(METRICS_LAST_WRITE, metrics_task).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!("the metrics task ended abnormally: {e}"),
+        Err(_) => tracing::warn!(
             "the metrics' last write did not end within {}s; stopping without it",
             METRICS_LAST_WRITE.as_secs()
-        );
+        ),
     }
     tracing::info!("stopped");
     Ok(())

@@ -21,6 +21,7 @@ use crate::schedule::fire::{FireReport, RunOutcome};
 use crate::schedule::scheduler::{SchedulerHandle, StepHistory, StepStatus};
 use crate::store::{Store, STEP_HISTORY};
 use crate::tap::Observed;
+use crate::window::WindowRecord;
 use crate::window::Windows;
 
 /// Each scheduled step's module (`""` when none), by step id.
@@ -261,22 +262,25 @@ impl MetricsService {
             return text::render(&self.snapshot(&steps));
         }
         // The scheduler has stopped: the daemon is stopping, its fires
-        // ended and recorded. What the state directory says, as `metrics
-        // --local` reads it.
+        // ended and recorded. The steps as the state directory records
+        // them; the rest (the last apply, a refused declaration, the
+        // counters) as this task holds it.
         let store = self.store.clone();
-        match tokio::task::spawn_blocking(move || local(&store)).await {
-            Ok(Ok(text)) => text,
-            Ok(Err(e)) => {
-                tracing::warn!(
-                    "metrics: the steps are left out, the state directory does not read: {e}"
-                );
-                text::render(&self.snapshot(&[]))
-            }
-            Err(e) => {
-                tracing::warn!("metrics: the steps are left out: {e}");
-                text::render(&self.snapshot(&[]))
-            }
-        }
+        let recorded = tokio::task::spawn_blocking(move || {
+            let applied = crate::apply::load_applied(&store).map_err(|e| e.to_string())?;
+            let windows = live_windows(&store)?;
+            recorded_steps(&store, applied.as_ref(), &windows).map(|(steps, _)| steps)
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        let steps = recorded.unwrap_or_else(|e| {
+            tracing::warn!(
+                "metrics: the steps are left out, the state directory does not read: {e}"
+            );
+            Vec::new()
+        });
+        text::render(&self.snapshot(&steps))
     }
 
     async fn write(&mut self) {
@@ -320,23 +324,52 @@ impl MetricsService {
 pub fn local(store: &Store) -> Result<String, String> {
     let applied: Option<AppliedState> =
         crate::apply::load_applied(store).map_err(|e| e.to_string())?;
-    let history: BTreeMap<String, StepHistory> = store
-        .load(STEP_HISTORY)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
     let counters = Counters::load(store).map_err(|e| e.to_string())?;
+    let windows = live_windows(store)?;
+    let (steps, mods) = recorded_steps(store, applied.as_ref(), &windows)?;
+    let apply = applied.map(|a| ApplyMetrics {
+        at: a.applied_at,
+        ok: a.ok,
+        last_success: match (a.ok, counters.apply_last_success) {
+            (true, Some(t)) => Some(t.max(a.applied_at)),
+            (true, None) => Some(a.applied_at),
+            (false, t) => t,
+        },
+    });
+    Ok(text::render(&gather(
+        &steps, &mods, &windows, &counters, apply,
+    )))
+}
+
+/// The window records that hold now.
+fn live_windows(store: &Store) -> Result<Vec<WindowRecord>, String> {
     let now = Utc::now();
     let boot = crate::store::boot_id().map_err(|e| e.to_string())?;
-    let windows: Vec<_> = crate::window::Records::of(store)
+    Ok(crate::window::Records::of(store)
         .all()
         .map_err(|e| format!("cannot read the window records: {e}"))?
         .into_iter()
         .filter(|r| r.holds(now, &boot))
-        .collect();
+        .collect())
+}
+
+/// The steps as the state directory records them, and their modules: the
+/// applied declaration's (`applied`), each with its history, suspension
+/// and next fire, `running` while one of `windows` is its.
+fn recorded_steps(
+    store: &Store,
+    applied: Option<&AppliedState>,
+    windows: &[WindowRecord],
+) -> Result<(Vec<StepStatus>, BTreeMap<String, String>), String> {
+    let history: BTreeMap<String, StepHistory> = store
+        .load(STEP_HISTORY)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
     let suspended = crate::schedule::suspend::load(store)?;
+    let now = Utc::now();
     let mut steps = Vec::new();
     let mut mods = BTreeMap::new();
-    if let Some(applied) = &applied {
+    if let Some(applied) = applied {
         let bytes = serde_json::to_vec(&applied.declaration)
             .map_err(|e| format!("the recorded declaration cannot be read: {e}"))?;
         let decl = crate::declaration::parse(&bytes)
@@ -361,18 +394,7 @@ pub fn local(store: &Store) -> Result<String, String> {
             });
         }
     }
-    let apply = applied.map(|a| ApplyMetrics {
-        at: a.applied_at,
-        ok: a.ok,
-        last_success: match (a.ok, counters.apply_last_success) {
-            (true, Some(t)) => Some(t.max(a.applied_at)),
-            (true, None) => Some(a.applied_at),
-            (false, t) => t,
-        },
-    });
-    Ok(text::render(&gather(
-        &steps, &mods, &windows, &counters, apply,
-    )))
+    Ok((steps, mods))
 }
 
 /// How long changes settle before the metrics text is written again (see
