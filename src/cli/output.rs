@@ -143,8 +143,10 @@ pub fn print_json<T: serde::Serialize>(value: &T) {
 /// Print a JSON document given as text, indented as [`json`] indents,
 /// onto standard output as it is read: neither a tree of its values nor
 /// the indented text is held (the `status` of thousands of steps is
-/// megabytes of it). The text was checked as JSON when it was read.
-pub fn print_document(document: &serde_json::value::RawValue) {
+/// megabytes of it). Whether it was printed whole: a document that does
+/// not transcode (deeper than serde_json reads, a number out of range)
+/// is said on stderr, what was printed of it left unended.
+pub fn print_document(document: &serde_json::value::RawValue) -> bool {
     let mut out = io::BufWriter::with_capacity(64 * 1024, Out);
     let mut from = serde_json::Deserializer::from_str(document.get());
     let mut to = serde_json::Serializer::pretty(&mut out);
@@ -152,8 +154,13 @@ pub fn print_document(document: &serde_json::value::RawValue) {
         // `Out` ends the process rather than return an error.
         Ok(()) => {
             let _ = out.write_all(b"\n").and_then(|()| out.flush());
+            true
         }
-        Err(e) => crate::errln!("mesh-host: the answer is not JSON: {e}"),
+        Err(e) => {
+            let _ = out.flush();
+            crate::errln!("\nmesh-host: the answer is not JSON that can be printed: {e}");
+            false
+        }
     }
 }
 
@@ -161,7 +168,9 @@ pub fn print_document(document: &serde_json::value::RawValue) {
 /// newline); its exit code.
 pub fn print_response(response: &Response, json: bool) -> u8 {
     if json {
-        print_document(&response.json);
+        if !print_document(&response.json) {
+            return EXIT_FAILED;
+        }
     } else {
         crate::out!("{}", response.text);
         if !response.text.ends_with('\n') {
@@ -207,7 +216,7 @@ fn form(json: bool) -> crate::control::Form {
 pub fn print_failure(failure: &Failure, json: bool) -> u8 {
     crate::errln!("mesh-host: {}", failure.error);
     if json {
-        print_document(&failure.response().json);
+        let _ = print_document(&failure.response().json);
     }
     failure.exit.code()
 }
@@ -238,4 +247,21 @@ macro_rules! errln {
     ($($arg:tt)*) => {
         $crate::cli::output::err_fmt(format_args!("{}\n", format_args!($($arg)*)))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_is_printed_whole_or_said_not_printed() {
+        let doc: Box<serde_json::value::RawValue> =
+            serde_json::from_str(r#"{"steps": [{"step": "gc"}]}"#).expect("json");
+        assert!(print_document(&doc));
+        // Read as a raw value (no depth bound there), it cannot be
+        // printed: serde_json reads no deeper than 128.
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let deep: Box<serde_json::value::RawValue> = serde_json::from_str(&deep).expect("raw");
+        assert!(!print_document(&deep));
+    }
 }
