@@ -10,9 +10,9 @@
 //!
 //! For each: the blocks and bytes allocated while the answer is made and
 //! written, the heap held once its bytes are written (its document, as a
-//! tree or as text, and the response's bytes, all live at once: its peak
-//! over the typed answer, which both ways share), and the time, best of
-//! runs. The steps are the scheduler's `StepStatus`, each with a last
+//! tree or as text, and the response's bytes, all live at once, over the
+//! typed answer both ways share; a buffer grown by doubling held up to
+//! twice its text for a moment before), and the time, best of runs. The steps are the scheduler's `StepStatus`, each with a last
 //! run and its figures, as `status` lists them after a night of fires.
 //!
 //! `cargo bench --bench status_answer` (500, 5,000 and 20,000 steps;
@@ -122,8 +122,8 @@ fn measure(n: usize, tree: bool) -> Cost {
         let answer = status(n);
         let (b0, a0, h0) = counts();
         let start = Instant::now();
-        // Each way's values are kept until its bytes are written: the
-        // heap then held is its peak.
+        // Each way's values are kept until its bytes are written, and the
+        // heap held is read then.
         let wire = if tree {
             let response = TreeResponse {
                 exit: 0,
@@ -172,7 +172,7 @@ fn main() {
         Err(_) if measuring => vec![500, 5000, 20000],
         Err(_) => vec![20, 100],
     };
-    println!("| steps | way | blocks | bytes allocated | peak heap | time |");
+    println!("| steps | way | blocks | bytes allocated | held once written | time |");
     println!("|---|---|---|---|---|---|");
     for n in sizes {
         let tree = measure(n, true);
