@@ -885,10 +885,11 @@ fn a_stopped_local_run_loses_its_window_to_the_daemon_and_never_acts_on_it_again
 
     // Continue the stopped owner (and the nsenter wrapper, which stopped
     // with it): it must not touch svc.
-    let continued = log.events().len();
+    let continued = log.caught_up();
     let said = continue_local_run(w, &pattern, local);
     assert!(said.contains(&format!("lost the window of {id}")), "{said}");
     std::thread::sleep(Duration::from_secs(3));
+    log.caught_up();
     let after = log.events().split_off(continued);
     assert!(
         after.iter().all(|(n, _)| n != svc),
@@ -934,7 +935,7 @@ fn a_late_stop_of_an_owner_that_lost_its_window_is_undone() {
     assert!(w.running(svc), "the daemon closed the window");
 
     // Continue the owner (and the nsenter wrapper): its stop of svc lands.
-    let continued = log.events().len();
+    let continued = log.caught_up();
     let said = continue_local_run(w, &pattern, local);
     assert!(said.contains(&format!("lost the window of {id}")), "{said}");
     wait_for(
@@ -1295,7 +1296,9 @@ fn an_owner_killed_right_after_its_late_stop_landed_leaves_svc_to_the_daemon() {
     });
     assert!(w.running(svc), "the daemon closed the window");
 
-    let continued = log.events().len();
+    // The daemon's close stopped svc (the owner's stop may have been in
+    // flight) and started it: counted from once the stream has those.
+    let continued = log.caught_up();
     w.node.sh_ok(&format!("pkill -CONT -f -- {pattern}"));
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(local.id() as i32).expect("pid"),
@@ -1330,6 +1333,11 @@ fn an_owner_killed_right_after_its_late_stop_landed_leaves_svc_to_the_daemon() {
     );
     let all = log.finish();
     assert_eq!(count(&all, run, "start"), 0, "the step never ran");
+    assert_eq!(
+        count(&all[..continued], svc, "start"),
+        1,
+        "the daemon's close started svc, before the owner went on: {all:?}"
+    );
     let after = &all[continued..];
     assert_eq!(
         after
@@ -1337,7 +1345,7 @@ fn an_owner_killed_right_after_its_late_stop_landed_leaves_svc_to_the_daemon() {
             .filter(|(n, a)| n == svc && a == "start")
             .count(),
         1,
-        "svc started again once, after its late stop: {after:?}"
+        "svc started again once, after its late stop: {after:?} (all: {all:?})"
     );
     assert!(h.d.active());
 }

@@ -6,7 +6,8 @@
 //!
 //! The stream is known to listen when the creation of a marker container
 //! of the test's own has reached it, and known to have caught up when the
-//! marker's removal has: [`EventLog::finish`] waits for that.
+//! marker's removal has: [`EventLog::finish`] waits for that, and
+//! [`EventLog::caught_up`] for the marker made again mid-test.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -35,6 +36,8 @@ pub struct EventLog {
     file: PathBuf,
     stop: PathBuf,
     marker: String,
+    /// The image the marker is made of.
+    img: String,
 }
 
 impl EventLog {
@@ -72,8 +75,9 @@ impl EventLog {
             file,
             stop,
             marker,
+            img: w.busybox(),
         };
-        let img = w.busybox();
+        let img = log.img.clone();
         let created = (log.marker.clone(), "create".to_string());
         wait_for(
             "the event stream to listen",
@@ -105,6 +109,28 @@ impl EventLog {
             .into_iter()
             .filter(|(n, a)| *n != self.marker && ACTIONS.contains(&a.as_str()))
             .collect()
+    }
+
+    /// How many events of the names Docker has made up to now. The
+    /// stream can lag behind Docker (a start already seen by `inspect` may
+    /// not be in the file yet), so the marker is made again and its
+    /// `create` waited for: Docker streams events in the order it made
+    /// them, so none made before is still on its way.
+    pub fn caught_up(&self) -> usize {
+        let created = |log: &EventLog| {
+            log.raw()
+                .iter()
+                .filter(|(n, a)| *n == log.marker && a == "create")
+                .count()
+        };
+        let before = created(self);
+        self.node.docker_ok(&["rm", "-f", &self.marker]);
+        self.node
+            .docker_ok(&["create", "--name", &self.marker, &self.img, "true"]);
+        wait_for("the stream to catch up", Duration::from_secs(30), || {
+            (created(self) > before).then_some(())
+        });
+        self.events().len()
     }
 
     /// Every event up to now (the marker's removal, streamed after them, is
