@@ -80,12 +80,16 @@ fn give_back() {
 /// (docs/benchmarks.md has the figures). Elsewhere than glibc this does
 /// nothing.
 ///
-/// - At most two malloc arenas for the whole process. glibc gives a
-///   thread that meets a locked arena one of its own, up to eight per
-///   core, and each keeps what was freed in it: the daemon's threads take
-///   turns far more than they contend, and its resident memory after
-///   large applies was mostly arenas' free lists (a live heap of 40 MB in
-///   133 MiB resident at 1,000 services and 5,000 steps).
+/// - One malloc arena for the whole process. glibc gives a thread that
+///   meets a locked arena one of its own, up to eight per core, and each
+///   keeps what was freed in it: the daemon's threads take turns far more
+///   than they contend, and its resident memory after large applies was
+///   mostly arenas' free lists (a live heap of 40 MB in 133 MiB resident
+///   at 1,000 services and 5,000 steps). A second arena still held about
+///   44 MiB resident for 7 MB in use at 20,000 steps: the free pieces of
+///   one arena cannot serve the threads of the other. One arena costs no
+///   measurable apply time (small blocks come from each thread's cache
+///   without the arena's lock).
 /// - Blocks of 64 KiB and more mapped on their own and unmapped when
 ///   freed, always. glibc's threshold otherwise rises to the largest
 ///   block freed (up to 32 MiB), so after an apply's first large buffer
@@ -103,7 +107,7 @@ pub fn tune_allocator() {
 }
 
 /// See [`tune_allocator`].
-const ARENAS: i32 = 2;
+const ARENAS: i32 = 1;
 
 /// See [`tune_allocator`]: the size from which a block is mapped.
 const MAPPED_FROM: i32 = 64 * 1024;
