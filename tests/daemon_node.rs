@@ -178,11 +178,17 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
     );
     let _ = client.kill();
     let _ = client.wait();
-    let result = d.node.sh_ok(&format!(
-        "journalctl -u {} -o cat --no-pager | grep -ci 'watchdog timeout' || true",
-        quote(&d.unit)
-    ));
-    assert_ne!(result.trim(), "0", "systemd says it was the watchdog");
+    wait_for(
+        "systemd to say it was the watchdog",
+        Duration::from_secs(10),
+        || {
+            d.node
+                .journal(&["-u", &d.unit, "-o", "cat"])
+                .to_lowercase()
+                .contains("watchdog timeout")
+                .then_some(())
+        },
+    );
     // The new daemon waited for the step, then closed the window.
     wait_for("svc to run again", Duration::from_secs(60), || {
         w.running(&svc).then_some(())

@@ -183,12 +183,19 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
     wait_for("the record to go", Duration::from_secs(30), || {
         (!record_path.exists()).then_some(())
     });
-    let said = d.journal(&journal_since, &["MESH_STEP=gc"]);
+    // The close is logged once its record is gone: a moment after.
+    let said = wait_for(
+        "the journal to say the window closed",
+        Duration::from_secs(10),
+        || {
+            let said = d.journal(&journal_since, &["MESH_STEP=gc"]);
+            said.contains("window of gc closed").then_some(said)
+        },
+    );
     assert!(
         said.contains("owed a start since the window of gc could not close, started"),
         "the daemon logged the owed start: {said}"
     );
-    assert!(said.contains("window of gc closed"), "{said}");
     assert!(d.active());
 }
 
@@ -400,9 +407,10 @@ fn outage_alert_of_an_owed_window_pages_at_once_while_docker_is_away() {
     // out while Docker is still away, not when the record's bound passes.
     let paged = |journal: &str| journal.matches("paged for will-not-start-again:pg").count();
     // No unit of the template yet is an error to journalctl: none paged.
+    // What journald has queued is written first (`--sync`).
     let pages = || {
         w.node.sh_ok(&format!(
-            "journalctl --no-pager -b -o cat -u '{template_prefix}@*' 2>/dev/null || true"
+            "journalctl --sync; journalctl --no-pager -b -o cat -u '{template_prefix}@*' 2>/dev/null || true"
         ))
     };
     wait_for(

@@ -549,17 +549,22 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
         )),
         "the new daemon took the window over: {said}"
     );
-    let closed = node.journal(&[
-        &format!("_PID={new_pid}"),
-        "MESH_EVENT=window-closed",
-        "MESH_STEP=upgrade",
-        "-o",
-        "cat",
-    ]);
-    assert!(
-        closed.contains("window of upgrade closed"),
-        "closed by the new daemon: {closed}"
-    );
+    // The close is logged once its record is gone: a moment after.
+    let new_pid_field = format!("_PID={new_pid}");
+    let closed_by_new = || {
+        node.journal(&[
+            &new_pid_field,
+            "MESH_EVENT=window-closed",
+            "MESH_STEP=upgrade",
+            "-o",
+            "cat",
+        ])
+    };
+    wait_for("the new daemon's close", Duration::from_secs(10), || {
+        closed_by_new()
+            .contains("window of upgrade closed")
+            .then_some(())
+    });
     assert_eq!(node_declaration(), applied, "the upgrade kept it");
     assert_declaration_mode();
 

@@ -5,9 +5,12 @@
 //! and starts records them as they happen.
 //!
 //! The stream is known to listen when the creation of a marker container
-//! of the test's own has reached it, and known to have caught up when the
-//! marker's removal has: [`EventLog::finish`] waits for that, and
-//! [`EventLog::caught_up`] for the marker made again mid-test.
+//! of the test's own has reached it. It is known to have caught up with
+//! Docker when the marker, made again with a label of a number used once,
+//! has reached it with that number ([`EventLog::caught_up`], which
+//! [`EventLog::finish`] calls): Docker streams events in the order it made
+//! them, and an earlier marker's event still on its way cannot be taken
+//! for it.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -20,6 +23,9 @@ use super::{quote, wait_for, Node};
 
 /// Markers made so far in this test binary (a marker is unique to its log).
 static MARKERS: AtomicU32 = AtomicU32::new(0);
+
+/// The label that numbers each making of a marker.
+const SYNC_LABEL: &str = "mesh-test.sync";
 
 /// The lifecycle actions a log keeps (`rename`: a container of network
 /// `none` taking its name once made whole, `declare::is_made`).
@@ -38,6 +44,8 @@ pub struct EventLog {
     marker: String,
     /// The image the marker is made of.
     img: String,
+    /// The marker's makings so far: each is labelled with its number.
+    made: AtomicU32,
 }
 
 impl EventLog {
@@ -57,7 +65,7 @@ impl EventLog {
         }
         // Ends itself once told to (the stop file), or after ten minutes.
         let script = format!(
-            "docker events --filter type=container{filters} --format '{{{{.Actor.Attributes.name}}}} {{{{.Action}}}}' & p=$!; \
+            "docker events --filter type=container{filters} --format '{{{{.Actor.Attributes.name}}}} {{{{.Action}}}} {{{{index .Actor.Attributes \"{SYNC_LABEL}\"}}}}' & p=$!; \
              i=0; while [ ! -e {stop} ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i+1)); done; kill $p; wait $p",
             stop = quote(&stop.display().to_string())
         );
@@ -76,29 +84,51 @@ impl EventLog {
             stop,
             marker,
             img: w.busybox(),
+            made: AtomicU32::new(0),
         };
-        let img = log.img.clone();
         let created = (log.marker.clone(), "create".to_string());
         wait_for(
             "the event stream to listen",
             Duration::from_secs(30),
             || {
-                let _ = log.node.docker(&["rm", "-f", &log.marker]);
-                log.node
-                    .docker_ok(&["create", "--name", &log.marker, &img, "true"]);
+                log.make_marker();
                 log.raw().contains(&created).then_some(())
             },
         );
         log
     }
 
-    /// Every line streamed so far, as `(name, action)`, the marker's too.
-    fn raw(&self) -> Vec<(String, String)> {
+    /// Make the marker (again), labelled with a number not used before;
+    /// that number.
+    fn make_marker(&self) -> u32 {
+        let n = self.made.fetch_add(1, Ordering::Relaxed);
+        let _ = self.node.docker(&["rm", "-f", &self.marker]);
+        self.node.docker_ok(&[
+            "create",
+            "--name",
+            &self.marker,
+            "--label",
+            &format!("{SYNC_LABEL}={n}"),
+            &self.img,
+            "true",
+        ]);
+        n
+    }
+
+    /// The lines streamed so far, each split into its fields.
+    fn lines(&self) -> Vec<Vec<String>> {
         std::fs::read_to_string(&self.file)
             .unwrap_or_default()
             .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    }
+
+    /// Every line streamed so far, as `(name, action)`, the marker's too.
+    fn raw(&self) -> Vec<(String, String)> {
+        self.lines()
+            .into_iter()
+            .filter_map(|f| Some((f.first()?.clone(), f.get(1)?.clone())))
             .collect()
     }
 
@@ -113,34 +143,28 @@ impl EventLog {
 
     /// How many events of the names Docker has made up to now. The
     /// stream can lag behind Docker (a start already seen by `inspect` may
-    /// not be in the file yet), so the marker is made again and its
-    /// `create` waited for: Docker streams events in the order it made
-    /// them, so none made before is still on its way.
+    /// not be in the file yet), so the marker is made again and the
+    /// `create` of that making waited for: none made before it is still on
+    /// its way.
     pub fn caught_up(&self) -> usize {
-        let created = |log: &EventLog| {
-            log.raw()
-                .iter()
-                .filter(|(n, a)| *n == log.marker && a == "create")
-                .count()
-        };
-        let before = created(self);
-        self.node.docker_ok(&["rm", "-f", &self.marker]);
-        self.node
-            .docker_ok(&["create", "--name", &self.marker, &self.img, "true"]);
+        let n = self.make_marker().to_string();
         wait_for("the stream to catch up", Duration::from_secs(30), || {
-            (created(self) > before).then_some(())
+            self.lines()
+                .iter()
+                .any(|f| {
+                    f.first() == Some(&self.marker)
+                        && f.get(1).map(String::as_str) == Some("create")
+                        && f.get(2) == Some(&n)
+                })
+                .then_some(())
         });
         self.events().len()
     }
 
-    /// Every event up to now (the marker's removal, streamed after them, is
-    /// waited for); the stream ends.
+    /// Every event up to now (once the stream has caught up); the stream
+    /// ends.
     pub fn finish(mut self) -> Vec<(String, String)> {
-        self.node.docker_ok(&["rm", "-f", &self.marker]);
-        let gone = (self.marker.clone(), "destroy".to_string());
-        wait_for("the stream to catch up", Duration::from_secs(30), || {
-            self.raw().contains(&gone).then_some(())
-        });
+        self.caught_up();
         self.end();
         self.events()
     }
