@@ -21,8 +21,16 @@ impl Daemon {
             let listed = self.scheduler.listed().await.unwrap_or_default();
             (Steps::Listed(listed.steps), listed.scheduled)
         } else if written {
-            let (list, scheduled) = self.scheduler.written().await.map_err(Failure::failed)?;
-            (Steps::Written(list), scheduled)
+            // As the other forms: a scheduler that has stopped (the
+            // daemon is stopping) lists no step, it does not fail the
+            // answer.
+            match self.scheduler.written().await {
+                Ok((list, scheduled)) => (Steps::Written(list), scheduled),
+                Err(e) => {
+                    tracing::warn!("status: the steps are not listed: {e}");
+                    (Steps::Listed(Vec::new()), 0)
+                }
+            }
         } else {
             let steps = self.scheduler.status().await.unwrap_or_default();
             let (steps, scheduled) = status::listed(steps, false);
