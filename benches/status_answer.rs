@@ -110,7 +110,7 @@ struct TreeResponse {
 struct Cost {
     blocks: usize,
     bytes: usize,
-    peak: i64,
+    held: i64,
     took: Duration,
     document: serde_json::Value,
 }
@@ -145,16 +145,15 @@ fn measure(n: usize, tree: bool) -> Cost {
             let took = start.elapsed();
             (body, (b1 - b0, a1 - a0, h1 - h0, took))
         };
-        let (body, (blocks, bytes, peak, took)) = wire;
+        let (body, (blocks, bytes, held, took)) = wire;
         let read: serde_json::Value = serde_json::from_slice(&body).expect("the response reads");
         let cost = Cost {
             blocks,
             bytes,
-            peak,
+            held,
             took,
             document: read["json"].clone(),
         };
-        drop(answer);
         if best.as_ref().is_none_or(|b| cost.took < b.took) {
             best = Some(cost);
         }
@@ -191,7 +190,7 @@ fn main() {
                 "| {n} | {way} | {} | {:.1} MB | {:.1} MB | {:.1} ms |",
                 c.blocks,
                 c.bytes as f64 / 1e6,
-                c.peak as f64 / 1e6,
+                c.held as f64 / 1e6,
                 c.took.as_secs_f64() * 1e3
             );
         }

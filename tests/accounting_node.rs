@@ -496,14 +496,9 @@ fn accounting_a_reload_between_the_containers_end_and_the_reading_keeps_every_fi
         120,
     );
     w.write_declaration(json!([s]));
-    let d = DaemonUnit::install(&w, "");
     // Held still below for as long as the container's end takes, however
     // loaded the node: its watchdog must not restart it meanwhile.
-    let dropin = format!("/run/systemd/system/{}.d", d.unit);
-    let _dropin = w.node.on_drop(format!("rm -rf {dropin}"));
-    w.node.sh_ok(&format!(
-        "mkdir -p {dropin} && printf '[Service]\\nWatchdogSec=0\\n' > {dropin}/held.conf && systemctl daemon-reload"
-    ));
+    let d = DaemonUnit::install(&w, "WatchdogSec=0");
     d.start();
 
     let run = d.cli_spawn(&["run", &id]);

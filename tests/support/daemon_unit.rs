@@ -1,6 +1,7 @@
 //! `mesh-host daemon` as a real unit of the node, over a [`World`]'s state
 //! directory and declaration file: the shipped `units/mesh-host.service`,
-//! only its paths changed (and `extra` lines added to `[Service]`, and
+//! only its paths changed (and `extra` lines added at the end of
+//! `[Service]`, overriding what it sets, and
 //! further daemon arguments to its command line).
 
 use std::path::PathBuf;
@@ -89,8 +90,11 @@ impl DaemonUnit {
                     exec.clone()
                 } else if l.starts_with("ExecReload=+/usr/bin/mesh-host") {
                     format!("ExecReload=+{} reload --control-socket {socket}", w.bin)
-                } else if l == "[Service]" && !extra.is_empty() {
-                    format!("[Service]\n{extra}")
+                } else if l == "[Install]" && !extra.is_empty() {
+                    // At the end of [Service]: a setting the shipped unit
+                    // has too (`WatchdogSec=`) is overridden, the last one
+                    // read winning.
+                    format!("{extra}\n\n[Install]")
                 } else {
                     l.to_string()
                 }
