@@ -17,12 +17,14 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 
 pub mod docker;
+mod error;
 #[cfg(any(test, feature = "fake-runtime"))]
 pub mod fake;
 mod labels;
 pub mod networking;
 mod process_options;
 mod replace;
+pub use error::{explain, RuntimeError, UNREACHABLE_HINT};
 pub use labels::Labels;
 pub use networking::{NetworkAttach, NetworkInfo, NetworkSpec, VolumeInfo, VolumeSpec};
 
@@ -705,88 +707,6 @@ pub enum ContainerEventKind {
     Stop,
 }
 
-/// Errors of a [`ContainerRuntime`]; variants are what callers branch on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RuntimeError {
-    /// The runtime's API did not answer (socket missing, connection refused,
-    /// timeout).
-    #[error("container runtime at {endpoint} is unreachable: {reason}")]
-    Unreachable {
-        /// The endpoint tried (socket path or URL).
-        endpoint: String,
-        /// Why.
-        reason: String,
-    },
-    /// A container or image does not exist.
-    #[error("{what} not found")]
-    NotFound {
-        /// What was missing, e.g. `container web`.
-        what: String,
-    },
-    /// The request conflicts with the current state (e.g. a name in use).
-    #[error("conflict on {what}: {reason}")]
-    Conflict {
-        /// What the conflict is about, e.g. `container web`.
-        what: String,
-        /// The runtime's message.
-        reason: String,
-    },
-    /// The registry answered a pull with a refusal (404, 401, 403, ...):
-    /// retrying will not help.
-    #[error("pull of {reference} refused by the registry (status {status}): {reason}")]
-    Registry {
-        /// The image reference pulled.
-        reference: String,
-        /// The HTTP status that best describes the refusal.
-        status: u16,
-        /// The runtime's message.
-        reason: String,
-    },
-    /// The registry did not answer a pull (connection refused, timeout, 5xx):
-    /// the caller may retry.
-    #[error("registry for {reference} unavailable: {reason}")]
-    RegistryUnavailable {
-        /// The image reference pulled.
-        reference: String,
-        /// The runtime's message.
-        reason: String,
-    },
-    /// Any other failure reported by the runtime.
-    #[error("{context}: {reason}")]
-    Api {
-        /// The operation, e.g. `start container web`.
-        context: String,
-        /// The runtime's message.
-        reason: String,
-    },
-}
-
-/// What to do about a runtime that does not answer, for a person: said
-/// after a connection error by the command line and the daemon's start.
-pub const UNREACHABLE_HINT: &str = "is the container runtime running? Docker: \
-     `systemctl start docker.service`; Podman: `systemctl start podman.socket` and \
-     --docker-host unix:///run/podman/podman.sock; another endpoint: --docker-host URL \
-     (or DOCKER_HOST)";
-
-/// `e`, with [`UNREACHABLE_HINT`] when the runtime did not answer.
-pub fn explain(e: &RuntimeError) -> String {
-    match e {
-        RuntimeError::Unreachable { .. } => format!("{e}; {UNREACHABLE_HINT}"),
-        _ => e.to_string(),
-    }
-}
-
-impl RuntimeError {
-    /// Whether retrying the same call later may succeed (runtime or registry
-    /// did not answer).
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            RuntimeError::Unreachable { .. } | RuntimeError::RegistryUnavailable { .. }
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -800,45 +720,5 @@ mod tests {
         };
         assert!(mount("/srv/data").is_bind());
         assert!(!mount("data-volume").is_bind());
-    }
-
-    #[test]
-    fn an_unreachable_runtime_is_explained_with_what_to_start() {
-        let e = RuntimeError::Unreachable {
-            endpoint: "/run/docker.sock".into(),
-            reason: "connection refused".into(),
-        };
-        let text = explain(&e);
-        for needed in [
-            "/run/docker.sock",
-            "docker.service",
-            "podman.socket",
-            "--docker-host",
-        ] {
-            assert!(text.contains(needed), "{needed}: {text}");
-        }
-        let other = RuntimeError::NotFound {
-            what: "container web".into(),
-        };
-        assert_eq!(explain(&other), other.to_string());
-    }
-
-    #[test]
-    fn only_unanswered_calls_are_transient() {
-        let unavailable = RuntimeError::RegistryUnavailable {
-            reference: "r@sha256:00".into(),
-            reason: "connection refused".into(),
-        };
-        let refused = RuntimeError::Registry {
-            reference: "r@sha256:00".into(),
-            status: 404,
-            reason: "manifest unknown".into(),
-        };
-        assert!(unavailable.is_transient());
-        assert!(!refused.is_transient());
-        assert_eq!(
-            refused.to_string(),
-            "pull of r@sha256:00 refused by the registry (status 404): manifest unknown"
-        );
     }
 }
