@@ -283,19 +283,25 @@ fn a_held_container_started_by_someone_else_is_stopped_again() {
     let img = w.pulled_busybox();
     let svc = w.started_service("svc");
     let step = w.name("step");
-    w.write_declaration(json!([
-        declare::service("svc", &svc, &img),
-        declare::step("violated", &step, &img, "sleep 8", &["svc"], 60),
-    ]));
+    // The step runs until the test has seen the stop: the window stays
+    // open however long the node takes (a step of `sleep 8` closed it
+    // before a loaded node's watcher had stopped svc, and the test waited
+    // for a stop that could no longer come).
+    let marks = w.path("marks");
+    std::fs::create_dir_all(&marks).expect("marks");
+    let mut s = declare::step("violated", &step, &img, UNTIL_TOLD, &["svc"], 120);
+    s["mounts"] = json!([{"source": marks, "target": "/marks"}]);
+    w.write_declaration(json!([declare::service("svc", &svc, &img), s]));
     let child = w.spawn_local("violated");
     w.wait_stopped("svc to be held", &svc);
     w.wait_running("the step to run", &step);
     w.node.docker_ok(&["start", &svc]);
     wait_for(
         "the window to stop svc again",
-        Duration::from_secs(10),
+        Duration::from_secs(60),
         || (!w.running(&svc)).then_some(()),
     );
+    std::fs::write(format!("{marks}/go"), "").expect("go");
     let out = child.wait_with_output().expect("mesh-host run");
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(w.running(&svc));
