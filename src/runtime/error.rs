@@ -103,9 +103,83 @@ impl RuntimeError {
     }
 }
 
+/// A start request, `call`, asked once more when runc lost the container's
+/// cgroup as it set it up ([`RuntimeError::is_cgroup_lost_at_start`]):
+/// nothing ran, so a start (a step's fire above all, which nothing else
+/// retries) does not fail on a race between runc and systemd.
+pub(crate) async fn start_once_more_if_cgroup_lost<F, Fut>(
+    container: &str,
+    mut call: F,
+) -> Result<(), RuntimeError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), RuntimeError>>,
+{
+    match call().await {
+        Err(e) if e.is_cgroup_lost_at_start() => {
+            tracing::warn!(
+                "starting {container}: {e}; its process never ran: the start is asked once more"
+            );
+            call().await
+        }
+        answer => answer,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What runc said when systemd moved a fire's first process out of its
+    /// scope's `devices` group as runc set the scope up (a node with the
+    /// systemd cgroup driver on cgroup v1).
+    const RUNC_LOST_ITS_CGROUP: &str = "failed to create shim task: OCI runtime create failed: \
+        runc create failed: unable to start container process: error during container init: \
+        error mounting \"cgroup\" to rootfs at \"/sys/fs/cgroup\": stat \
+        /sys/fs/cgroup/devices/mesh.slice/mesh-host.slice: no such file or directory: unknown";
+
+    /// Starts answered in turn by `answers` (then success); how many were asked.
+    async fn start_answered(answers: Vec<&str>) -> (Result<(), RuntimeError>, usize) {
+        let asked = std::cell::Cell::new(0);
+        let answer = start_once_more_if_cgroup_lost("gc", || {
+            let n = asked.get();
+            asked.set(n + 1);
+            let reason = answers.get(n).map(|r| r.to_string());
+            async move {
+                match reason {
+                    Some(reason) => Err(RuntimeError::Api {
+                        context: "start container gc".into(),
+                        reason,
+                    }),
+                    None => Ok(()),
+                }
+            }
+        })
+        .await;
+        (answer, asked.get())
+    }
+
+    #[tokio::test]
+    async fn a_start_whose_cgroup_was_lost_is_asked_once_more_and_only_once() {
+        assert_eq!(
+            start_answered(vec![RUNC_LOST_ITS_CGROUP]).await,
+            (Ok(()), 2)
+        );
+        let (twice, asked) = start_answered(vec![RUNC_LOST_ITS_CGROUP; 2]).await;
+        assert!(twice.is_err_and(|e| e.is_cgroup_lost_at_start()));
+        assert_eq!(asked, 2, "asked once more, not again");
+    }
+
+    #[tokio::test]
+    async fn a_start_refused_otherwise_is_asked_once() {
+        // Also runc's, and also "no such file or directory": but not a cgroup.
+        let refused = "OCI runtime create failed: runc create failed: unable to start \
+            container process: exec: \"gc\": stat gc: no such file or directory: unknown";
+        let (answer, asked) = start_answered(vec![refused]).await;
+        assert!(answer.is_err_and(|e| e.to_string().contains("exec: \"gc\"")));
+        assert_eq!(asked, 1);
+        assert_eq!(start_answered(vec![]).await, (Ok(()), 1));
+    }
 
     #[test]
     fn only_runcs_lost_cgroup_is_a_start_to_ask_again() {

@@ -552,7 +552,7 @@ async fn start_prepared(
 ) -> Result<(), String> {
     let name = &step.spec.name;
     if let Some(id) = looked_at_ahead {
-        match start_and_inspect(runtime, id).await {
+        match runtime.start_and_inspect(id).await {
             Err(RuntimeError::NotFound { .. }) => {
                 let existing = match runtime.inspect(name).await {
                     Ok(Some(info)) if info.running => {
@@ -566,26 +566,7 @@ async fn start_prepared(
             other => return judge_start(other),
         }
     }
-    judge_start(start_and_inspect(runtime, name).await)
-}
-
-/// One start request and the inspection after it; asked once more when
-/// runc lost the container's cgroup as it set it up
-/// ([`RuntimeError::is_cgroup_lost_at_start`]): the step's process never
-/// ran, so the fire does not fail on a race between runc and systemd.
-async fn start_and_inspect(
-    runtime: &dyn ContainerRuntime,
-    container: &str,
-) -> Result<Option<ContainerInfo>, RuntimeError> {
-    match runtime.start_and_inspect(container).await {
-        Err(e) if e.is_cgroup_lost_at_start() => {
-            tracing::warn!(
-                "starting {container}: {e}; its process never ran: the start is asked once more"
-            );
-            runtime.start_and_inspect(container).await
-        }
-        answer => answer,
-    }
+    judge_start(runtime.start_and_inspect(name).await)
 }
 
 /// A start request's answer and the inspection after it, judged.

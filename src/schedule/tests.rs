@@ -197,56 +197,6 @@ async fn a_start_that_fails_is_reported_and_the_others_still_start() {
     assert_eq!(alerts[0].container.as_deref(), Some("app"));
 }
 
-/// What runc said when systemd moved a fire's first process out of its
-/// scope's `devices` group as runc set the scope up (a node with the
-/// systemd cgroup driver on cgroup v1).
-const RUNC_LOST_ITS_CGROUP: &str = "failed to create shim task: OCI runtime create failed: \
-    runc create failed: unable to start container process: error during container init: \
-    error mounting \"cgroup\" to rootfs at \"/sys/fs/cgroup\": stat \
-    /sys/fs/cgroup/devices/mesh.slice/mesh-host.slice: no such file or directory: unknown";
-
-fn starts_of(fake: &FakeRuntime, name: &str) -> usize {
-    fake.calls()
-        .iter()
-        .filter(|c| **c == Call::Start(s(name)))
-        .count()
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_step_whose_cgroup_was_lost_as_it_started_is_started_once_more() {
-    let r = rig(&[("registry", true)]);
-    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
-    r.fake.fail_start_once("gc-run", RUNC_LOST_ITS_CGROUP);
-    let report = r.firer.fire(&step("gc", &["registry"], None), t0()).await;
-    assert_eq!(report.outcome, RunOutcome::Succeeded, "{report:?}");
-    assert!(report.ok());
-    assert_eq!(starts_of(&r.fake, "gc-run"), 2);
-    assert!(r.fake.is_running("registry"));
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_step_start_refused_for_another_reason_is_not_asked_again() {
-    let r = rig(&[("registry", true)]);
-    r.fake.exit_with("gc-run", 0, Duration::from_secs(1));
-    // Also runc's, and also "no such file or directory": but not a cgroup.
-    r.fake.fail_start_once(
-        "gc-run",
-        "OCI runtime create failed: runc create failed: unable to start container process: \
-         exec: \"gc\": stat gc: no such file or directory: unknown",
-    );
-    let report = r.firer.fire(&step("gc", &["registry"], None), t0()).await;
-    assert!(
-        matches!(&report.outcome, RunOutcome::Error { reason } if reason.contains("exec: \"gc\"")),
-        "{report:?}"
-    );
-    assert_eq!(starts_of(&r.fake, "gc-run"), 1);
-    assert!(!r.fake.is_running("gc-run"));
-    assert!(
-        r.fake.is_running("registry"),
-        "the window closes all the same"
-    );
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_container_already_stopped_stays_stopped() {
     let r = rig(&[("db", false), ("app", true)]);

@@ -215,10 +215,7 @@ pub(super) async fn start(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeE
     if is_running(&before) {
         return Ok(());
     }
-    rt.docker
-        .start_container(name, None)
-        .await
-        .map_err(|err| rt.error(&context, &what, err))?;
+    start_request(rt, name).await?;
     let Some(after) = rt.inspect_raw(name).await? else {
         // An auto-remove container that already ran and is gone.
         return Ok(());
@@ -247,13 +244,23 @@ pub(super) async fn start_and_inspect(
     rt: &DockerRuntime,
     name: &str,
 ) -> Result<Option<ContainerInfo>, RuntimeError> {
+    start_request(rt, name).await?;
+    inspect(rt, name).await
+}
+
+/// The request that starts container `name`, asked once more when runc
+/// lost the container's cgroup as it set it up (see
+/// [`crate::runtime::error::start_once_more_if_cgroup_lost`]).
+async fn start_request(rt: &DockerRuntime, name: &str) -> Result<(), RuntimeError> {
     let what = format!("container {name}");
     let context = format!("start container {name}");
-    rt.docker
-        .start_container(name, None)
-        .await
-        .map_err(|err| rt.error(&context, &what, err))?;
-    inspect(rt, name).await
+    crate::runtime::error::start_once_more_if_cgroup_lost(name, || async {
+        rt.docker
+            .start_container(name, None)
+            .await
+            .map_err(|err| rt.error(&context, &what, err))
+    })
+    .await
 }
 
 /// Stops a container within its own grace ([`crate::runtime::ContainerRuntime::stop`]).

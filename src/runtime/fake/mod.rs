@@ -413,12 +413,6 @@ impl ContainerRuntime for FakeRuntime {
                     reason: "scripted start failure".into(),
                 });
             }
-            if let Some(reason) = state.fail_start_once.remove(name) {
-                return Err(RuntimeError::Api {
-                    context: format!("start container {name}"),
-                    reason,
-                });
-            }
             state.peer_running(name)?;
             state.begin_run(name)
         };

@@ -81,14 +81,6 @@ impl FakeRuntime {
         self.state().fail_start.insert(name.to_owned());
     }
 
-    /// The next start of `name` fails with [`RuntimeError::Api`] saying
-    /// `reason`; the one after it is as any other.
-    pub fn fail_start_once(&self, name: &str, reason: &str) {
-        self.state()
-            .fail_start_once
-            .insert(name.to_owned(), reason.to_owned());
-    }
-
     /// Undoes [`fail_start`](Self::fail_start).
     pub fn heal_start(&self, name: &str) {
         self.state().fail_start.remove(name);

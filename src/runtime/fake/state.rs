@@ -50,7 +50,6 @@ pub(super) struct State {
     pub(super) inspect_delays: HashMap<String, Duration>,
     pub(super) stop_exit_codes: HashMap<String, i64>,
     pub(super) fail_start: HashSet<String>,
-    pub(super) fail_start_once: HashMap<String, String>,
     pub(super) fail_stop: HashSet<String>,
     pub(super) fail_create: HashMap<String, RuntimeError>,
     pub(super) fail_pull: HashMap<String, PullFailure>,
