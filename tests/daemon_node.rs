@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
 use support::declare::{self, count, first, last, text};
 use support::world::{stamp, World};
-use support::{quote, wait_for, Node};
+use support::{quote, wait_for, wait_for_text, Node};
 
 #[test]
 #[ignore = "needs the sandbox node: run tests/run"]
@@ -178,15 +178,11 @@ fn a_wedged_daemon_is_restarted_by_the_watchdog_and_the_new_one_closes_its_windo
     );
     let _ = client.kill();
     let _ = client.wait();
-    wait_for(
+    wait_for_text(
         "systemd to say it was the watchdog",
         Duration::from_secs(10),
-        || {
-            d.unit_journal(&["-o", "cat"])
-                .to_lowercase()
-                .contains("watchdog timeout")
-                .then_some(())
-        },
+        || d.unit_journal(&["-o", "cat"]),
+        |said| said.to_lowercase().contains("watchdog timeout"),
     );
     // The new daemon waited for the step, then closed the window.
     wait_for("svc to run again", Duration::from_secs(60), || {

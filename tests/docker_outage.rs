@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use support::daemon_unit::DaemonUnit;
 use support::declare;
 use support::world::{stamp, World};
-use support::{wait_for, Node};
+use support::{wait_for, wait_for_text, Node};
 
 /// One outage at a time, whatever the test threads.
 static OUTAGE: Mutex<()> = Mutex::new(());
@@ -184,13 +184,11 @@ fn outage_owed_starts_are_made_by_the_daemon_as_soon_as_docker_answers() {
         (!record_path.exists()).then_some(())
     });
     // The close is logged once its record is gone: a moment after.
-    let said = wait_for(
+    let said = wait_for_text(
         "the journal to say the window closed",
         Duration::from_secs(10),
-        || {
-            let said = d.journal(&journal_since, &["MESH_STEP=gc"]);
-            said.contains("window of gc closed").then_some(said)
-        },
+        || d.journal(&journal_since, &["MESH_STEP=gc"]),
+        |said| said.contains("window of gc closed"),
     );
     assert!(
         said.contains("owed a start since the window of gc could not close, started"),

@@ -21,7 +21,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{quote, unique_name, wait_for, Node};
+use support::{quote, unique_name, wait_for, wait_for_text, Node};
 
 /// Serialises the runs that install the package on this machine.
 const PACKAGE_LOCK: &str = "/run/lock/mesh-host-package.lock";
@@ -560,11 +560,12 @@ fn the_deb_installs_upgrades_under_an_open_window_removes_and_purges_and_the_rpm
             "cat",
         ])
     };
-    wait_for("the new daemon's close", Duration::from_secs(10), || {
-        closed_by_new()
-            .contains("window of upgrade closed")
-            .then_some(())
-    });
+    wait_for_text(
+        "the new daemon's close",
+        Duration::from_secs(10),
+        closed_by_new,
+        |said| said.contains("window of upgrade closed"),
+    );
     assert_eq!(node_declaration(), applied, "the upgrade kept it");
     assert_declaration_mode();
 

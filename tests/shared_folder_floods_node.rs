@@ -201,11 +201,13 @@ fn a_writers_flood_costs_few_journal_lines_and_never_loses_a_page() {
     let since = format!("@{began:.3}");
     let until = format!("@{:.3}", ended + 2.0);
     let all = entries(&d.unit_journal(&["--since", &since, "--until", &until, "-o", "json"]));
-    let flood: Vec<&Value> = all
-        .iter()
-        .filter(|e| field(e, "_SYSTEMD_UNIT") == d.unit)
-        .filter(|e| field(e, "MESH_STEP").is_empty() && field(e, "MESH_ALERT_UNIT").is_empty())
-        .collect();
+    // The daemon's own lines: not a step's output, not a pager's.
+    let daemons_own = |e: &&Value| {
+        field(e, "_SYSTEMD_UNIT") == d.unit
+            && field(e, "MESH_STEP").is_empty()
+            && field(e, "MESH_ALERT_UNIT").is_empty()
+    };
+    let flood: Vec<&Value> = all.iter().filter(daemons_own).collect();
     for e in &flood {
         eprintln!(
             "{} {}",
@@ -225,8 +227,7 @@ fn a_writers_flood_costs_few_journal_lines_and_never_loses_a_page() {
     wait_for("the cases to be counted", Duration::from_secs(30), || {
         entries(&d.unit_journal(&["--since", &since, "-o", "json"]))
             .iter()
-            .filter(|e| field(e, "_SYSTEMD_UNIT") == d.unit)
-            .filter(|e| field(e, "MESH_STEP").is_empty() && field(e, "MESH_ALERT_UNIT").is_empty())
+            .filter(daemons_own)
             .any(|e| field(e, "MESH_COUNT").parse().unwrap_or(0) > 1)
             .then_some(())
     });

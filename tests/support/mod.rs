@@ -494,14 +494,44 @@ pub fn unique_slice_name(prefix: &str) -> String {
 ///
 /// When `timeout` passes first, naming `what` was awaited.
 pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    poll_until(what, timeout, || probe().ok_or_else(String::new))
+}
+
+/// Reads `read` until `seen` holds of what it gives (a journal that must
+/// come to say something), and returns that.
+///
+/// # Panics
+///
+/// When `timeout` passes first, naming `what` was awaited and showing
+/// what was read last.
+pub fn wait_for_text(
+    what: &str,
+    timeout: Duration,
+    mut read: impl FnMut() -> String,
+    seen: impl Fn(&str) -> bool,
+) -> String {
+    poll_until(what, timeout, || {
+        let text = read();
+        if seen(&text) {
+            Ok(text)
+        } else {
+            Err(format!("; read last:\n{text}"))
+        }
+    })
+}
+
+/// Polls `probe` until it returns `Ok`; on a timeout, panics naming `what`
+/// followed by the last `Err`'s text.
+fn poll_until<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Result<T, String>) -> T {
     let start = Instant::now();
     loop {
-        if let Some(value) = probe() {
-            return value;
-        }
+        let last = match probe() {
+            Ok(value) => return value,
+            Err(last) => last,
+        };
         let waited = start.elapsed();
         if waited >= timeout {
-            panic!("timed out after {timeout:?} waiting for {what}");
+            panic!("timed out after {timeout:?} waiting for {what}{last}");
         }
         std::thread::sleep(poll_interval(waited).min(timeout - waited));
     }
