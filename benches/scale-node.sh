@@ -23,10 +23,11 @@
 #  - resident memory (VmRSS, VmHWM) once the M steps are applied and idle,
 #    before any size of the growth curve;
 #  - a step's fire lateness (`* * * * *`, due :00; Docker's `start` event
-#    minus the due second) with only that step declared and then beside the
-#    N services and M steps, against a bare API start of a container made
-#    ahead, sent at :30 of the same minutes (its `start` event minus :30;
-#    BENCH_PEER_AT moves it).
+#    minus the due second) with only that step declared, then beside the N
+#    services alone and beside them and the M steps, a minute each in
+#    turn, against a bare API start of a container made ahead, sent at :30
+#    of the same minutes (its `start` event minus :30; BENCH_PEER_AT moves
+#    it).
 #
 # With MESH_HOST_BIN_BEFORE, a second daemon of that build runs beside the
 # first over its own state directory and the same declaration: its first
@@ -43,7 +44,8 @@
 #   BENCH_NOOP_RUNS        no-op, diff, status and plan rounds (default 10)
 #   BENCH_IDLE_RUNS        idle windows (default 3)
 #   BENCH_IDLE_SECONDS     length of an idle window (default 30)
-#   BENCH_FIRES            fires measured each way, one a minute (default 3)
+#   BENCH_FIRES            fires measured each way, one a minute (default 3;
+#                          the last two ways take turns, 2 minutes a round)
 #   BENCH_PEER_AT          second of the minute the peer's start is sent
 #                          (default 30; a fire later than it is not found)
 #   BENCH_IDLE_SETTLE      seconds waited before the idle windows (default
@@ -83,6 +85,7 @@ inside() {
 	write_files "$n"
 	write_declaration "$dir/big.json" "$n" "$m" ""
 	write_declaration "$dir/bigfire.json" "$n" "$m" fire
+	write_declaration "$dir/servicesfire.json" "$n" 0 fire
 	write_declaration "$dir/fire.json" 0 0 fire
 	printf '{"declaration": 1, "resources": [{"id": "placeholder", "type": "directory", "path": "%s/placeholder"}]}\n' "$dir" >"$dir/placeholder.json"
 	has_diff=0
@@ -250,14 +253,23 @@ inside() {
 		for s in "${sides[@]}"; do mesh "$s" apply "$dir/big.json" >/dev/null; done
 	fi
 
-	# 5. Fire lateness beside N services and M steps (the after side only:
-	# two daemons would fire the same step).
-	local big_m=() big_p=()
+	# 5. Fire lateness beside the N services alone and beside them and the
+	# M steps, a minute each in turn (the after side only: two daemons
+	# would fire the same step). Docker's start slows beside N running
+	# containers whatever declared them; what the steps add is read
+	# against the minutes beside the services alone, the same containers
+	# running.
+	local big_m=() big_p=() svc_m=() svc_p=()
 	if ((fires > 0)); then
 		[[ -z $before ]] || stop_daemon before
-		mesh after apply "$dir/bigfire.json" >/dev/null
-		measure_fires "$fires"
-		big_m=("${fire_m[@]}") big_p=("${fire_p[@]}")
+		for ((r = 0; r < fires; r++)); do
+			mesh after apply "$dir/servicesfire.json" >/dev/null
+			measure_fires 1
+			svc_m+=("${fire_m[@]}") svc_p+=("${fire_p[@]}")
+			mesh after apply "$dir/bigfire.json" >/dev/null
+			measure_fires 1
+			big_m+=("${fire_m[@]}") big_p+=("${fire_p[@]}")
+		done
 	fi
 
 	# The tables.
@@ -296,8 +308,13 @@ inside() {
 	if ((fires > 0)); then
 		row "fire lateness, one step declared" "$(stats_ms "${one_m[@]}")" "$([[ -z $before ]] || echo "—")" \
 			"$(stats_ms "${one_p[@]}")" "a bare API start at :${BENCH_PEER_AT:-30}" "$(ratio_med "${one_m[*]}" "${one_p[*]}")" "$fires"
+		row "fire lateness, beside $n services" "$(stats_ms "${svc_m[@]}")" "$([[ -z $before ]] || echo "—")" \
+			"$(stats_ms "${svc_p[@]}")" "a bare API start at :${BENCH_PEER_AT:-30}" "$(ratio_med "${svc_m[*]}" "${svc_p[*]}")" "$fires"
 		row "fire lateness, beside $n services and $m steps" "$(stats_ms "${big_m[@]}")" "$([[ -z $before ]] || echo "—")" \
 			"$(stats_ms "${big_p[@]}")" "a bare API start at :${BENCH_PEER_AT:-30}" "$(ratio_med "${big_m[*]}" "${big_p[*]}")" "$fires"
+		row "fire lateness: beside $m steps against beside none (the same $n services)" \
+			"$(ratio_med "${big_m[*]}" "${svc_m[*]}")" "$([[ -z $before ]] || echo "—")" \
+			"$(ratio_med "${big_p[*]}" "${svc_p[*]}")" "the bare start's, the same minutes" "—" "$fires"
 	fi
 	echo
 	echo "Times in ms, median (fastest–slowest run); a ratio is of the medians. State directory after the no-op applies: $(du -sk "$dir/state-after" | cut -f1) KiB."

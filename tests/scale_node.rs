@@ -19,7 +19,9 @@ const ROWS: &[&str] = &[
     "| idle: voluntary switches",
     "| resident memory",
     "| fire lateness, one step declared",
+    "| fire lateness, beside 5 services |",
     "| fire lateness, beside 5 services and 5 steps",
+    "| fire lateness: beside 5 steps against beside none",
 ];
 
 #[test]
