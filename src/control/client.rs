@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-use super::{Frame, Request, Response};
+use super::{Frame, Request, Response, MAX_ANSWER};
 use crate::progress::Progress;
 
 /// Send one request and wait for its response (as long as the daemon takes:
@@ -139,7 +139,23 @@ async fn exchange(
     // close its side: then the write fails, but its answer is still there.
     let sent = stream.write_all(&body).await;
     let _ = stream.shutdown().await;
-    let mut reader = BufReader::new(stream);
+    let answer = read_answer(stream, MAX_ANSWER, each).await?;
+    match (parse(&answer, form), sent) {
+        (Ok(response), _) => Ok(response),
+        (Err(_), Err(e)) => Err(format!("cannot send the request: {e}")),
+        (Err(e), Ok(())) => Err(format!("malformed answer from the daemon: {e}")),
+    }
+}
+
+/// The answer on `stream`: the progress frames before it are given to
+/// `each`, and what comes after them is read whole, up to `limit` bytes
+/// in all (a longer one is refused, not read on).
+async fn read_answer(
+    stream: impl AsyncRead + Unpin,
+    limit: u64,
+    each: &mut impl FnMut(Progress),
+) -> Result<Vec<u8>, String> {
+    let mut reader = BufReader::new(stream.take(limit + 1));
     let mut answer = Vec::new();
     loop {
         answer.clear();
@@ -163,11 +179,13 @@ async fn exchange(
             }
         }
     }
-    match (parse(&answer, form), sent) {
-        (Ok(response), _) => Ok(response),
-        (Err(_), Err(e)) => Err(format!("cannot send the request: {e}")),
-        (Err(e), Ok(())) => Err(format!("malformed answer from the daemon: {e}")),
+    if reader.into_inner().limit() == 0 {
+        return Err(format!(
+            "the daemon's answer is larger than {} MiB; not read",
+            limit / (1024 * 1024)
+        ));
     }
+    Ok(answer)
 }
 
 #[cfg(test)]
@@ -251,5 +269,70 @@ mod tests {
                 r#"{"command":"status","brief":true}"#
             ]
         );
+    }
+
+    /// A progress frame then an answer, as the daemon writes them.
+    fn framed(answer: &[u8]) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(&Frame {
+            progress: Progress::Apply { resources: 3 },
+        })
+        .expect("encodes");
+        bytes.push(b'\n');
+        bytes.extend_from_slice(answer);
+        bytes
+    }
+
+    #[tokio::test]
+    async fn an_answer_within_the_bound_is_read_whole_after_its_frames() {
+        let answer = br#"{"exit":0,"text":"ok","json":null}"#;
+        let bytes = framed(answer);
+        let mut frames = Vec::new();
+        let read = read_answer(&bytes[..], bytes.len() as u64, &mut |p| frames.push(p))
+            .await
+            .expect("within the bound");
+        assert_eq!(read, answer);
+        assert_eq!(frames, [Progress::Apply { resources: 3 }]);
+    }
+
+    #[tokio::test]
+    async fn an_answer_past_the_bound_is_refused_frames_counted() {
+        let bytes = framed(br#"{"exit":0,"text":"ok","json":null}"#);
+        // One byte over, counted from the first frame's first byte.
+        let limit = bytes.len() as u64 - 1;
+        let refused = read_answer(&bytes[..], limit, &mut |_| {})
+            .await
+            .expect_err("over the bound");
+        assert!(refused.contains("larger than"), "{refused}");
+        // A daemon that never stops writing is refused, not read forever.
+        let endless = tokio::io::repeat(b'x');
+        let refused = read_answer(endless, 1 << 20, &mut |_| {})
+            .await
+            .expect_err("endless");
+        assert!(refused.contains("larger than 1 MiB"), "{refused}");
+    }
+
+    proptest::proptest! {
+        /// Whatever the daemon writes, what is read is at most the bound,
+        /// and an answer within it is its last line, whole.
+        #[test]
+        fn any_bytes_are_read_within_the_bound(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            limit in 0u64..600,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime");
+            let read = runtime.block_on(read_answer(&bytes[..], limit, &mut |_| {}));
+            match read {
+                Ok(answer) => {
+                    proptest::prop_assert!(bytes.len() as u64 <= limit);
+                    proptest::prop_assert!(bytes.ends_with(&answer));
+                }
+                Err(e) => {
+                    proptest::prop_assert!(bytes.len() as u64 > limit);
+                    proptest::prop_assert!(e.contains("larger than"), "{}", e);
+                }
+            }
+        }
     }
 }

@@ -33,6 +33,11 @@ pub const MAX_DECLARATION: usize = 8 * 1024 * 1024;
 /// the rest. Any declaration a reader accepts travels whole.
 pub const MAX_REQUEST: usize = 2 * MAX_DECLARATION + 64 * 1024;
 
+/// The largest answer a client reads, its progress frames included:
+/// `status --json` of 20,000 steps is about 20 MiB, so this is room for
+/// any a daemon makes and a bound on one that never stops writing.
+pub const MAX_ANSWER: u64 = 256 * 1024 * 1024;
+
 /// How long a client has to send its whole request.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
