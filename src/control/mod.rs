@@ -34,8 +34,9 @@ pub const MAX_DECLARATION: usize = 8 * 1024 * 1024;
 pub const MAX_REQUEST: usize = 2 * MAX_DECLARATION + 64 * 1024;
 
 /// The largest answer a client reads, its progress frames included:
-/// `status --json` of 20,000 steps is about 20 MiB, so this is room for
-/// any a daemon makes and a bound on one that never stops writing.
+/// `status --json` of 5,000 steps is about 2 MB (docs/benchmarks.md), so
+/// this is room for any a daemon makes and a bound on one that never
+/// stops writing.
 pub const MAX_ANSWER: u64 = 256 * 1024 * 1024;
 
 /// How long a client has to send its whole request.
