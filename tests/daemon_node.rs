@@ -824,14 +824,7 @@ fn a_step_due_beyond_the_arming_horizon_is_armed_at_its_edge_and_fires_on_its_se
     // node's load as much as the daemon's (Docker's start alone took 4 s on
     // a loaded node); the bound says only that this minute's fire came from
     // the arming at the edge, not from a later wake a minute on.
-    let events = d.node.journal(&[
-        "-u",
-        d.unit.as_str(),
-        "-o",
-        "json",
-        "MESH_EVENT=step-started",
-        "MESH_STEP=edge",
-    ]);
+    let events = d.unit_journal(&["-o", "json", "MESH_EVENT=step-started", "MESH_STEP=edge"]);
     let event: Value = events
         .lines()
         .find_map(|l| serde_json::from_str(l).ok())
