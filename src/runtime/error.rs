@@ -118,6 +118,7 @@ where
     match call().await {
         Err(e) if e.is_cgroup_lost_at_start() => {
             tracing::warn!(
+                MESH_CONTAINER = %container,
                 "starting {container}: {e}; its process never ran: the start is asked once more"
             );
             call().await
