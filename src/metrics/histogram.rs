@@ -127,6 +127,13 @@ impl Histogram {
     pub fn is_empty(&self) -> bool {
         self.counts.iter().all(|c| *c == 0)
     }
+
+    /// Whether something was counted with `family`'s buckets: what
+    /// [`Histogram::cumulative`] would give a non-zero count for, found
+    /// without building it.
+    pub fn counted(&self, family: &Family) -> bool {
+        self.counts.len() == family.bounds.len() + 1 && !self.is_empty()
+    }
 }
 
 /// The `le` label of a bound as Prometheus' clients write it.

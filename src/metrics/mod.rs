@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use crate::schedule::fire::RunOutcome;
-use crate::schedule::scheduler::StepStatus;
+use crate::schedule::scheduler::StepGauges;
 use crate::window::WindowRecord;
 
 pub use counters::Counters;
@@ -141,20 +141,11 @@ pub fn window_bound_secs(record: &WindowRecord) -> f64 {
     }
 }
 
-/// The time between a step's next two fires.
-pub fn period_secs(s: &StepStatus) -> Option<f64> {
-    let cron = crate::cron::CronSchedule::parse(&s.schedule).ok()?;
-    let zone: chrono_tz::Tz = s.zone.parse().ok()?;
-    let next = s.next_fire?;
-    let after = cron.next_after(next, zone)?.to_utc();
-    Some((after - next).num_milliseconds() as f64 / 1000.0)
-}
-
 /// Put a snapshot together from the host's own state: the scheduler's
-/// view of each step (`steps`), each step's module, the live window
+/// gauges of each step (`steps`), each step's module, the live window
 /// records, the persisted counters and the last apply.
 pub fn gather(
-    steps: &[StepStatus],
+    steps: &[StepGauges],
     modules: &BTreeMap<String, String>,
     windows: &[WindowRecord],
     counters: &Counters,
@@ -175,31 +166,18 @@ pub fn gather(
             step: s.step.clone(),
             module: modules.get(&s.step).cloned().unwrap_or_default(),
             next_fire: s.next_fire,
-            period_secs: period_secs(s),
-            last_success: s.history.last_success,
-            last_run: s.history.last_run,
+            period_secs: s.period_secs,
+            last_success: s.last_success,
+            last_run: s.last_run,
             last_run_duration_secs: c.last_run_duration_secs,
-            last_exit_status: s.history.last_exit_status,
+            last_exit_status: s.last_exit_status,
             running: s.running,
             suspended_since: s.suspended_since,
             fires,
             missed: c.missed,
-            last_cpu_secs: s
-                .history
-                .last_usage
-                .as_ref()
-                .and_then(|u| u.cpu_usec)
-                .map(|us| us as f64 / 1e6),
-            last_memory_peak_bytes: s
-                .history
-                .last_usage
-                .as_ref()
-                .and_then(|u| u.memory_peak_bytes),
-            memory_limit_bytes: s
-                .history
-                .last_usage
-                .as_ref()
-                .and_then(|u| u.memory_limit_bytes),
+            last_cpu_secs: s.last_cpu_usec.map(|us| us as f64 / 1e6),
+            last_memory_peak_bytes: s.last_memory_peak_bytes,
+            memory_limit_bytes: s.memory_limit_bytes,
             accounted: c,
         });
     }
@@ -219,7 +197,7 @@ pub fn gather(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::scheduler::StepHistory;
+    use crate::schedule::scheduler::{StepHistory, StepStatus};
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).expect("time").to_utc()
@@ -227,7 +205,7 @@ mod tests {
 
     #[test]
     fn gather_joins_history_counters_modules_and_windows() {
-        let steps = vec![StepStatus {
+        let steps = vec![StepGauges::of_status(&StepStatus {
             step: "gc".into(),
             schedule: "0 3 * * *".into(),
             zone: "UTC".into(),
@@ -241,7 +219,7 @@ mod tests {
                 last_exit_status: Some(0),
                 ..StepHistory::default()
             },
-        }];
+        })];
         let mut counters = Counters::default();
         counters.fired("gc", "succeeded", Some(5.0));
         counters.fired("gc", "skipped", None);

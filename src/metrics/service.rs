@@ -18,7 +18,7 @@ use super::{gather, outcome_label, text, textfile, ApplyMetrics, Counters, Snaps
 use crate::apply::AppliedState;
 use crate::declaration::Declaration;
 use crate::schedule::fire::{FireReport, RunOutcome};
-use crate::schedule::scheduler::{SchedulerHandle, StepHistory, StepStatus};
+use crate::schedule::scheduler::{period_secs, SchedulerHandle, StepGauges, StepHistory};
 use crate::store::{Store, STEP_HISTORY};
 use crate::tap::Observed;
 use crate::window::WindowRecord;
@@ -244,7 +244,7 @@ impl MetricsService {
         }
     }
 
-    fn snapshot(&self, steps: &[StepStatus]) -> Snapshot {
+    fn snapshot(&self, steps: &[StepGauges]) -> Snapshot {
         let windows = self.windows.live_records().unwrap_or_else(|e| {
             tracing::warn!("metrics: window records unreadable: {e}");
             Vec::new()
@@ -258,7 +258,7 @@ impl MetricsService {
     }
 
     async fn render(&self) -> String {
-        if let Some(steps) = self.scheduler.status().await {
+        if let Some(steps) = self.scheduler.gauges().await {
             return text::render(&self.snapshot(&steps));
         }
         // The scheduler has stopped: the daemon is stopping, its fires
@@ -360,7 +360,7 @@ fn recorded_steps(
     store: &Store,
     applied: Option<&AppliedState>,
     windows: &[WindowRecord],
-) -> Result<(Vec<StepStatus>, BTreeMap<String, String>), String> {
+) -> Result<(Vec<StepGauges>, BTreeMap<String, String>), String> {
     let history: BTreeMap<String, StepHistory> = store
         .load(STEP_HISTORY)
         .map_err(|e| e.to_string())?
@@ -381,17 +381,18 @@ fn recorded_steps(
             let id = step.resource.id.to_string();
             let zone = step.schedule.zone.unwrap_or(local_zone);
             let delay = delays.get(&id).copied().unwrap_or_default();
-            steps.push(StepStatus {
-                schedule: step.schedule.cron.expr().to_string(),
-                zone: zone.name().to_string(),
-                next_fire: crate::schedule::splay::next_fire(&step.schedule.cron, zone, delay, now),
-                delay_ms: (!delay.is_zero()).then_some(delay.as_millis() as u64),
-                running: windows.iter().any(|w| w.step == id),
-                ready: None,
-                suspended_since: suspended.since(&id),
-                history: history.get(&id).cloned().unwrap_or_default(),
-                step: id,
-            });
+            let next_fire =
+                crate::schedule::splay::next_fire(&step.schedule.cron, zone, delay, now);
+            let gauges = match history.get(&id) {
+                Some(h) => StepGauges::of_history(id.clone(), h),
+                None => StepGauges::of_history(id.clone(), &StepHistory::default()),
+            };
+            steps.push(gauges.with(
+                next_fire,
+                period_secs(&step.schedule.cron, zone, next_fire),
+                windows.iter().any(|w| w.step == id),
+                suspended.since(&id),
+            ));
         }
     }
     Ok((steps, mods))

@@ -6,27 +6,34 @@
 //! none). A value that is not known (a step that never succeeded) has no
 //! series rather than a made-up zero.
 
-use std::fmt::Write;
+use std::borrow::Cow;
+use std::fmt::{Display, Write};
 
 use chrono::{DateTime, Utc};
 
 use super::{histogram, Snapshot};
 
 /// Render `snap`.
+///
+/// A step's labels are written once and each of its series is written in
+/// place: at 20,000 steps the text is about 20 MB, and a label pair built
+/// and escaped again for every series was most of its cost.
 pub fn render(snap: &Snapshot) -> String {
     let mut out = Out::default();
+    let labels: Vec<String> = snap.steps.iter().map(step_labels).collect();
+    let steps = || snap.steps.iter().zip(labels.iter().map(String::as_str));
 
     out.family(
         "mesh_host_step_last_success_timestamp_seconds",
         "gauge",
         "When a run of the step last succeeded (exit status 0).",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(t) = s.last_success {
-            out.sample(
+            out.step(
                 "mesh_host_step_last_success_timestamp_seconds",
-                &step_labels(s),
-                &seconds(t),
+                l,
+                Seconds(t),
             );
         }
     }
@@ -35,13 +42,9 @@ pub fn render(snap: &Snapshot) -> String {
         "gauge",
         "When the step's last run ended.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(t) = s.last_run {
-            out.sample(
-                "mesh_host_step_last_run_timestamp_seconds",
-                &step_labels(s),
-                &seconds(t),
-            );
+            out.step("mesh_host_step_last_run_timestamp_seconds", l, Seconds(t));
         }
     }
     out.family(
@@ -49,13 +52,9 @@ pub fn render(snap: &Snapshot) -> String {
         "gauge",
         "How long the step's last fire took, its maintenance window included.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(d) = s.last_run_duration_secs {
-            out.sample(
-                "mesh_host_step_last_run_duration_seconds",
-                &step_labels(s),
-                &number(d),
-            );
+            out.step("mesh_host_step_last_run_duration_seconds", l, Number(d));
         }
     }
     out.family(
@@ -63,13 +62,9 @@ pub fn render(snap: &Snapshot) -> String {
         "gauge",
         "Exit status of the step's last run, when its container exited.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(status) = s.last_exit_status {
-            out.sample(
-                "mesh_host_step_last_exit_status",
-                &step_labels(s),
-                &status.to_string(),
-            );
+            out.step("mesh_host_step_last_exit_status", l, status);
         }
     }
     out.family(
@@ -77,11 +72,9 @@ pub fn render(snap: &Snapshot) -> String {
         "counter",
         "Fires of the step by outcome: succeeded, failed (non-zero exit), timed-out, stopped (its unit was stopped), interrupted, error (could not run), skipped.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         for (outcome, n) in &s.fires {
-            let mut labels = step_labels(s);
-            labels.push(("outcome", outcome.as_str()));
-            out.sample("mesh_host_step_fires_total", &labels, &n.to_string());
+            out.step_with("mesh_host_step_fires_total", l, "outcome", outcome, n);
         }
     }
     out.family(
@@ -89,26 +82,18 @@ pub fn render(snap: &Snapshot) -> String {
         "counter",
         "Times the host noticed fires of the step it could not run (the node or the daemon was down, the clock jumped): one per notice, however many fires it covers.",
     );
-    for s in &snap.steps {
-        out.sample(
-            "mesh_host_step_missed_total",
-            &step_labels(s),
-            &s.missed.to_string(),
-        );
+    for (s, l) in steps() {
+        out.step("mesh_host_step_missed_total", l, s.missed);
     }
-    accounting(&mut out, snap);
+    accounting(&mut out, snap, &labels);
     out.family(
         "mesh_host_step_next_fire_timestamp_seconds",
         "gauge",
         "When the step is next due.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(t) = s.next_fire {
-            out.sample(
-                "mesh_host_step_next_fire_timestamp_seconds",
-                &step_labels(s),
-                &seconds(t),
-            );
+            out.step("mesh_host_step_next_fire_timestamp_seconds", l, Seconds(t));
         }
     }
     out.family(
@@ -116,9 +101,9 @@ pub fn render(snap: &Snapshot) -> String {
         "gauge",
         "Time between the step's next two fires.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(p) = s.period_secs {
-            out.sample("mesh_host_step_period_seconds", &step_labels(s), &number(p));
+            out.step("mesh_host_step_period_seconds", l, Number(p));
         }
     }
     out.family(
@@ -126,18 +111,18 @@ pub fn render(snap: &Snapshot) -> String {
         "gauge",
         "1 while a run of the step is in flight.",
     );
-    for s in &snap.steps {
-        out.sample("mesh_host_step_running", &step_labels(s), flag(s.running));
+    for (s, l) in steps() {
+        out.step("mesh_host_step_running", l, flag(s.running));
     }
     out.family(
         "mesh_host_step_suspended",
         "gauge",
         "1 while an operator has the step suspended (mesh-host suspend): its due times pass unrun.",
     );
-    for s in &snap.steps {
-        out.sample(
+    for (s, l) in steps() {
+        out.step(
             "mesh_host_step_suspended",
-            &step_labels(s),
+            l,
             flag(s.suspended_since.is_some()),
         );
     }
@@ -146,12 +131,12 @@ pub fn render(snap: &Snapshot) -> String {
         "gauge",
         "When the suspended step was suspended.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(t) = s.suspended_since {
-            out.sample(
+            out.step(
                 "mesh_host_step_suspended_since_timestamp_seconds",
-                &step_labels(s),
-                &seconds(t),
+                l,
+                Seconds(t),
             );
         }
     }
@@ -178,7 +163,7 @@ pub fn render(snap: &Snapshot) -> String {
         out.sample(
             "mesh_host_window_opened_timestamp_seconds",
             &[("step", &w.step)],
-            &seconds(w.opened_at),
+            Seconds(w.opened_at),
         );
     }
     out.family(
@@ -190,7 +175,7 @@ pub fn render(snap: &Snapshot) -> String {
         out.sample(
             "mesh_host_window_bound_seconds",
             &[("step", &w.step)],
-            &number(w.bound_secs),
+            Number(w.bound_secs),
         );
     }
     out.family(
@@ -199,7 +184,7 @@ pub fn render(snap: &Snapshot) -> String {
         "Containers held stopped by open maintenance windows.",
     );
     let held: usize = snap.windows.iter().map(|w| w.held).sum();
-    out.sample("mesh_host_held_containers", &[], &held.to_string());
+    out.sample("mesh_host_held_containers", &[], held);
     out.family(
         "mesh_host_will_not_start_again_total",
         "counter",
@@ -208,7 +193,7 @@ pub fn render(snap: &Snapshot) -> String {
     out.sample(
         "mesh_host_will_not_start_again_total",
         &[],
-        &snap.will_not_start_again_total.to_string(),
+        snap.will_not_start_again_total,
     );
     out.family(
         "mesh_host_rollouts_rolled_back_total",
@@ -218,7 +203,7 @@ pub fn render(snap: &Snapshot) -> String {
     out.sample(
         "mesh_host_rollouts_rolled_back_total",
         &[],
-        &snap.rollouts_rolled_back_total.to_string(),
+        snap.rollouts_rolled_back_total,
     );
 
     out.family(
@@ -230,7 +215,7 @@ pub fn render(snap: &Snapshot) -> String {
         out.sample(
             "mesh_host_apply_last_success_timestamp_seconds",
             &[],
-            &seconds(t),
+            Seconds(t),
         );
     }
     out.family(
@@ -239,11 +224,7 @@ pub fn render(snap: &Snapshot) -> String {
         "When the last apply ended.",
     );
     if let Some(a) = &snap.apply {
-        out.sample(
-            "mesh_host_apply_last_timestamp_seconds",
-            &[],
-            &seconds(a.at),
-        );
+        out.sample("mesh_host_apply_last_timestamp_seconds", &[], Seconds(a.at));
     }
     out.family(
         "mesh_host_apply_ok",
@@ -257,34 +238,32 @@ pub fn render(snap: &Snapshot) -> String {
 }
 
 /// What the steps' fires took and used: the histograms, OOM kills, the
-/// last run's figures and its limit.
-fn accounting(out: &mut Out, snap: &Snapshot) {
+/// last run's figures and its limit. `labels`: each step's, in order.
+fn accounting(out: &mut Out, snap: &Snapshot, labels: &[String]) {
+    let steps = || snap.steps.iter().zip(labels.iter().map(String::as_str));
     for family in &histogram::FAMILIES {
         out.family(family.name, "histogram", family.help);
         let bucket = format!("{}_bucket", family.name);
-        for s in &snap.steps {
-            let (counts, sum) = s.accounted.histogram(family).cumulative(family);
-            if counts.last() == Some(&0) {
+        let sum = format!("{}_sum", family.name);
+        let count_name = format!("{}_count", family.name);
+        let les: Vec<String> = family
+            .bounds
+            .iter()
+            .map(|b| histogram::le(*b))
+            .chain(["+Inf".to_string()])
+            .collect();
+        for (s, l) in steps() {
+            let h = s.accounted.histogram(family);
+            if !h.counted(family) {
                 // Nothing counted: no series yet.
                 continue;
             }
-            let labels = step_labels(s);
-            for (i, n) in counts.iter().enumerate() {
-                let le = family
-                    .bounds
-                    .get(i)
-                    .map_or_else(|| "+Inf".to_string(), |b| histogram::le(*b));
-                let mut with_le = labels.clone();
-                with_le.push(("le", &le));
-                out.sample(&bucket, &with_le, &n.to_string());
+            let (counts, total) = h.cumulative(family);
+            for (n, le) in counts.iter().zip(&les) {
+                out.step_with(&bucket, l, "le", le, n);
             }
-            let count = counts.last().copied().unwrap_or(0);
-            out.sample(&format!("{}_sum", family.name), &labels, &number(sum));
-            out.sample(
-                &format!("{}_count", family.name),
-                &labels,
-                &count.to_string(),
-            );
+            out.step(&sum, l, Number(total));
+            out.step(&count_name, l, counts.last().copied().unwrap_or(0));
         }
     }
     out.family(
@@ -292,22 +271,17 @@ fn accounting(out: &mut Out, snap: &Snapshot) {
         "counter",
         "Runs of the step in which the kernel's OOM killer killed a process.",
     );
-    for s in &snap.steps {
-        let n = s.accounted.oom_kills.to_string();
-        out.sample("mesh_host_step_oom_kills_total", &step_labels(s), &n);
+    for (s, l) in steps() {
+        out.step("mesh_host_step_oom_kills_total", l, s.accounted.oom_kills);
     }
     out.family(
         "mesh_host_step_last_cpu_seconds",
         "gauge",
         "CPU time (user and system) of the step's last run.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(v) = s.last_cpu_secs {
-            out.sample(
-                "mesh_host_step_last_cpu_seconds",
-                &step_labels(s),
-                &number(v),
-            );
+            out.step("mesh_host_step_last_cpu_seconds", l, Number(v));
         }
     }
     out.family(
@@ -315,10 +289,9 @@ fn accounting(out: &mut Out, snap: &Snapshot) {
         "gauge",
         "Peak memory of the step's last run.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(v) = s.last_memory_peak_bytes {
-            let v = v.to_string();
-            out.sample("mesh_host_step_last_memory_peak_bytes", &step_labels(s), &v);
+            out.step("mesh_host_step_last_memory_peak_bytes", l, v);
         }
     }
     out.family(
@@ -326,17 +299,21 @@ fn accounting(out: &mut Out, snap: &Snapshot) {
         "gauge",
         "The memory limit (memory) the step's last run had.",
     );
-    for s in &snap.steps {
+    for (s, l) in steps() {
         if let Some(v) = s.memory_limit_bytes {
-            let v = v.to_string();
-            out.sample("mesh_host_step_memory_limit_bytes", &step_labels(s), &v);
+            out.step("mesh_host_step_memory_limit_bytes", l, v);
         }
     }
 }
 
-/// The `step` and `module` labels of a step's series.
-fn step_labels(s: &super::StepMetrics) -> Vec<(&'static str, &str)> {
-    vec![("step", s.step.as_str()), ("module", s.module.as_str())]
+/// The `step` and `module` labels of a step's series, escaped, as they
+/// stand between the braces.
+fn step_labels(s: &super::StepMetrics) -> String {
+    format!(
+        "step=\"{}\",module=\"{}\"",
+        escape_label(&s.step),
+        escape_label(&s.module)
+    )
 }
 
 #[derive(Default)]
@@ -348,7 +325,7 @@ impl Out {
         let _ = writeln!(self.0, "# TYPE {name} {kind}");
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: &str) {
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl Display) {
         self.0.push_str(name);
         if !labels.is_empty() {
             self.0.push('{');
@@ -362,22 +339,46 @@ impl Out {
         }
         let _ = writeln!(self.0, " {value}");
     }
+
+    /// A step's series: `labels` as [`step_labels`] wrote them.
+    fn step(&mut self, name: &str, labels: &str, value: impl Display) {
+        let _ = writeln!(self.0, "{name}{{{labels}}} {value}");
+    }
+
+    /// A step's series with one more label, `key` (its value escaped).
+    fn step_with(&mut self, name: &str, labels: &str, key: &str, v: &str, value: impl Display) {
+        let _ = writeln!(
+            self.0,
+            "{name}{{{labels},{key}=\"{}\"}} {value}",
+            escape_label(v)
+        );
+    }
 }
 
 /// Seconds since the epoch, with milliseconds.
-fn seconds(t: DateTime<Utc>) -> String {
-    number(t.timestamp_millis() as f64 / 1000.0)
+struct Seconds(DateTime<Utc>);
+
+impl Display for Seconds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Number(self.0.timestamp_millis() as f64 / 1000.0).fmt(f)
+    }
 }
 
-fn number(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else if v.is_nan() {
-        "NaN".to_string()
-    } else if v > 0.0 {
-        "+Inf".to_string()
-    } else {
-        "-Inf".to_string()
+/// A number as Prometheus reads it (`NaN`, `+Inf`, `-Inf` spelt so).
+struct Number(f64);
+
+impl Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = self.0;
+        if v.is_finite() {
+            write!(f, "{v}")
+        } else if v.is_nan() {
+            f.write_str("NaN")
+        } else if v > 0.0 {
+            f.write_str("+Inf")
+        } else {
+            f.write_str("-Inf")
+        }
     }
 }
 
@@ -389,11 +390,17 @@ fn flag(b: bool) -> &'static str {
     }
 }
 
-/// A label value: backslash, double quote and newline escaped.
-pub fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// A label value: backslash, double quote and newline escaped (borrowed
+/// when it has none of them, as nearly every step id has).
+pub fn escape_label(v: &str) -> Cow<'_, str> {
+    if !v.contains(['\\', '"', '\n']) {
+        return Cow::Borrowed(v);
+    }
+    Cow::Owned(
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n"),
+    )
 }
 
 /// A HELP text: backslash and newline escaped.

@@ -15,7 +15,7 @@ use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::{ContainerRuntime, ContainerSpec};
 use crate::schedule::fire::{Firer, StepDef};
 use crate::schedule::jobs::StepTiming;
-use crate::schedule::scheduler::{Scheduler, SchedulerHandle, StepHistory};
+use crate::schedule::scheduler::{Scheduler, SchedulerHandle, StepGauges, StepHistory};
 use crate::schedule::step::ScheduledStep;
 use crate::store::{Store, STEP_HISTORY};
 use crate::systemd::units::NoUnits;
@@ -457,6 +457,63 @@ async fn the_brief_listing_picks_what_the_whole_status_would_and_builds_those_al
         .steps
         .iter()
         .any(|s| s.step == "s7" && s.suspended_since.is_some()));
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_metrics_gauges_read_in_place_say_what_every_step_s_state_says() {
+    // 30 steps beside a history and a suspension of their own, and the
+    // history of a step no longer declared (the walk passes it over).
+    let r = rig(at("2026-01-04T09:00:00Z"), |s| {
+        let history = BTreeMap::from([
+            (
+                "s12".to_string(),
+                StepHistory {
+                    last_run: Some(at("2026-01-04T03:47:09Z")),
+                    last_success: Some(at("2026-01-04T03:47:09Z")),
+                    last_exit_status: Some(0),
+                    last_usage: Some(Box::new(crate::accounting::Usage {
+                        cpu_usec: Some(1_250_000),
+                        memory_peak_bytes: Some(4096),
+                        memory_limit_bytes: Some(8192),
+                        ..Default::default()
+                    })),
+                    ..StepHistory::default()
+                },
+            ),
+            (
+                "gone".to_string(),
+                StepHistory {
+                    last_exit_status: Some(9),
+                    ..StepHistory::default()
+                },
+            ),
+            (
+                "s3".to_string(),
+                StepHistory {
+                    last_run: Some(at("2026-01-04T03:56:00Z")),
+                    last_exit_status: Some(1),
+                    ..StepHistory::default()
+                },
+            ),
+        ]);
+        s.save(STEP_HISTORY, &history).expect("history");
+        crate::schedule::suspend::suspend(s, "s7", at("2026-01-01T04:00:00Z")).expect("suspend");
+    });
+    let steps = (0..30).map(|i| daily(&format!("s{i}"), 59 - i)).collect();
+    r.handle.sync(steps).await.expect("sync");
+    let gauges = r.handle.gauges().await.expect("gauges");
+    let every = r.handle.status().await.expect("status");
+    let want: Vec<StepGauges> = every.iter().map(StepGauges::of_status).collect();
+    assert_eq!(gauges, want);
+    let s12 = gauges.iter().find(|g| g.step == "s12").expect("s12");
+    assert_eq!(s12.period_secs, Some(86400.0));
+    assert_eq!(s12.last_cpu_usec, Some(1_250_000));
+    assert_eq!(s12.memory_limit_bytes, Some(8192));
+    assert!(gauges
+        .iter()
+        .any(|g| g.step == "s7" && g.suspended_since.is_some()));
+    assert!(!gauges.iter().any(|g| g.step == "gone"));
     r.stop().await;
 }
 

@@ -42,7 +42,7 @@ mod owed;
 mod sync;
 mod watchdog;
 
-pub use listing::{Listed, StepStatus, StepsSummary};
+pub use listing::{period_secs, Listed, StepGauges, StepStatus, StepsSummary};
 pub use watchdog::Watchdog;
 
 /// How often a catch-up owed is looked at again (is the window in its way
@@ -118,6 +118,11 @@ pub enum Command {
     Status {
         /// The answer.
         reply: oneshot::Sender<Vec<StepStatus>>,
+    },
+    /// Report every step's state as the metrics show it.
+    Gauges {
+        /// The answer.
+        reply: oneshot::Sender<Vec<StepGauges>>,
     },
     /// Report every step's state written as JSON, and how many.
     Written {
@@ -246,6 +251,11 @@ impl SchedulerHandle {
         let (reply, rx) = oneshot::channel();
         self.inbox.send(Command::Status { reply }).await.ok()?;
         rx.await.ok()
+    }
+
+    /// Every step's state as the metrics show it ([`StepGauges`]).
+    pub async fn gauges(&self) -> Option<Vec<StepGauges>> {
+        self.ask(|reply| Command::Gauges { reply }).await.ok()
     }
 
     /// Every step's state written as the JSON list of `status --json`,
@@ -666,6 +676,10 @@ impl Scheduler {
             }
             Command::Listed { reply } => {
                 let _ = reply.send(self.listed());
+                false
+            }
+            Command::Gauges { reply } => {
+                let _ = reply.send(self.gauges());
                 false
             }
             Command::Written { reply } => {
