@@ -571,3 +571,49 @@ async fn a_packed_step_syncs_as_kept_fires_when_asked_and_a_changed_one_is_rearm
     let armed = r.handle.armed("far").await.expect("asked").expect("armed");
     assert_eq!(armed.def.spec.labels.get(LABEL_IDENTITY), Some("b"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_makes_again_what_failed_within_the_horizon_and_leaves_the_steps_beyond_waiting()
+{
+    let fake = FakeRuntime::new();
+    let r = rig("2026-06-01T01:29:55Z", fake.clone());
+    fake.fail_create(
+        "near-run",
+        crate::runtime::RuntimeError::Api {
+            context: "create container near-run".into(),
+            reason: "scripted".into(),
+        },
+    );
+    let mut steps: Vec<ScheduledStep> = (0..20)
+        .map(|i| step(&format!("far{i}"), "0 4 * * *", "a"))
+        .collect();
+    steps.push(step("near", "30 1 * * *", "a"));
+    steps.push(step("mid", "45 1 * * *", "a"));
+    r.handle.sync(steps).await.expect("sync");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(fake.spec_of("near-run").is_none(), "its create failed");
+    assert!(matches!(
+        ready_state(&r, "near").await,
+        Some(ReadyState::NotReady { .. })
+    ));
+    // The node as the last apply left it: what failed is made again, what
+    // is ready is left, what waits beyond the horizon stays packed.
+    assert_eq!(r.handle.refresh().await, Some(22));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(fake.spec_of("near-run").is_some(), "made on the refresh");
+    assert_eq!(
+        count(&fake, &Call::Create("mid-run".into())),
+        0,
+        "not yet within its lead"
+    );
+    assert_eq!(r.readier.steps().len(), 2, "near and mid hold slots");
+    assert_eq!(r.handle.packed("far7").await, Some(true));
+    // The steps passed over still wait for their edge, and are armed at it.
+    tokio::time::sleep(Duration::from_secs(2 * 3600)).await;
+    assert!(
+        r.readier.steps().iter().any(|s| s == "far7"),
+        "{:?}",
+        r.readier.steps()
+    );
+    assert_eq!(r.handle.packed("far7").await, Some(false));
+}

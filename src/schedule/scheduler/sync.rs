@@ -4,10 +4,11 @@
 //! steps already armed, each declared alike (the usual no-op apply, of
 //! thousands of steps), re-arms nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
+use super::listing::at;
 use super::Scheduler;
 use crate::schedule::jobs::SyncReport;
 use crate::schedule::kept::KeptStep;
@@ -121,8 +122,37 @@ impl Scheduler {
         self.suspended.steps.retain(|id, _| steps.contains_key(id));
     }
 
+    /// Each step's next container made ready ([`Scheduler::make_ready`]),
+    /// but for the steps it would leave as they are, passed over in one
+    /// walk: packed, due beyond the horizon with no slot, and waiting in
+    /// `beyond` for that due time already. An apply then costs what is
+    /// armed, not what is declared (at 20,000 steps a call for each kept
+    /// the loop 60 ms on every apply).
     fn make_all_ready(&mut self) {
-        let ids: Vec<String> = self.steps.keys().cloned().collect();
+        let now = self.clock.now();
+        let waiting: HashSet<(DateTime<Utc>, &str)> = self
+            .beyond
+            .iter()
+            .map(|(due, id)| (*due, id.as_str()))
+            .collect();
+        let readier = self.firer.readier();
+        let mut jobs = self.table.each().map(|(id, due, _)| (id, due)).peekable();
+        let ids: Vec<String> = self
+            .steps
+            .iter()
+            .filter(|(id, s)| {
+                let due = at(&mut jobs, id).flatten();
+                let as_it_is = due.is_some_and(|due| {
+                    (due - now).to_std().is_ok_and(|ahead| ahead > self.horizon)
+                        && s.is_packed()
+                        && !readier.has_slot(id)
+                        && waiting.contains(&(due, id.as_str()))
+                });
+                !as_it_is
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        drop((waiting, jobs));
         for id in &ids {
             self.make_ready(id);
         }
