@@ -244,7 +244,7 @@ impl MetricsService {
         }
     }
 
-    fn snapshot(&self, steps: &[StepGauges]) -> Snapshot {
+    fn snapshot(&self, steps: Vec<StepGauges>) -> Snapshot {
         let windows = self.windows.live_records().unwrap_or_else(|e| {
             tracing::warn!("metrics: window records unreadable: {e}");
             Vec::new()
@@ -259,7 +259,7 @@ impl MetricsService {
 
     async fn render(&self) -> String {
         if let Some(steps) = self.scheduler.gauges().await {
-            return text::render(&self.snapshot(&steps));
+            return text::render(&self.snapshot(steps));
         }
         // The scheduler has stopped: the daemon is stopping, its fires
         // ended and recorded. The steps as the state directory records
@@ -280,7 +280,7 @@ impl MetricsService {
             );
             Vec::new()
         });
-        text::render(&self.snapshot(&steps))
+        text::render(&self.snapshot(steps))
     }
 
     async fn write(&mut self) {
@@ -337,7 +337,7 @@ pub fn local(store: &Store) -> Result<String, String> {
         },
     });
     Ok(text::render(&gather(
-        &steps, &mods, &windows, &counters, apply,
+        steps, &mods, &windows, &counters, apply,
     )))
 }
 

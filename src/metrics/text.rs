@@ -11,7 +11,9 @@ use std::fmt::{Display, Write};
 
 use chrono::{DateTime, Utc};
 
-use super::{histogram, Snapshot};
+use std::collections::BTreeMap;
+
+use super::{histogram, Snapshot, OUTCOMES};
 
 /// Render `snap`.
 ///
@@ -73,7 +75,7 @@ pub fn render(snap: &Snapshot) -> String {
         "Fires of the step by outcome: succeeded, failed (non-zero exit), timed-out, stopped (its unit was stopped), interrupted, error (could not run), skipped.",
     );
     for (s, l) in steps() {
-        for (outcome, n) in &s.fires {
+        for (outcome, n) in with_every_outcome(&s.fires) {
             out.step_with("mesh_host_step_fires_total", l, "outcome", outcome, n);
         }
     }
@@ -304,6 +306,26 @@ fn accounting(out: &mut Out, snap: &Snapshot, labels: &[String]) {
             out.step("mesh_host_step_memory_limit_bytes", l, v);
         }
     }
+}
+
+/// `fires` with every label of [`OUTCOMES`] it lacks at 0, in label
+/// order: each counter exists from a step's start (a rate over a missing
+/// series is nothing), without a map of them built for each step.
+pub fn with_every_outcome(fires: &BTreeMap<String, u64>) -> impl Iterator<Item = (&str, u64)> {
+    let mut outcomes = OUTCOMES;
+    outcomes.sort_unstable();
+    let mut outcomes = outcomes.into_iter().peekable();
+    let mut counted = fires.iter().map(|(k, n)| (k.as_str(), *n)).peekable();
+    std::iter::from_fn(move || match (outcomes.peek(), counted.peek()) {
+        (Some(o), Some((c, _))) if o < c => outcomes.next().map(|o| (o, 0)),
+        (Some(o), Some((c, _))) if o == c => {
+            outcomes.next();
+            counted.next()
+        }
+        (_, Some(_)) => counted.next(),
+        (Some(_), None) => outcomes.next().map(|o| (o, 0)),
+        (None, None) => None,
+    })
 }
 
 /// The `step` and `module` labels of a step's series, escaped, as they
@@ -543,5 +565,36 @@ mod tests {
         assert!(!text.contains("mesh_host_step_held_seconds_count{step=\"gc"));
         // A step that never succeeded has no last-success series at all.
         assert!(!text.contains("mesh_host_step_last_success_timestamp_seconds{step=\"odd"));
+    }
+
+    mod every_outcome {
+        use super::super::with_every_outcome;
+        use crate::metrics::OUTCOMES;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        proptest! {
+            /// The walk gives what a map of every outcome at 0, extended
+            /// with the counted ones, gives (what each step built before).
+            #[test]
+            fn is_every_outcome_at_zero_overlaid_with_the_counted(
+                counted in proptest::collection::btree_map(
+                    prop_oneof![
+                        proptest::sample::select(OUTCOMES.to_vec()).prop_map(str::to_string),
+                        "[a-z-]{0,12}",
+                    ],
+                    any::<u64>(),
+                    0..12,
+                )
+            ) {
+                let mut want: BTreeMap<String, u64> =
+                    OUTCOMES.iter().map(|o| (o.to_string(), 0)).collect();
+                want.extend(counted.clone());
+                let got: Vec<(String, u64)> = with_every_outcome(&counted)
+                    .map(|(k, n)| (k.to_string(), n))
+                    .collect();
+                prop_assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+            }
+        }
     }
 }
