@@ -42,7 +42,7 @@ mod owed;
 mod sync;
 mod watchdog;
 
-pub use listing::{period_secs, Listed, StepGauges, StepStatus, StepsSummary};
+pub use listing::{period_secs, Listed, Read, StepGauges, StepStatus, StepsSummary};
 pub use watchdog::Watchdog;
 
 /// How often a catch-up owed is looked at again (is the window in its way
@@ -114,26 +114,9 @@ pub enum Command {
         /// Whether it is packed, if it is declared.
         reply: oneshot::Sender<Option<bool>>,
     },
-    /// Report every step's state.
-    Status {
-        /// The answer.
-        reply: oneshot::Sender<Vec<StepStatus>>,
-    },
-    /// Report every step's state as the metrics show it.
-    Gauges {
-        /// The answer.
-        reply: oneshot::Sender<Vec<StepGauges>>,
-    },
-    /// Report every step's state written as JSON, and how many.
-    Written {
-        /// The answer.
-        reply: oneshot::Sender<Result<(Box<serde_json::value::RawValue>, usize), String>>,
-    },
-    /// Report the state of the steps a brief `status` lists.
-    Listed {
-        /// The answer.
-        reply: oneshot::Sender<Listed>,
-    },
+    /// Report the steps' state, in one of the forms `status` and the
+    /// metrics read ([`Read`]).
+    Read(Read),
     /// Say what `STATUS=` says of the steps, stale ones logged.
     Summary {
         /// The answer.
@@ -152,17 +135,13 @@ impl SchedulerHandle {
     /// Replace the scheduled steps.
     pub async fn sync<S: Into<KeptStep>>(&self, steps: Vec<S>) -> Option<SyncReport> {
         let steps = steps.into_iter().map(Into::into).collect();
-        let (reply, rx) = oneshot::channel();
-        self.inbox.send(Command::Sync { steps, reply }).await.ok()?;
-        rx.await.ok()
+        self.ask(|reply| Command::Sync { steps, reply }).await.ok()
     }
 
     /// Keep the steps armed as they are ([`Command::Refresh`]); how many
     /// there are.
     pub async fn refresh(&self) -> Option<usize> {
-        let (reply, rx) = oneshot::channel();
-        self.inbox.send(Command::Refresh { reply }).await.ok()?;
-        rx.await.ok()
+        self.ask(|reply| Command::Refresh { reply }).await.ok()
     }
 
     /// Fire a step now and wait for its report; a suspended step only
@@ -248,26 +227,31 @@ impl SchedulerHandle {
 
     /// Every step's state.
     pub async fn status(&self) -> Option<Vec<StepStatus>> {
-        let (reply, rx) = oneshot::channel();
-        self.inbox.send(Command::Status { reply }).await.ok()?;
-        rx.await.ok()
+        self.ask(|reply| Command::Read(Read::Status(reply)))
+            .await
+            .ok()
     }
 
     /// Every step's state as the metrics show it ([`StepGauges`]).
     pub async fn gauges(&self) -> Option<Vec<StepGauges>> {
-        self.ask(|reply| Command::Gauges { reply }).await.ok()
+        self.ask(|reply| Command::Read(Read::Gauges(reply)))
+            .await
+            .ok()
     }
 
     /// Every step's state written as the JSON list of `status --json`,
     /// and how many.
     pub async fn written(&self) -> Result<(Box<serde_json::value::RawValue>, usize), String> {
-        self.ask(|reply| Command::Written { reply }).await?
+        self.ask(|reply| Command::Read(Read::Written(reply)))
+            .await?
     }
 
     /// The state of the steps a brief `status` lists
     /// ([`crate::step_listing`]), built for those alone.
     pub async fn listed(&self) -> Option<Listed> {
-        self.ask(|reply| Command::Listed { reply }).await.ok()
+        self.ask(|reply| Command::Read(Read::Listed(reply)))
+            .await
+            .ok()
     }
 
     /// What `STATUS=` says of the steps, read in the scheduler's tables
@@ -669,21 +653,9 @@ impl Scheduler {
                 let _ = reply.send(self.steps.get(&step).map(KeptStep::is_packed));
                 false
             }
-            Command::Status { reply } => {
+            Command::Read(read) => {
                 // A read: never a change (STATUS= asks it on every change).
-                let _ = reply.send(self.status());
-                false
-            }
-            Command::Listed { reply } => {
-                let _ = reply.send(self.listed());
-                false
-            }
-            Command::Gauges { reply } => {
-                let _ = reply.send(self.gauges());
-                false
-            }
-            Command::Written { reply } => {
-                let _ = reply.send(self.written());
+                self.answer(read);
                 false
             }
             Command::Summary { reply } => {

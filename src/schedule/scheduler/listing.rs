@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::ser::SerializeSeq;
 use serde::Serialize;
 use serde_json::value::RawValue;
+use tokio::sync::oneshot;
 
 use super::{Scheduler, StepHistory};
 use crate::schedule::kept::KeptStep;
@@ -184,7 +185,30 @@ pub struct Listed {
     pub scheduled: usize,
 }
 
+/// A read of the steps' state, and where its answer goes.
+#[derive(Debug)]
+pub enum Read {
+    /// Every step's state.
+    Status(oneshot::Sender<Vec<StepStatus>>),
+    /// Every step's state as the metrics show it.
+    Gauges(oneshot::Sender<Vec<StepGauges>>),
+    /// Every step's state written as JSON, and how many.
+    Written(oneshot::Sender<Result<(Box<RawValue>, usize), String>>),
+    /// The state of the steps a brief `status` lists.
+    Listed(oneshot::Sender<Listed>),
+}
+
 impl Scheduler {
+    /// Answer `read` (a read: nothing changes).
+    pub(super) fn answer(&self, read: Read) {
+        let _ = match read {
+            Read::Status(reply) => reply.send(self.status()).map_err(drop),
+            Read::Gauges(reply) => reply.send(self.gauges()).map_err(drop),
+            Read::Written(reply) => reply.send(self.written()).map_err(drop),
+            Read::Listed(reply) => reply.send(self.listed()).map_err(drop),
+        };
+    }
+
     /// Every step's state, in their order.
     pub(super) fn status(&self) -> Vec<StepStatus> {
         self.steps.values().map(|s| self.status_of(s)).collect()
