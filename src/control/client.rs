@@ -91,40 +91,57 @@ pub async fn call_for(socket: &Path, request: &Request, form: Form) -> Result<Re
 /// [`call_for`], giving `each` the progress frames that come before the
 /// answer when `request` asks for them. A daemon that does not know
 /// progress frames refuses such a request: it is then sent again
-/// without asking for them.
+/// without asking for them (and so for each field an older daemon does
+/// not know, and the declaration sent after the request).
 pub async fn call_with_progress(
     socket: &Path,
     request: &Request,
     form: Form,
     mut each: impl FnMut(Progress),
 ) -> Result<Response, String> {
-    let mut response = exchange(socket, request, form, &mut each).await?;
     // A daemon older than a field this client sends refuses the request
     // naming it (in the form read: its text, or its JSON's `error`, where
     // a backtick is written as it is): asked again without that field,
-    // one at a time, so that what it knows is still asked.
+    // one at a time, so that what it knows is still asked. One older than
+    // the attached declaration ([`super::wire`]) refuses the bytes after
+    // the request: asked again with the declaration inside it.
+    let mut attached = true;
+    let mut response = exchange(socket, request, attached, form, &mut each).await?;
     let mut asked = std::borrow::Cow::Borrowed(request);
-    for _ in 0..MAX_FIELDS_DROPPED {
+    for _ in 0..=MAX_FIELDS_DROPPED {
         if response.exit != 2 {
             break;
         }
-        let refusal = if response.text.is_empty() {
-            response.json.get()
+        let refusal = refusal_of(&response);
+        if attached && super::wire::refused_as_attached(refusal) {
+            attached = false;
         } else {
-            response.text.as_str()
-        };
-        let Some(less) = asked.without_refused(refusal) else {
-            break;
-        };
-        response = exchange(socket, &less, form, &mut each).await?;
-        asked = std::borrow::Cow::Owned(less);
+            let Some(less) = asked.without_refused(refusal) else {
+                break;
+            };
+            asked = std::borrow::Cow::Owned(less);
+        }
+        response = exchange(socket, &asked, attached, form, &mut each).await?;
     }
     Ok(response)
 }
 
+/// What a refusal says, in the form read: its text, or its JSON's
+/// `error`, where a backtick is written as it is.
+fn refusal_of(response: &Response) -> &str {
+    if response.text.is_empty() {
+        response.json.get()
+    } else {
+        response.text.as_str()
+    }
+}
+
+/// One request sent and its answer read; `attached`: a declaration after
+/// the request, not inside it ([`super::wire`]).
 async fn exchange(
     socket: &Path,
     request: &Request,
+    attached: bool,
     form: Form,
     each: &mut impl FnMut(Progress),
 ) -> Result<Response, String> {
@@ -134,7 +151,7 @@ async fn exchange(
             socket.display()
         )
     })?;
-    let body = serde_json::to_vec(request).map_err(|e| e.to_string())?;
+    let body = super::wire::encode(request, attached).map_err(|e| e.to_string())?;
     // The daemon may refuse before reading (not root, too many clients) and
     // close its side: then the write fails, but its answer is still there.
     let sent = stream.write_all(&body).await;
@@ -267,6 +284,65 @@ mod tests {
             [
                 r#"{"command":"status","brief":true,"only":"text"}"#,
                 r#"{"command":"status","brief":true}"#
+            ]
+        );
+    }
+
+    #[derive(serde::Deserialize)]
+    #[serde(tag = "command", rename_all = "kebab-case", deny_unknown_fields)]
+    enum OlderApply {
+        Apply {
+            declaration: String,
+            #[serde(default)]
+            #[allow(dead_code)]
+            allow_empty: bool,
+        },
+    }
+
+    #[tokio::test]
+    async fn a_daemon_before_the_attached_declaration_is_sent_it_inside_the_request() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("control.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        // A daemon that reads with `serde_json::from_slice`, knowing
+        // neither `every_line` nor the declaration after the request.
+        let daemon = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            loop {
+                let (mut stream, _) = listener.accept().await.expect("accept");
+                let mut request = Vec::new();
+                stream.read_to_end(&mut request).await.expect("read");
+                let response = match serde_json::from_slice::<OlderApply>(&request) {
+                    Ok(OlderApply::Apply { declaration, .. }) => Response {
+                        exit: 0,
+                        text: declaration,
+                        json: super::super::null(),
+                    },
+                    Err(e) => Response::error(Exit::Refused, format!("malformed request: {e}")),
+                };
+                seen.push(String::from_utf8_lossy(&request).into_owned());
+                stream.write_all(&response.to_bytes()).await.expect("write");
+                let _ = stream.shutdown().await;
+                if response.exit == 0 {
+                    return seen;
+                }
+            }
+        });
+        let request = Request::Apply {
+            declaration: "[\"a \\\"b\\\"\"]".into(),
+            allow_empty: false,
+            progress: false,
+            every_line: true,
+        };
+        let r = call_for(&path, &request, Form::Text).await.expect("answer");
+        assert_eq!((r.exit, r.text.as_str()), (0, "[\"a \\\"b\\\"\"]"));
+        let seen = daemon.await.expect("daemon");
+        assert_eq!(
+            seen,
+            [
+                "{\"command\":\"apply\",\"declaration\":\"\",\"every_line\":true}\n[\"a \\\"b\\\"\"]",
+                "{\"command\":\"apply\",\"declaration\":\"\"}\n[\"a \\\"b\\\"\"]",
+                r#"{"command":"apply","declaration":"[\"a \\\"b\\\"\"]"}"#,
             ]
         );
     }

@@ -1,8 +1,9 @@
 //! The control socket between the command line and the daemon
 //! (`/run/mesh-host/control.sock`).
 //!
-//! One request per connection, as one JSON object; one response back, as
-//! one JSON object. An `apply` or `run` that asks for `progress` gets,
+//! One request per connection, as one JSON object (an `apply` or `diff`
+//! followed by its declaration's bytes, raw: [`wire`]); one response
+//! back, as one JSON object. An `apply` or `run` that asks for `progress` gets,
 //! before that response, one line per piece of progress
 //! (`{"progress": {...}}` and a newline, see [`crate::progress`]): a
 //! request that does not ask gets the response alone, as ever, and a
@@ -15,6 +16,7 @@
 
 pub mod client;
 pub mod server;
+pub mod wire;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -27,9 +29,10 @@ pub const DEFAULT_SOCKET: &str = "/run/mesh-host/control.sock";
 /// equal).
 pub const MAX_DECLARATION: usize = 8 * 1024 * 1024;
 
-/// The largest request accepted: a declaration travels inside `apply` and
-/// `diff` as a JSON string, in which each quote, backslash and line break
-/// of its text takes two bytes, so twice [`MAX_DECLARATION`] and room for
+/// The largest request accepted: a declaration travels after `apply` and
+/// `diff` as it is ([`wire`]), or, from a client before that form, inside
+/// them as a JSON string, in which each quote, backslash and line break
+/// of its text takes two bytes: so twice [`MAX_DECLARATION`] and room for
 /// the rest. Any declaration a reader accepts travels whole.
 pub const MAX_REQUEST: usize = 2 * MAX_DECLARATION + 64 * 1024;
 

@@ -226,5 +226,5 @@ async fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
     if buf.len() > MAX_REQUEST {
         return Err(format!("request larger than {MAX_REQUEST} bytes"));
     }
-    serde_json::from_slice(&buf).map_err(|e| format!("malformed request: {e}"))
+    super::wire::decode(buf)
 }
