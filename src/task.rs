@@ -1,6 +1,7 @@
 //! A spawned task tied to the life of what owns it, large values freed
-//! off the path of an answer, and how much freed memory the allocator
-//! may keep (its arenas, given back once settled).
+//! off the path of an answer, a long computation kept out of the other
+//! tasks' way, and how much freed memory the allocator may keep (its
+//! arenas, given back once settled).
 
 /// Aborts its task when dropped, so that the task cannot act on after its
 /// owner is gone (returned, failed, or unwound by a panic); a no-op once
@@ -18,6 +19,20 @@ impl AbortOnDrop {
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// Run `work`, a long computation on a task (a metrics text of 20,000
+/// steps takes 100 ms), without holding up the tasks queued on the same
+/// worker: on the daemon's runtime of several workers they are handed to
+/// another first (`block_in_place`). A task woken from this worker (an
+/// apply's answer, the scheduler's reply) would otherwise wait out the
+/// whole computation, whatever the other worker is doing. On a runtime of
+/// one thread (a test's) it simply runs.
+pub fn long_computation<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
     }
 }
 
@@ -161,5 +176,32 @@ mod tests {
         let guard = AbortOnDrop::new(&task);
         assert_eq!(task.await.expect("ran"), 7);
         drop(guard);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_long_computation_runs_on_a_runtime_of_one_thread() {
+        // block_in_place would panic here.
+        assert_eq!(long_computation(|| 6 * 7), 42);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_computation_hands_its_worker_s_tasks_on() {
+        // A task spawned from the computing worker lands in that worker's
+        // own slot, which no other worker takes: it still runs while the
+        // computation waits for it (it would wait forever if the worker
+        // were not handed on).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let done = tokio::spawn(async move {
+            long_computation(|| {
+                let _woken = tokio::spawn(async move {
+                    let _ = tx.send(());
+                });
+                rx.recv_timeout(std::time::Duration::from_secs(10)).is_ok()
+            })
+        });
+        assert!(
+            done.await.expect("ran"),
+            "the task spawned inside ran meanwhile"
+        );
     }
 }

@@ -259,7 +259,7 @@ impl MetricsService {
 
     async fn render(&self) -> String {
         if let Some(steps) = self.scheduler.gauges().await {
-            return text::render(&self.snapshot(steps));
+            return crate::task::long_computation(|| text::render(&self.snapshot(steps)));
         }
         // The scheduler has stopped: the daemon is stopping, its fires
         // ended and recorded. The steps as the state directory records
@@ -280,7 +280,7 @@ impl MetricsService {
             );
             Vec::new()
         });
-        text::render(&self.snapshot(steps))
+        crate::task::long_computation(|| text::render(&self.snapshot(steps)))
     }
 
     async fn write(&mut self) {
