@@ -114,8 +114,9 @@ pub struct StepGauges {
 }
 
 impl StepGauges {
-    /// The gauges of a step's whole state (`mesh-host metrics --local`,
-    /// which has no scheduler): its expression parsed for its period.
+    /// The gauges of a step's whole state, its expression parsed for its
+    /// period: what the walk of the tables must agree with (tests).
+    #[cfg(test)]
     pub fn of_status(s: &StepStatus) -> StepGauges {
         let period_secs = crate::cron::CronSchedule::parse(&s.schedule)
             .ok()
@@ -185,6 +186,14 @@ pub struct Listed {
     pub scheduled: usize,
 }
 
+/// One step's entries in the scheduler's tables ([`Scheduler::walk`]).
+struct InTables<'a> {
+    next_fire: Option<DateTime<Utc>>,
+    running: bool,
+    history: Option<&'a StepHistory>,
+    suspended_since: Option<DateTime<Utc>>,
+}
+
 /// A read of the steps' state, and where its answer goes.
 #[derive(Debug)]
 pub enum Read {
@@ -244,6 +253,27 @@ impl Scheduler {
     /// one walk of the scheduler's tables (each kept in the steps' order).
     pub(super) fn gauges(&self) -> Vec<StepGauges> {
         let none = StepHistory::default();
+        let mut tables = self.walk();
+        self.steps
+            .values()
+            .map(|s| {
+                let id = s.id();
+                let t = tables(id);
+                let period = period_secs(&s.timing.cron, s.timing.zone, t.next_fire);
+                StepGauges::of_history(id.to_string(), t.history.unwrap_or(&none)).with(
+                    t.next_fire,
+                    period,
+                    t.running,
+                    t.suspended_since,
+                )
+            })
+            .collect()
+    }
+
+    /// What the job table, the history and the suspensions hold of each
+    /// step, asked in the steps' order: each table is walked once along
+    /// with the calls, no look-up per step.
+    fn walk<'a>(&'a self) -> impl FnMut(&str) -> InTables<'a> + 'a {
         let mut jobs = self
             .table
             .each()
@@ -251,17 +281,15 @@ impl Scheduler {
             .peekable();
         let mut history = self.history.iter().peekable();
         let mut suspended = self.suspended.steps.iter().peekable();
-        self.steps
-            .values()
-            .map(|s| {
-                let id = s.id();
-                let (next_fire, running) = at(&mut jobs, id).unwrap_or((None, false));
-                let h = at(&mut history, id).unwrap_or(&none);
-                let since = at(&mut suspended, id).map(|s| s.since);
-                let period = period_secs(&s.timing.cron, s.timing.zone, next_fire);
-                StepGauges::of_history(id.to_string(), h).with(next_fire, period, running, since)
-            })
-            .collect()
+        move |id| {
+            let (next_fire, running) = at(&mut jobs, id).unwrap_or((None, false));
+            InTables {
+                next_fire,
+                running,
+                history: at(&mut history, id),
+                suspended_since: at(&mut suspended, id).map(|s| s.since),
+            }
+        }
     }
 
     /// The steps [`step_listing::pick`] lists, by facts read in one walk
@@ -269,29 +297,24 @@ impl Scheduler {
     /// look-up per step); their whole state built for those alone.
     pub(super) fn listed(&self) -> Listed {
         let not_ready = self.firer.readier().not_ready();
-        let mut jobs = self
-            .table
-            .each()
-            .map(|(id, due, run)| (id, (due, run)))
-            .peekable();
-        let mut history = self.history.iter().peekable();
-        let mut suspended = self.suspended.steps.iter().peekable();
+        let mut tables = self.walk();
         let facts: Vec<(&KeptStep, StepFacts)> = self
             .steps
             .values()
             .map(|s| {
                 let id = s.id();
-                let (next_fire, running) = at(&mut jobs, id).unwrap_or((None, false));
-                let failed_last = at(&mut history, id)
+                let t = tables(id);
+                let failed_last = t
+                    .history
                     .is_some_and(|h| StepFacts::failed_last(h.last_run, h.last_success));
-                let to_be_seen = running
-                    || at(&mut suspended, id).is_some()
+                let to_be_seen = t.running
+                    || t.suspended_since.is_some()
                     || not_ready.contains(id)
                     || failed_last;
                 (
                     s,
                     StepFacts {
-                        next_fire,
+                        next_fire: t.next_fire,
                         to_be_seen,
                     },
                 )
