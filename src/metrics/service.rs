@@ -377,17 +377,15 @@ fn recorded_steps(
         mods = modules(&decl);
         let delays = crate::schedule::splay::delays(&decl);
         let local_zone = crate::cron::local_zone();
+        let none = StepHistory::default();
         for step in decl.steps() {
             let id = step.resource.id.to_string();
             let zone = step.schedule.zone.unwrap_or(local_zone);
             let delay = delays.get(&id).copied().unwrap_or_default();
             let next_fire =
                 crate::schedule::splay::next_fire(&step.schedule.cron, zone, delay, now);
-            let gauges = match history.get(&id) {
-                Some(h) => StepGauges::of_history(id.clone(), h),
-                None => StepGauges::of_history(id.clone(), &StepHistory::default()),
-            };
-            steps.push(gauges.with(
+            let h = history.get(&id).unwrap_or(&none);
+            steps.push(StepGauges::of_history(id.clone(), h).with(
                 next_fire,
                 period_secs(&step.schedule.cron, zone, next_fire),
                 windows.iter().any(|w| w.step == id),

@@ -7,11 +7,11 @@
 //! series rather than a made-up zero.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt::{Display, Write};
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
-
-use std::collections::BTreeMap;
 
 use super::{histogram, Snapshot, OUTCOMES};
 
@@ -312,9 +312,12 @@ fn accounting(out: &mut Out, snap: &Snapshot, labels: &[String]) {
 /// order: each counter exists from a step's start (a rate over a missing
 /// series is nothing), without a map of them built for each step.
 pub fn with_every_outcome(fires: &BTreeMap<String, u64>) -> impl Iterator<Item = (&str, u64)> {
-    let mut outcomes = OUTCOMES;
-    outcomes.sort_unstable();
-    let mut outcomes = outcomes.into_iter().peekable();
+    static SORTED: LazyLock<[&str; OUTCOMES.len()]> = LazyLock::new(|| {
+        let mut sorted = OUTCOMES;
+        sorted.sort_unstable();
+        sorted
+    });
+    let mut outcomes = SORTED.iter().copied().peekable();
     let mut counted = fires.iter().map(|(k, n)| (k.as_str(), *n)).peekable();
     std::iter::from_fn(move || match (outcomes.peek(), counted.peek()) {
         (Some(o), Some((c, _))) if o < c => outcomes.next().map(|o| (o, 0)),
