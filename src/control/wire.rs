@@ -65,12 +65,9 @@ pub fn decode(mut bytes: Vec<u8>) -> Result<Request, String> {
     };
     let end = values.byte_offset();
     let rest = &bytes[end..];
-    if rest.iter().all(u8::is_ascii_whitespace) && !rest.starts_with(b"\n") {
-        return Ok(request);
-    }
     let slot = match &mut request {
         Request::Apply { declaration, .. } | Request::Diff { declaration, .. }
-            if declaration.is_empty() && rest.starts_with(b"\n") =>
+            if declaration.is_empty() && rest.first() == Some(&b'\n') =>
         {
             declaration
         }
